@@ -1,0 +1,59 @@
+"""Health and the protocol version the server reports (AMP-HEALTH, AMP-CAP-01..03)."""
+
+from __future__ import annotations
+
+from amp_conformance import MUST, Amp, check
+
+
+@check("AMP-HEALTH-01", level=MUST)
+def test_health_reports_ok_and_the_protocol_version(amp: Amp) -> None:
+    """GET /health answers 200 {"status": "ok", "amp_version": "0.1.0"}."""
+    reply = amp.anonymous().get("/health")
+    amp.expect_status(reply, 200)
+    body = reply.json_object()
+    amp.expect(body.get("status") == "ok", f"status is 'ok' (got {body.get('status')!r})", reply)
+    amp.expect(
+        body.get("amp_version") == "0.1.0", f"amp_version is '0.1.0' (got {body.get('amp_version')!r})", reply
+    )
+
+
+@check("AMP-HEALTH-02", "AMP-AUTH-07", level=MUST)
+def test_health_needs_no_identity_and_answers_json(amp: Amp) -> None:
+    """GET /health needs neither agent id nor key, and answers JSON."""
+    reply = amp.anonymous().get("/health")
+    amp.expect_status(reply, 200)
+    content_type = reply.headers.get("content-type", "")
+    amp.expect(
+        content_type.startswith("application/json"),
+        f"Content-Type is application/json (got {content_type!r})",
+        reply,
+    )
+    reply.json_object()
+
+
+@check("AMP-CAP-01", level=MUST)
+def test_spec_reports_version_and_capabilities(amp: Amp) -> None:
+    """GET /spec answers 200 with amp_version "0.1.0" and a capabilities object, without identity."""
+    reply = amp.anonymous().get("/spec")
+    amp.expect_status(reply, 200)
+    body = reply.json_object()
+    amp.expect(
+        body.get("amp_version") == "0.1.0", f"amp_version is '0.1.0' (got {body.get('amp_version')!r})", reply
+    )
+    amp.expect(isinstance(body.get("capabilities"), dict), "capabilities is an object", reply)
+
+
+@check("AMP-CAP-03", level=MUST)
+def test_spec_and_health_agree_on_the_version(amp: Amp) -> None:
+    """/spec and /health report the same amp_version."""
+    health = amp.anonymous().get("/health")
+    spec = amp.anonymous().get("/spec")
+    amp.expect_status(health, 200)
+    amp.expect_status(spec, 200)
+    versions = (health.json_object().get("amp_version"), spec.json_object().get("amp_version"))
+    amp.expect(
+        versions[0] == versions[1],
+        f"/health says {versions[0]!r} and /spec says {versions[1]!r}",
+        health,
+        expected="the same amp_version at both",
+    )

@@ -1,0 +1,198 @@
+"""``amp-conformance``: run the checks against a server (or the bundled one), list them, validate.
+
+Exit codes: 0 no MUST check failed; 1 a MUST check failed; 2 usage error, unreachable server, or
+checks that could not reach a verdict (errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from amp_conformance._version import __version__
+from amp_conformance.client import normalise_base_url
+from amp_conformance.marking import CheckInfo, check_info
+from amp_conformance.options import OPTION_SPECS, UsageError, build_options
+from amp_conformance.plugin import HttpOverride, active_run
+from amp_conformance.report import verdict
+from amp_conformance.run import Run
+
+CHECKS_DIR = Path(__file__).resolve().parent / "checks"
+EXIT_OK, EXIT_MUST_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="amp-conformance",
+        description="Check an AMP v0.1.0 server against the spec, requirement by requirement. "
+        "Without --base-url the bundled reference server is started and checked (the self-test). "
+        "Subcommands: 'validate PATH...' and 'validate-contract PATH|URL' (see their --help).",
+    )
+    for spec in OPTION_SPECS:
+        parser.add_argument(f"--{spec.name}", dest=spec.dest, help=spec.help, **spec.kwargs)
+    parser.add_argument("--list", action="store_true", help="list every check with its requirement ids")
+    parser.add_argument("--format", choices=["text", "json"], default="text", help="--list output format")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="show each check as it runs")
+    parser.add_argument("--version", action="version", version=f"amp-conformance {__version__}")
+    return parser
+
+
+@dataclass
+class SuiteOutcome:
+    exit_code: int
+    run: Run | None
+
+
+class _Capture:
+    """Keeps the run object of the pytest session so the command can decide its exit code."""
+
+    def __init__(self) -> None:
+        self.run: Run | None = None
+        self.infos: list[tuple[str, CheckInfo]] = []
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            info = check_info(item)
+            if info is not None:
+                self.infos.append((item.nodeid, info))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.run = active_run(session.config)
+
+
+def _pytest_base_args() -> list[str]:
+    args = [str(CHECKS_DIR), "-p", "no:cacheprovider", "--rootdir", str(CHECKS_DIR)]
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        args += ["-p", "amp_conformance.plugin"]
+    return args
+
+
+def suite_args(values: dict[str, Any]) -> list[str]:
+    """Turn command option values into ``--amp-*`` pytest arguments."""
+    args: list[str] = []
+    for spec in OPTION_SPECS:
+        value = values.get(spec.dest)
+        if value is None or value is False or value == []:
+            continue
+        flag = f"--amp-{spec.name}"
+        if value is True:
+            args.append(flag)
+        elif isinstance(value, list):
+            for entry in value:
+                args += [flag, str(entry)]
+        else:
+            args += [flag, str(value)]
+    return args
+
+
+def run_suite(
+    values: dict[str, Any], *, http: httpx.Client | None = None, verbose: int = 0, quiet: bool = False
+) -> SuiteOutcome:
+    """Run the checks through pytest with option ``values`` (keyed by OptionSpec.dest)."""
+    capture = _Capture()
+    plugins: list[object] = [capture]
+    if http is not None:
+        plugins.append(HttpOverride(http))
+    args = [*_pytest_base_args(), *suite_args(values), "-q" if verbose == 0 else "-v"]
+    if quiet:
+        args += ["-qq", "--no-header"]
+    code = pytest.main(args, plugins=plugins)
+    run = capture.run
+    if code == pytest.ExitCode.USAGE_ERROR or run is None:
+        return SuiteOutcome(EXIT_USAGE, run)
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED or not run.results:
+        print("amp-conformance: no checks selected", file=sys.stderr)
+        return SuiteOutcome(EXIT_USAGE, run)
+    if code == pytest.ExitCode.INTERRUPTED:
+        return SuiteOutcome(EXIT_USAGE, run)
+    return SuiteOutcome({"pass": EXIT_OK, "fail": EXIT_MUST_FAILED}.get(verdict(run), EXIT_USAGE), run)
+
+
+def list_checks() -> list[dict[str, Any]]:
+    """Every check with its requirement ids, level, area and title (validated by list.schema.json)."""
+    capture = _Capture()
+    with contextlib.redirect_stdout(io.StringIO()):
+        pytest.main([*_pytest_base_args(), "--collect-only", "-q"], plugins=[capture])
+    return [
+        {
+            "id": nodeid,
+            "requirements": list(info.requirements),
+            "level": info.level,
+            "area": info.area,
+            "title": info.title,
+        }
+        for nodeid, info in capture.infos
+    ]
+
+
+def _print_list(fmt: str) -> None:
+    checks = list_checks()
+    if fmt == "json":
+        print(json.dumps({"list_version": "1.0", "tool_version": __version__, "checks": checks}, indent=1))
+        return
+    for entry in checks:
+        print(f"{entry['level']:<7}{entry['area']:<8}{','.join(entry['requirements']):<34}{entry['title']}")
+    print(f"{len(checks)} checks")
+
+
+def _preflight(url: str, timeout: float) -> str | None:
+    """One clear reason when the server cannot be reached at all, else None."""
+    api_base, _ = normalise_base_url(url)
+    try:
+        httpx.get(f"{api_base}/health", timeout=timeout)
+    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+        return f"cannot reach {url}: connection failed ({exc or type(exc).__name__})"
+    except httpx.HTTPError:
+        return None  # reachable but misbehaving: the checks will say how
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments and arguments[0] in ("validate", "validate-contract"):
+        from amp_conformance import validator
+
+        entry = validator.validate_main if arguments[0] == "validate" else validator.validate_contract_main
+        return entry(arguments[1:])
+    parser = _parser()
+    namespace = parser.parse_args(arguments)
+    if namespace.list:
+        _print_list(namespace.format)
+        return EXIT_OK
+    values = vars(namespace)
+    if values.get("amp_base_url"):
+        try:
+            build_options(values)
+            reason = _preflight(values["amp_base_url"], values["amp_timeout"])
+        except (UsageError, ValueError) as exc:
+            print(f"amp-conformance: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if reason:
+            print(f"amp-conformance: {reason}", file=sys.stderr)
+            return EXIT_USAGE
+        return run_suite(values, verbose=namespace.verbose).exit_code
+    from amp_conformance.selfserve import BundledServer
+
+    with BundledServer() as server:
+        print(f"amp-conformance: no --base-url given, checking the bundled reference server at {server.url}")
+        values.update(
+            amp_base_url=server.url, amp_admin_token=server.admin_token, amp_allow_global_effects=True
+        )
+        try:
+            build_options(values)
+        except UsageError as exc:
+            print(f"amp-conformance: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return run_suite(values, verbose=namespace.verbose).exit_code

@@ -1,0 +1,62 @@
+"""Start the bundled reference server on a free loopback port: the self-test and the fresh-machine demo."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+import socket
+import threading
+import time
+from types import TracebackType
+
+import uvicorn
+
+
+class BundledServer:
+    """``with BundledServer() as server: ... server.url ... server.admin_token``.
+
+    The reference server reads its usual ``AMP_*`` environment (so ``AMP_REFERENCE_FAULTS=...``
+    shows the suite catching a fault), except that the admin token is always a fresh secret.
+    """
+
+    def __init__(self, environ: dict[str, str] | None = None, *, start_timeout: float = 10.0):
+        from reference_server import Settings, create_app
+
+        self.admin_token = secrets.token_urlsafe(24)
+        settings = Settings.from_env(dict(os.environ if environ is None else environ))
+        self.settings = dataclasses.replace(settings, admin_token=self.admin_token)
+        self._app = create_app(self.settings)
+        self._start_timeout = start_timeout
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind(("127.0.0.1", 0))
+        self.port: int = self._socket.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(self._app, log_level="warning", access_log=False, lifespan="on")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run,
+            kwargs={"sockets": [self._socket]},
+            name="amp-reference-server",
+            daemon=True,
+        )
+
+    def __enter__(self) -> BundledServer:
+        self._thread.start()
+        deadline = time.monotonic() + self._start_timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the bundled reference server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=5)
+        self._socket.close()
