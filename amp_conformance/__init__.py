@@ -1,10 +1,14 @@
 """amp-conformance: the conformance suite and validator for the Agent Memory Protocol v0.1.0.
 
 The public API is small: ``check`` and the levels for writing checks, ``Amp`` (the ``amp`` fixture's
-type), and the resource helpers. The validator's API is re-exported once it is importable.
+type), the offline validator (``validate_cell``, ``validate_documents``, ``compare_contract``), and
+the resource helpers. The validator's names load on first use: the pytest plugin imports this package
+in every pytest run on the machine, so importing it must stay cheap.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from amp_conformance._version import __version__
 from amp_conformance.catalogue import MAY, MUST, SHOULD
@@ -12,15 +16,43 @@ from amp_conformance.context import Amp
 from amp_conformance.marking import check
 from amp_conformance.resources import contract_path, fixtures_path, load_contract, load_fixture
 
+if TYPE_CHECKING:
+    from amp_conformance.cells import Problem, validate_cell
+    from amp_conformance.validator import ContractDifference, Report, compare_contract, validate_documents
+
+_LAZY = {
+    "Problem": "amp_conformance.cells",
+    "validate_cell": "amp_conformance.cells",
+    "ContractDifference": "amp_conformance.validator",
+    "Report": "amp_conformance.validator",
+    "compare_contract": "amp_conformance.validator",
+    "validate_documents": "amp_conformance.validator",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'amp_conformance' has no attribute {name!r}")
+
+
 __all__ = [
     "MAY",
     "MUST",
     "SHOULD",
     "Amp",
+    "ContractDifference",
+    "Problem",
+    "Report",
     "__version__",
     "check",
+    "compare_contract",
     "contract_path",
     "fixtures_path",
     "load_contract",
     "load_fixture",
+    "validate_cell",
+    "validate_documents",
 ]

@@ -13,7 +13,7 @@ from amp_conformance.client import Client, Exchange, Reply
 from amp_conformance.conventions import Conventions, answer_of, label
 from amp_conformance.envelope import envelope_problems, validation_error_problems
 from amp_conformance.marking import CheckInfo
-from amp_conformance.outcomes import CheckFailure, Evidence, Warn
+from amp_conformance.outcomes import CheckFailure, Evidence, ToolError, Warn
 from amp_conformance.run import Agent, NotEnoughAgents, Run
 
 DEFAULT_MAX_PAGE_SIZE = 100
@@ -79,7 +79,10 @@ class Amp:
         """``/spec`` ``capabilities``; the check fails when the server cannot say."""
         body = self.run.fetch_spec()
         if body is None:
-            raise CheckFailure(f"GET /spec is needed by this check and failed: {self.run.spec_error}")
+            message = f"GET /spec is needed by this check and failed: {self.run.spec_error}"
+            if self.run.spec_failed_in_transport:
+                raise ToolError(message)
+            raise CheckFailure(message)
         capabilities = body.get("capabilities")
         if not isinstance(capabilities, dict):
             raise CheckFailure("GET /spec has no 'capabilities' object")

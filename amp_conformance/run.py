@@ -84,6 +84,7 @@ class Run:
         self.side_log: list[Exchange] = []
         self._spec: dict[str, Any] | None = None
         self._spec_error: str | None = None
+        self.spec_failed_in_transport = False
         self._spec_fetched = False
         self.spec_at_end: dict[str, Any] | None = None
         self._conventions: Any = None
@@ -129,6 +130,7 @@ class Run:
                 body = reply.json() if reply.status == 200 else None
             except ToolError as exc:
                 self._spec_error = str(exc)
+                self.spec_failed_in_transport = True
                 return None
             except AssertionError as exc:
                 self._spec_error = f"GET /spec did not return JSON: {exc}"

@@ -1,0 +1,5 @@
+"""``python -m amp_conformance`` is the ``amp-conformance`` command."""
+
+from amp_conformance.cli import main
+
+raise SystemExit(main())

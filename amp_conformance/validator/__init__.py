@@ -1,0 +1,30 @@
+"""Offline validation: memory cells in files or stdin, and OpenAPI documents against our contract.
+
+Public API: ``validate_cell`` (re-exported from ``amp_conformance.cells``), ``validate_documents`` →
+``Report``, ``compare_contract`` → ``list[ContractDifference]``, and the CLI entry points
+``validate_main`` / ``validate_contract_main`` that ``amp_conformance.cli`` dispatches to.
+"""
+
+from __future__ import annotations
+
+from amp_conformance.cells import Problem, validate_cell
+from amp_conformance.validator.cli import validate_contract_main, validate_main
+from amp_conformance.validator.contract import ContractDifference, compare_contract
+from amp_conformance.validator.documents import validate_documents
+from amp_conformance.validator.openapi import DocumentError, load_document
+from amp_conformance.validator.report import Finding, InputError, Report
+
+__all__ = [
+    "ContractDifference",
+    "DocumentError",
+    "Finding",
+    "InputError",
+    "Problem",
+    "Report",
+    "compare_contract",
+    "load_document",
+    "validate_cell",
+    "validate_contract_main",
+    "validate_documents",
+    "validate_main",
+]

@@ -1,0 +1,56 @@
+"""The requirement catalogue and the checks' citations of it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+
+from amp_conformance.catalogue import catalogue, expand_areas, levels_up_to, parse_requirements_markdown
+from amp_conformance.cli import list_checks
+from amp_conformance.coverage import coverage_markdown
+from amp_conformance.resources import load_contract
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_packaged_catalogue_matches_requirements_md(spec_dir: Path) -> None:
+    parsed = parse_requirements_markdown((spec_dir / "requirements.md").read_text(encoding="utf-8"))
+    assert len(parsed) == 200
+    assert {r.id: r for r in parsed} == catalogue(), "run scripts/build_catalogue.py"
+
+
+def test_every_check_cites_only_ids_that_requirements_md_has(spec_dir: Path) -> None:
+    text = (spec_dir / "requirements.md").read_text(encoding="utf-8")
+    known = {r.id for r in parse_requirements_markdown(text)}
+    checks = list_checks()
+    assert checks, "no check was collected"
+    unknown = {(c["id"], rid) for c in checks for rid in c["requirements"] if rid not in known}
+    assert not unknown, f"checks cite ids requirements.md lacks: {sorted(unknown)}"
+
+
+def test_the_check_list_validates_against_its_schema() -> None:
+    from amp_conformance._version import __version__
+
+    document = {"list_version": "1.0", "tool_version": __version__, "checks": list_checks()}
+    jsonschema.Draft202012Validator(load_contract("list.schema.json")).validate(document)
+    titles = [c["title"] for c in document["checks"]]
+    assert all(title and not title.startswith("test_") for title in titles), "every check needs a docstring"
+
+
+def test_check_names_are_unique() -> None:
+    names = [c["id"].rsplit("::", 1)[-1] for c in list_checks()]
+    assert len(names) == len(set(names))
+
+
+def test_the_committed_coverage_table_is_current() -> None:
+    committed = (REPO / "docs" / "COVERAGE.md").read_text(encoding="utf-8")
+    assert committed == coverage_markdown(list_checks()), "run: python -m amp_conformance.coverage > docs/COVERAGE.md"
+
+
+def test_area_names_and_levels() -> None:
+    assert expand_areas("crud,acl") == {"cre", "read", "patch", "del", "acl"}
+    assert levels_up_to("should") == {"MUST", "SHOULD"}
+    for name in ("report", "list"):
+        jsonschema.Draft202012Validator.check_schema(json.loads(json.dumps(load_contract(f"{name}.schema.json"))))

@@ -1,0 +1,95 @@
+"""The command on broken or absent servers, and the plugin's silence in unrelated projects."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+
+from amp_conformance.cli import main
+from amp_conformance.resources import load_contract
+from tests.suite.badservers import answers, free_port, never_answers, raw_server
+
+PYTHON = sys.executable
+
+
+def test_an_unreachable_server_is_one_line_and_exit_2(capsys: object) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    result = subprocess.run(
+        [PYTHON, "-m", "amp_conformance", "--base-url", url, "--timeout", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    elapsed = time.monotonic() - started
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0, result.stderr
+    assert "cannot reach" in result.stderr and url in result.stderr
+    assert result.stdout == ""
+    assert elapsed < 2 * 2 + 3  # twice the timeout, plus interpreter start-up
+
+
+def test_a_server_that_never_answers_ends_in_errors_within_the_deadlines(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    with raw_server(never_answers) as url:
+        started = time.monotonic()
+        code = main(["--base-url", url, "--timeout", "1", "--deadline", "3", "--no-fuzz", "--json", str(report)])
+        elapsed = time.monotonic() - started
+    document = json.loads(report.read_text())
+    jsonschema.Draft202012Validator(load_contract("report.schema.json")).validate(document)
+    outcomes = document["summary"]["outcomes"]
+    assert code == 2
+    assert outcomes["fail"] == 0 and outcomes["error"] > 0
+    assert document["server"]["unavailable"]
+    assert elapsed < 60
+
+
+def test_an_html_server_is_failed_not_crashed(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    page = answers("502 Bad Gateway", "text/html", b"<html><body>upstream down</body></html>")
+    with raw_server(page) as url:
+        code = main(["--base-url", url, "--timeout", "2", "--only", "health", "--json", str(report)])
+    document = json.loads(report.read_text())
+    assert code == 1
+    failed = [c for c in document["checks"] if c["outcome"] == "fail"]
+    assert failed and all(c["curl"] and "curl" in c["curl"] for c in failed)
+    assert any("502" in c["message"] or "expected status 200" in c["message"] for c in failed)
+
+
+def test_usage_errors_exit_2(capsys: object) -> None:
+    assert main(["--base-url", "http://127.0.0.1:1", "--only", "nonsense"]) == 2
+    assert main(["--base-url", "not a url"]) == 2
+    assert main(["--base-url", "http://127.0.0.1:1", "--allow-global-effects"]) == 2
+
+
+def test_installing_the_plugin_changes_nothing_in_an_unrelated_project(tmp_path: Path) -> None:
+    (tmp_path / "test_sample.py").write_text(
+        "import pytest\n"
+        "def test_ok():\n    assert 1\n"
+        "def test_bad():\n    assert 0\n"
+        "@pytest.mark.skip(reason='because')\ndef test_skipped():\n    pass\n"
+    )
+
+    def run(*extra: str) -> tuple[int, list[str]]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AMP_")}
+        result = subprocess.run(
+            [PYTHON, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "-q", *extra],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        lines = [line for line in result.stdout.splitlines() if not line.startswith(("plugins:", "rootdir"))]
+        return result.returncode, [line.split(" in ")[0] for line in lines]
+
+    with_plugin = run()
+    without_plugin = run("-p", "no:amp_conformance")
+    assert with_plugin == without_plugin
+    assert with_plugin[0] == 1

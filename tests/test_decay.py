@@ -1,0 +1,89 @@
+"""The decay formula against the worked examples A-H of requirements.md §3 (fixtures/decay/cases.json)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from amp_conformance.decay import (
+    STALE_THRESHOLD,
+    days_to_threshold,
+    decay_score,
+    is_below_threshold,
+    status_at_pass,
+)
+from amp_conformance.resources import load_fixture
+
+CASES: list[dict[str, Any]] = load_fixture("decay", "cases.json")["cases"]
+POINTS = [
+    pytest.param(case, point, id=f"{case['id']}-{point['delta']}-{point['status_before']}")
+    for case in CASES
+    for point in case["points"]
+]
+
+
+def test_the_fixture_covers_examples_a_to_h() -> None:
+    assert [case["id"] for case in CASES] == list("ABCDEFGH")
+    assert load_fixture("decay", "cases.json")["stale_threshold"] == STALE_THRESHOLD == 0.3
+
+
+@pytest.mark.parametrize(("case", "point"), POINTS)
+def test_score_matches_the_worked_example(case: dict[str, Any], point: dict[str, Any]) -> None:
+    score = decay_score(
+        case["importance"], case["confidence"], case["decay_rate"], point["delta_seconds"] / 86400
+    )
+    assert round(score, 6) == pytest.approx(point["score"], abs=1e-9)
+
+
+@pytest.mark.parametrize(("case", "point"), POINTS)
+def test_status_at_a_pass_matches_the_worked_example(case: dict[str, Any], point: dict[str, Any]) -> None:
+    score = decay_score(
+        case["importance"], case["confidence"], case["decay_rate"], point["delta_seconds"] / 86400
+    )
+    assert status_at_pass(point["status_before"], score, point["days_since_update"]) == point["status_after"]
+
+
+def test_equality_case_e_is_exact_and_not_below_the_threshold() -> None:
+    for days in (0.0, 1.0, 36500.0):
+        score = decay_score(0.3, 1.0, 0.0, days)
+        assert score == 0.3
+        assert not is_below_threshold(score)
+
+
+def test_bounded_time_case_g_crosses_between_five_and_ten_seconds() -> None:
+    assert days_to_threshold(1.0, 1.0, 20000) * 86400 == pytest.approx(5.20, abs=0.005)
+    assert is_below_threshold(decay_score(1.0, 1.0, 20000, 10 / 86400))
+    assert not is_below_threshold(decay_score(1.0, 1.0, 20000, 5 / 86400))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if "days_to_threshold" in c], ids=lambda c: c["id"])
+def test_time_to_threshold(case: dict[str, Any]) -> None:
+    days = days_to_threshold(case["importance"], case["confidence"], case["decay_rate"])
+    assert days == pytest.approx(case["days_to_threshold"], abs=0.005)
+
+
+def test_never_decays_below_with_rate_zero() -> None:
+    assert days_to_threshold(0.5, 1.0, 0.0) == math.inf
+
+
+def test_archived_and_deleted_are_left_alone() -> None:
+    assert status_at_pass("archived", 0.0, 999) == "archived"
+    assert status_at_pass("deleted", 0.9, 0) == "deleted"
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        (1.5, 1.0, 0.01, 0.0),
+        (0.5, -0.1, 0.01, 0.0),
+        (0.5, 1.0, -0.01, 0.0),
+        (0.5, 1.0, 0.01, -1.0),
+        (math.nan, 1.0, 0.01, 0.0),
+        (0.5, 1.0, math.inf, 0.0),
+    ],
+)
+def test_impossible_inputs_are_refused(arguments: tuple[float, float, float, float]) -> None:
+    with pytest.raises(ValueError):
+        decay_score(*arguments)
