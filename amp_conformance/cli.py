@@ -82,7 +82,8 @@ def _pytest_base_args() -> list[str]:
 
 
 def suite_args(values: dict[str, Any]) -> list[str]:
-    """Turn command option values into ``--amp-*`` pytest arguments."""
+    """Turn command option values into ``--amp-*`` pytest arguments (``--flag=value``, so that a value
+    starting with ``-``, as a random token may, is never read as an option)."""
     args: list[str] = []
     for spec in OPTION_SPECS:
         value = values.get(spec.dest)
@@ -92,10 +93,9 @@ def suite_args(values: dict[str, Any]) -> list[str]:
         if value is True:
             args.append(flag)
         elif isinstance(value, list):
-            for entry in value:
-                args += [flag, str(entry)]
+            args += [f"{flag}={entry}" for entry in value]
         else:
-            args += [flag, str(value)]
+            args.append(f"{flag}={value}")
     return args
 
 
@@ -187,10 +187,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_suite(values, verbose=namespace.verbose).exit_code
     from amp_conformance.selfserve import BundledServer
 
-    with BundledServer() as server:
-        print(f"amp-conformance: no --base-url given, checking the bundled reference server at {server.url}")
+    with BundledServer(keys=True) as server:
+        print(
+            f"amp-conformance: no --base-url given, checking the bundled reference server at {server.url} "
+            f"(API keys required, {len(server.api_keys)} agents)"
+        )
         values.update(
-            amp_base_url=server.url, amp_admin_token=server.admin_token, amp_allow_global_effects=True
+            amp_base_url=server.url,
+            amp_admin_token=server.admin_token,
+            amp_allow_global_effects=True,
+            amp_api_key=[f"{agent}={key}" for agent, key in server.api_keys.items()],
         )
         try:
             build_options(values)

@@ -181,6 +181,11 @@ class Connection:
     def close(self) -> None:
         self._http.close()
 
+    @property
+    def app(self) -> Any:
+        """The ASGI app behind an in-process client (see :mod:`amp_conformance.inprocess`), else None."""
+        return getattr(getattr(self._http, "_transport", None), "app", None)
+
     def url_for(self, path: str, *, root: bool = False) -> str:
         if path.startswith(("http://", "https://")):
             return path

@@ -17,7 +17,7 @@ import httpx
 
 class ASGITransport(httpx.BaseTransport):
     def __init__(self, app: Any):
-        self._app = app
+        self.app = app
         self._loop = asyncio.new_event_loop()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -58,7 +58,7 @@ class ASGITransport(httpx.BaseTransport):
                 chunks.append(message.get("body", b""))
 
         try:
-            self._loop.run_until_complete(self._app(scope, receive, send))
+            self._loop.run_until_complete(self.app(scope, receive, send))
         except Exception:
             if not headers:
                 status, headers, chunks = 500, [(b"content-type", b"text/plain")], [b"Internal Server Error"]

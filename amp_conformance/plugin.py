@@ -48,6 +48,7 @@ def active_run(config: pytest.Config) -> Run | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARK}(requirements, level, area): an AMP conformance check")
     if not config.getoption("amp_base_url", None):
         return
     values = {spec.dest: config.getoption(spec.dest) for spec in OPTION_SPECS}
@@ -56,7 +57,6 @@ def pytest_configure(config: pytest.Config) -> None:
         normalise_base_url(options.base_url)
     except (UsageError, ValueError) as exc:
         raise pytest.UsageError(f"amp-conformance: {exc}") from None
-    config.addinivalue_line("markers", f"{MARK}(requirements, level, area): an AMP conformance check")
     if options.junit_path is not None and not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(options.junit_path)
     http = next((p.http for p in config.pluginmanager.get_plugins() if isinstance(p, HttpOverride)), None)
@@ -143,6 +143,16 @@ def pytest_runtest_makereport(
             for w in context.evidence.warnings
         ]
         result.notes = list(context.evidence.notes)
+    server_errors = [e for e in result.exchanges if e.status is not None and e.status >= 500]
+    if server_errors:
+        first = server_errors[0]
+        result.warnings.append(
+            {
+                "message": f"AMP-ERR-07: {first.method} {first.url} answered {first.status} (a 5xx; "
+                f"{len(server_errors)} in this check)",
+                "curl": first.curl(),
+            }
+        )
     excinfo = call.excinfo
     if report.skipped:
         result.outcome = SKIP

@@ -88,23 +88,30 @@ class Run:
         self._spec_fetched = False
         self.spec_at_end: dict[str, Any] | None = None
         self._conventions: Any = None
+        self.cache: dict[str, Any] = {}
+        """Results that several checks share (for example the fuzz run), computed once."""
 
     # identities -----------------------------------------------------------------------------
 
-    def agent(self, role: str) -> Agent:
-        """The agent playing ``role``; keyless ids derive from the run, keys mode maps roles to keys."""
-        if role not in self._agents:
-            if self._key_agents:
-                if len(self._agents) >= len(self._key_agents):
-                    raise NotEnoughAgents(
-                        f"this check needs {len(self._agents) + 1} agents with API keys, "
-                        f"{len(self._key_agents)} were given: add another --api-key AGENT=KEY"
-                    )
-                agent_id, key = self._key_agents[len(self._agents)]
-                self._agents[role] = Agent(role, agent_id, key)
-            else:
-                self._agents[role] = Agent(role, f"{self.prefix}-{role}")
-        return self._agents[role]
+    def agent(self, role: str, *, taken: int | None = None) -> Agent:
+        """The agent playing ``role``. Keyless, its id derives from the run; in keys mode the
+        ``taken``-th keyed agent plays it (a check maps its own roles onto the keys in order of first
+        use, so any check needing no more agents than were given can run)."""
+        if not self._key_agents:
+            return Agent(role, f"{self.prefix}-{role}")
+        index = len(self._agents) if taken is None else taken
+        if role in self._agents and taken is None:
+            return self._agents[role]
+        if index >= len(self._key_agents):
+            raise NotEnoughAgents(
+                f"this check needs {index + 1} agents with API keys, "
+                f"{len(self._key_agents)} were given: add another --api-key AGENT=KEY"
+            )
+        agent_id, key = self._key_agents[index]
+        agent = Agent(role, agent_id, key)
+        if taken is None:
+            self._agents[role] = agent
+        return agent
 
     def new_owner(self) -> str:
         return f"{self.prefix}-o{next(self._owners)}"
@@ -170,24 +177,23 @@ class Run:
                     f"skipped: {len(self.created)} cells left ({self.connection.broken_reason})"
                 )
             return
+        seen: set[str] = set()
         for cell in self.created:
+            if cell.id in seen:
+                continue
+            seen.add(cell.id)
             self.cleanup["attempted"] += 1
             client = self.run_client(cell.agent)
             try:
-                current = client.get(f"/memories/{cell.id}")
-                if current.status != 200:
-                    continue  # already gone, deleted (hidden convention) or not readable
-                status = current.json_object().get("lifecycle", {}).get("status")
-                if status == "deleted":
-                    continue
-                if status != "archived":
-                    client.patch(f"/memories/{cell.id}", {"lifecycle": {"status": "archived"}})
+                archived = client.patch(f"/memories/{cell.id}", {"lifecycle": {"status": "archived"}})
+                if archived.status != 200:
+                    continue  # already deleted or gone: nothing left to do
                 reply = client.delete(f"/memories/{cell.id}")
                 if reply.status == 204:
                     self.cleanup["deleted"] += 1
                 else:
                     self.cleanup["problems"].append(f"DELETE {cell.id} answered {reply.status}")
-            except (ToolError, AssertionError) as exc:
+            except ToolError as exc:
                 self.cleanup["problems"].append(f"{cell.id}: {exc}")
                 if self.connection.broken_reason:
                     break

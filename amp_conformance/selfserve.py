@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import secrets
 import socket
@@ -14,18 +15,42 @@ import uvicorn
 
 
 class BundledServer:
-    """``with BundledServer() as server: ... server.url ... server.admin_token``.
+    """``with BundledServer() as server: ... server.url ... server.admin_token ... server.api_keys``.
 
     The reference server reads its usual ``AMP_*`` environment (so ``AMP_REFERENCE_FAULTS=...``
-    shows the suite catching a fault), except that the admin token is always a fresh secret.
+    shows the suite catching a fault), except that the admin token is always a fresh secret and, with
+    ``keys=True`` (the self-test), API keys are required and issued fresh for a few agents: keys mode
+    exercises authentication as well as everything else.
     """
 
-    def __init__(self, environ: dict[str, str] | None = None, *, start_timeout: float = 10.0):
+    def __init__(
+        self,
+        environ: dict[str, str] | None = None,
+        *,
+        keys: bool = False,
+        agents: int = 6,
+        start_timeout: float = 10.0,
+    ):
         from reference_server import Settings, create_app
 
         self.admin_token = secrets.token_urlsafe(24)
+        self.api_keys: dict[str, str] = {}
         settings = Settings.from_env(dict(os.environ if environ is None else environ))
-        self.settings = dataclasses.replace(settings, admin_token=self.admin_token)
+        digests = None
+        if keys:
+            self.api_keys = {
+                f"amp-selftest-agent-{n}": secrets.token_urlsafe(18) for n in range(1, agents + 1)
+            }
+            digests = {
+                a: "sha256:" + hashlib.sha256(k.encode()).hexdigest() for a, k in self.api_keys.items()
+            }
+        elif settings.api_keys is not None:
+            raise ValueError(
+                "the bundled server was configured with AMP_API_KEYS_FILE; their keys are unknown"
+            )
+        self.settings = dataclasses.replace(
+            settings, admin_token=self.admin_token, api_keys=digests, api_keys_file=None
+        )
         self._app = create_app(self.settings)
         self._start_timeout = start_timeout
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

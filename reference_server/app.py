@@ -261,11 +261,11 @@ async def run_lifecycle(request: Request, state: ServerState) -> Response:
         offered = sent.encode("latin-1") if sent is not None else b""
         if sent is None or not hmac.compare_digest(offered, token.encode("utf-8")):
             raise AMPError(403, ACCESS_DENIED, "Missing or wrong X-AMP-Admin-Token")
-    result = state.run_pass()
-    transitions = result.transitions()
+    report = state.run_pass()
+    transitions = report["transitions"]
     if state.faults.on("admin-missing-transition-keys"):
         transitions = {name: count for name, count in transitions.items() if count}
-    return JSONResponse({"transitions": transitions, "purged": result.purged})
+    return JSONResponse({"transitions": transitions, "purged": report["purged"]})
 
 
 # --------------------------------------------------------------------------- plumbing

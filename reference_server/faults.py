@@ -24,7 +24,7 @@ class Fault:
 _ALL: tuple[Fault, ...] = (
     # Read by id
     Fault("get-no-access-count", "AMP-READ-02", "GET by id does not increment scoring.access_count."),
-    Fault("get-sets-updated-at", "AMP-READ-04", "GET by id also stamps lifecycle.last_updated_at."),
+    Fault("get-no-last-accessed", "AMP-READ-03", "GET by id leaves lifecycle.last_accessed_at unset."),
     Fault("unknown-id-500", "AMP-READ-10", "GET, PATCH and DELETE of an unknown id crash with a 500."),
     # Patch
     Fault(
@@ -95,6 +95,11 @@ _ALL: tuple[Fault, ...] = (
     Fault(
         "health-version-mismatch", "AMP-CAP-03", "/health reports amp_version 0.2.0 while /spec says 0.1.0."
     ),
+    Fault(
+        "manual-run-endpoint-wrong",
+        "AMP-CAP-10",
+        "/spec advertises /amp/v1/lifecycle/run-now as the manual run endpoint, which does not exist.",
+    ),
     Fault("retention-days-low", "AMP-CAP-09", "/spec advertises retention_days 7."),
     Fault(
         "spec-size-overstated",
@@ -145,6 +150,16 @@ _ALL: tuple[Fault, ...] = (
     ),
     # Rate limit
     Fault(
+        "spec-rate-overstated",
+        "AMP-CAP-08",
+        "/spec advertises max_patches two higher than the budget that is enforced.",
+    ),
+    Fault(
+        "rate-429-applies-content",
+        "AMP-RATE-12",
+        "A scoring PATCH refused with 429 still writes the other members of its body.",
+    ),
+    Fault(
         "rate-limit-off", "AMP-RATE-01", "Scoring PATCHes are never rate-limited, though /spec says they are."
     ),
     Fault("rate-counts-refused", "AMP-RATE-04", "Refused (429) scoring PATCHes are recorded in the window."),
@@ -172,6 +187,7 @@ _ALL: tuple[Fault, ...] = (
     ),
     # Search
     Fault("stale-in-default-search", "AMP-SRCH-05", "Search includes stale cells by default."),
+    Fault("include-stale-ignored", "AMP-SRCH-06", "Search ignores include_stale: stale cells stay hidden."),
     Fault("search-ignores-types", "AMP-SRCH-04", "Search ignores the types filter."),
     Fault("search-ignores-owner", "AMP-SRCH-03", "Search returns cells of every owner."),
     Fault(

@@ -17,9 +17,8 @@ import asyncio
 import contextlib
 import logging
 import math
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from reference_server.clock import Clock
 from reference_server.config import ARCHIVE_AFTER_DAYS, Settings
@@ -49,19 +48,11 @@ def below_threshold(score: float, faults: Faults) -> bool:
     return score <= THRESHOLD if faults.on("threshold-inclusive") else score < THRESHOLD
 
 
-@dataclass(frozen=True)
-class PassResult:
-    active_to_stale: int = 0
-    stale_to_archived: int = 0
-    stale_to_active: int = 0
-    purged: int = 0
+class PassReport(TypedDict):
+    """What one pass did: the body ``POST /lifecycle/run`` returns."""
 
-    def transitions(self) -> dict[str, int]:
-        return {
-            "active_to_stale": self.active_to_stale,
-            "stale_to_archived": self.stale_to_archived,
-            "stale_to_active": self.stale_to_active,
-        }
+    transitions: dict[str, int]
+    purged: int
 
 
 def with_status(cell: dict[str, Any], status: str) -> dict[str, Any]:
@@ -80,7 +71,7 @@ class LifecycleEngine:
         self._archive_after = timedelta(days=ARCHIVE_AFTER_DAYS)
         self._retention = timedelta(days=settings.retention_days)
 
-    def run_pass(self) -> PassResult:
+    def run_pass(self) -> PassReport:
         to_stale = to_archived = to_active = purged = 0
         never_recovers = self._faults.on("lifecycle-never-recovers")
         touches_archived = self._faults.on("pass-touches-archived")
@@ -121,7 +112,14 @@ class LifecycleEngine:
                     purged += 1
                 except (RetentionWindowError, KeyError, ValueError):  # pragma: no cover - checked above
                     continue
-        return PassResult(to_stale, to_archived, to_active, purged)
+        return {
+            "transitions": {
+                "active_to_stale": to_stale,
+                "stale_to_archived": to_archived,
+                "stale_to_active": to_active,
+            },
+            "purged": purged,
+        }
 
     @staticmethod
     def _quiet_since(record: Record) -> datetime:
@@ -154,8 +152,8 @@ class Scheduler:
         while True:
             await asyncio.sleep(self._interval)
             try:
-                result = await asyncio.to_thread(self._engine.run_pass)
+                report = await asyncio.to_thread(self._engine.run_pass)
                 self.passes += 1
-                log.info("lifecycle pass: %s purged=%d", result.transitions(), result.purged)
+                log.info("lifecycle pass: %s purged=%d", report["transitions"], report["purged"])
             except Exception:  # a failed pass must not stop the scheduler
                 log.exception("lifecycle pass failed")

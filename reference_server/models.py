@@ -13,7 +13,15 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from reference_server.config import MAX_PAGE_SIZE
 from reference_server.errors import AMPError, validation_error
@@ -72,6 +80,20 @@ class ContentIn(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+class ContentUpdateIn(_Model):
+    """PATCH content: "text and/or metadata" (API reference); what is not sent keeps its value."""
+
+    text: Annotated[str, Field(min_length=1)] | None = None
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("text", "metadata", mode="before")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("may be left out, but not null")
+        return value
+
+
 class IdentityIn(_Model):
     owner_id: str
     owner_type: OwnerType
@@ -118,7 +140,7 @@ class LifecycleUpdate(_Model):
 
 
 class UpdateRequest(_Model):
-    content: ContentIn | None = None
+    content: ContentUpdateIn | None = None
     scoring: ScoringIn | None = None
     access_policy: AccessPolicyIn | None = None
     provenance: ProvenanceIn | None = None

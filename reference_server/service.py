@@ -30,7 +30,7 @@ from reference_server.errors import (
 )
 from reference_server.faults import Faults
 from reference_server.ids import IdGenerator
-from reference_server.lifecycle import LifecycleEngine, PassResult, below_threshold, record_score
+from reference_server.lifecycle import LifecycleEngine, PassReport, below_threshold, record_score
 from reference_server.models import (
     STATUSES,
     CreateRequest,
@@ -168,7 +168,8 @@ class ServerState:
         limit: dict[str, int] | None = None
         if settings.scoring_patch_limit > 0:
             limit = {
-                "max_patches": settings.scoring_patch_limit,
+                "max_patches": settings.scoring_patch_limit
+                + (2 if self.faults.on("spec-rate-overstated") else 0),
                 "window_seconds": settings.scoring_patch_window_seconds,
             }
         size = settings.max_cell_size_bytes * (2 if self.faults.on("spec-size-overstated") else 1)
@@ -186,7 +187,8 @@ class ServerState:
                 "lifecycle_scheduler": {
                     "enabled": settings.lifecycle_enabled,
                     "interval_seconds": settings.lifecycle_interval_seconds,
-                    "manual_run_endpoint": MANUAL_RUN_ENDPOINT,
+                    "manual_run_endpoint": MANUAL_RUN_ENDPOINT
+                    + ("-now" if self.faults.on("manual-run-endpoint-wrong") else ""),
                 },
             },
         }
@@ -270,10 +272,9 @@ class ServerState:
             scoring = cell["scoring"]
             if not self.faults.on("get-no-access-count"):
                 scoring = {**scoring, "access_count": scoring["access_count"] + 1}
-            lifecycle = {**cell["lifecycle"], "last_accessed_at": self.ts(now)}
-            if self.faults.on("get-sets-updated-at"):
-                lifecycle["last_updated_at"] = self.ts(now)
-                record.last_updated_at = now
+            lifecycle = dict(cell["lifecycle"])
+            if not self.faults.on("get-no-last-accessed"):
+                lifecycle["last_accessed_at"] = self.ts(now)
             cell = {**cell, "scoring": scoring, "lifecycle": lifecycle}
             record.last_accessed_at = now
             if not self.faults.on("read-does-not-reset-clock"):
@@ -301,7 +302,13 @@ class ServerState:
             if record.status == "deleted":
                 raise self._transition("Memory cell is deleted; deleted is terminal", {"status": "deleted"})
             if counted and not self.faults.on("rate-before-access"):
-                self._check_budget(budget_key, now)
+                try:
+                    self._check_budget(budget_key, now)
+                except AMPError:
+                    if self.faults.on("rate-429-applies-content"):
+                        rest = self._merge(record, update.model_copy(update={"scoring": None}), body, now)
+                        self._commit_patch(record, rest, body, now)
+                    raise
             cell = self._merge(record, update, body, now)
             if not self.faults.on("size-patch-not-enforced"):
                 too_large = self._size_check(cell)
@@ -342,11 +349,12 @@ class ServerState:
         old = record.cell
         cell = dict(old)
         if update.content is not None:
-            sent = update.content.model_fields_set
-            keep_metadata = "metadata" not in sent and not replace_whole
+            text, metadata = update.content.text, update.content.metadata
+            if replace_whole:
+                metadata = metadata or {}
             cell["content"] = {
-                "text": update.content.text,
-                "metadata": old["content"]["metadata"] if keep_metadata else update.content.metadata,
+                "text": old["content"]["text"] if text is None else text,
+                "metadata": old["content"]["metadata"] if metadata is None else metadata,
             }
         if update.scoring is not None:
             base = {**DEFAULT_SCORING, "access_count": 0} if replace_whole else dict(old["scoring"])
@@ -493,7 +501,8 @@ class ServerState:
 
     def search(self, agent: str, request: SearchRequest) -> tuple[list[dict[str, Any]], bool]:
         statuses = set(request.status) if request.status is not None else {"active"}
-        if request.include_stale or (request.status is None and self.faults.on("stale-in-default-search")):
+        include_stale = request.include_stale and not self.faults.on("include-stale-ignored")
+        if include_stale or (request.status is None and self.faults.on("stale-in-default-search")):
             statuses.add("stale")
         if not self.faults.on("deleted-in-list"):
             statuses.discard("deleted")
@@ -516,7 +525,7 @@ class ServerState:
 
     # ----------------------------------------------------------------- lifecycle
 
-    def run_pass(self) -> PassResult:
+    def run_pass(self) -> PassReport:
         return self.engine.run_pass()
 
 

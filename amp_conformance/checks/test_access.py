@@ -72,7 +72,8 @@ def find_in_pages(amp: Amp, fetch: Callable[[int], Reply], cell_id: str, what: s
         amp.expect_status(reply, 200, what=what)
         body = reply.json_object()
         results = body.get("results")
-        amp.expect(isinstance(results, list), f"{what}: 'results' is an array", reply)
+        if not isinstance(results, list):
+            amp.fail(f"{what}: 'results' is an array (got {type(results).__name__})", reply)
         if any(isinstance(item, dict) and item.get("id") == cell_id for item in results):
             return True, reply
         if body.get("has_more") is not True or not results:
@@ -248,7 +249,8 @@ def caller_role(amp: Amp, vector: Mapping[str, Any]) -> str:
 # ----------------------------------------------------------------------------------- the matrix
 
 
-def _marks(vector: Mapping[str, Any]) -> pytest.MarkDecorator:
+def _marks(vector: Mapping[str, Any]) -> Any:
+    """The vector's own @check mark (pytest.param takes the MarkDecorator that check() returns)."""
     ids = list(dict.fromkeys([*vector["requirements"], *SURFACE_IDS]))
     return check(*ids, level=MUST)
 
@@ -329,6 +331,10 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     reply = client.delete(f"/memories/{doomed['id']}")
     writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of an archived cell by {who}"), reply)
 
+    context = (
+        f"vector {vector['name']}: {vector['description']} Caller {caller!r}, policy {policy!r}, "
+        f"owner {owner_id!r} ({owner_type}), creator {creator!r}"
+    )
     failures: list[tuple[str, Reply]] = []
     for action, observed in (("read", reads), ("write", writes)):
         split = _disagreement(action, observed)
@@ -342,15 +348,14 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
         verb = "allowed" if expected["allowed"] else "refused"
         message = (
             f"{action} by {who} should be {verb} ({expected['requirement']}), but every surface "
-            f"{'allowed' if got else 'refused'} it ({', '.join(observed)}); policy {policy!r}, "
-            f"owner {owner_id!r} ({owner_type}), creator {creator!r}"
+            f"{'allowed' if got else 'refused'} it ({', '.join(observed)})"
         )
         if expected["stance"] == "warn":
-            amp.warn(message + " (the spec's stance on this point is a warning)", reply)
+            amp.warn(f"{message} (requirements.md makes this a warning) [{context}]", reply)
         else:
             failures.append((message, reply))
     if failures:
-        amp.fail("; ".join(message for message, _ in failures), failures[0][1])
+        amp.fail("; ".join(message for message, _ in failures) + f" [{context}]", failures[0][1])
 
 
 # ------------------------------------------------------------------------ the other ACL checks

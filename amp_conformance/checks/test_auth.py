@@ -16,7 +16,7 @@ from ulid import ULID
 
 from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.client import Reply
-from amp_conformance.run import Agent, NotEnoughAgents
+from amp_conformance.run import Agent
 
 AGENT_HEADER = "X-AMP-Agent-ID"
 KEY_HEADER = "X-AMP-API-Key"
@@ -67,10 +67,7 @@ def need_keys_in_force(amp: Amp) -> None:
 
 def optional_agent(amp: Amp, role: str) -> Agent | None:
     """The agent for ``role``, or None when the run has too few keyed agents (no skip)."""
-    try:
-        return amp.run.agent(role)
-    except NotEnoughAgents:
-        return None
+    return amp.optional_agent(role)
 
 
 def unregistered(amp: Amp, label: str = "unregistered") -> str:

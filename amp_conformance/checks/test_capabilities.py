@@ -8,7 +8,7 @@ AMP-CAP-01 and AMP-CAP-03 live in ``test_health``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
 from amp_conformance.client import Reply
@@ -25,7 +25,7 @@ CAPABILITY_MEMBERS = (
 )
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -121,7 +121,7 @@ def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
 
 
 @check("AMP-CRE-05", level=SHOULD)
-def test_unknown_members_are_ignored(amp: Amp) -> None:
+def test_unknown_create_members_are_ignored(amp: Amp) -> None:
     """Unknown members (ttl, content.colour) are accepted, not stored and not echoed."""
     reply = post_cell(amp, amp.cell_body(ttl=3600, content={"colour": "x"}))
     amp.expect_status(reply, 201, what="a create with unknown members ttl and content.colour")

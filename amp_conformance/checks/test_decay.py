@@ -27,6 +27,8 @@ from amp_conformance.decay import (
 
 FAST_DECAY_RATE = 100_000.0
 """Per day: a fresh cell with importance x confidence = 1 falls below 0.3 after ~1.04 s."""
+QUIET_INTERVAL = 60
+"""A scheduler interval (s) long enough that a background pass during one check is unlikely."""
 WAIT_SECONDS = 2.5
 """Score after the wait: exp(-100000 x 2.5 / 86400) ≈ 0.055, far below 0.3."""
 
@@ -118,9 +120,35 @@ def _run_pass(amp: Amp) -> dict[str, Any]:
     reply = amp.admin().post("/lifecycle/run")
     amp.expect_status(reply, 200, what="a lifecycle pass with the admin token")
     transitions = reply.json_object().get("transitions")
-    amp.expect(isinstance(transitions, dict) and transitions, "the pass reports its transitions", reply)
+    amp.expect(isinstance(transitions, dict), "the pass reports a transitions object", reply)
     assert isinstance(transitions, dict)
     return transitions
+
+
+def _quiet(amp: Amp) -> bool:
+    """No scheduled pass is likely during a check: the scheduler is off or its interval is long.
+
+    With a short interval a background pass may move the suite's cells between two requests, so the
+    checks then judge statuses only and leave the per-pass counts (and in-between states) unasserted.
+    """
+    scheduler = amp.spec.get("lifecycle_scheduler")
+    if not isinstance(scheduler, dict) or scheduler.get("enabled") is False:
+        return True
+    interval = scheduler.get("interval_seconds")
+    return isinstance(interval, int | float) and interval >= QUIET_INTERVAL
+
+
+def _expect_count(amp: Amp, transitions: dict[str, Any], key: str, least: int) -> None:
+    """``transitions[key] >= least`` (the pass moved at least the suite's own cells), when quiet."""
+    value = transitions.get(key)
+    if not _quiet(amp):
+        amp.note(f"{key} = {value!r} not judged: a scheduled pass may have moved the cells first")
+        return
+    amp.expect(
+        isinstance(value, int) and not isinstance(value, bool) and value >= least,
+        f"{key} counts at least the suite's {least} cell(s) (got {value!r})",
+        expected=f">= {least}",
+    )
 
 
 @check("AMP-LC-06", "AMP-LC-02", "AMP-LC-01", "AMP-LC-10", level=MUST, deadline=30, global_effects=True)
@@ -139,10 +167,10 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
     time.sleep(max(0.0, created + WAIT_SECONDS - time.monotonic()))
     expected = decay_score(1.0, 1.0, FAST_DECAY_RATE, WAIT_SECONDS / SECONDS_PER_DAY)
     before = _status(amp, owner, cell_id)
-    if before != "active":
+    if before != "active" and _quiet(amp):
         amp.warn(
             f"with no pass run, the decayed cell is already {before} (AMP-LC-10, SHOULD: status changes "
-            "only at passes; a scheduled pass may also have run)"
+            "only at passes)"
         )
     transitions = _run_pass(amp)
     stale = _status(amp, owner, cell_id)
@@ -152,7 +180,8 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
         f"(list: {stale})",
         expected="stale",
     )
-    amp.expect(transitions["active_to_stale"] >= 1, "active_to_stale counts the suite's cell")
+    if before == "active":
+        _expect_count(amp, transitions, "active_to_stale", 1)
     read = amp.as_agent("a").get(f"/memories/{cell_id}")
     read_at = time.monotonic()
     amp.expect_status(read, 200, what="reading the stale cell by id (restarts its decay clock)")
@@ -171,4 +200,4 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
         f"{math.exp(-FAST_DECAY_RATE * (time.monotonic() - created) / SECONDS_PER_DAY):.3f}",
         expected="active",
     )
-    amp.expect(transitions["stale_to_active"] >= 1, "stale_to_active counts the suite's cell")
+    _expect_count(amp, transitions, "stale_to_active", 1)

@@ -117,6 +117,8 @@ def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
             reply = client.get(path, params={"owner_id": owner, "status": status})
             if status == "deleted" and reply.status == 422:
                 continue
+            if path == "/memories/query" and reply.status != 200:
+                continue  # whether the alias works at all is AMP-LIST-02's question
             amp.expect_status(reply, 200, what=f"GET {path} status={status}")
             amp.expect(
                 cell["id"] not in _ids(amp, reply),

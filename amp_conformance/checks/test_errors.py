@@ -375,7 +375,7 @@ def _remember_created(amp: Amp, reply: Reply) -> None:
     except AssertionError:
         return
     if isinstance(body, dict) and isinstance(body.get("id"), str):
-        amp.run.remember(body["id"], amp.agent("a"))
+        amp.remember(body["id"], as_agent="a")
 
 
 @check("AMP-ERR-07", level=SHOULD)

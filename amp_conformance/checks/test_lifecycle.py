@@ -1,5 +1,8 @@
 """The lifecycle engine over HTTP (AMP-LC-*, AMP-PATCH-16, AMP-READ-07, AMP-RET-01…03).
 
+Checks whose first id belongs to another area but which need a pass (PATCH-16, PATCH-12 and
+DEL-03 on a stale cell, READ-07) are filed under the lifecycle area, so ``--only lc`` runs them.
+
 Passes are started with ``POST /lifecycle/run`` through ``amp.admin()``, so these checks need
 ``--admin-token`` and ``--allow-global-effects`` and skip with that reason otherwise. A pass is
 store-wide, but each check judges only its own cells (fresh owner, ``decay_rate: 0`` so timing cannot
@@ -17,14 +20,15 @@ from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.client import Reply
 
 STATUSES = ("active", "stale", "archived")
+QUIET_INTERVAL = 60
+"""A scheduler interval (s) long enough that a background pass during one check is unlikely."""
 LOW = 0.2
 """importance of a cell that one pass makes stale (importance x confidence < 0.3, §3 example F)."""
 
 
 def _run_pass(amp: Amp) -> dict[str, Any]:
-    """One manual pass; its ``transitions`` (all three counts, non-negative integers)."""
-    reply = _run_pass_reply(amp)
-    transitions: dict[str, Any] = reply.json_object()["transitions"]
+    """One manual pass; its ``transitions`` object (its exact shape is the admin area's business)."""
+    transitions: dict[str, Any] = _run_pass_reply(amp).json_object()["transitions"]
     return transitions
 
 
@@ -32,14 +36,34 @@ def _run_pass_reply(amp: Amp) -> Reply:
     reply = amp.admin().post("/lifecycle/run")
     amp.expect_status(reply, 200, what="a lifecycle pass with the admin token")
     transitions = reply.json_object().get("transitions")
-    counts_ok = isinstance(transitions, dict) and all(
-        isinstance(transitions.get(k), int)
-        and not isinstance(transitions.get(k), bool)
-        and transitions[k] >= 0
-        for k in ("active_to_stale", "stale_to_archived", "stale_to_active")
-    )
-    amp.expect(counts_ok, "the pass reports transitions with three non-negative integer counts", reply)
+    amp.expect(isinstance(transitions, dict), "the pass reports a transitions object", reply)
     return reply
+
+
+def _quiet(amp: Amp) -> bool:
+    """No scheduled pass is likely during a check: the scheduler is off or its interval is long.
+
+    With a short interval a background pass may move the suite's cells between two requests, so the
+    checks then judge statuses only and leave the per-pass counts (and in-between states) unasserted.
+    """
+    scheduler = amp.spec.get("lifecycle_scheduler")
+    if not isinstance(scheduler, dict) or scheduler.get("enabled") is False:
+        return True
+    interval = scheduler.get("interval_seconds")
+    return isinstance(interval, int | float) and interval >= QUIET_INTERVAL
+
+
+def _expect_count(amp: Amp, transitions: dict[str, Any], key: str, least: int) -> None:
+    """``transitions[key] >= least`` (the pass moved at least the suite's own cells), when quiet."""
+    value = transitions.get(key)
+    if not _quiet(amp):
+        amp.note(f"{key} = {value!r} not judged: a scheduled pass may have moved the cells first")
+        return
+    amp.expect(
+        isinstance(value, int) and not isinstance(value, bool) and value >= least,
+        f"{key} counts at least the suite's {least} cell(s) (got {value!r})",
+        expected=f">= {least}",
+    )
 
 
 def _cell(amp: Amp, owner: str, importance: float, confidence: float = 1.0) -> str:
@@ -91,12 +115,7 @@ def test_low_score_cells_become_stale_after_one_pass(amp: Amp) -> None:
     for cell_id in low:
         _expect_status(amp, owner, cell_id, "stale", f"after one pass, low-score cell {cell_id}")
     _expect_status(amp, owner, high, "active", "after one pass, the importance 0.9 cell")
-    amp.expect(
-        transitions["active_to_stale"] >= len(low),
-        f"active_to_stale counts at least the suite's {len(low)} cells "
-        f"(got {transitions['active_to_stale']})",
-        expected=f">= {len(low)}",
-    )
+    _expect_count(amp, transitions, "active_to_stale", len(low))
 
 
 @check("AMP-LC-04", level=MUST, global_effects=True)
@@ -109,7 +128,9 @@ def test_a_score_of_exactly_0_3_is_not_below_the_threshold(amp: Amp) -> None:
     _run_pass(amp)
     _expect_status(amp, owner, equal, "active", "importance 0.3 x confidence 1.0, decay_rate 0, after a pass")
     _expect_status(amp, owner, low, "stale", "precondition: importance 0.2 after a pass")
-    reply = amp.as_agent("a").patch(f"/memories/{low}", {"scoring": {"importance": 0.3}})
+    reply = amp.as_agent("a").patch(
+        f"/memories/{low}", {"scoring": {"importance": 0.3, "confidence": 1.0, "decay_rate": 0}}
+    )
     amp.expect_status(reply, 200, what="raising the stale cell's importance to 0.3")
     _run_pass(amp)
     _expect_status(amp, owner, low, "active", "a stale cell whose score is now exactly 0.3, after a pass")
@@ -119,26 +140,27 @@ def test_a_score_of_exactly_0_3_is_not_below_the_threshold(amp: Amp) -> None:
 def test_a_stale_cell_whose_score_recovers_becomes_active(amp: Amp) -> None:
     """A stale cell whose score is back at or above 0.3 becomes active at the next pass."""
     owner, cell_id = _stale_cell(amp)
-    reply = amp.as_agent("a").patch(f"/memories/{cell_id}", {"scoring": {"importance": 0.9}})
+    reply = amp.as_agent("a").patch(
+        f"/memories/{cell_id}", {"scoring": {"importance": 0.9, "confidence": 1.0, "decay_rate": 0}}
+    )
     amp.expect_status(reply, 200, what="raising the stale cell's importance to 0.9")
     transitions = _run_pass(amp)
     _expect_status(amp, owner, cell_id, "active", "after the next pass (importance 0.9)")
-    amp.expect(
-        transitions["stale_to_active"] >= 1,
-        f"stale_to_active counts the suite's cell (got {transitions['stale_to_active']})",
-        expected=">= 1",
-    )
+    _expect_count(amp, transitions, "stale_to_active", 1)
 
 
-@check("AMP-PATCH-16", level=MUST, global_effects=True)
+@check("AMP-PATCH-16", level=MUST, area="lc", global_effects=True)
 def test_a_scoring_patch_does_not_flip_the_status_by_itself(amp: Amp) -> None:
     """A scoring PATCH that lifts a stale cell's score leaves it stale until the next pass (C-34)."""
     owner, cell_id = _stale_cell(amp)
-    reply = amp.as_agent("a").patch(f"/memories/{cell_id}", {"scoring": {"importance": 0.9}})
+    reply = amp.as_agent("a").patch(
+        f"/memories/{cell_id}", {"scoring": {"importance": 0.9, "confidence": 1.0, "decay_rate": 0}}
+    )
     amp.expect_status(reply, 200, what="raising the stale cell's importance to 0.9")
     status = reply.json_object().get("lifecycle", {}).get("status")
     amp.expect(status == "stale", f"the PATCH response still says stale (got {status!r})", reply)
-    _expect_status(amp, owner, cell_id, "stale", "after the scoring PATCH, before any pass")
+    if _quiet(amp):
+        _expect_status(amp, owner, cell_id, "stale", "after the scoring PATCH, before any pass")
     _run_pass(amp)
     _expect_status(amp, owner, cell_id, "active", "after the next pass")
 
@@ -167,7 +189,7 @@ def test_archived_cells_stay_archived(amp: Amp) -> None:
     _expect_status(amp, owner, cell_id, "archived", "after the refused PATCHes")
 
 
-@check("AMP-PATCH-12", "AMP-DEL-03", level=MUST, global_effects=True)
+@check("AMP-PATCH-12", "AMP-DEL-03", level=MUST, area="lc", global_effects=True)
 def test_a_stale_cell_cannot_be_patched_or_deleted_to_deleted(amp: Amp) -> None:
     """A stale cell: PATCH to deleted is 409 INVALID_TRANSITION, DELETE is 409; it stays stale."""
     owner, cell_id = _stale_cell(amp)
@@ -179,7 +201,7 @@ def test_a_stale_cell_cannot_be_patched_or_deleted_to_deleted(amp: Amp) -> None:
     _expect_status(amp, owner, cell_id, "stale", "after the refused PATCH and DELETE")
 
 
-@check("AMP-READ-07", level=MUST, global_effects=True)
+@check("AMP-READ-07", level=MUST, area="lc", global_effects=True)
 def test_a_stale_cell_can_still_be_read_by_id(amp: Amp) -> None:
     """A stale cell is still readable by id: 200 with status stale."""
     _owner, cell_id = _stale_cell(amp)

@@ -341,7 +341,7 @@ def test_id_version_and_type_cannot_be_patched(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-09", level=MUST)
-def test_unknown_members_are_ignored(amp: Amp) -> None:
+def test_unknown_patch_members_are_ignored(amp: Amp) -> None:
     """Unknown members in a PATCH body are ignored: 200, not stored, not echoed."""
     cell = amp.create_cell()
     reply = _patch(amp, cell["id"], {"foo": 1, "content": {"text": "x", "bar": 2}})

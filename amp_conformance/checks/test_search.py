@@ -66,7 +66,7 @@ def _run_pass(amp: Amp) -> dict[str, Any]:
     reply = admin.post("/lifecycle/run")
     amp.expect_status(reply, 200, what="a lifecycle pass with the admin token (precondition)")
     transitions = reply.json_object().get("transitions")
-    amp.expect(isinstance(transitions, dict) and transitions, "the pass reports its transitions", reply)
+    amp.expect(isinstance(transitions, dict), "the pass reports a transitions object", reply)
     assert isinstance(transitions, dict)
     return transitions
 
@@ -248,7 +248,7 @@ def test_search_limit_bounds(amp: Amp) -> None:
 def test_offset_counts_only_results_the_caller_may_read(amp: Amp) -> None:
     """offset skips results the caller can read, in ranked order; a negative offset is 422."""
     owner = amp.owner()
-    hidden = {"access_policy": {"readable_by": [], "public": False}}
+    hidden: dict[str, Any] = {"access_policy": {"readable_by": [], "public": False}}
     readable: list[str] = []
     for mine, theirs in ((0.9, 0.95), (0.7, 0.8), (0.5, 0.6)):
         _cell(amp, owner, as_agent="b", **_ranked(theirs), **hidden)
@@ -277,16 +277,15 @@ def test_paging_fields_are_truthful_on_search_and_list(amp: Amp) -> None:
     for importance in (0.9, 0.7, 0.5):
         _cell(amp, owner, **_ranked(importance))
     client = amp.as_agent("a")
-    pages = (
-        ("search", lambda o, lim: _search(client, owner, offset=o, limit=lim)),
-        (
-            "list",
-            lambda o, lim: client.get("/memories", params={"owner_id": owner, "offset": o, "limit": lim}),
-        ),
-    )
-    for name, fetch in pages:
+
+    def fetch(name: str, offset: int) -> Reply:
+        if name == "search":
+            return _search(client, owner, offset=offset, limit=2)
+        return client.get("/memories", params={"owner_id": owner, "offset": offset, "limit": 2})
+
+    for name in ("search", "list"):
         for offset, returned, more in ((0, 2, True), (2, 1, False), (3, 0, False)):
-            reply = fetch(offset, 2)
+            reply = fetch(name, offset)
             body = _page(amp, reply, f"{name} with offset {offset}, limit 2")
             where = f"{name} offset {offset}, limit 2 over 3 cells"
             amp.expect(
@@ -374,7 +373,7 @@ def test_relevance_outranks_freshness(amp: Amp) -> None:
 def test_ranking_uses_the_current_score_with_the_read_reset(amp: Amp) -> None:
     """A by-id read restarts a cell's decay clock, so a re-read twin outranks a fresher unread one."""
     owner = amp.owner()
-    fast = {"scoring": {"importance": 1.0, "confidence": 1.0, "decay_rate": 200000}}
+    fast: dict[str, Any] = {"scoring": {"importance": 1.0, "confidence": 1.0, "decay_rate": 200000}}
     older = _cell(amp, owner, **fast)
     time.sleep(0.5)
     newer = _cell(amp, owner, **fast)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -46,11 +47,13 @@ def test_hash_cli(capsys):
 def test_hash_cli_as_module():
     result = subprocess.run(
         [sys.executable, "-m", "reference_server.auth", "hash", "the-agent-key"],
+        cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,
         check=True,
     )
     assert result.stdout.strip() == hash_key("the-agent-key")
+    assert result.stderr == ""  # no "found in sys.modules" RuntimeWarning
 
 
 def test_keyring_verify():

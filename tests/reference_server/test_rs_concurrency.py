@@ -60,12 +60,12 @@ def test_fifty_threads_reading_and_patching_one_cell():
             statuses = []
             for _ in range(reads_per_thread):
                 statuses.append(client.get(f"/memories/{cell_id}").status_code)
-            patch = {"content": {"text": f"thread {n}"}, "scoring": {"importance": n / 100}}
+            patch = {"content": {"text": f"thread {n}"}, "scoring": {"importance": 0.5 + n / 100}}
             reply = client.patch(f"/memories/{cell_id}", json=patch)
             statuses.append(reply.status_code)
             patched = reply.json()
             assert patched["content"]["text"] == f"thread {n}"
-            assert patched["scoring"]["importance"] == n / 100
+            assert patched["scoring"]["importance"] == 0.5 + n / 100
             for _ in range(direct_reads):  # straight into the service, off the event loop
                 state.read("agent-a", cell_id)
             return statuses
@@ -80,8 +80,8 @@ def test_fifty_threads_reading_and_patching_one_cell():
         final = state.store.get(cell_id).cell
         assert final["scoring"]["access_count"] == 50 * (reads_per_thread + direct_reads)
         n = int(final["content"]["text"].split()[1])
-        assert final["scoring"]["importance"] == n / 100  # text and score from the same PATCH
-        assert final["lifecycle"]["status"] == "active"
+        assert final["scoring"]["importance"] == 0.5 + n / 100  # text and score from the same PATCH
+        assert final["lifecycle"]["status"] == "active"  # every score >= 0.5: passes never stale it
     finally:
         stop.set()
         server.should_exit = True

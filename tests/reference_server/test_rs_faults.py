@@ -46,10 +46,10 @@ def _(amp):
     return amp.get(cell["id"]).json()["scoring"]["access_count"]
 
 
-@scenario("get-sets-updated-at")
+@scenario("get-no-last-accessed")
 def _(amp):
     cell = amp.new_cell()
-    return amp.get(cell["id"]).json()["lifecycle"]["last_updated_at"]
+    return amp.get(cell["id"]).json()["lifecycle"]["last_accessed_at"]
 
 
 @scenario("unknown-id-500")
@@ -532,3 +532,36 @@ def test_faults_are_off_unless_named():
         "limit-clamped",
         "rate-limit-off",
     }
+
+
+# --- added with the capability and search families ----------------------------------------------
+
+
+@scenario("spec-rate-overstated")
+def _(amp):
+    return amp.client.get("/amp/v1/spec").json()["capabilities"]["scoring_patch_limit"]["max_patches"]
+
+
+@scenario("manual-run-endpoint-wrong")
+def _(amp):
+    endpoint = amp.client.get("/amp/v1/spec").json()["capabilities"]["lifecycle_scheduler"][
+        "manual_run_endpoint"
+    ]
+    return amp.client.post(endpoint).status_code
+
+
+@scenario("rate-429-applies-content")
+def _(amp):
+    cell = amp.new_cell()
+    _exhaust(amp, cell["id"])
+    refused = amp.patch(cell["id"], {"scoring": {"importance": 0.5}, "content": {"text": "changed"}})
+    assert refused.status_code == 429
+    return amp.get(cell["id"]).json()["content"]["text"]
+
+
+@scenario("include-stale-ignored")
+def _(amp):
+    owner = amp.owner()
+    amp.create(amp.body(owner, "faded", scoring={"importance": 0.1, "decay_rate": 0}))
+    amp.run_pass()
+    return amp.search({"query": "faded", "owner_id": owner, "include_stale": True}).json()["returned"]

@@ -56,7 +56,7 @@ def test_unsent_sections_unchanged_and_arrays_replaced(amp):
         assert patched[name] == cell[name]
 
 
-def test_content_needs_text_and_metadata_is_replaced_when_sent(amp):
+def test_content_text_and_metadata_are_each_optional_and_replaced_when_sent(amp):
     owner = amp.owner()
     body = amp.body(owner)
     body["content"]["metadata"] = {"a": 1, "b": 2}
@@ -65,7 +65,10 @@ def test_content_needs_text_and_metadata_is_replaced_when_sent(amp):
     assert kept["content"] == {"text": "t2", "metadata": {"a": 1, "b": 2}}
     replaced = amp.patch(cell["id"], {"content": {"text": "t3", "metadata": {"c": 3}}}).json()
     assert replaced["content"]["metadata"] == {"c": 3}
-    amp.error(amp.patch(cell["id"], {"content": {"metadata": {"d": 4}}}), 422, "VALIDATION_ERROR")
+    metadata_only = amp.patch(cell["id"], {"content": {"metadata": {"d": 4}}}).json()
+    assert metadata_only["content"] == {"text": "t3", "metadata": {"d": 4}}
+    amp.error(amp.patch(cell["id"], {"content": {"text": None}}), 422, "VALIDATION_ERROR")
+    amp.error(amp.patch(cell["id"], {"content": {"text": ""}}), 422, "VALIDATION_ERROR")
 
 
 def test_patch_is_not_a_read(amp):

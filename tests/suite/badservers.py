@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 Handler = Callable[[socket.socket], None]
 
@@ -41,10 +41,8 @@ def raw_server(handler: Handler) -> Iterator[str]:
         thread.join(2)
         listener.close()
         for conn in connections:
-            try:
+            with suppress(OSError):
                 conn.close()
-            except OSError:
-                pass
 
 
 def _read_request(conn: socket.socket) -> None:
@@ -70,10 +68,8 @@ def answers(status: str, content_type: str, body: bytes) -> Handler:
     def handle(conn: socket.socket) -> None:
         _read_request(conn)
         head = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
-        try:
+        with suppress(OSError):
             conn.sendall(head.encode() + b"Connection: close\r\n\r\n" + body)
-        except OSError:
-            pass
         conn.close()
 
     return handle

@@ -19,7 +19,9 @@ KEYED_AGENTS = {f"amp-keyed-agent-{n}": f"key-{n}-{'x' * 8}" for n in range(1, 6
 
 def write_keys_file(directory: Path) -> Path:
     """A server keys file (digests) for :data:`KEYED_AGENTS`."""
-    digests = {agent: "sha256:" + hashlib.sha256(key.encode()).hexdigest() for agent, key in KEYED_AGENTS.items()}
+    digests = {
+        agent: "sha256:" + hashlib.sha256(key.encode()).hexdigest() for agent, key in KEYED_AGENTS.items()
+    }
     path = directory / "api-keys.json"
     path.write_text(json.dumps(digests))
     return path

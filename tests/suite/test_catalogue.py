@@ -46,11 +46,27 @@ def test_check_names_are_unique() -> None:
 
 def test_the_committed_coverage_table_is_current() -> None:
     committed = (REPO / "docs" / "COVERAGE.md").read_text(encoding="utf-8")
-    assert committed == coverage_markdown(list_checks()), "run: python -m amp_conformance.coverage > docs/COVERAGE.md"
+    assert committed == coverage_markdown(list_checks()), (
+        "run: python -m amp_conformance.coverage > docs/COVERAGE.md"
+    )
 
 
 def test_area_names_and_levels() -> None:
     assert expand_areas("crud,acl") == {"cre", "read", "patch", "del", "acl"}
     assert levels_up_to("should") == {"MUST", "SHOULD"}
     for name in ("report", "list"):
-        jsonschema.Draft202012Validator.check_schema(json.loads(json.dumps(load_contract(f"{name}.schema.json"))))
+        jsonschema.Draft202012Validator.check_schema(
+            json.loads(json.dumps(load_contract(f"{name}.schema.json")))
+        )
+
+
+def test_no_check_is_stricter_than_the_requirements_it_cites() -> None:
+    """A check may be weaker than the catalogue (a Warn stance in §2), never stronger."""
+    strength = {"MUST": 3, "SHOULD": 2, "MAY": 1}
+    known = catalogue()
+    too_strict = [
+        (c["id"], c["level"])
+        for c in list_checks()
+        if strength[c["level"]] > max(strength[known[rid].level] for rid in c["requirements"] if rid in known)
+    ]
+    assert not too_strict

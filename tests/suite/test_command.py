@@ -39,7 +39,9 @@ def test_a_server_that_never_answers_ends_in_errors_within_the_deadlines(tmp_pat
     report = tmp_path / "report.json"
     with raw_server(never_answers) as url:
         started = time.monotonic()
-        code = main(["--base-url", url, "--timeout", "1", "--deadline", "3", "--no-fuzz", "--json", str(report)])
+        code = main(
+            ["--base-url", url, "--timeout", "1", "--deadline", "3", "--no-fuzz", "--json", str(report)]
+        )
         elapsed = time.monotonic() - started
     document = json.loads(report.read_text())
     jsonschema.Draft202012Validator(load_contract("report.schema.json")).validate(document)
@@ -93,3 +95,10 @@ def test_installing_the_plugin_changes_nothing_in_an_unrelated_project(tmp_path:
     without_plugin = run("-p", "no:amp_conformance")
     assert with_plugin == without_plugin
     assert with_plugin[0] == 1
+
+
+def test_option_values_that_look_like_options_reach_the_plugin() -> None:
+    from amp_conformance.cli import suite_args
+
+    args = suite_args({"amp_admin_token": "-starts-with-dash", "amp_api_key": ["a=-k"], "amp_no_fuzz": True})
+    assert args == ["--amp-admin-token=-starts-with-dash", "--amp-api-key=a=-k", "--amp-no-fuzz"]

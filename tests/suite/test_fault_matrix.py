@@ -21,6 +21,7 @@ PROFILES: dict[str, dict[str, Any]] = {
     "keys-spec-closed": {"keys": True},
     "admin-open-when-disabled": {"admin": False},
     "rate-never-forgets": {"env": {"AMP_SCORING_PATCH_WINDOW_SECONDS": "3"}},
+    "rate-counts-refused": {"env": {"AMP_SCORING_PATCH_WINDOW_SECONDS": "3"}},
 }
 
 
@@ -35,11 +36,16 @@ def test_fault_is_caught_by_a_check_citing_its_requirement(
         env["AMP_API_KEYS_FILE"] = str(write_keys_file(tmp_path))
     areas = areas_citing(fault.requirement)
     assert areas, f"no check cites {fault.requirement}, so nothing can catch {name}"
-    outcome = run_against_reference(env, areas=areas, admin=profile.get("admin", True), keys=bool(profile.get("keys")))
+    outcome = run_against_reference(
+        env, areas=areas, admin=profile.get("admin", True), keys=bool(profile.get("keys"))
+    )
     assert outcome.run is not None
     failing = [r for r in outcome.run.results.values() if r.outcome == "fail" and r.level == "MUST"]
     citing = sorted(r.name for r in failing if fault.requirement in r.requirements)
     with capsys.disabled():
-        print(f"\n  fault {name:<30} {fault.requirement:<14} exit {outcome.exit_code}  caught by {citing or '-'}")
+        caught = citing or "-"
+        print(f"\n  fault {name:<30} {fault.requirement:<14} exit {outcome.exit_code}  caught by {caught}")
     assert outcome.exit_code == 1, f"{name}: the run did not fail"
-    assert citing, f"{name}: no failing MUST check cites {fault.requirement}; failing: {[r.name for r in failing]}"
+    assert citing, (
+        f"{name}: no failing MUST check cites {fault.requirement}; failing: {[r.name for r in failing]}"
+    )

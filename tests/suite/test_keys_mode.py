@@ -29,18 +29,22 @@ KEYS_ONLY = {
 }
 
 
-def results(outcome: SuiteOutcome) -> dict[str, Any]:
+def assert_clean(outcome: SuiteOutcome, *, only_ours: bool = False) -> dict[str, Any]:
+    """Exit 0, no fail and no error; returns the results by check name.
+
+    ``only_ours`` judges only this issue's modules (the areas also hold other modules' checks).
+    """
     assert outcome.run is not None, "the run did not start"
-    return {result.name: result for result in outcome.run.results.values()}
-
-
-def assert_clean(outcome: SuiteOutcome) -> dict[str, Any]:
-    """Exit 0, no fail and no error; returns the results by check name."""
-    by_name = results(outcome)
-    bad = {name: f"{r.outcome}: {r.message}" for name, r in by_name.items() if r.outcome in ("fail", "error")}
+    mine = [
+        r
+        for r in outcome.run.results.values()
+        if not only_ours or r.nodeid.startswith(("test_access.py", "test_auth.py", "test_admin.py"))
+    ]
+    bad = {r.name: f"{r.outcome}: {r.message}" for r in mine if r.outcome in ("fail", "error")}
     assert not bad, bad
-    assert outcome.exit_code == 0
-    return by_name
+    if not only_ours:
+        assert outcome.exit_code == 0
+    return {r.name: r for r in mine}
 
 
 def outcomes_of(by_name: dict[str, Any], prefix: str) -> dict[str, str]:
@@ -88,7 +92,7 @@ def test_without_an_admin_token_the_endpoint_still_refuses() -> None:
 
 def test_a_keys_server_without_keys_skips_naming_the_flag(tmp_path: Path) -> None:
     env = {"AMP_API_KEYS_FILE": str(write_keys_file(tmp_path))}
-    by_name = assert_clean(run_against_reference(env, areas=AREAS))
+    by_name = assert_clean(run_against_reference(env, areas=AREAS), only_ours=True)
     skipped = {name: r.message for name, r in by_name.items() if r.outcome == "skip"}
     needs_identity = [name for name in skipped if name.startswith("test_access_matrix[")]
     assert len(needs_identity) == VECTOR_COUNT

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -72,7 +71,9 @@ def test_selftest_cites_enough_requirements(selftest_report: dict[str, Any]) -> 
 def test_every_convention_passes_with_zero_fails(env: dict[str, str]) -> None:
     outcome = run_against_reference(env)
     assert outcome.run is not None
-    failed = [f"{r.name}: {r.message}" for r in outcome.run.results.values() if r.outcome in ("fail", "error")]
+    failed = [
+        f"{r.name}: {r.message}" for r in outcome.run.results.values() if r.outcome in ("fail", "error")
+    ]
     assert not failed
     assert outcome.exit_code == 0
     conventions = outcome.run.conventions_if_detected()

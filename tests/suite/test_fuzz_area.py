@@ -1,0 +1,48 @@
+"""The fuzz area inside the suite: it finds what only unusual input reaches, nothing on a correct server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.suite.inprocess import run_against_reference
+
+FUZZ_ONLY = ["nonascii-session-500", "huge-integer-500", "deep-metadata-500"]
+BUDGET = {"amp_fuzz_examples": 10, "amp_fuzz_seconds": 20.0, "amp_seed": 1234}
+
+
+def test_the_fuzz_area_finds_nothing_on_the_reference_server() -> None:
+    outcome = run_against_reference({}, areas="fuzz", fuzz=True, extra=BUDGET)
+    assert outcome.run is not None
+    results = list(outcome.run.results.values())
+    assert len(results) == 3 and all(r.outcome == "pass" for r in results), [
+        (r.name, r.message) for r in results
+    ]
+    assert outcome.exit_code == 0
+
+
+@pytest.mark.parametrize("fault", FUZZ_ONLY)
+def test_unusual_input_faults_are_caught_by_the_fuzz_area_only(fault: str) -> None:
+    outcome = run_against_reference({"AMP_REFERENCE_FAULTS": fault}, fuzz=True, extra=BUDGET)
+    assert outcome.run is not None
+    results = list(outcome.run.results.values())
+    fuzz_failures = [r for r in results if r.area == "fuzz" and r.outcome == "fail"]
+    assert any("AMP-ERR-07" in r.requirements for r in fuzz_failures), [(r.name, r.message) for r in results]
+    assert "reproduce: curl" in fuzz_failures[0].message
+    hand_written = [r for r in results if r.area != "fuzz"]
+    assert not [r.name for r in hand_written if r.outcome in ("fail", "error")]
+    assert not [r.name for r in hand_written if any("AMP-ERR-07" in w["message"] for w in r.warnings)]
+    assert outcome.exit_code == 1
+
+
+def test_the_upstream_contract_loads_and_is_fuzzed_without_crashing(spec_dir: Path) -> None:
+    upstream = spec_dir / "upstream" / "openapi.json"
+    outcome = run_against_reference(
+        {}, areas="fuzz", fuzz=True, extra={**BUDGET, "amp_openapi": str(upstream)}
+    )
+    assert outcome.run is not None
+    results = list(outcome.run.results.values())
+    assert len(results) == 3
+    assert not [r for r in results if r.outcome == "error"], [(r.name, r.message) for r in results]
+    assert outcome.exit_code in (0, 1)  # findings against a contract we did not write are reported as such
