@@ -12,6 +12,7 @@ import io
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -163,6 +164,11 @@ def _preflight(url: str, timeout: float) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    # Hypothesis (under the fuzz area) keeps a cache in ./.hypothesis; the command should leave the
+    # folder it is started in as it found it.
+    os.environ.setdefault(
+        "HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "amp-conformance-hypothesis")
+    )
     if arguments and arguments[0] in ("validate", "validate-contract"):
         from amp_conformance import validator
 

@@ -30,7 +30,7 @@ OUTCOME_KEY = pytest.StashKey[str]()
 
 class HttpOverride:
     """Pass an instance in ``pytest.main(plugins=[...])`` to send the run's requests through ``http``
-    (for example a Starlette TestClient wrapping the reference server in-process)."""
+    (for example `amp_conformance.inprocess.asgi_client(app)` for the reference server in-process)."""
 
     def __init__(self, http: httpx.Client):
         self.http = http

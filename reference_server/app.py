@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -47,6 +48,22 @@ AGENT_HEADER = "x-amp-agent-id"
 KEY_HEADER = "x-amp-api-key"
 ADMIN_HEADER = "x-amp-admin-token"
 ANONYMOUS = "anonymous"
+
+
+class _AnyId(Convertor[str]):
+    """Everything after /memories/, newlines and slashes included: the ``path`` convertor's ``.*``
+    stops at a newline, which left ids such as ``%0Ax`` unrouted (404) instead of unknown ids."""
+
+    regex = r"[\s\S]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("any_id", _AnyId())
 BASE = "/amp/v1"
 
 Handler = Callable[[Request, ServerState], Awaitable[Response]]
@@ -354,7 +371,7 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
         Route(f"{BASE}/memories/query", _Endpoint({"GET": query_alias})),
         Route(f"{BASE}/memories", _Endpoint({"GET": list_memories, "POST": create_memory})),
         Route(
-            f"{BASE}/memories/{{memory_id:path}}",
+            f"{BASE}/memories/{{memory_id:any_id}}",
             _Endpoint({"GET": get_memory, "PATCH": patch_memory, "DELETE": delete_memory}),
         ),
         Route(f"{BASE}/lifecycle/run", _Endpoint({"POST": run_lifecycle})),

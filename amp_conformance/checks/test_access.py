@@ -37,30 +37,14 @@ WRITE_SURFACES = ("PATCH", "DELETE")
 DECOYS = ("substring", "prefix", "case-insensitive")
 MAX_PAGES = 20
 DEFAULT_PAGE = 100
-KEYS_NEEDED = (
-    "the server requires API keys (/spec api_keys_required: true): give the suite keys with "
-    "--api-key AGENT=KEY (repeatable) or --api-keys-file"
-)
 
 
 # --------------------------------------------------------------------------------------- helpers
 
 
-def _capabilities(amp: Amp) -> dict[str, Any]:
-    """``/spec`` capabilities, or {} when the server cannot say (other checks report that)."""
-    body = amp.run.fetch_spec()
-    capabilities = body.get("capabilities") if isinstance(body, dict) else None
-    return capabilities if isinstance(capabilities, dict) else {}
-
-
-def need_identities(amp: Amp) -> None:
-    """Skip when the server requires API keys and the run has none (nothing could authenticate)."""
-    if not amp.keys_mode and _capabilities(amp).get("api_keys_required") is True:
-        amp.skip(KEYS_NEEDED)
-
-
 def page_size(amp: Amp) -> int:
-    value = _capabilities(amp).get("max_page_size")
+    """The advertised max_page_size, or DEFAULT_PAGE when /spec cannot say (other checks report that)."""
+    value = amp.capabilities.get("max_page_size")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else DEFAULT_PAGE
 
 
@@ -282,7 +266,6 @@ def _disagreement(action: str, observed: Mapping[str, tuple[bool, Reply]]) -> tu
 @pytest.mark.parametrize("vector", [pytest.param(v, id=v["name"], marks=_marks(v)) for v in VECTORS])
 def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     """Access matrix: the caller gets the vector's decision on GET, search, list, PATCH and DELETE alike."""
-    need_identities(amp)
     role = caller_role(amp, vector)
     creator = amp.agent_id("a")
     caller = amp.agent_id(role)
@@ -364,7 +347,6 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
 @check("AMP-ACL-10", "AMP-ACL-09", level=MUST)
 def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
     """A refused GET, PATCH and DELETE are each 403 with FORBIDDEN or ACCESS_DENIED, the same code (C-02)."""
-    need_identities(amp)
     cell = amp.create_cell()
     doomed = amp.create_cell()
     amp.archive(doomed["id"])
@@ -393,7 +375,6 @@ def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
 @check("AMP-ACL-11", level=SHOULD)
 def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
     """A stranger gets the same status, code and message for a forbidden, an unknown and a deleted id."""
-    need_identities(amp)
     forbidden = amp.create_cell()
     deleted = amp.create_cell()
     amp.delete_cell(deleted["id"])
@@ -427,7 +408,6 @@ def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
 @check("AMP-ACL-12", "AMP-ACL-14", level=MUST)
 def test_policy_changes_take_effect_at_once(amp: Amp) -> None:
     """After the owner names agent b in readable_by, b reads and lists the cell; after removal it cannot."""
-    need_identities(amp)
     reader = amp.agent_id("b")
     text = f"policy change probe {str(ULID()).lower()}"
     owner = amp.owner()
@@ -455,7 +435,6 @@ def test_policy_changes_take_effect_at_once(amp: Amp) -> None:
 @check("AMP-ACL-13", level=MUST)
 def test_nothing_in_the_body_raises_a_callers_rights(amp: Amp) -> None:
     """A stranger naming itself created_by (or in the policy) in a PATCH body is refused and gains nothing."""
-    need_identities(amp)
     creator, stranger_id = amp.agent_id("a"), amp.agent_id("b")
     cell = amp.create_cell()
     path = f"/memories/{cell['id']}"

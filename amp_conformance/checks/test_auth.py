@@ -15,15 +15,12 @@ from typing import Any
 from ulid import ULID
 
 from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.checks._support import listings_by_status
 from amp_conformance.client import Reply
-from amp_conformance.run import Agent
+from amp_conformance.context import KEYS_NEEDED
 
 AGENT_HEADER = "X-AMP-Agent-ID"
 KEY_HEADER = "X-AMP-API-Key"
-KEYS_NEEDED = (
-    "the server requires API keys (/spec api_keys_required: true): give the suite keys with "
-    "--api-key AGENT=KEY (repeatable) or --api-keys-file"
-)
 NO_KEYS = (
     "keys mode only: the server does not require API keys (/spec api_keys_required is not true) "
     "and no --api-key was given"
@@ -34,24 +31,12 @@ NOT_A_KEY = "amp-conformance-not-a-key"
 # --------------------------------------------------------------------------------------- helpers
 
 
-def _capabilities(amp: Amp) -> dict[str, Any]:
-    body = amp.run.fetch_spec()
-    capabilities = body.get("capabilities") if isinstance(body, dict) else None
-    return capabilities if isinstance(capabilities, dict) else {}
-
-
 def server_requires_keys(amp: Amp) -> bool:
-    return _capabilities(amp).get("api_keys_required") is True
+    return amp.capabilities.get("api_keys_required") is True
 
 
 def keys_in_force(amp: Amp) -> bool:
     return amp.keys_mode or server_requires_keys(amp)
-
-
-def need_identities(amp: Amp) -> None:
-    """Skip when the server requires API keys and the run has none."""
-    if not amp.keys_mode and server_requires_keys(amp):
-        amp.skip(KEYS_NEEDED)
 
 
 def need_keys(amp: Amp) -> None:
@@ -63,11 +48,6 @@ def need_keys(amp: Amp) -> None:
 def need_keys_in_force(amp: Amp) -> None:
     if not keys_in_force(amp):
         amp.skip(NO_KEYS)
-
-
-def optional_agent(amp: Amp, role: str) -> Agent | None:
-    """The agent for ``role``, or None when the run has too few keyed agents (no skip)."""
-    return amp.optional_agent(role)
 
 
 def unregistered(amp: Amp, label: str = "unregistered") -> str:
@@ -87,16 +67,13 @@ def error_triple(reply: Reply) -> tuple[int, Any, Any]:
 
 def empty_for_owner(amp: Amp, owner_id: str) -> tuple[bool, Reply]:
     """Whether keyed agent "a" lists nothing for ``owner_id`` (any status but deleted)."""
-    client = amp.as_agent("a")
     reply: Reply | None = None
-    for status in ("active", "stale", "archived"):
-        reply = client.get("/memories", params={"owner_id": owner_id, "status": status})
-        amp.expect_status(reply, 200, what=f"listing the owner's {status} cells")
+    for _status, reply in listings_by_status(amp, owner_id):
         results = reply.json_object().get("results")
         if isinstance(results, list) and results:
             for item in results:
                 if isinstance(item, dict) and isinstance(item.get("id"), str):
-                    amp.run.remember(item["id"], amp.agent("a"))
+                    amp.remember(item["id"], as_agent="a")
             return False, reply
     assert reply is not None
     return True, reply
@@ -132,7 +109,7 @@ def test_keyless_server_trusts_any_agent_id(amp: Amp) -> None:
     """Without API keys any agent-id string works with no credential: create, read and list succeed."""
     if keys_in_force(amp):
         amp.skip("keyless only: this run uses API keys (AMP-AUTH-03..06 apply instead)")
-    claimed = _capabilities(amp).get("api_keys_required")
+    claimed = amp.capabilities.get("api_keys_required")
     if claimed is not False:
         amp.note(f"/spec api_keys_required is {claimed!r}; a keyless server reports false")
     for role in ("Odd.Agent:ID@example.org/x", "z" * 200):
@@ -183,7 +160,7 @@ def test_keys_every_authentication_failure_gets_the_same_401(amp: Amp) -> None:
         assert a.key is not None
         probes["missing key"] = {AGENT_HEADER: a.id}
         probes["wrong key"] = {AGENT_HEADER: a.id, KEY_HEADER: a.key + "-wrong"}
-        other = optional_agent(amp, "b")
+        other = amp.optional_agent("b")
         if other is not None and other.key is not None:
             probes["another agent's key"] = {AGENT_HEADER: a.id, KEY_HEADER: other.key}
         else:
@@ -260,7 +237,7 @@ def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp) -> None
         except AssertionError:
             cell_id = None
         if isinstance(cell_id, str) and amp.keys_mode:
-            amp.run.remember(cell_id, amp.agent("a"))
+            amp.remember(cell_id, as_agent="a")
         amp.fail(
             f"a create without credentials was stored as the body's created_by {named!r}: anyone can "
             "create cells as any agent",
@@ -334,7 +311,7 @@ def test_keys_a_public_cell_needs_an_authenticated_caller(amp: Amp) -> None:
                 expected="401",
             )
             amp.expect_error(reply, 401, ("UNAUTHENTICATED", "MISSING_AGENT_ID"))
-    reader = optional_agent(amp, "b")
+    reader = amp.optional_agent("b")
     if reader is None:
         amp.note("only one keyed agent: an authenticated non-creator read was not tried")
         return
@@ -386,7 +363,6 @@ def test_keys_authentication_comes_before_anything_else(amp: Amp) -> None:
 @check("AMP-AUTH-09", level=MUST)
 def test_header_names_are_case_insensitive(amp: Amp) -> None:
     """X-AMP-Agent-ID (and X-AMP-API-Key) work in lower and upper case."""
-    need_identities(amp)
     agent = amp.agent("a")
     for style in (str.lower, str.upper):
         headers = {style(AGENT_HEADER): agent.id}
@@ -399,7 +375,7 @@ def test_header_names_are_case_insensitive(amp: Amp) -> None:
         amp.expect_status(reply, 201, what=f"a create with the header names {shown}")
         cell = reply.json_object()
         if isinstance(cell.get("id"), str):
-            amp.run.remember(cell["id"], agent)
+            amp.remember(cell["id"], as_agent="a")
         got = (cell.get("identity") or {}).get("created_by")
         amp.expect(
             got == agent.id, f"created_by is {agent.id!r} with header names {shown} (got {got!r})", reply

@@ -2,167 +2,32 @@
 
 Every cell a check receives goes through :func:`expect_valid_cell`, the shared cell checker
 (``amp_conformance.cells``: jsonschema against our contract, python-ulid for the id, UTC timestamps).
-The helpers at the top of this module are also used by ``test_create`` and ``test_read``.
+It and the other helpers this module shares with ``test_create`` and ``test_read`` live in ``_support``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.cells import (
-    CellIdError,
-    Problem,
-    TimestampError,
-    parse_cell_id,
-    parse_utc_timestamp,
-    validate_cell,
+from amp_conformance.cells import CellIdError, parse_cell_id
+from amp_conformance.checks._support import (
+    SKEW,
+    created,
+    expect_valid_cell,
+    expect_validation_error,
+    full_body,
+    list_owner,
+    member,
+    post_cell,
+    read,
+    server_now_near,
+    timestamp,
+    timestamp_set,
 )
 from amp_conformance.client import Reply
-
-#: Generous clock skew between the suite and the server (requirements.md §0.3 hygiene).
-SKEW = timedelta(seconds=120)
-
-#: Missing members that are a SHOULD (AMP-CELL-03), not a schema failure (see the schema's $comment).
-_SHOULD_MEMBERS = ("$.scoring", "$.access_policy", "$.provenance")
-
-
-# shared helpers (test_create and test_read import these) ------------------------------------
-
-
-def expect_valid_cell(amp: Amp, cell: object, reply: Reply | None, what: str) -> dict[str, Any]:
-    """Fail unless ``cell`` validates (AMP-CELL-01); a missing scoring/access_policy/provenance member
-    (AMP-CELL-03) or out-of-order timestamps (AMP-CELL-20) are warnings. Returns the cell."""
-    amp.expect(isinstance(cell, dict), f"{what}: the body is a JSON object (a cell)", reply)
-    assert isinstance(cell, dict)  # for the type checker; expect() above already failed otherwise
-    problems = validate_cell(cell)
-    soft = [
-        p
-        for p in problems
-        if (p.code == "missing-member" and p.path.startswith(_SHOULD_MEMBERS)) or p.code == "timestamp-order"
-    ]
-    hard = [p for p in problems if p not in soft]
-    if soft:
-        amp.warn(f"{what}: {_summary(soft)} (AMP-CELL-03 / AMP-CELL-20)", reply)
-    amp.expect(
-        not hard,
-        f"{what} is not a valid cell (AMP-CELL-01): {_summary(hard)}",
-        reply,
-        expected="a cell that validates against memory-cell.schema.json",
-    )
-    return cell
-
-
-def _summary(problems: list[Problem], limit: int = 5) -> str:
-    text = "; ".join(f"{p} [{p.code}]" for p in problems[:limit])
-    if len(problems) > limit:
-        text += f"; and {len(problems) - limit} more"
-    return text
-
-
-def post_cell(amp: Amp, body: Any, *, role: str | None = "a", remember_as: str | None = None) -> Reply:
-    """POST /memories as ``role`` (None: no identity); a created cell is remembered for cleanup."""
-    client = amp.anonymous() if role is None else amp.as_agent(role)
-    reply = client.post("/memories", body)
-    remember(amp, reply, remember_as or role or "a")
-    return reply
-
-
-def remember(amp: Amp, reply: Reply, role: str) -> None:
-    """Register a cell the server created (even by mistake) so the run's cleanup removes it."""
-    if 200 <= reply.status < 300:
-        try:
-            body = reply.json()
-        except AssertionError:
-            return
-        if isinstance(body, dict) and isinstance(body.get("id"), str):
-            amp.run.remember(body["id"], amp.agent(role))
-
-
-def created(
-    amp: Amp, body: Any, *, role: str = "a", what: str = "creating a cell"
-) -> tuple[dict[str, Any], Reply]:
-    """POST a body that must give 201 and a valid cell."""
-    reply = post_cell(amp, body, role=role)
-    amp.expect_status(reply, 201, what=what)
-    return expect_valid_cell(amp, reply.json_object(), reply, f"the cell returned by {what}"), reply
-
-
-def read(
-    amp: Amp, cell_id: str, *, role: str = "a", what: str = "reading the cell"
-) -> tuple[dict[str, Any], Reply]:
-    """GET a cell that must answer 200 with a valid cell."""
-    reply = amp.as_agent(role).get(f"/memories/{cell_id}")
-    amp.expect_status(reply, 200, what=what)
-    return expect_valid_cell(amp, reply.json_object(), reply, f"the cell returned by {what}"), reply
-
-
-def member(cell: Mapping[str, Any], path: str) -> Any:
-    """``cell['a']['b']`` for ``path`` ``"a.b"``; None when a step is missing or not an object."""
-    value: Any = cell
-    for part in path.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(part)
-    return value
-
-
-def timestamp(amp: Amp, cell: Mapping[str, Any], name: str, reply: Reply | None) -> datetime | None:
-    """``lifecycle.<name>`` parsed as a UTC timestamp (None when null); fails on anything else."""
-    value = member(cell, f"lifecycle.{name}")
-    if value is None:
-        return None
-    amp.expect(isinstance(value, str), f"lifecycle.{name} is a string or null (got {value!r})", reply)
-    try:
-        return parse_utc_timestamp(value)
-    except TimestampError as exc:
-        amp.fail(f"lifecycle.{name} is an RFC 3339 UTC timestamp (AMP-CELL-18): {exc}", reply)
-
-
-def server_now_near(moment: datetime, sent: datetime, received: datetime, reply: Reply) -> bool:
-    """Whether ``moment`` can be the server's current time for ``reply``: within SKEW of the client's
-    send/receive bracket, or within SKEW of the response's ``Date`` header."""
-    if sent - SKEW <= moment <= received + SKEW:
-        return True
-    header = reply.headers.get("date")
-    if header:
-        try:
-            date = parsedate_to_datetime(header)
-        except (TypeError, ValueError):
-            return False
-        if date.tzinfo is None:
-            date = date.replace(tzinfo=UTC)
-        # Date has whole seconds: allow one more second either way
-        return date - SKEW - timedelta(seconds=1) <= moment <= date + SKEW + timedelta(seconds=1)
-    return False
-
-
-def list_owner(amp: Amp, owner_id: str, *, role: str = "a", **params: Any) -> tuple[list[Any], Reply]:
-    """``GET /memories?owner_id=...`` as ``role``: the ``results`` array (fails when there is none)."""
-    reply = amp.as_agent(role).get("/memories", params={"owner_id": owner_id, **params})
-    amp.expect_status(reply, 200, what="listing the owner's cells")
-    results = reply.json_object().get("results")
-    amp.expect(isinstance(results, list), "the list body has a 'results' array", reply)
-    assert isinstance(results, list)
-    return results, reply
-
-
-def expect_validation_error(amp: Amp, reply: Reply, what: str) -> None:
-    """422 ``VALIDATION_ERROR`` in the error envelope (the shape of ``details.errors`` is AMP-ERR-04's)."""
-    amp.expect(
-        reply.status == 422,
-        f"{what}: expected 422 VALIDATION_ERROR, got {reply.status}",
-        reply,
-        expected="422 VALIDATION_ERROR",
-    )
-    amp.expect_error(reply, 422, "VALIDATION_ERROR")
-
-
-# checks -------------------------------------------------------------------------------------
 
 _REQUIRED = ("amp_version", "id", "type", "content", "identity", "lifecycle")
 _SUB_FIELDS = {
@@ -170,28 +35,6 @@ _SUB_FIELDS = {
     "access_policy": ("readable_by", "writable_by", "public"),
     "provenance": ("source_type", "source_ref", "extraction_method"),
 }
-
-
-def full_body(amp: Amp) -> dict[str, Any]:
-    """The API reference's create example, with this run's owner and agents."""
-    return amp.cell_body(
-        content={
-            "text": "User prefers Python for backend development",
-            "metadata": {"domain": "programming", "language": "python"},
-        },
-        identity={"created_by": amp.agent_id("a"), "session_id": "session-789"},
-        scoring={"importance": 0.8, "confidence": 0.95, "decay_rate": 0.01},
-        access_policy={
-            "readable_by": [amp.agent_id("b")],
-            "writable_by": [amp.agent_id("b")],
-            "public": False,
-        },
-        provenance={
-            "source_type": "conversation",
-            "source_ref": "conv-abc-123",
-            "extraction_method": "llm_extraction",
-        },
-    )
 
 
 @check("AMP-CELL-01", "AMP-CELL-02", level=MUST)
@@ -561,9 +404,7 @@ def test_created_at_is_the_time_of_creation(amp: Amp) -> None:
     sent = datetime.now(UTC)
     cell, reply = created(amp, amp.cell_body())
     received = datetime.now(UTC)
-    made = timestamp(amp, cell, "created_at", reply)
-    amp.expect(made is not None, "created_at is set", reply)
-    assert made is not None
+    made = timestamp_set(amp, cell, "created_at", reply, "created_at is set")
     amp.expect(
         server_now_near(made, sent, received, reply),
         f"created_at {made.isoformat()} is the time of creation (client clock {sent.isoformat()}, "

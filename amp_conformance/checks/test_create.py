@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.checks.test_cell import (
+from amp_conformance.checks._support import (
     created,
     expect_valid_cell,
     expect_validation_error,
@@ -15,7 +15,7 @@ from amp_conformance.checks.test_cell import (
     member,
     post_cell,
     read,
-    remember,
+    remember_created,
     server_now_near,
     timestamp,
 )
@@ -261,7 +261,7 @@ def test_a_body_that_is_not_a_json_object_is_422(amp: Amp) -> None:
         reply = client.request(
             "POST", "/memories", content=content, headers={"Content-Type": "application/json"}
         )
-        remember(amp, reply, "a")
+        remember_created(amp, reply, "a")
         expect_validation_error(amp, reply, f"a create body that is {label}")
 
 

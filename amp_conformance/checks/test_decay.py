@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from amp_conformance import MUST, Amp, check, load_fixture
+from amp_conformance.checks._support import expect_at_least, run_pass, scheduler_quiet, status_by_list
 from amp_conformance.decay import (
     SECONDS_PER_DAY,
     STALE_THRESHOLD,
@@ -27,8 +28,6 @@ from amp_conformance.decay import (
 
 FAST_DECAY_RATE = 100_000.0
 """Per day: a fresh cell with importance x confidence = 1 falls below 0.3 after ~1.04 s."""
-QUIET_INTERVAL = 60
-"""A scheduler interval (s) long enough that a background pass during one check is unlikely."""
 WAIT_SECONDS = 2.5
 """Score after the wait: exp(-100000 x 2.5 / 86400) ≈ 0.055, far below 0.3."""
 
@@ -104,53 +103,6 @@ def test_the_equality_case_is_not_below_the_threshold(amp: Amp) -> None:
             )
 
 
-def _status(amp: Amp, owner: str, cell_id: str) -> str | None:
-    """The cell's status as list reports it (a by-id read would restart its decay clock)."""
-    client = amp.as_agent("a")
-    for status in ("active", "stale", "archived"):
-        reply = client.get("/memories", params={"owner_id": owner, "status": status})
-        amp.expect_status(reply, 200, what=f"listing the owner's {status} cells")
-        for cell in reply.json_object().get("results", []):
-            if isinstance(cell, dict) and cell.get("id") == cell_id:
-                return str(cell.get("lifecycle", {}).get("status"))
-    return None
-
-
-def _run_pass(amp: Amp) -> dict[str, Any]:
-    reply = amp.admin().post("/lifecycle/run")
-    amp.expect_status(reply, 200, what="a lifecycle pass with the admin token")
-    transitions = reply.json_object().get("transitions")
-    amp.expect(isinstance(transitions, dict), "the pass reports a transitions object", reply)
-    assert isinstance(transitions, dict)
-    return transitions
-
-
-def _quiet(amp: Amp) -> bool:
-    """No scheduled pass is likely during a check: the scheduler is off or its interval is long.
-
-    With a short interval a background pass may move the suite's cells between two requests, so the
-    checks then judge statuses only and leave the per-pass counts (and in-between states) unasserted.
-    """
-    scheduler = amp.spec.get("lifecycle_scheduler")
-    if not isinstance(scheduler, dict) or scheduler.get("enabled") is False:
-        return True
-    interval = scheduler.get("interval_seconds")
-    return isinstance(interval, int | float) and interval >= QUIET_INTERVAL
-
-
-def _expect_count(amp: Amp, transitions: dict[str, Any], key: str, least: int) -> None:
-    """``transitions[key] >= least`` (the pass moved at least the suite's own cells), when quiet."""
-    value = transitions.get(key)
-    if not _quiet(amp):
-        amp.note(f"{key} = {value!r} not judged: a scheduled pass may have moved the cells first")
-        return
-    amp.expect(
-        isinstance(value, int) and not isinstance(value, bool) and value >= least,
-        f"{key} counts at least the suite's {least} cell(s) (got {value!r})",
-        expected=f">= {least}",
-    )
-
-
 @check("AMP-LC-06", "AMP-LC-02", "AMP-LC-01", "AMP-LC-10", level=MUST, deadline=30, global_effects=True)
 def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
     """Fast decay: a cell turns stale at a pass; a by-id read restarts its clock, the next pass revives it."""
@@ -166,14 +118,14 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
     cell_id = str(cell["id"])
     time.sleep(max(0.0, created + WAIT_SECONDS - time.monotonic()))
     expected = decay_score(1.0, 1.0, FAST_DECAY_RATE, WAIT_SECONDS / SECONDS_PER_DAY)
-    before = _status(amp, owner, cell_id)
-    if before != "active" and _quiet(amp):
+    before = status_by_list(amp, owner, cell_id)
+    if before != "active" and scheduler_quiet(amp):
         amp.warn(
             f"with no pass run, the decayed cell is already {before} (AMP-LC-10, SHOULD: status changes "
             "only at passes)"
         )
-    transitions = _run_pass(amp)
-    stale = _status(amp, owner, cell_id)
+    transitions = run_pass(amp)
+    stale = status_by_list(amp, owner, cell_id)
     amp.expect(
         stale == "stale",
         f"{WAIT_SECONDS} s after creation (score ≈ {expected:.3f} < 0.3) a pass makes the cell stale "
@@ -181,18 +133,18 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
         expected="stale",
     )
     if before == "active":
-        _expect_count(amp, transitions, "active_to_stale", 1)
+        expect_at_least(amp, transitions, "active_to_stale", 1)
     read = amp.as_agent("a").get(f"/memories/{cell_id}")
     read_at = time.monotonic()
     amp.expect_status(read, 200, what="reading the stale cell by id (restarts its decay clock)")
-    transitions = _run_pass(amp)
+    transitions = run_pass(amp)
     elapsed = time.monotonic() - read_at
     score = decay_score(1.0, 1.0, FAST_DECAY_RATE, elapsed / SECONDS_PER_DAY)
     if score < STALE_THRESHOLD:
         amp.skip(
             f"the pass came {elapsed:.2f} s after the read, too late to show the reset (score {score:.3f})"
         )
-    after = _status(amp, owner, cell_id)
+    after = status_by_list(amp, owner, cell_id)
     amp.expect(
         after == "active",
         f"a pass {elapsed:.2f} s after the read (score ≈ {score:.3f}, the clock restarted) makes the cell "
@@ -200,4 +152,4 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
         f"{math.exp(-FAST_DECAY_RATE * (time.monotonic() - created) / SECONDS_PER_DAY):.3f}",
         expected="active",
     )
-    _expect_count(amp, transitions, "stale_to_active", 1)
+    expect_at_least(amp, transitions, "stale_to_active", 1)

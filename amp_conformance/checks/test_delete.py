@@ -10,23 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance import MUST, Amp, check
+from amp_conformance.checks._support import expect_member, read_back
 from amp_conformance.client import Reply
 
 
-def _at(amp: Amp, cell: Any, path: str, reply: Reply | None = None) -> Any:
-    """The value at the dotted ``path`` of ``cell``; a missing member fails the check clearly."""
-    current = cell
-    for part in path.split("."):
-        if not isinstance(current, dict) or part not in current:
-            amp.fail(f"the returned cell has no member {path!r}", reply)
-        current = current[part]
-    return current
-
-
 def _status_of(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[str, Reply]:
-    reply = amp.as_agent(role).get(f"/memories/{cell_id}")
-    amp.expect_status(reply, 200, what="reading the cell back")
-    return _at(amp, reply.json_object(), "lifecycle.status", reply), reply
+    stored, reply = read_back(amp, cell_id, role=role)
+    return expect_member(amp, stored, "lifecycle.status", reply), reply
 
 
 def _expect_deleted_read(amp: Amp, cell_id: str, what: str) -> None:
@@ -34,7 +24,7 @@ def _expect_deleted_read(amp: Amp, cell_id: str, what: str) -> None:
     reply = amp.as_agent("a").get(f"/memories/{cell_id}")
     convention = amp.conventions.deleted_read
     if reply.status == 200 and convention != "hidden":
-        status = _at(amp, reply.json_object(), "lifecycle.status", reply)
+        status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
         amp.expect(
             status == "deleted", f"{what}: a deleted cell reads with status 'deleted' (got {status!r})", reply
         )

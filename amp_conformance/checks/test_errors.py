@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.checks._support import member, read_back
 from amp_conformance.client import Reply
 from amp_conformance.envelope import CODE_PATTERN, envelope_problems
 
@@ -40,10 +41,8 @@ def _search_body(owner: str) -> dict[str, Any]:
 
 
 def _status(amp: Amp, cell_id: str) -> tuple[Any, Reply]:
-    reply = amp.as_agent("a").get(f"/memories/{cell_id}")
-    amp.expect_status(reply, 200, what="reading the cell back")
-    lifecycle = reply.json_object().get("lifecycle")
-    return (lifecycle.get("status") if isinstance(lifecycle, dict) else None), reply
+    stored, reply = read_back(amp, cell_id)
+    return member(stored, "lifecycle.status"), reply
 
 
 # 401 MISSING_AGENT_ID on every memories route (AMP-AUTH-01) ----------------------------------

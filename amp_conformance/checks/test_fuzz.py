@@ -64,7 +64,7 @@ def fuzz_result(amp: Amp) -> FuzzResult:
         )
         cached = run_fuzz(config)
         for cell_id in cached.created:
-            amp.run.remember(cell_id, agent)
+            amp.remember(cell_id, as_agent="a")
         amp.run.cache["fuzz"] = cached
     result: FuzzResult = cached
     amp.note(

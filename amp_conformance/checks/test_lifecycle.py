@@ -14,56 +14,19 @@ clock (requirements.md §0.3). The time-bounded decay check lives in ``test_deca
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.checks._support import (
+    expect_at_least,
+    run_pass,
+    run_pass_reply,
+    scheduler_quiet,
+    status_by_list,
+)
 from amp_conformance.client import Reply
 
-STATUSES = ("active", "stale", "archived")
-QUIET_INTERVAL = 60
-"""A scheduler interval (s) long enough that a background pass during one check is unlikely."""
 LOW = 0.2
 """importance of a cell that one pass makes stale (importance x confidence < 0.3, §3 example F)."""
-
-
-def _run_pass(amp: Amp) -> dict[str, Any]:
-    """One manual pass; its ``transitions`` object (its exact shape is the admin area's business)."""
-    transitions: dict[str, Any] = _run_pass_reply(amp).json_object()["transitions"]
-    return transitions
-
-
-def _run_pass_reply(amp: Amp) -> Reply:
-    reply = amp.admin().post("/lifecycle/run")
-    amp.expect_status(reply, 200, what="a lifecycle pass with the admin token")
-    transitions = reply.json_object().get("transitions")
-    amp.expect(isinstance(transitions, dict), "the pass reports a transitions object", reply)
-    return reply
-
-
-def _quiet(amp: Amp) -> bool:
-    """No scheduled pass is likely during a check: the scheduler is off or its interval is long.
-
-    With a short interval a background pass may move the suite's cells between two requests, so the
-    checks then judge statuses only and leave the per-pass counts (and in-between states) unasserted.
-    """
-    scheduler = amp.spec.get("lifecycle_scheduler")
-    if not isinstance(scheduler, dict) or scheduler.get("enabled") is False:
-        return True
-    interval = scheduler.get("interval_seconds")
-    return isinstance(interval, int | float) and interval >= QUIET_INTERVAL
-
-
-def _expect_count(amp: Amp, transitions: dict[str, Any], key: str, least: int) -> None:
-    """``transitions[key] >= least`` (the pass moved at least the suite's own cells), when quiet."""
-    value = transitions.get(key)
-    if not _quiet(amp):
-        amp.note(f"{key} = {value!r} not judged: a scheduled pass may have moved the cells first")
-        return
-    amp.expect(
-        isinstance(value, int) and not isinstance(value, bool) and value >= least,
-        f"{key} counts at least the suite's {least} cell(s) (got {value!r})",
-        expected=f">= {least}",
-    )
 
 
 def _cell(amp: Amp, owner: str, importance: float, confidence: float = 1.0) -> str:
@@ -76,21 +39,8 @@ def _cell(amp: Amp, owner: str, importance: float, confidence: float = 1.0) -> s
     return str(cell["id"])
 
 
-def _status(amp: Amp, owner: str, cell_id: str) -> str | None:
-    """The cell's status as list reports it (never a by-id read); None when no listing shows it."""
-    client = amp.as_agent("a")
-    for status in STATUSES:
-        reply = client.get("/memories", params={"owner_id": owner, "status": status})
-        amp.expect_status(reply, 200, what=f"listing the owner's {status} cells")
-        for cell in reply.json_object().get("results", []):
-            if isinstance(cell, dict) and cell.get("id") == cell_id:
-                found = cell.get("lifecycle", {}).get("status")
-                return str(found) if found is not None else None
-    return None
-
-
 def _expect_status(amp: Amp, owner: str, cell_id: str, expected: str, when: str) -> None:
-    got = _status(amp, owner, cell_id)
+    got = status_by_list(amp, owner, cell_id)
     amp.expect(got == expected, f"{when}: the cell is {expected} (list shows {got})", expected=expected)
 
 
@@ -99,7 +49,7 @@ def _stale_cell(amp: Amp) -> tuple[str, str]:
     amp.admin()  # skip before creating anything when passes are not allowed
     owner = amp.owner()
     cell_id = _cell(amp, owner, LOW)
-    _run_pass(amp)
+    run_pass(amp)
     _expect_status(amp, owner, cell_id, "stale", "precondition: after one pass (importance 0.2)")
     return owner, cell_id
 
@@ -111,11 +61,11 @@ def test_low_score_cells_become_stale_after_one_pass(amp: Amp) -> None:
     owner = amp.owner()
     low = [_cell(amp, owner, 0.2), _cell(amp, owner, 0.5, 0.5), _cell(amp, owner, 0.29)]
     high = _cell(amp, owner, 0.9)
-    transitions = _run_pass(amp)
+    transitions = run_pass(amp)
     for cell_id in low:
         _expect_status(amp, owner, cell_id, "stale", f"after one pass, low-score cell {cell_id}")
     _expect_status(amp, owner, high, "active", "after one pass, the importance 0.9 cell")
-    _expect_count(amp, transitions, "active_to_stale", len(low))
+    expect_at_least(amp, transitions, "active_to_stale", len(low))
 
 
 @check("AMP-LC-04", level=MUST, global_effects=True)
@@ -125,14 +75,14 @@ def test_a_score_of_exactly_0_3_is_not_below_the_threshold(amp: Amp) -> None:
     owner = amp.owner()
     equal = _cell(amp, owner, 0.3)
     low = _cell(amp, owner, LOW)
-    _run_pass(amp)
+    run_pass(amp)
     _expect_status(amp, owner, equal, "active", "importance 0.3 x confidence 1.0, decay_rate 0, after a pass")
     _expect_status(amp, owner, low, "stale", "precondition: importance 0.2 after a pass")
     reply = amp.as_agent("a").patch(
         f"/memories/{low}", {"scoring": {"importance": 0.3, "confidence": 1.0, "decay_rate": 0}}
     )
     amp.expect_status(reply, 200, what="raising the stale cell's importance to 0.3")
-    _run_pass(amp)
+    run_pass(amp)
     _expect_status(amp, owner, low, "active", "a stale cell whose score is now exactly 0.3, after a pass")
 
 
@@ -144,9 +94,9 @@ def test_a_stale_cell_whose_score_recovers_becomes_active(amp: Amp) -> None:
         f"/memories/{cell_id}", {"scoring": {"importance": 0.9, "confidence": 1.0, "decay_rate": 0}}
     )
     amp.expect_status(reply, 200, what="raising the stale cell's importance to 0.9")
-    transitions = _run_pass(amp)
+    transitions = run_pass(amp)
     _expect_status(amp, owner, cell_id, "active", "after the next pass (importance 0.9)")
-    _expect_count(amp, transitions, "stale_to_active", 1)
+    expect_at_least(amp, transitions, "stale_to_active", 1)
 
 
 @check("AMP-PATCH-16", level=MUST, area="lc", global_effects=True)
@@ -159,9 +109,9 @@ def test_a_scoring_patch_does_not_flip_the_status_by_itself(amp: Amp) -> None:
     amp.expect_status(reply, 200, what="raising the stale cell's importance to 0.9")
     status = reply.json_object().get("lifecycle", {}).get("status")
     amp.expect(status == "stale", f"the PATCH response still says stale (got {status!r})", reply)
-    if _quiet(amp):
+    if scheduler_quiet(amp):
         _expect_status(amp, owner, cell_id, "stale", "after the scoring PATCH, before any pass")
-    _run_pass(amp)
+    run_pass(amp)
     _expect_status(amp, owner, cell_id, "active", "after the next pass")
 
 
@@ -169,7 +119,7 @@ def test_a_scoring_patch_does_not_flip_the_status_by_itself(amp: Amp) -> None:
 def test_a_freshly_stale_cell_is_not_archived(amp: Amp) -> None:
     """A pass moves a cell one step: a freshly stale cell is not archived, nor by the next pass."""
     owner, cell_id = _stale_cell(amp)
-    _run_pass(amp)
+    run_pass(amp)
     _expect_status(amp, owner, cell_id, "stale", "a cell stale for seconds, after a second pass")
 
 
@@ -180,7 +130,7 @@ def test_archived_cells_stay_archived(amp: Amp) -> None:
     owner = amp.owner()
     cell_id = _cell(amp, owner, 1.0)
     amp.archive(cell_id)
-    _run_pass(amp)
+    run_pass(amp)
     _expect_status(amp, owner, cell_id, "archived", "an archived cell with importance 1.0, after a pass")
     client = amp.as_agent("a")
     for target in ("active", "stale"):
@@ -255,7 +205,7 @@ def test_a_pass_leaves_deleted_cells_deleted_and_kept(amp: Amp) -> None:
     owner = amp.owner()
     cell_id = _cell(amp, owner, 1.0)
     amp.delete_cell(cell_id)
-    _run_pass(amp)
+    run_pass(amp)
     reply = amp.as_agent("a").get(f"/memories/{cell_id}")
     amp.expect_status(
         reply, 200, what="reading the deleted cell after a pass (it is kept for retention_days)"
@@ -298,7 +248,7 @@ def test_no_rest_route_purges_a_deleted_cell(amp: Amp) -> None:
 @check("AMP-RET-03", "AMP-ADMIN-07", level=SHOULD, global_effects=True)
 def test_a_pass_purges_nothing_by_default(amp: Amp) -> None:
     """A pass reports purged (if at all) as an integer >= 0; it purges nothing unless the operator opts in."""
-    reply = _run_pass_reply(amp)
+    reply = run_pass_reply(amp)
     body = reply.json_object()
     if "purged" not in body:
         amp.note("the pass reports no 'purged' count (C-14: optional)")
@@ -343,7 +293,7 @@ def test_the_scheduler_runs_passes_by_itself(amp: Amp) -> None:
     cell_id = _cell(amp, owner, LOW)
     until = time.monotonic() + 2 * interval + 1
     while time.monotonic() < until:
-        if _status(amp, owner, cell_id) == "stale":
+        if status_by_list(amp, owner, cell_id) == "stale":
             return
         time.sleep(0.5)
     _expect_status(

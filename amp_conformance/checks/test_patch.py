@@ -14,6 +14,7 @@ from typing import Any
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
 from amp_conformance.cells import TimestampError, parse_utc_timestamp, validate_cell
+from amp_conformance.checks._support import expect_member, read_back
 from amp_conformance.client import Reply
 
 CLOCK_SKEW = timedelta(seconds=120)
@@ -23,19 +24,9 @@ MISSING = object()
 # helpers -------------------------------------------------------------------------------------
 
 
-def _at(amp: Amp, cell: Any, path: str, reply: Reply | None = None) -> Any:
-    """The value at the dotted ``path`` of ``cell``; a missing member fails the check clearly."""
-    current = cell
-    for part in path.split("."):
-        if not isinstance(current, dict) or part not in current:
-            amp.fail(f"the returned cell has no member {path!r}", reply)
-        current = current[part]
-    return current
-
-
 def _time(amp: Amp, cell: Any, path: str, reply: Reply | None = None) -> datetime:
     """A timestamp member parsed as RFC 3339 UTC (a null or malformed value fails the check)."""
-    value = _at(amp, cell, path, reply)
+    value = expect_member(amp, cell, path, reply)
     if not isinstance(value, str):
         amp.fail(f"{path} is {value!r}, expected a date-time string", reply)
     try:
@@ -62,12 +53,6 @@ def _patched(amp: Amp, cell_id: str, body: Any, what: str, *, role: str = "a") -
     return reply.json_object()
 
 
-def _read(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[dict[str, Any], Reply]:
-    reply = amp.as_agent(role).get(f"/memories/{cell_id}")
-    amp.expect_status(reply, 200, what="reading the cell back")
-    return reply.json_object(), reply
-
-
 def _server_now(reply: Reply) -> datetime:
     """The server's clock from the Date header, else the client's clock."""
     header = reply.headers.get("date")
@@ -80,7 +65,7 @@ def _server_now(reply: Reply) -> datetime:
 
 
 def _same(amp: Amp, before: dict[str, Any], after: dict[str, Any], path: str, reply: Reply) -> None:
-    old, new = _at(amp, before, path), _at(amp, after, path, reply)
+    old, new = expect_member(amp, before, path), expect_member(amp, after, path, reply)
     amp.expect(new == old, f"{path} changed from {old!r} to {new!r}", reply, expected=repr(old))
 
 
@@ -95,13 +80,13 @@ def test_patch_returns_the_complete_updated_cell(amp: Amp) -> None:
     amp.expect_status(reply, 200)
     updated = _valid_cell(amp, reply, "the PATCH response")
     amp.expect(updated.get("id") == cell["id"], f"the response is cell {cell['id']}", reply)
-    text = _at(amp, updated, "content.text", reply)
+    text = expect_member(amp, updated, "content.text", reply)
     amp.expect(
         text == "Now prefers Go for backend development", f"content.text is the new text ({text!r})", reply
     )
-    stored, got = _read(amp, cell["id"])
+    stored, got = read_back(amp, cell["id"])
     amp.expect(
-        _at(amp, stored, "content.text", got) == text,
+        expect_member(amp, stored, "content.text", got) == text,
         "a GET after the PATCH returns the new content.text",
         got,
     )
@@ -125,7 +110,7 @@ def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
     updated = reply.json_object()
     for section in ("scoring", "access_policy", "provenance", "identity"):
         _same(amp, cell, updated, section, reply)
-    stored, got = _read(amp, cell["id"])
+    stored, got = read_back(amp, cell["id"])
     for section in ("access_policy", "provenance", "identity"):
         _same(amp, cell, stored, section, got)
 
@@ -134,11 +119,11 @@ def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
 def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
     """PATCH scoring.importance keeps confidence, decay_rate and access_count as stored."""
     cell = amp.create_cell(scoring={"importance": 0.5, "confidence": 0.95, "decay_rate": 0.05})
-    before, _ = _read(amp, cell["id"])  # access_count 1, so a reset to the default 0 shows
+    before, _ = read_back(amp, cell["id"])  # access_count 1, so a reset to the default 0 shows
     reply = _patch(amp, cell["id"], {"scoring": {"importance": 0.9}})
     amp.expect_status(reply, 200)
     updated = reply.json_object()
-    importance = _at(amp, updated, "scoring.importance", reply)
+    importance = expect_member(amp, updated, "scoring.importance", reply)
     amp.expect(importance == 0.9, f"scoring.importance is 0.9 (got {importance!r})", reply)
     for key in ("confidence", "decay_rate", "access_count"):
         _same(amp, before, updated, f"scoring.{key}", reply)
@@ -157,7 +142,7 @@ def test_access_policy_keys_not_sent_keep_their_values(amp: Amp) -> None:
     reply = _patch(amp, cell["id"], {"access_policy": {"public": True}})
     amp.expect_status(reply, 200)
     updated = reply.json_object()
-    public = _at(amp, updated, "access_policy.public", reply)
+    public = expect_member(amp, updated, "access_policy.public", reply)
     amp.expect(public is True, f"access_policy.public is true (got {public!r})", reply)
     for key in ("readable_by", "writable_by"):
         _same(amp, cell, updated, f"access_policy.{key}", reply)
@@ -172,10 +157,10 @@ def test_sent_arrays_replace_the_stored_ones(amp: Amp) -> None:
     )
     reply = _patch(amp, cell["id"], {"access_policy": {"readable_by": [f"{owner}-b"]}})
     amp.expect_status(reply, 200)
-    got = _at(amp, reply.json_object(), "access_policy.readable_by", reply)
+    got = expect_member(amp, reply.json_object(), "access_policy.readable_by", reply)
     amp.expect(got == [f"{owner}-b"], f"readable_by is exactly [{owner}-b] (got {got!r})", reply)
-    stored, back = _read(amp, cell["id"])
-    got = _at(amp, stored, "access_policy.readable_by", back)
+    stored, back = read_back(amp, cell["id"])
+    got = expect_member(amp, stored, "access_policy.readable_by", back)
     amp.expect(got == [f"{owner}-b"], f"a GET shows readable_by [{owner}-b] (got {got!r})", back)
 
 
@@ -187,8 +172,10 @@ def test_content_text_and_metadata_are_updated(amp: Amp) -> None:
     reply = _patch(amp, cell["id"], {"content": {"text": "new text", "metadata": sent}})
     amp.expect_status(reply, 200)
     updated = reply.json_object()
-    amp.expect(_at(amp, updated, "content.text", reply) == "new text", "content.text is 'new text'", reply)
-    metadata = _at(amp, updated, "content.metadata", reply)
+    amp.expect(
+        expect_member(amp, updated, "content.text", reply) == "new text", "content.text is 'new text'", reply
+    )
+    metadata = expect_member(amp, updated, "content.metadata", reply)
     amp.expect(isinstance(metadata, dict), f"content.metadata is an object (got {metadata!r})", reply)
     for key, value in sent.items():
         amp.expect(
@@ -262,7 +249,7 @@ def test_client_sent_last_updated_at_is_replaced_by_server_time(amp: Amp) -> Non
 def test_patch_is_not_an_access(amp: Amp) -> None:
     """A PATCH leaves access_count and last_accessed_at as they were."""
     cell = amp.create_cell()
-    before, _ = _read(amp, cell["id"])
+    before, _ = read_back(amp, cell["id"])
     reply = _patch(amp, cell["id"], {"content": {"text": "changed after one read"}})
     amp.expect_status(reply, 200)
     updated = reply.json_object()
@@ -277,13 +264,13 @@ def test_client_cannot_write_access_fields(amp: Amp) -> None:
     reply = _patch(amp, cell["id"], {"scoring": {"access_count": 7}})
     if reply.status != 422:
         amp.expect_status(reply, 200, what="PATCH scoring.access_count")
-        count = _at(amp, reply.json_object(), "scoring.access_count", reply)
+        count = expect_member(amp, reply.json_object(), "scoring.access_count", reply)
         if count == 7:
             amp.warn("a PATCH set scoring.access_count to the client's value 7 (C-22)", reply)
     reply = _patch(amp, cell["id"], {"lifecycle": {"last_accessed_at": "2001-01-01T00:00:00Z"}})
     if reply.status != 422:
         amp.expect_status(reply, 200, what="PATCH lifecycle.last_accessed_at")
-        value = _at(amp, reply.json_object(), "lifecycle.last_accessed_at", reply)
+        value = expect_member(amp, reply.json_object(), "lifecycle.last_accessed_at", reply)
         if isinstance(value, str) and value.startswith("2001-01-01"):
             amp.warn(
                 "a PATCH stored the client's lifecycle.last_accessed_at, moving the decay clock (C-21)", reply
@@ -310,7 +297,7 @@ def test_identity_cannot_be_patched(amp: Amp) -> None:
         )
         amp.expect_status(reply, 200, what=f"PATCH with identity.{key} (ignored, not refused)")
         _same(amp, cell, reply.json_object(), f"identity.{key}", reply)
-    stored, got = _read(amp, cell["id"])
+    stored, got = read_back(amp, cell["id"])
     _same(amp, cell, stored, "identity", got)
 
 
@@ -323,7 +310,7 @@ def test_created_at_cannot_be_patched(amp: Amp) -> None:
     )
     amp.expect_status(reply, 200, what="PATCH with lifecycle.created_at (ignored, not refused)")
     _same(amp, cell, reply.json_object(), "lifecycle.created_at", reply)
-    stored, got = _read(amp, cell["id"])
+    stored, got = read_back(amp, cell["id"])
     _same(amp, cell, stored, "lifecycle.created_at", got)
 
 
@@ -335,7 +322,7 @@ def test_id_version_and_type_cannot_be_patched(amp: Amp) -> None:
         reply = _patch(amp, cell["id"], {"content": {"text": f"patch with {key}"}, key: value})
         amp.expect_status(reply, 200, what=f"PATCH with {key} (ignored, not refused)")
         _same(amp, cell, reply.json_object(), key, reply)
-    stored, got = _read(amp, cell["id"])
+    stored, got = read_back(amp, cell["id"])
     for key in ("id", "amp_version", "type"):
         _same(amp, cell, stored, key, got)
 
@@ -346,9 +333,9 @@ def test_unknown_patch_members_are_ignored(amp: Amp) -> None:
     cell = amp.create_cell()
     reply = _patch(amp, cell["id"], {"foo": 1, "content": {"text": "x", "bar": 2}})
     amp.expect_status(reply, 200)
-    for body, where in ((reply.json_object(), reply), _read(amp, cell["id"])):
+    for body, where in ((reply.json_object(), reply), read_back(amp, cell["id"])):
         amp.expect("foo" not in body, "the unknown top-level member 'foo' is not in the cell", where)
-        content = _at(amp, body, "content", where)
+        content = expect_member(amp, body, "content", where)
         amp.expect(
             isinstance(content, dict) and "bar" not in content,
             "the unknown member content.bar is not stored",
@@ -372,7 +359,7 @@ def test_status_only_body_archives_the_cell(amp: Amp) -> None:
     reply = _patch(amp, cell["id"], {"lifecycle": {"status": "archived"}})
     amp.expect_status(reply, 200)
     archived = reply.json_object()
-    status = _at(amp, archived, "lifecycle.status", reply)
+    status = expect_member(amp, archived, "lifecycle.status", reply)
     amp.expect(status == "archived", f"lifecycle.status is 'archived' (got {status!r})", reply)
     for path in ("lifecycle.created_at", "content", "scoring", "identity", "access_policy"):
         _same(amp, cell, archived, path, reply)
@@ -383,7 +370,7 @@ def test_status_only_body_archives_the_cell(amp: Amp) -> None:
         return
     reply = _patch(amp, stale["id"], {"lifecycle": {"status": "archived"}})
     amp.expect_status(reply, 200, what="archiving a stale cell")
-    status = _at(amp, reply.json_object(), "lifecycle.status", reply)
+    status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
     amp.expect(status == "archived", f"a stale cell archives (status {status!r})", reply)
 
 
@@ -393,7 +380,7 @@ def test_setting_the_current_status_again_is_accepted(amp: Amp) -> None:
     cell = amp.create_cell()
     reply = _patch(amp, cell["id"], {"lifecycle": {"status": "active"}})
     amp.expect_status(reply, 200)
-    status = _at(amp, reply.json_object(), "lifecycle.status", reply)
+    status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
     amp.expect(status == "active", f"lifecycle.status is still 'active' (got {status!r})", reply)
 
 
@@ -404,7 +391,7 @@ def test_manual_active_stale_transitions_are_accepted(amp: Amp) -> None:
     for target in ("stale", "active"):
         reply = _patch(amp, cell["id"], {"lifecycle": {"status": target}})
         amp.expect_status(reply, 200, what=f"manual transition to {target}")
-        status = _at(amp, reply.json_object(), "lifecycle.status", reply)
+        status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
         amp.expect(status == target, f"lifecycle.status is {target!r} (got {status!r})", reply)
 
 
@@ -416,8 +403,8 @@ def _expect_invalid_transition(amp: Amp, reply: Reply, what: str) -> None:
 
 
 def _expect_status_of(amp: Amp, cell_id: str, wanted: str) -> None:
-    stored, got = _read(amp, cell_id)
-    status = _at(amp, stored, "lifecycle.status", got)
+    stored, got = read_back(amp, cell_id)
+    status = expect_member(amp, stored, "lifecycle.status", got)
     amp.expect(status == wanted, f"the cell is still {wanted!r} (got {status!r})", got, expected=wanted)
 
 
@@ -462,18 +449,18 @@ def test_refused_patch_applies_nothing(amp: Amp) -> None:
     amp.archive(cell["id"])
     reply = _patch(amp, cell["id"], {"content": {"text": "new"}, "lifecycle": {"status": "active"}})
     amp.expect_status(reply, 409, what="content + archived -> active")
-    stored, got = _read(amp, cell["id"])
+    stored, got = read_back(amp, cell["id"])
     _same(amp, cell, stored, "content.text", got)
 
     other = amp.create_cell(content={"text": "original"})
     reply = _patch(amp, other["id"], {"content": {"text": "new"}, "scoring": {"importance": 2}})
     amp.expect_status(reply, 422, what="content + importance 2")
-    stored, got = _read(amp, other["id"])
+    stored, got = read_back(amp, other["id"])
     _same(amp, other, stored, "content.text", got)
 
     reply = _patch(amp, other["id"], {"content": {"text": "new"}}, role="stranger")
     amp.expect_status(reply, 403, what="a stranger's PATCH")
-    stored, got = _read(amp, other["id"])
+    stored, got = read_back(amp, other["id"])
     _same(amp, other, stored, "content.text", got)
 
 
@@ -489,13 +476,13 @@ def test_expires_at_can_be_set(amp: Amp) -> None:
     wanted = datetime(2030, 1, 1, tzinfo=UTC)
     got = _time(amp, reply.json_object(), "lifecycle.expires_at", reply)
     amp.expect(got == wanted, f"expires_at is 2030-01-01T00:00:00Z (got {got.isoformat()})", reply)
-    stored, back = _read(amp, cell["id"])
+    stored, back = read_back(amp, cell["id"])
     amp.expect(
         _time(amp, stored, "lifecycle.expires_at", back) == wanted, "a GET shows the same expires_at", back
     )
     reply = _patch(amp, cell["id"], {"lifecycle": {"expires_at": "tomorrow"}})
     amp.expect_validation_error(reply)
-    stored, back = _read(amp, cell["id"])
+    stored, back = read_back(amp, cell["id"])
     amp.expect(
         _time(amp, stored, "lifecycle.expires_at", back) == wanted,
         "the refused PATCH left expires_at as set",
@@ -511,13 +498,13 @@ def test_expires_at_can_be_cleared(amp: Amp) -> None:
     amp.expect_status(reply, 200, what="setting expires_at (precondition)")
     reply = _patch(amp, cell["id"], {"lifecycle": {"expires_at": None}})
     amp.expect_status(reply, 200)
-    value = _at(amp, reply.json_object(), "lifecycle.expires_at", reply)
+    value = expect_member(amp, reply.json_object(), "lifecycle.expires_at", reply)
     amp.expect(value is None, f"expires_at is null after clearing (got {value!r})", reply, expected="null")
 
 
 def _listed_status(amp: Amp, cell: dict[str, Any], status: str) -> bool:
     """Whether the cell is listed for its owner with ``status`` (observing without a read bump)."""
-    owner = _at(amp, cell, "identity.owner_id")
+    owner = expect_member(amp, cell, "identity.owner_id")
     reply = amp.as_agent("a").get("/memories", params={"owner_id": owner, "status": status, "limit": 100})
     amp.expect_status(reply, 200, what="listing the owner's cells")
     results = reply.json_object().get("results")
@@ -532,7 +519,7 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
     cell = amp.create_cell()
     reply = _patch(amp, cell["id"], {"scoring": {"importance": 0.05}})
     amp.expect_status(reply, 200)
-    status = _at(amp, reply.json_object(), "lifecycle.status", reply)
+    status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
     amp.expect(status == "active", f"the PATCH response should still say 'active' (got {status!r})", reply)
     if not _listed_status(amp, cell, "active"):
         amp.warn("the cell left 'active' right after a scoring PATCH, before any lifecycle pass (C-34)")
@@ -543,7 +530,7 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
         return
     reply = _patch(amp, stale["id"], {"scoring": {"importance": 0.9}})
     amp.expect_status(reply, 200)
-    status = _at(amp, reply.json_object(), "lifecycle.status", reply)
+    status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
     amp.expect(
         status == "stale",
         f"the PATCH response of a stale cell should still say 'stale' (got {status!r})",
@@ -568,7 +555,7 @@ def test_out_of_range_or_mistyped_values_are_refused(amp: Amp) -> None:
     for body in bad_bodies:
         reply = _patch(amp, cell["id"], body)
         amp.expect_validation_error(reply)
-    stored, got = _read(amp, cell["id"])
+    stored, got = read_back(amp, cell["id"])
     for path in (
         "scoring.importance",
         "scoring.confidence",
@@ -597,7 +584,7 @@ def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
             amp.expect_unknown_id_answer(reply, "PATCH of a deleted cell")
     after = amp.as_agent("a").get(f"/memories/{cell['id']}")
     if after.status == 200:
-        status = _at(amp, after.json_object(), "lifecycle.status", after)
+        status = expect_member(amp, after.json_object(), "lifecycle.status", after)
         amp.expect(status == "deleted", f"the cell still reads as 'deleted' (got {status!r})", after)
     else:
         amp.expect_unknown_id_answer(after, "GET of a deleted cell after the refused PATCH")

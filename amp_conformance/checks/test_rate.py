@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.checks._support import read_back
 from amp_conformance.client import Client, Reply
 
 DEFAULT_BUDGET = 5
@@ -106,9 +107,7 @@ def _refused(amp: Amp, client: Client, cell_id: str, index: int, window: int) ->
 
 
 def _text_of(amp: Amp, cell_id: str) -> dict[str, Any]:
-    reply = amp.as_agent("a").get(f"/memories/{cell_id}")
-    amp.expect_status(reply, 200, what="reading the cell back")
-    return reply.json_object()
+    return read_back(amp, cell_id)[0]
 
 
 @check("AMP-RATE-01", "AMP-CAP-08", "AMP-CAP-04", level=MUST)

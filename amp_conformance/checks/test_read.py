@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.checks.test_cell import (
+from amp_conformance.checks._support import (
     created,
     expect_valid_cell,
     list_owner,
@@ -18,6 +18,7 @@ from amp_conformance.checks.test_cell import (
     read,
     server_now_near,
     timestamp,
+    timestamp_set,
 )
 from amp_conformance.conventions import answer_of, label
 
@@ -66,9 +67,9 @@ def test_each_read_sets_last_accessed_at_to_now(amp: Amp) -> None:
         sent = datetime.now(UTC)
         stored, reply = read(amp, cell["id"], what=f"read {index + 1}")
         received = datetime.now(UTC)
-        accessed = timestamp(amp, stored, "last_accessed_at", reply)
-        amp.expect(accessed is not None, f"after read {index + 1}, last_accessed_at is set", reply)
-        assert accessed is not None
+        accessed = timestamp_set(
+            amp, stored, "last_accessed_at", reply, f"after read {index + 1}, last_accessed_at is set"
+        )
         amp.expect(
             server_now_near(accessed, sent, received, reply),
             f"last_accessed_at {accessed.isoformat()} is the time of the read "

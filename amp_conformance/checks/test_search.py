@@ -14,6 +14,7 @@ from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.cells import validate_cell
+from amp_conformance.checks._support import run_pass
 from amp_conformance.client import Client, Reply
 
 TEXT = "The user prefers Python for backend development"
@@ -61,16 +62,6 @@ def _expect_ids(amp: Amp, reply: Reply, expected: list[str], what: str, *, order
 # lifecycle helpers (stale cells need a pass) ---------------------------------------------------------
 
 
-def _run_pass(amp: Amp) -> dict[str, Any]:
-    admin = amp.admin()
-    reply = admin.post("/lifecycle/run")
-    amp.expect_status(reply, 200, what="a lifecycle pass with the admin token (precondition)")
-    transitions = reply.json_object().get("transitions")
-    amp.expect(isinstance(transitions, dict), "the pass reports a transitions object", reply)
-    assert isinstance(transitions, dict)
-    return transitions
-
-
 def _listed(amp: Amp, owner: str, status: str) -> list[str]:
     reply = amp.as_agent("a").get("/memories", params={"owner_id": owner, "status": status})
     return _ids(amp, reply, f"listing the owner's {status} cells")
@@ -82,7 +73,7 @@ def _active_and_stale(amp: Amp) -> tuple[str, str, str]:
     owner = amp.owner()
     stale = _cell(amp, owner, **_ranked(0.2))
     active = _cell(amp, owner, **_ranked(0.9))
-    _run_pass(amp)
+    run_pass(amp, what="a lifecycle pass with the admin token (precondition)")
     amp.expect(
         stale in _listed(amp, owner, "stale") and active in _listed(amp, owner, "active"),
         "precondition: after a pass the cell with importance 0.2 is stale and the 0.9 one active (AMP-LC-03)",

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.checks._support import listings_by_status
 from amp_conformance.client import Reply
 from amp_conformance.context import deep_merge
 
@@ -68,7 +69,7 @@ def _create_body(cell: Mapping[str, Any], owner: str, text: str, **extra: Any) -
 def _created(amp: Amp, reply: Reply) -> dict[str, Any]:
     cell = reply.json_object()
     if isinstance(cell.get("id"), str):
-        amp.run.remember(cell["id"], amp.agent("a"))
+        amp.remember(cell["id"], as_agent="a")
     return cell
 
 
@@ -88,13 +89,10 @@ def _retire(amp: Amp, cell_id: str) -> None:
 
 def _owner_cells(amp: Amp, owner: str) -> list[str]:
     """Ids of the owner's cells in any visible status, through list and search (never a by-id read)."""
-    client = amp.as_agent("a")
     found: list[str] = []
-    for status in ("active", "stale", "archived"):
-        reply = client.get("/memories", params={"owner_id": owner, "status": status})
-        amp.expect_status(reply, 200, what=f"listing the owner's {status} cells")
+    for _status, reply in listings_by_status(amp, owner):
         found += _ids_of(reply, owner)
-    search = client.post(
+    search = amp.as_agent("a").post(
         "/memories/search", {"query": "x", "owner_id": owner, "status": ["active", "stale", "archived"]}
     )
     amp.expect_status(search, 200, what="searching the owner's cells")

@@ -68,3 +68,9 @@ def test_utf8_agent_header_matches_body_ids(amp):
     cell = amp.create(body).json()
     response = amp.request("GET", f"/memories/{cell['id']}", headers={"X-AMP-Agent-ID": "agënt-ü".encode()})
     assert response.status_code == 200
+
+
+def test_ids_with_control_characters_or_slashes_are_unknown_ids(amp):
+    for odd in ("%0Ax", "%0A%2C", "x%0A", "a/b"):  # percent-encoded: what reaches the server
+        error = amp.error(amp.get(odd), 404, "NOT_FOUND")
+        assert error["message"].startswith("Memory cell "), error  # an unknown id, not an unknown route

@@ -11,17 +11,11 @@ lifecycle checks) and with an admin token, so the lifecycle checks run too.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from starlette.testclient import TestClient
 
-from amp_conformance.cli import run_suite
 from amp_conformance.run import Run
-from reference_server import Settings, create_app
+from tests.suite.inprocess import run_against_reference
 
-BASE_URL = "http://testserver"
-ADMIN_TOKEN = "fast-profile-admin-token"
 AREAS = "cap,lc,srch,size,rate,ret"
 
 PROFILES: dict[str, dict[str, str]] = {
@@ -33,20 +27,7 @@ MUST_RUN = {"P-FAST": ("AMP-RATE-10", "AMP-RATE-04"), "P-NOLIMIT": ("AMP-RATE-11
 
 
 def _run(profile: str) -> Run:
-    env = {"AMP_LIFECYCLE_ENABLED": "false", "AMP_ADMIN_TOKEN": ADMIN_TOKEN, **PROFILES[profile]}
-    app = create_app(Settings.from_env(env))
-    values: dict[str, Any] = {
-        "amp_base_url": BASE_URL,
-        "amp_only": AREAS,
-        "amp_admin_token": ADMIN_TOKEN,
-        "amp_allow_global_effects": True,
-        "amp_no_fuzz": True,
-        "amp_timeout": 10.0,
-        "amp_deadline": 60.0,
-        "amp_level": "MAY",
-    }
-    with TestClient(app, base_url=BASE_URL, raise_server_exceptions=False) as http:
-        outcome = run_suite(values, http=http, quiet=True)
+    outcome = run_against_reference(PROFILES[profile], areas=AREAS)
     assert outcome.run is not None, "the suite did not start"
     assert outcome.exit_code == 0, f"{profile}: exit {outcome.exit_code}"
     return outcome.run

@@ -23,13 +23,17 @@ def _ids_in(report: dict[str, Any], areas: set[str]) -> set[str]:
 @pytest.fixture(scope="module")
 def selftest_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """``amp-conformance`` with no URL, as a user runs it on a fresh machine (loopback, with fuzzing)."""
-    path = tmp_path_factory.mktemp("selftest") / "report.json"
+    folder = tmp_path_factory.mktemp("selftest")
+    path = folder / "report.json"
     result = subprocess.run(
         [sys.executable, "-m", "amp_conformance", "--json", str(path)],
         capture_output=True,
         text=True,
         timeout=600,
+        cwd=folder,
     )
+    leftovers = sorted(p.name for p in folder.iterdir() if p != path)
+    assert not leftovers, f"the command left files in the folder it ran in: {leftovers}"
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
     report: dict[str, Any] = json.loads(path.read_text())
     report["_stdout"] = result.stdout
