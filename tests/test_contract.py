@@ -20,6 +20,8 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate as validate_openapi
 from openapi_spec_validator.versions.shortcuts import get_spec_version
 
+from amp_conformance.resources import load_fixture
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -626,26 +628,7 @@ def test_request_bodies_are_open_and_responses_closed(oas: dict[str, Any]) -> No
 
 
 # S1 example bodies, copied from the API reference.
-S1_CREATE_REQUEST = {
-    "type": "semantic",
-    "content": {
-        "text": "User prefers Python for backend development",
-        "metadata": {"domain": "programming", "language": "python"},
-    },
-    "identity": {
-        "owner_id": "user-123",
-        "owner_type": "user",
-        "created_by": "agent-456",
-        "session_id": "session-789",
-    },
-    "scoring": {"importance": 0.8, "confidence": 0.95, "decay_rate": 0.01},
-    "access_policy": {"readable_by": ["agent-456"], "writable_by": ["agent-456"], "public": False},
-    "provenance": {
-        "source_type": "conversation",
-        "source_ref": "conv-abc-123",
-        "extraction_method": "llm_extraction",
-    },
-}
+S1_CREATE_REQUEST = load_fixture("http", "api-reference-create-request.json")
 S1_PATCH_REQUESTS = [
     {
         "content": {

@@ -8,28 +8,11 @@ from datetime import UTC, datetime
 import pytest
 from ulid import ULID
 
+from amp_conformance.resources import load_fixture
+
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 
-S1_EXAMPLE = {
-    "type": "semantic",
-    "content": {
-        "text": "User prefers Python for backend development",
-        "metadata": {"domain": "programming", "language": "python"},
-    },
-    "identity": {
-        "owner_id": "user-123",
-        "owner_type": "user",
-        "created_by": "agent-456",
-        "session_id": "session-789",
-    },
-    "scoring": {"importance": 0.8, "confidence": 0.95, "decay_rate": 0.01},
-    "access_policy": {"readable_by": ["agent-456"], "writable_by": ["agent-456"], "public": False},
-    "provenance": {
-        "source_type": "conversation",
-        "source_ref": "conv-abc-123",
-        "extraction_method": "llm_extraction",
-    },
-}
+S1_EXAMPLE = load_fixture("http", "api-reference-create-request.json")
 
 
 def test_create_returns_201_and_the_full_example_cell(amp):
