@@ -146,7 +146,9 @@ def _print_list(fmt: str) -> None:
         print(json.dumps({"list_version": "1.0", "tool_version": __version__, "checks": checks}, indent=1))
         return
     for entry in checks:
-        print(f"{entry['level']:<7}{entry['area']:<8}{','.join(entry['requirements']):<34}{entry['title']}")
+        name = entry["id"].rsplit("::", 1)[-1]
+        print(f"{entry['level']:<7}{entry['area']:<7}{name}")
+        print(f"{'':<14}{', '.join(entry['requirements'])}: {entry['title']}")
     print(f"{len(checks)} checks")
 
 
@@ -177,7 +179,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     namespace = parser.parse_args(arguments)
     if namespace.list:
-        _print_list(namespace.format)
+        try:
+            _print_list(namespace.format)
+        except BrokenPipeError:  # e.g. `amp-conformance --list | head`
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     values = vars(namespace)
     if values.get("amp_base_url"):

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from amp_conformance.cli import main
 from amp_conformance.resources import load_contract
@@ -102,3 +103,15 @@ def test_option_values_that_look_like_options_reach_the_plugin() -> None:
 
     args = suite_args({"amp_admin_token": "-starts-with-dash", "amp_api_key": ["a=-k"], "amp_no_fuzz": True})
     assert args == ["--amp-admin-token=-starts-with-dash", "--amp-api-key=a=-k", "--amp-no-fuzz"]
+
+
+def test_list_names_every_check_with_its_ids(capsys: pytest.CaptureFixture[str]) -> None:
+    from amp_conformance.cli import list_checks
+
+    assert main(["--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    checks = list_checks()
+    assert lines[-1] == f"{len(checks)} checks"
+    assert len(lines) == 2 * len(checks) + 1
+    assert all(line.split()[0] in ("MUST", "SHOULD", "MAY") for line in lines[:-1:2])
+    assert all("AMP-" in line for line in lines[1:-1:2])
