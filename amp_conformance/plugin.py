@@ -25,7 +25,6 @@ from amp_conformance.run import CheckResult, Run
 
 RUN_KEY = pytest.StashKey[Run]()
 AMP_KEY = pytest.StashKey[Amp]()
-OUTCOME_KEY = pytest.StashKey[str]()
 
 
 class HttpOverride:
@@ -139,7 +138,11 @@ def pytest_runtest_makereport(
     if context is not None:
         result.exchanges = list(context.evidence.exchanges)
         result.warnings = [
-            {"message": w.message, "curl": w.exchange.curl() if w.exchange else None}
+            {
+                "message": w.message,
+                "requirements": list(w.requirements),
+                "curl": w.exchange.curl() if w.exchange else None,
+            }
             for w in context.evidence.warnings
         ]
         result.notes = list(context.evidence.notes)
@@ -150,6 +153,7 @@ def pytest_runtest_makereport(
             {
                 "message": f"AMP-ERR-07: {first.method} {first.url} answered {first.status} (a 5xx; "
                 f"{len(server_errors)} in this check)",
+                "requirements": ["AMP-ERR-07"],
                 "curl": first.curl(),
             }
         )
@@ -181,7 +185,12 @@ def pytest_runtest_makereport(
             report.outcome = "passed"
             report.longrepr = None
             result.warnings.insert(
-                0, {"message": result.message, "curl": exchange.curl() if exchange else None}
+                0,
+                {
+                    "message": result.message,
+                    "requirements": list(info.requirements),
+                    "curl": exchange.curl() if exchange else None,
+                },
             )
     else:
         result.outcome = ERROR
@@ -194,7 +203,6 @@ def pytest_runtest_makereport(
     report.user_properties.append(("amp_requirements", ",".join(info.requirements)))
     report.user_properties.append(("amp_level", info.level))
     report.user_properties.append(("amp_outcome", result.outcome))
-    item.stash[OUTCOME_KEY] = result.outcome
     run.results[item.nodeid] = result
     return report
 

@@ -160,8 +160,9 @@ def render_summary(run: Run) -> str:
     if warned:
         lines += ["", "warnings:"]
         for result in warned:
-            message = result.warnings[0]["message"] if result.warnings else result.message
-            lines.append(f"  WARN  {','.join(result.requirements)} ({result.level}) {message}")
+            first = result.warnings[0] if result.warnings else {}
+            ids = ",".join(first.get("requirements") or result.requirements)
+            lines.append(f"  WARN  {ids} ({result.level}) {first.get('message', result.message)}")
     if run.cleanup["problems"]:
         lines += ["", "cleanup (not counted against the server):"]
         lines += [f"  {problem}" for problem in run.cleanup["problems"][:10]]
