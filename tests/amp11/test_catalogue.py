@@ -1,0 +1,66 @@
+"""The AMP v1.1 catalogue is well formed and its rendering in docs/ is current."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from amp_conformance.amp11.catalogue import CHANNELS, TIERS, areas, catalogue, document, render_markdown
+
+ROOT = Path(__file__).resolve().parents[2]
+ID = re.compile(r"^AMP11-[A-Z]+-\d{2}$")
+
+
+def test_rendered_document_is_current() -> None:
+    committed = (ROOT / "docs" / "amp11-requirements.md").read_text(encoding="utf-8")
+    assert committed == render_markdown(), "run python scripts/build_amp11_catalogue.py"
+
+
+def test_build_script_check_mode_reports_current() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "build_amp11_catalogue.py"), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_rows_are_well_formed() -> None:
+    rows = list(catalogue().values())
+    assert 100 <= len(rows) <= 200
+    assert len({r.id for r in rows}) == len(document()["requirements"])
+    for row in rows:
+        assert ID.match(row.id), row.id
+        assert row.level in {"MUST", "SHOULD", "MAY"}, row.id
+        assert row.tier in TIERS, row.id
+        assert row.channels and set(row.channels) <= set(CHANNELS), row.id
+        assert row.area in areas(), row.id
+        assert row.title and row.source and row.verified, row.id
+    assert {r.tier for r in rows} == set(TIERS)
+
+
+def test_every_verb_has_requirements() -> None:
+    text = " ".join(r.title for r in catalogue().values())
+    for verb in ("encode", "recall", "forget", "stats", "consolidate", "pin", "export", "import"):
+        assert f"`amp.{verb}`" in text, verb
+
+
+def test_conflicts_cite_existing_requirements() -> None:
+    known = catalogue()
+    conflicts = document()["conflicts"]
+    assert conflicts
+    for conflict in conflicts:
+        assert conflict["stance"] and conflict["sources"]
+        for rid in conflict["requirements"]:
+            assert rid in known, (conflict["id"], rid)
+
+
+def test_sources_are_pinned() -> None:
+    for source in document()["sources"]:
+        if source["role"] in {"spec", "schema", "openapi", "peer-suite"}:
+            assert re.fullmatch(r"[0-9a-f]{40}", source["commit"]), source
+            assert source["stored_id"], source
