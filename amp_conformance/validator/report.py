@@ -104,7 +104,7 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         """The ``cells`` form of validation-report.schema.json."""
         return {
-            **_header("cells", self.exit_code),
+            **header("cells", self.exit_code),
             "summary": {
                 "sources": len(self.sources),
                 "cells": self.cells,
@@ -137,7 +137,7 @@ class Report:
         }
 
 
-def _header(kind: str, exit_code: int) -> dict[str, Any]:
+def header(kind: str, exit_code: int) -> dict[str, Any]:
     return {
         "validation_version": VALIDATION_VERSION,
         "kind": kind,
@@ -156,7 +156,7 @@ def contract_report_dict(
     for difference in differences:
         by_code[difference["code"]] = by_code.get(difference["code"], 0) + 1
     return {
-        **_header("contract", exit_code),
+        **header("contract", exit_code),
         "document": document,
         "summary": {"differences": len(differences), "by_code": by_code},
         "differences": differences,

@@ -1,0 +1,142 @@
+"""Find secrets in a line of text (AMR-LITE-15) and mask them for reports.
+
+The patterns are detect-secrets' regex detectors (a maintained set: AWS, GitHub, GitLab, Slack,
+Stripe, JWT, private keys, passwords in URLs, npm, PyPI, SendGrid, Twilio, ...; its public-IP
+detector is left out, an address is not a secret), plus a few it lacks, documented in
+``EXTRA_PATTERNS``. A cheap candidate test runs first, so a line with no long token, URL
+credential, key header or ``password=``-style assignment costs one regex search: every detector
+needs one of those to match.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Final
+
+from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.ip_public import IPPublicDetector
+
+#: Patterns detect-secrets lacks, each ``(kind, regex)``; group 1, when present, is the secret.
+EXTRA_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    # OpenAI (sk-proj-…, sk-svcacct-…), Anthropic (sk-ant-…) and other "sk-" secret keys; detect-secrets
+    # knows only the legacy OpenAI form with the T3BlbkFJ marker.
+    ("sk- API key", re.compile(r"(?<![A-Za-z0-9])(sk-[A-Za-z0-9_-]{20,})")),
+    ("Google API key", re.compile(r"(?<![A-Za-z0-9])(AIza[0-9A-Za-z_-]{35})")),
+    ("Bearer token", re.compile(r"(?i:\bbearer)\s+([A-Za-z0-9._~+/-]{20,}=*)")),
+    # `password = hunter22`, `api_key: ab12cd34`: a credential word assigned a value of 8+ characters
+    # with a letter and a digit (so "token: see the vault" is prose, not a secret).
+    (
+        "credential assignment",
+        re.compile(
+            r"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token)"
+            r"\s*[:=]\s*[\"']?([^\s\"'`]{8,})"
+        ),
+    ),
+)
+_LETTER_AND_DIGIT = re.compile(r"(?=.*[A-Za-z])(?=.*\d)")
+# The candidate test. Every detector needs one of: a run of 20+ token characters (keys, tokens,
+# JWT parts, long hex), a run of 11+ holding an Artifactory prefix, one of these literals (URL
+# credentials, key headers, npm/Slack/Azure markers), or a credential word before `:`/`=`.
+_LITERALS: Final = frozenset(("://", "PRIVATE KEY", "PuTTY-User", ":_authToken", "xox", "AccountKey=", "eyJ"))
+_FAST: Final = re.compile(
+    r"[A-Za-z0-9_\-+/=]{11,}|://|PRIVATE KEY|PuTTY-User|:_authToken|xox|AccountKey=|eyJ"
+)
+_KEYWORDS: Final = ("pass", "pwd", "secret", "key", "token")
+_KEYWORD_ASSIGNMENT: Final = re.compile(r"(?i:password|passwd|pwd|secret|api[_-]?key|token)\s*[:=]")
+
+
+def _is_candidate(text: str) -> bool:
+    """Cheap necessary condition for any pattern to match (see the comment above)."""
+    for found in _FAST.findall(text):
+        if (
+            found in _LITERALS
+            or len(found) >= 20
+            or found.startswith("xox")
+            or "AKC" in found
+            or "AP" in found
+        ):
+            return True
+    lowered = text.lower()
+    return any(word in lowered for word in _KEYWORDS) and _KEYWORD_ASSIGNMENT.search(text) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Secret:
+    """One secret: its kind and where it is in the text (0-based ``start``, exclusive ``end``)."""
+
+    kind: str
+    start: int
+    end: int
+    value: str
+
+    @property
+    def masked(self) -> str:
+        return mask(self.value)
+
+
+def mask(value: str) -> str:
+    """Enough to recognise the kind of key, never enough to use it: ``sk-p****`` or ``****``."""
+    return (value[:4] if len(value) >= 16 else "") + "****"
+
+
+@cache
+def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Our extra patterns first (they name the kind more precisely), then detect-secrets' regexes."""
+    found = list(EXTRA_PATTERNS)
+    mapping: dict[str, type[object]] = dict(get_mapping_from_secret_type_to_class())
+    for kind, cls in mapping.items():
+        if issubclass(cls, RegexBasedDetector) and cls is not IPPublicDetector:
+            found.extend((kind, pattern) for pattern in cls().denylist)
+    return tuple(found)
+
+
+def _span(match: re.Match[str]) -> tuple[int, int]:
+    """The secret inside a match: group 1 when it is the value (8+ characters), else the whole match
+    less the delimiters some detectors include."""
+    if match.re.groups and match.group(1) and len(match.group(1)) >= 8:
+        return match.span(1)
+    start, end = match.span()
+    text = match.string
+    while start < end and text[start] in _DELIMITERS:
+        start += 1
+    while end > start and text[end - 1] in _DELIMITERS:
+        end -= 1
+    return start, end
+
+
+_DELIMITERS: Final = frozenset(" \t\"'=:")
+
+
+def find_secrets(text: str) -> list[Secret]:
+    """Secrets in ``text``, in order; overlapping finds keep the longest (the first pattern on a tie)."""
+    if not _is_candidate(text):
+        return []
+    found: list[Secret] = []
+    for kind, pattern in _patterns():
+        for match in pattern.finditer(text):
+            start, end = _span(match)
+            value = text[start:end]
+            if kind == "credential assignment" and not _LETTER_AND_DIGIT.match(value):
+                continue
+            if value:
+                found.append(Secret(kind, start, end, value))
+    return _longest_first(found)
+
+
+def _longest_first(found: list[Secret]) -> list[Secret]:
+    kept: list[Secret] = []
+    for secret in sorted(found, key=lambda s: (-(s.end - s.start), s.start)):
+        if all(secret.end <= other.start or secret.start >= other.end for other in kept):
+            kept.append(secret)
+    return sorted(kept, key=lambda s: s.start)
+
+
+def mask_all(text: str, secrets: list[Secret] | None = None) -> str:
+    """``text`` with every secret in it masked."""
+    items = find_secrets(text) if secrets is None else secrets
+    for secret in sorted(items, key=lambda s: s.start, reverse=True):
+        text = text[: secret.start] + secret.masked + text[secret.end :]
+    return text
