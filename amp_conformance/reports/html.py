@@ -1,0 +1,476 @@
+"""A self-contained HTML page of a JSON report: the page a maintainer opens after a run and sends on.
+
+One file, inline CSS and JavaScript admitted by a hash-based Content-Security-Policy, no URL to
+anything outside it. The content is all in the HTML (the script only filters, copies and opens
+details), and everything from the report is escaped: the server under test is untrusted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from amp_conformance.reports.html_assets import CSS, JS, content_security_policy
+from amp_conformance.reports.html_evidence import (
+    Ids,
+    Limits,
+    copyable,
+    esc,
+    exchanges_section,
+    findings_block,
+)
+from amp_conformance.reports.html_model import (
+    LEVEL_ORDER,
+    OPEN_OUTCOMES,
+    OUTCOME_ORDER,
+    SEVERITY,
+    UNCOVERED,
+    Catalogue,
+    Check,
+    as_dict,
+    as_list,
+    as_number,
+    as_text,
+    level_counts,
+    read_catalogue,
+    read_checks,
+    requirement_outcomes,
+    summary_counts,
+    texts,
+    verdict_of,
+)
+
+__all__ = ["MAX_PAGE_BYTES", "render_diff_html", "render_html"]
+
+#: The page stays below this size: evidence of passing checks is cut harder until it fits.
+MAX_PAGE_BYTES = 1_900_000
+#: (evidence of fail/warn/error/blocked checks, evidence of the others), tightest last.
+_BUDGETS: tuple[tuple[Limits, Limits], ...] = (
+    (Limits(8000, 40), Limits(1500, 12)),
+    (Limits(6000, 30), Limits(600, 6)),
+    (Limits(3000, 20), Limits(300, 3, 200, 20)),
+    (Limits(1500, 10, 200, 20), Limits(0, 0)),
+)
+_VERDICT_TEXT = {
+    "pass": "PASS: every MUST check passed",
+    "fail": "FAIL: at least one MUST check failed",
+    "incomplete": "INCOMPLETE: some checks could not reach a verdict",
+}
+_OUTCOME_WORD = {UNCOVERED: "not covered"}
+
+
+def _word(outcome: str) -> str:
+    return _OUTCOME_WORD.get(outcome, outcome)
+
+
+def _badge(outcome: str) -> str:
+    return f'<span class="oc o-{esc(outcome)}">{esc(_word(outcome))}</span>'
+
+
+def _short(rid: str) -> str:
+    return rid.split("-", 1)[1] if "-" in rid else rid
+
+
+def _page(title: str, body: str) -> str:
+    csp = content_security_policy(CSS, JS)
+    page = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">'
+        '<meta name="referrer" content="no-referrer">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{CSS}</style></head>\n<body>{body}<script>{JS}</script></body></html>\n"
+    )
+    # Lone surrogates (possible in JSON strings) cannot be written as UTF-8: make them visible instead.
+    return page.encode("utf-8", "replace").decode("utf-8")
+
+
+def _facts(report: Mapping[str, Any]) -> str:
+    run = as_dict(report.get("run"))
+    server = as_dict(report.get("server"))
+    tool = as_dict(report.get("tool"))
+    requests = as_dict(run.get("requests"))
+    duration = as_number(run.get("duration_seconds"))
+    rows = [
+        ("Server", as_text(server.get("base_url"), "(unknown)")),
+        ("Protocol", as_text(report.get("protocol"), "amp-0.1")),
+        ("Run id", as_text(run.get("id"), "-")),
+        ("Started", as_text(run.get("started_at"), "-")),
+        ("Duration", f"{duration:.1f} s" if duration is not None else "-"),
+        ("Tool", f"{as_text(tool.get('name'), 'amp-conformance')} {as_text(tool.get('version'), '?')}"),
+        ("Report version", as_text(report.get("report_version"), "?")),
+    ]
+    if requests:
+        rows.append(("Requests", ", ".join(f"{esc(k)} {esc(v)}" for k, v in requests.items())))
+    if run.get("workers") is not None:
+        rows.append(("Workers", as_text(run.get("workers"))))
+    if server.get("unavailable"):
+        rows.append(("Server unavailable", as_text(server.get("unavailable"))))
+    if server.get("spec_error"):
+        rows.append(("/spec problem", as_text(server.get("spec_error"))))
+    return '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows) + "</dl>"
+
+
+def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
+    if isinstance(value, dict) and value:
+        rows: list[tuple[str, str]] = []
+        for key, item in value.items():
+            rows += _flatten(item, f"{prefix}.{key}" if prefix else str(key))
+        return rows
+    if isinstance(value, list):
+        return [(prefix, ", ".join(as_text(v) for v in value) or "[]")]
+    return [
+        (
+            prefix,
+            "null"
+            if value is None
+            else as_text(value).lower()
+            if isinstance(value, bool)
+            else as_text(value),
+        )
+    ]
+
+
+def _claims(report: Mapping[str, Any]) -> str:
+    spec = as_dict(report.get("server")).get("spec")
+    if not isinstance(spec, dict) or not spec:
+        return '<h3>/spec claims</h3><p class="none">The server\'s /spec could not be read.</p>'
+    rows = _flatten(spec)
+    items = "".join(f"<li><code>{esc(k)}</code>: {esc(v[:200])}</li>" for k, v in rows[:80])
+    more = f'<p class="cut">{len(rows) - 80} more claims not shown</p>' if len(rows) > 80 else ""
+    return f'<h3>/spec claims</h3><ul class="claims">{items}</ul>{more}'
+
+
+def _conventions(report: Mapping[str, Any]) -> str:
+    conventions = report.get("conventions")
+    if not isinstance(conventions, dict) or not conventions:
+        return '<h3>Conventions</h3><p class="none">No convention was detected in this run.</p>'
+    items = []
+    for name, entry in conventions.items():
+        if name == "problems":
+            continue
+        if isinstance(entry, dict):
+            source = f" ({esc(entry.get('source'))})" if entry.get("source") else ""
+            items.append(f"<li><strong>{esc(name)}</strong>: {esc(entry.get('value') or '-')}{source}</li>")
+        else:
+            items.append(f"<li><strong>{esc(name)}</strong>: {esc(entry)}</li>")
+    items += [f"<li>Note: {esc(problem)}</li>" for problem in texts(conventions.get("problems"))]
+    return f"<h3>Conventions detected</h3><ul>{''.join(items)}</ul>"
+
+
+def _counts(report: Mapping[str, Any], checks: list[Check]) -> str:
+    counts = summary_counts(report, checks)
+    outcomes = [o for o in OUTCOME_ORDER if o in counts] + [o for o in counts if o not in OUTCOME_ORDER]
+    head = "".join(f"<th scope=col>{_badge(o)}</th>" for o in outcomes)
+    total_cells = "".join(f'<td data-count="{esc(o)}">{counts[o]}</td>' for o in outcomes)
+    rows = [f"<tr><th scope=row>all checks</th>{total_cells}<td>{sum(counts.values())}</td></tr>"]
+    for level, row in level_counts(checks).items():
+        cells = "".join(f"<td>{row.get(o, 0)}</td>" for o in outcomes)
+        rows.append(f"<tr><th scope=row>{esc(level)}</th>{cells}<td>{sum(row.values())}</td></tr>")
+    return (
+        f'<table class="counts"><caption class="visually-hidden">Checks by outcome and level</caption>'
+        f"<thead><tr><th scope=col>level</th>{head}<th scope=col>total</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _header(report: Mapping[str, Any], checks: list[Check]) -> str:
+    verdict = verdict_of(report, checks)
+    text = _VERDICT_TEXT.get(verdict, verdict)
+    summary = as_dict(report.get("summary"))
+    extras = []
+    for key, label in (
+        ("expected_failures", "expected failures"),
+        ("unexpected_passes", "unexpected passes"),
+    ):
+        value = summary.get(key)
+        number = len(value) if isinstance(value, list) else value
+        if isinstance(number, int) and number:
+            extras.append(f"{number} {label}")
+    extra = f" <span>({esc(', '.join(extras))})</span>" if extras else ""
+    return (
+        "<header><h1>AMP conformance report</h1>"
+        f'<p><span class="verdict v-{esc(verdict)}">Verdict: {esc(text)}</span>{extra}</p>'
+        f'<div class="overview"><div>{_facts(report)}{_counts(report, checks)}</div>'
+        f'<div class="side">{_conventions(report)}{_claims(report)}</div></div></header>'
+    )
+
+
+def _area_name(catalogue: Catalogue, area: str) -> str:
+    name = catalogue.areas.get(area)
+    return f"{name} ({area})" if name else area
+
+
+def _grid(catalogue: Catalogue, checks: list[Check]) -> str:
+    outcomes = requirement_outcomes(checks)
+    by_area: dict[str, list[str]] = {}
+    known = catalogue.by_id()
+    for requirement in catalogue.requirements:
+        by_area.setdefault(requirement.area, []).append(requirement.id)
+    order = [a for a in catalogue.areas if a in by_area] + [a for a in by_area if a not in catalogue.areas]
+    legend = "".join(f"<li>{_badge(o)}</li>" for o in (*OUTCOME_ORDER, UNCOVERED))
+    parts = [
+        '<section aria-labelledby="h-grid"><h2 id="h-grid">Requirements</h2>',
+        f"<p>Each of the catalogue's {len(catalogue.requirements)} requirements, coloured and labelled by "
+        "the worst outcome of the checks citing it. Select one to see its checks.</p>",
+        f'<ul class="legend" aria-label="Legend">{legend}</ul><p id="grid-hint" aria-live="polite"></p>',
+    ]
+    for area in order:
+        cells = []
+        for rid in by_area[area]:
+            requirement = known[rid]
+            outcome, citing = outcomes.get(rid, (UNCOVERED, []))
+            label = (
+                f"{rid} ({requirement.level}), {_word(outcome)}, {len(citing)} check(s): {requirement.title}"
+            )
+            inner = (
+                f"<b>{esc(_short(rid))}</b><span>{esc(requirement.level)} · "
+                f'<span class="w">{esc(_word(outcome))}</span></span>'
+            )
+            attrs = (
+                f'class="req o-{esc(outcome)}" id="g-{esc(rid)}" '
+                f'title="{esc(label)}" aria-label="{esc(label)}" '
+                f'data-item="req" data-outcome="{esc(outcome)}" data-level="{esc(requirement.level)}" '
+                f'data-area="{esc(area)}" data-text="{esc((rid + " " + requirement.title).lower())}"'
+            )
+            if citing:
+                cells.append(f'<li><a {attrs} href="#r-{esc(rid)}" data-req="{esc(rid)}">{inner}</a></li>')
+            else:
+                cells.append(f'<li><span {attrs} tabindex="0">{inner}</span></li>')
+        heading = f"<h3>{esc(_area_name(catalogue, area))}</h3>"
+        parts.append(f'<div data-group>{heading}<ul class="grid">{"".join(cells)}</ul></div>')
+    unknown = sorted({rid for check in checks for rid in check.cites} - set(known))
+    if unknown:
+        parts.append(f"<p>Cited but not in the catalogue: {esc(', '.join(unknown))}</p>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _filters(catalogue: Catalogue, checks: list[Check]) -> str:
+    outcomes = [o for o in OUTCOME_ORDER if any(c.outcome == o for c in checks)] + [UNCOVERED]
+    levels = [lv for lv in LEVEL_ORDER if any(c.level == lv for c in checks)] or list(LEVEL_ORDER)
+    areas = list(dict.fromkeys([*catalogue.areas, *(c.area for c in checks)]))
+    outcome_boxes = "".join(
+        f'<label><input type="checkbox" name="outcome" value="{esc(o)}" checked> {esc(_word(o))}</label>'
+        for o in outcomes
+    )
+    level_boxes = "".join(
+        f'<label><input type="checkbox" name="level" value="{esc(lv)}" checked> {esc(lv)}</label>'
+        for lv in levels
+    )
+    options = "".join(f'<option value="{esc(a)}">{esc(_area_name(catalogue, a))}</option>' for a in areas)
+    return (
+        '<form id="filters" role="search" aria-label="Filter checks and requirements" hidden>'
+        f"<fieldset><legend>Outcome</legend>{outcome_boxes}</fieldset>"
+        f"<fieldset><legend>Level</legend>{level_boxes}</fieldset>"
+        f'<label>Area <select name="area"><option value="">all areas</option>{options}</select></label>'
+        '<label>Search <input type="search" name="q" placeholder="ids and titles"></label>'
+        '<button type="button" id="reset">Show everything</button>'
+        '<p id="req-filter" class="req-filter" hidden>Showing the checks citing '
+        '<strong id="req-name"></strong> '
+        '<button type="button" id="req-clear">Show all checks</button></p>'
+        '<p id="shown" aria-live="polite"></p></form>'
+    )
+
+
+def _attention(checks: list[Check]) -> str:
+    flagged = sorted(
+        (c for c in checks if c.outcome in OPEN_OUTCOMES),
+        key=lambda c: (-SEVERITY.get(c.outcome, 5), c.index),
+    )
+    if not flagged:
+        return ""
+    items = "".join(
+        f'<li>{_badge(c.outcome)} <a href="#{c.anchor}">{esc(c.title)}</a> '
+        f'<span class="ids">{esc(", ".join(c.requirements))} ({esc(c.level)})</span></li>'
+        for c in flagged
+    )
+    return (
+        '<section aria-labelledby="h-attention"><h2 id="h-attention">Needs attention</h2>'
+        f'<ul class="attention">{items}</ul></section>'
+    )
+
+
+def _requirement_list(check: Check, known: Mapping[str, Any]) -> str:
+    items = []
+    for rid in check.cites:
+        requirement = known.get(rid)
+        about = "" if rid in check.requirements else " (cited by a warning or finding)"
+        title = f"{requirement.level}: {requirement.title}" if requirement else "not in the catalogue"
+        items.append(f'<li><a href="#g-{esc(rid)}"><code>{esc(rid)}</code></a> {esc(title)}{esc(about)}</li>')
+    return f"<h4>Requirements</h4><ul>{''.join(items)}</ul>" if items else ""
+
+
+def _blocked(check: Check, anchors: Mapping[str, str]) -> str:
+    blocked = check.raw.get("blocked_by")
+    if not isinstance(blocked, dict):
+        return ""
+    by = as_text(blocked.get("check"))
+    target = anchors.get(by)
+    name = f'<a href="#{target}">{esc(by)}</a>' if target else esc(by or "an earlier step")
+    requirement = f" (requirement {esc(blocked.get('requirement'))})" if blocked.get("requirement") else ""
+    step = f" at step: {esc(blocked.get('step'))}" if blocked.get("step") else ""
+    return f'<p class="blocked">Blocked by {name}{requirement}{step}.</p>'
+
+
+def _expectation(check: Check) -> str:
+    expectation = check.raw.get("expectation")
+    if not isinstance(expectation, dict):
+        return ""
+    met = expectation.get("met")
+    state = {True: "met", False: "not met"}.get(met, "") if isinstance(met, bool) else ""
+    link = as_text(expectation.get("link"))
+    # Shown as text, not a hyperlink: the page points at nothing outside itself.
+    link_html = f" (see {esc(link)})" if link else ""
+    return (
+        f"<p>Expected outcome: <strong>{esc(expectation.get('outcome'))}</strong>"
+        f"{' (' + state + ')' if state else ''}: {esc(expectation.get('reason'))}{link_html}</p>"
+    )
+
+
+def _warnings(check: Check, ids: Ids) -> str:
+    items = []
+    for item in as_list(check.raw.get("warnings")):
+        warning = as_dict(item)
+        rids = texts(warning.get("requirements"))
+        about = f' <span class="ids">({esc(", ".join(rids))})</span>' if rids else ""
+        curl = as_text(warning.get("curl"))
+        items.append(
+            f'<li><pre class="msg">{esc(warning.get("message"))}</pre>{about}'
+            f"{copyable(curl, 'curl', ids) if curl else ''}</li>"
+        )
+    return f"<h4>Warnings</h4><ul>{''.join(items)}</ul>" if items else ""
+
+
+_MESSAGE_LABEL = {
+    "fail": "Finding",
+    "warn": "Finding",
+    "skip": "Why skipped",
+    "error": "Error",
+    "blocked": "Blocked",
+}
+
+
+def _check(
+    check: Check,
+    known: Mapping[str, Any],
+    anchors: Mapping[str, str],
+    limits: Limits,
+    ids: Ids,
+    first: set[str],
+) -> str:
+    raw = check.raw
+    targets = "".join(f'<span id="r-{esc(rid)}"></span>' for rid in check.cites if rid not in first)
+    first.update(check.cites)
+    searchable = " ".join([check.id, check.title, *check.cites]).lower()
+    duration = as_number(raw.get("duration_seconds"))
+    opened = " open" if check.outcome in OPEN_OUTCOMES else ""
+    parts = [
+        f'<details class="check o-{esc(check.outcome)}" id="{check.anchor}"{opened} '
+        f'data-item="check" data-outcome="{esc(check.outcome)}" data-level="{esc(check.level)}" '
+        f'data-area="{esc(check.area)}" data-reqs="{esc(" ".join(check.cites))}" '
+        f'data-text="{esc(searchable)}">',
+        f'<summary>{targets}{_badge(check.outcome)}<span class="lv">{esc(check.level)}</span>'
+        f'<span class="t">{esc(check.title)}</span> '
+        f'<span class="ids">{esc(", ".join(check.requirements))}</span></summary>',
+        '<div class="check-body">',
+        f'<p class="cid">Check <code>{esc(check.id)}</code> · area {esc(check.area)}'
+        f"{f' · {duration:g} s' if duration is not None else ''}</p>",
+    ]
+    if check.message:
+        label = _MESSAGE_LABEL.get(check.outcome, "Message")
+        expected = as_text(raw.get("expected"))
+        if expected:
+            parts.append(
+                f'<dl class="eg"><dt>Expected</dt><dd><pre class="msg">{esc(expected)}</pre></dd>'
+                f'<dt>Got</dt><dd><pre class="msg">{esc(check.message)}</pre></dd></dl>'
+            )
+        else:
+            parts.append(f'<h4>{label}</h4><pre class="msg">{esc(check.message)}</pre>')
+    parts += [_blocked(check, anchors), _expectation(check), _requirement_list(check, known)]
+    curl = as_text(raw.get("curl"))
+    if curl:
+        parts.append(f"<h4>Reproduce</h4>{copyable(curl, 'curl', ids)}")
+    parts.append(findings_block(raw, check.message, limits, ids))
+    parts.append(_warnings(check, ids))
+    notes = texts(raw.get("notes"))
+    if notes:
+        parts.append("<h4>Notes</h4><ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
+    parts.append(exchanges_section(raw, limits, ids))
+    parts.append("</div></details>")
+    return "".join(parts)
+
+
+def _checks(catalogue: Catalogue, checks: list[Check], budget: tuple[Limits, Limits]) -> str:
+    known = catalogue.by_id()
+    anchors: dict[str, str] = {}
+    for check in checks:
+        for key in (check.id, check.name):
+            anchors.setdefault(key, check.anchor)
+    ids = Ids()
+    first: set[str] = set()
+    by_area: dict[str, list[Check]] = {}
+    for check in checks:
+        by_area.setdefault(check.area, []).append(check)
+    order = [a for a in catalogue.areas if a in by_area] + [a for a in by_area if a not in catalogue.areas]
+    parts = [f'<section aria-labelledby="h-checks"><h2 id="h-checks">Checks ({len(checks)})</h2>']
+    for area in order:
+        rendered = "".join(
+            _check(c, known, anchors, budget[0] if c.outcome in OPEN_OUTCOMES else budget[1], ids, first)
+            for c in by_area[area]
+        )
+        parts.append(f"<div data-group><h3>{esc(_area_name(catalogue, area))}</h3>{rendered}</div>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _footer(report: Mapping[str, Any]) -> str:
+    cleanup = as_dict(report.get("cleanup"))
+    parts = []
+    if cleanup:
+        problems = texts(cleanup.get("problems"))
+        trouble = f", {len(problems)} problem(s) (not counted against the server)" if problems else ""
+        parts.append(
+            f"<p>Cleanup: {esc(cleanup.get('attempted', '-'))} attempted, "
+            f"{esc(cleanup.get('deleted', '-'))} deleted{trouble}.</p>"
+        )
+        parts += [f'<pre class="msg">{esc(p)}</pre>' for p in problems[:20]]
+    expectations = as_dict(report.get("expectations"))
+    if expectations:
+        stale = texts(expectations.get("stale"))
+        parts.append(
+            f"<p>Expectations file: <code>{esc(expectations.get('file'))}</code>; "
+            f"stale entries: {esc(', '.join(stale) or 'none')}.</p>"
+        )
+    if not parts:
+        return ""
+    return f'<section aria-labelledby="h-run"><h2 id="h-run">Run housekeeping</h2>{"".join(parts)}</section>'
+
+
+def render_html(report: Mapping[str, Any]) -> str:
+    """The HTML page of one JSON report (v2.0; v1.0 reports use the packaged catalogue)."""
+    catalogue = read_catalogue(report)
+    checks = read_checks(report)
+    verdict = verdict_of(report, checks)
+    server = as_text(as_dict(report.get("server")).get("base_url"), "unknown server")
+    title = f"AMP conformance: {verdict.upper()} · {server}"
+    head = _header(report, checks) + "<main>" + _attention(checks) + _filters(catalogue, checks)
+    head += _grid(catalogue, checks)
+    page = ""
+    for budget in _BUDGETS:
+        page = _page(title, f"{head}{_checks(catalogue, checks, budget)}{_footer(report)}</main>")
+        if len(page.encode("utf-8")) <= MAX_PAGE_BYTES:
+            break
+    return page
+
+
+def render_diff_html(
+    old: Mapping[str, Any], new: Mapping[str, Any], diff: Mapping[str, Any] | None = None
+) -> str:
+    """The page of what changed between two runs, regressions first.
+
+    ``diff`` is the diff dict to show (the ``amp-conformance diff`` one); without it a minimal diff
+    is computed here (:func:`amp_conformance.reports.html_diff.minimal_diff`).
+    """
+    from amp_conformance.reports.html_diff import render_diff_page
+
+    return render_diff_page(old, new, diff)

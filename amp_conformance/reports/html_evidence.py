@@ -1,0 +1,186 @@
+"""Evidence blocks of the HTML page: exchanges, bodies, headers and curl lines.
+
+Everything rendered here came from the server or was built from what it sent, so every piece goes
+through :func:`esc` and lands in text content or a quoted attribute, never in markup or a URL. Sizes
+are bounded by :class:`Limits` and each cut says what it left out.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass
+from itertools import count
+from typing import Any
+
+from amp_conformance.reports.html_model import as_dict, as_list, as_number, as_text
+
+
+def esc(value: object) -> str:
+    """Escape any value for text or a double-quoted attribute."""
+    return html.escape(as_text(value), quote=True)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much evidence one check shows."""
+
+    body_chars: int
+    exchanges: int
+    header_chars: int = 400
+    headers: int = 40
+
+
+def cut(text: str, limit: int) -> tuple[str, str | None]:
+    """``text`` bounded to ``limit`` characters, and a note saying what was cut (or None)."""
+    if len(text) <= limit:
+        return text, None
+    return text[:limit], f"cut: showing {limit:,} of {len(text):,} characters (the JSON report has more)"
+
+
+def pretty_body(body: object) -> str:
+    """A body as text, pretty-printed when it is JSON."""
+    text = as_text(body)
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
+        except ValueError:
+            return text
+    return text
+
+
+class Ids:
+    """Unique element ids for copy targets within one page."""
+
+    def __init__(self) -> None:
+        self._next = count(1)
+
+    def new(self, prefix: str) -> str:
+        return f"{prefix}-{next(self._next)}"
+
+
+def copyable(text: str, label: str, ids: Ids, *, css: str = "curl") -> str:
+    """A preformatted line with a copy button (the button stays hidden until the script runs)."""
+    target = ids.new("cp")
+    return (
+        f'<div class="copyable"><pre class="{css}" id="{target}"><code>{esc(text)}</code></pre>'
+        f'<button type="button" class="copy" data-copy="{target}" hidden>Copy {esc(label)}</button></div>'
+    )
+
+
+def _bounded_pre(text: str, limit: int, css: str) -> str:
+    shown, note = cut(text, limit)
+    note_html = f'<p class="cut">{esc(note)}</p>' if note else ""
+    return f'<pre class="{css}">{esc(shown)}</pre>{note_html}'
+
+
+def _headers(value: object, limits: Limits) -> str:
+    pairs: list[tuple[str, str]] = []
+    if isinstance(value, dict):
+        pairs = [(as_text(k), as_text(v)) for k, v in value.items()]
+    else:
+        for item in as_list(value):
+            if isinstance(item, list | tuple) and len(item) == 2:
+                pairs.append((as_text(item[0]), as_text(item[1])))
+    if not pairs:
+        return '<p class="none">(no headers)</p>'
+    rows = []
+    for name, text in pairs[: limits.headers]:
+        shown, note = cut(text, limits.header_chars)
+        suffix = f' <span class="cut">[{esc(note)}]</span>' if note else ""
+        rows.append(f"<tr><th scope=row>{esc(name)}</th><td>{esc(shown)}{suffix}</td></tr>")
+    more = len(pairs) - limits.headers
+    tail = f'<p class="cut">{more} more header(s) not shown</p>' if more > 0 else ""
+    return f'<table class="headers">{"".join(rows)}</table>{tail}'
+
+
+def exchange_block(
+    exchange: dict[str, Any], number: int, limits: Limits, ids: Ids, *, about: bool = False
+) -> str:
+    """One request and its response; ``about`` marks the exchange the finding is about (open)."""
+    method = as_text(exchange.get("method"), "?")
+    url = as_text(exchange.get("url"))
+    status = exchange.get("status")
+    error = as_text(exchange.get("error"))
+    elapsed = as_number(exchange.get("elapsed_ms"))
+    outcome = f"status {esc(status)}" if status is not None else f"no response ({esc(error or 'unknown')})"
+    timing = f" · {elapsed:g} ms" if elapsed is not None else ""
+    marker = ' <strong class="about">the exchange this finding is about</strong>' if about else ""
+    parts = [
+        f'<details class="exchange"{" open" if about else ""}>',
+        f"<summary>#{number} <code>{esc(method)} {esc(url)}</code> → {outcome}{timing}{marker}</summary>",
+        '<div class="exchange-body"><h5>Request</h5>',
+        _headers(exchange.get("request_headers"), limits),
+    ]
+    if exchange.get("request_body") not in (None, ""):
+        parts.append(_bounded_pre(pretty_body(exchange.get("request_body")), limits.body_chars, "body"))
+    parts += [f"<h5>Response: {outcome}</h5>"]
+    if error:
+        parts.append(f'<p class="error-text">Transport error: {esc(error)}</p>')
+    if status is not None:
+        parts.append(_headers(exchange.get("response_headers"), limits))
+        body = pretty_body(exchange.get("response_body"))
+        parts.append(
+            _bounded_pre(body, limits.body_chars, "body") if body else '<p class="none">(empty body)</p>'
+        )
+    curl = as_text(exchange.get("curl"))
+    if curl:
+        parts.append(copyable(curl, "curl", ids))
+    parts.append("</div></details>")
+    return "".join(parts)
+
+
+def exchanges_section(check: dict[str, Any], limits: Limits, ids: Ids) -> str:
+    """Every exchange of a check, bounded; the one the finding is about comes first and open."""
+    exchanges = [as_dict(e) for e in as_list(check.get("exchanges"))]
+    if not exchanges:
+        return ""
+    failing_curl = as_text(check.get("curl"))
+    about = next((i for i, e in enumerate(exchanges) if failing_curl and e.get("curl") == failing_curl), None)
+    order = list(range(len(exchanges)))
+    if about is not None:
+        order.remove(about)
+        order.insert(0, about)
+    shown = order[: limits.exchanges]
+    blocks = [exchange_block(exchanges[i], i + 1, limits, ids, about=i == about) for i in shown]
+    hidden = len(exchanges) - len(shown)
+    tail = (
+        f'<p class="cut">{hidden} more exchange(s) not shown (the JSON report has them)</p>' if hidden else ""
+    )
+    return f"<h4>Evidence: {len(exchanges)} exchange(s)</h4>{''.join(blocks)}{tail}"
+
+
+_REPRODUCE = re.compile(r"^\s*reproduce:\s*(curl .+)$", re.MULTILINE)
+_SEED = re.compile(r"\bseed (\d+)")
+
+
+def reproductions(message: str) -> list[str]:
+    """``reproduce: curl ...`` lines in a message (fuzz findings carry one each)."""
+    return _REPRODUCE.findall(message)
+
+
+def findings_block(check: dict[str, Any], message: str, limits: Limits, ids: Ids) -> str:
+    """Fuzz findings: structured ones (a ``findings`` list) or those written into the message."""
+    rows = []
+    for item in as_list(check.get("findings"))[: limits.exchanges]:
+        finding = as_dict(item)
+        head = " ".join(
+            esc(finding.get(key)) for key in ("requirement", "operation") if finding.get(key) is not None
+        )
+        seed = f" · seed {esc(finding.get('seed'))}" if finding.get("seed") is not None else ""
+        status = f" · status {esc(finding.get('status'))}" if finding.get("status") is not None else ""
+        body = f"<p><strong>{head}</strong>{status}{seed}: {esc(finding.get('message'))}</p>"
+        curl = as_text(finding.get("curl") or finding.get("reproduction"))
+        rows.append(f"<li>{body}{copyable(curl, 'reproduction', ids) if curl else ''}</li>")
+    if not rows:
+        for number, curl in enumerate(reproductions(message)[: limits.exchanges], start=1):
+            rows.append(
+                f"<li><p>Finding {number}: reproduction</p>{copyable(curl, 'reproduction', ids)}</li>"
+            )
+    if not rows:
+        return ""
+    seeds = sorted(set(_SEED.findall(message)))
+    seed_note = f"<p>Seed: {esc(', '.join(seeds))} (rerun with <code>--seed</code>)</p>" if seeds else ""
+    return f'<h4>Fuzz findings</h4>{seed_note}<ol class="findings">{"".join(rows)}</ol>'
