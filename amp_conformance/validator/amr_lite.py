@@ -338,6 +338,8 @@ def _grammar_problem(text: str, start: int) -> tuple[int, str]:
             continue
         if name in names[:index]:
             return column, f"[{name}:…] appears twice"
+        if expected not in names:
+            return column, f"[{expected}:…] tag missing here (order: type, src, when, rec)"
         if name in TAGS:
             return (
                 column,

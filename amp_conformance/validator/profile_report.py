@@ -14,6 +14,13 @@ from amp_conformance.validator.report import EXIT_OK, EXIT_PROBLEMS, EXIT_UNREAD
 from amp_conformance.validator.rules import SEVERITY, rule_catalogue
 
 
+def printable(text: str) -> str:
+    """Input-controlled text made safe for a terminal: control and format characters escaped."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 @dataclass(frozen=True, slots=True)
 class RuleProblem:
     """One broken rule at one place; ``member`` is the file inside an archive or folder, if any."""
@@ -36,7 +43,7 @@ class RuleProblem:
         return place
 
     def __str__(self) -> str:
-        return f"{self.where}: {self.rule}: {self.message} [{self.level}]"
+        return printable(f"{self.where}: {self.rule}: {self.message} [{self.level}]")
 
     def as_dict(self) -> dict[str, Any]:
         return {
