@@ -1,9 +1,16 @@
 """The REST channel (spec Appendix C.1, schema/amp-openapi.yaml), a Starlette app over the same Backend.
 
+Routes: POST /v1/memories (encode), POST /v1/memories/recall, DELETE /v1/memories/{id} (forget),
+PUT /v1/memories/{id}/pin, POST /v1/memories/consolidate, GET /v1/memories/stats (scope keys as query
+parameters), POST /v1/memories/export (application/x-ndjson, X-AMP-Next-Cursor), POST /v1/memories/import,
+and the v1.2-draft PATCH /v1/memories/{id} (update) and POST /v1/memories/batch_encode. The stored OpenAPI
+versions disagree on where forget, pin and import take their scope (query parameters or flat keys vs a JSON
+envelope; an NDJSON body vs a JSON ImportRequest): every published form is accepted.
+
 Every non-2xx body is the ``AmpErrorData`` object with the §3.5 HTTP status. forget, pin and update
-answer an unknown id in-band (200 ``{"status": "not_found"}``) as the OpenAPI contract says, unless the
-server is set to the error convention (404). ``X-AMP-Compat: v1.0`` marks a v1.0 client: recall rows
-then carry the deprecated ``visibility`` (spec §5.4).
+answer an unknown id in-band (200 ``{"status": "not_found"}``) unless the server is set to the error
+convention (404). ``X-AMP-Compat: v1.0`` marks a v1.0 client: recall rows then carry the deprecated
+``visibility`` (spec §5.4).
 """
 
 from __future__ import annotations
@@ -39,8 +46,7 @@ def _error_response(backend: Backend, exc: AmpError) -> JSONResponse:
     return JSONResponse(body, status_code=status)
 
 
-async def _body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
+def _parse_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise invalid("a JSON object body is required")
     try:
@@ -52,10 +58,51 @@ async def _body(request: Request) -> dict[str, Any]:
     return body
 
 
-def _with_path_id(body: dict[str, Any], memory_id: str) -> dict[str, Any]:
+def _query(request: Request, allowed: tuple[str, ...]) -> dict[str, str]:
+    unknown = sorted(set(request.query_params) - set(allowed))
+    if unknown:
+        raise invalid(f"unknown query parameter(s): {', '.join(unknown)}")
+    return dict(request.query_params.items())
+
+
+def _scope_only(query: dict[str, str]) -> dict[str, Any]:
+    scope = {key: value for key, value in query.items() if key in SCOPE_KEYS}
+    return {"scope": scope} if scope else {}
+
+
+async def _point_args(request: Request) -> dict[str, Any]:
+    """forget and pin: the scope as a ScopeEnvelope body (``scope`` or flat ``agent_id``), as flat scope keys
+    in the body, or as query parameters (the two published forms of the OpenAPI file), plus the path id."""
+    query = _query(request, SCOPE_KEYS)
+    raw = await request.body()
+    if raw.strip():
+        body = _parse_object(raw)
+        flat = {key: value for key, value in body.items() if key in SCOPE_KEYS}
+        if "scope" not in body and set(flat) - {"agent_id"}:
+            body = {**{k: v for k, v in body.items() if k not in SCOPE_KEYS}, "scope": flat}
+    else:
+        body = _scope_only(query)
+    memory_id = request.path_params["id"]
     if "id" in body and body["id"] != memory_id:
         raise invalid("the body's id disagrees with the path")
     return {**body, "id": memory_id}
+
+
+async def _import_args(request: Request) -> dict[str, Any]:
+    """import: a JSON ImportRequest (``ndjson`` inline), or the NDJSON document itself as the body with the
+    scope keys, ``on_conflict`` and ``scope_remap`` as query parameters."""
+    raw = await request.body()
+    try:
+        body = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and "ndjson" in body:
+        _query(request, ())
+        return body
+    query = _query(request, (*SCOPE_KEYS, "on_conflict", "scope_remap"))
+    args: dict[str, Any] = {"ndjson": raw.decode("utf-8", errors="replace"), **_scope_only(query)}
+    args.update({key: query[key] for key in ("on_conflict", "scope_remap") if key in query})
+    return args
 
 
 def create_rest_app(store: Store, faults: Faults = NO_FAULTS, settings: Settings | None = None) -> Starlette:
@@ -64,19 +111,20 @@ def create_rest_app(store: Store, faults: Faults = NO_FAULTS, settings: Settings
         store = Store(clock=store.clock)
     backend = Backend(store, faults, settings)
 
-    def verb_endpoint(verb: str, *, path_id: bool = False, in_band_not_found: bool = False) -> Any:
+    def verb_endpoint(verb: str, *, point: bool = False, update: bool = False) -> Any:
         async def endpoint(request: Request) -> Response:
             try:
-                body = await _body(request)
-                if path_id:
-                    body = _with_path_id(body, request.path_params["id"])
+                if point:
+                    args = await _point_args(request)
+                elif update:
+                    args = {**_parse_object(await request.body()), "id": request.path_params["id"]}
+                elif verb == "amp.import":
+                    args = await _import_args(request)
+                else:
+                    args = _parse_object(await request.body())
                 legacy = request.headers.get("x-amp-compat", "").lower() == "v1.0"
-                result = backend.call(verb, body, legacy=legacy)
-                if (
-                    in_band_not_found
-                    and result.get("status") == "not_found"
-                    and faults.on("rest-not-found-400")
-                ):
+                result = backend.call(verb, args, legacy=legacy)
+                if point and result.get("status") == "not_found" and faults.on("rest-not-found-400"):
                     raise invalid("unknown id")
             except AmpError as exc:
                 if exc.code == "not_found" and faults.on("rest-not-found-400"):
@@ -87,19 +135,15 @@ def create_rest_app(store: Store, faults: Faults = NO_FAULTS, settings: Settings
         return endpoint
 
     async def stats(request: Request) -> Response:
-        unknown = sorted(set(request.query_params) - set(SCOPE_KEYS))
         try:
-            if unknown:
-                raise invalid(f"unknown query parameter(s): {', '.join(unknown)}")
-            scope = {key: value for key, value in request.query_params.items() if key in SCOPE_KEYS}
-            result = backend.call("amp.stats", {"scope": scope})
+            result = backend.call("amp.stats", _scope_only(_query(request, SCOPE_KEYS)))
         except AmpError as exc:
             return _error_response(backend, exc)
         return JSONResponse(result)
 
     async def export(request: Request) -> Response:
         try:
-            page = backend.export_page(await _body(request), default_rows=None)
+            page = backend.export_page(_parse_object(await request.body()), default_rows=None)
         except AmpError as exc:
             return _error_response(backend, exc)
 
@@ -132,15 +176,15 @@ def create_rest_app(store: Store, faults: Faults = NO_FAULTS, settings: Settings
         Route("/v1/memories/batch_encode", verb_endpoint("amp.batch_encode"), methods=["POST"]),
         Route(
             "/v1/memories/{id}/pin",
-            verb_endpoint("amp.pin", path_id=True, in_band_not_found=True),
+            verb_endpoint("amp.pin", point=True),
             methods=["PUT"],
         ),
         Route(
             "/v1/memories/{id}",
-            verb_endpoint("amp.forget", path_id=True, in_band_not_found=True),
+            verb_endpoint("amp.forget", point=True),
             methods=["DELETE"],
         ),
-        Route("/v1/memories/{id}", verb_endpoint("amp.update", path_id=True), methods=["PATCH"]),
+        Route("/v1/memories/{id}", verb_endpoint("amp.update", update=True), methods=["PATCH"]),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: http_error})
     app.state.backend = backend
