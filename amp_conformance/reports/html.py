@@ -8,13 +8,17 @@ details), and everything from the report is escaped: the server under test is un
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from amp_conformance.reports.html_assets import CSS, JS, content_security_policy
 from amp_conformance.reports.html_evidence import (
+    Budget,
     Ids,
     Limits,
+    bounded_pre,
     copyable,
+    cut,
     esc,
     exchanges_section,
     findings_block,
@@ -44,13 +48,11 @@ __all__ = ["MAX_PAGE_BYTES", "render_diff_html", "render_html"]
 
 #: The page stays below this size: evidence of passing checks is cut harder until it fits.
 MAX_PAGE_BYTES = 1_900_000
-#: (evidence of fail/warn/error/blocked checks, evidence of the others), tightest last.
-_BUDGETS: tuple[tuple[Limits, Limits], ...] = (
-    (Limits(8000, 40), Limits(1500, 12)),
-    (Limits(6000, 30), Limits(600, 6)),
-    (Limits(3000, 20), Limits(300, 3, 200, 20)),
-    (Limits(1500, 10, 200, 20), Limits(0, 0)),
-)
+#: Characters of exchanges shown for open checks (fail, warn, error, blocked) and for the others.
+_OPEN_EVIDENCE, _CLOSED_EVIDENCE = 900_000, 450_000
+#: Evidence is scaled down by these factors until the page fits (0: no exchange shown at all).
+_SCALES = (1.0, 0.5, 0.2, 0.0)
+_MESSAGE_CHARS, _NOTE_CHARS, _LIST_ITEMS = 20_000, 2_000, 20
 _VERDICT_TEXT = {
     "pass": "PASS: every MUST check passed",
     "fail": "FAIL: at least one MUST check failed",
@@ -329,16 +331,21 @@ def _expectation(check: Check) -> str:
 
 def _warnings(check: Check, ids: Ids) -> str:
     items = []
-    for item in as_list(check.raw.get("warnings")):
+    warnings = as_list(check.raw.get("warnings"))
+    for item in warnings[:_LIST_ITEMS]:
         warning = as_dict(item)
         rids = texts(warning.get("requirements"))
         about = f' <span class="ids">({esc(", ".join(rids))})</span>' if rids else ""
         curl = as_text(warning.get("curl"))
         items.append(
-            f'<li><pre class="msg">{esc(warning.get("message"))}</pre>{about}'
+            f"<li>{bounded_pre(as_text(warning.get('message')), _NOTE_CHARS, 'msg')}{about}"
             f"{copyable(curl, 'curl', ids) if curl else ''}</li>"
         )
-    return f"<h4>Warnings</h4><ul>{''.join(items)}</ul>" if items else ""
+    more = len(warnings) - _LIST_ITEMS
+    tail = (
+        f'<p class="cut">{more} more warning(s) not shown: the JSON report has them</p>' if more > 0 else ""
+    )
+    return f"<h4>Warnings</h4><ul>{''.join(items)}</ul>{tail}" if items else ""
 
 
 _MESSAGE_LABEL = {
@@ -350,17 +357,35 @@ _MESSAGE_LABEL = {
 }
 
 
-def _check(
-    check: Check,
-    known: Mapping[str, Any],
-    anchors: Mapping[str, str],
-    limits: Limits,
-    ids: Ids,
-    first: set[str],
-) -> str:
+@dataclass
+class _Render:
+    """What rendering the checks shares: lookups, unique ids, and the evidence budgets."""
+
+    known: Mapping[str, Any]
+    anchors: Mapping[str, str]
+    ids: Ids = field(default_factory=Ids)
+    first: set[str] = field(default_factory=set)
+    #: (limits, budget) for checks shown open (fail, warn, error, blocked) and for the others.
+    open: tuple[Limits, Budget] = (Limits(8000, 40), Budget(0))
+    closed: tuple[Limits, Budget] = (Limits(1500, 12), Budget(0))
+
+
+def _message(check: Check) -> str:
+    if not check.message:
+        return ""
+    expected = as_text(check.raw.get("expected"))
+    got = bounded_pre(check.message, _MESSAGE_CHARS, "msg")
+    if expected:
+        want = bounded_pre(expected, _MESSAGE_CHARS, "msg")
+        return f'<dl class="eg"><dt>Expected</dt><dd>{want}</dd><dt>Got</dt><dd>{got}</dd></dl>'
+    return f"<h4>{_MESSAGE_LABEL.get(check.outcome, 'Message')}</h4>{got}"
+
+
+def _check(check: Check, render: _Render) -> str:
     raw = check.raw
-    targets = "".join(f'<span id="r-{esc(rid)}"></span>' for rid in check.cites if rid not in first)
-    first.update(check.cites)
+    limits, budget = render.open if check.outcome in OPEN_OUTCOMES else render.closed
+    targets = "".join(f'<span id="r-{esc(rid)}"></span>' for rid in check.cites if rid not in render.first)
+    render.first.update(check.cites)
     searchable = " ".join([check.id, check.title, *check.cites]).lower()
     duration = as_number(raw.get("duration_seconds"))
     opened = " open" if check.outcome in OPEN_OUTCOMES else ""
@@ -375,49 +400,40 @@ def _check(
         '<div class="check-body">',
         f'<p class="cid">Check <code>{esc(check.id)}</code> · area {esc(check.area)}'
         f"{f' · {duration:g} s' if duration is not None else ''}</p>",
+        _message(check),
+        _blocked(check, render.anchors),
+        _expectation(check),
+        _requirement_list(check, render.known),
     ]
-    if check.message:
-        label = _MESSAGE_LABEL.get(check.outcome, "Message")
-        expected = as_text(raw.get("expected"))
-        if expected:
-            parts.append(
-                f'<dl class="eg"><dt>Expected</dt><dd><pre class="msg">{esc(expected)}</pre></dd>'
-                f'<dt>Got</dt><dd><pre class="msg">{esc(check.message)}</pre></dd></dl>'
-            )
-        else:
-            parts.append(f'<h4>{label}</h4><pre class="msg">{esc(check.message)}</pre>')
-    parts += [_blocked(check, anchors), _expectation(check), _requirement_list(check, known)]
     curl = as_text(raw.get("curl"))
     if curl:
-        parts.append(f"<h4>Reproduce</h4>{copyable(curl, 'curl', ids)}")
-    parts.append(findings_block(raw, check.message, limits, ids))
-    parts.append(_warnings(check, ids))
+        parts.append(f"<h4>Reproduce</h4>{copyable(curl, 'curl', render.ids)}")
+    parts.append(findings_block(raw, check.message, limits, render.ids))
+    parts.append(_warnings(check, render.ids))
     notes = texts(raw.get("notes"))
     if notes:
-        parts.append("<h4>Notes</h4><ul>" + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul>")
-    parts.append(exchanges_section(raw, limits, ids))
+        items = "".join(f"<li>{esc(cut(n, _NOTE_CHARS)[0])}</li>" for n in notes[:_LIST_ITEMS])
+        parts.append(f"<h4>Notes</h4><ul>{items}</ul>")
+    parts.append(exchanges_section(raw, limits, render.ids, budget))
     parts.append("</div></details>")
     return "".join(parts)
 
 
-def _checks(catalogue: Catalogue, checks: list[Check], budget: tuple[Limits, Limits]) -> str:
-    known = catalogue.by_id()
+def _checks(catalogue: Catalogue, checks: list[Check], scale: float) -> str:
     anchors: dict[str, str] = {}
     for check in checks:
         for key in (check.id, check.name):
             anchors.setdefault(key, check.anchor)
-    ids = Ids()
-    first: set[str] = set()
+    render = _Render(catalogue.by_id(), anchors)
+    render.open = (render.open[0], Budget(int(_OPEN_EVIDENCE * scale)))
+    render.closed = (render.closed[0], Budget(int(_CLOSED_EVIDENCE * scale)))
     by_area: dict[str, list[Check]] = {}
     for check in checks:
         by_area.setdefault(check.area, []).append(check)
     order = [a for a in catalogue.areas if a in by_area] + [a for a in by_area if a not in catalogue.areas]
     parts = [f'<section aria-labelledby="h-checks"><h2 id="h-checks">Checks ({len(checks)})</h2>']
     for area in order:
-        rendered = "".join(
-            _check(c, known, anchors, budget[0] if c.outcome in OPEN_OUTCOMES else budget[1], ids, first)
-            for c in by_area[area]
-        )
+        rendered = "".join(_check(c, render) for c in by_area[area])
         parts.append(f"<div data-group><h3>{esc(_area_name(catalogue, area))}</h3>{rendered}</div>")
     parts.append("</section>")
     return "".join(parts)
@@ -456,8 +472,8 @@ def render_html(report: Mapping[str, Any]) -> str:
     head = _header(report, checks) + "<main>" + _attention(checks) + _filters(catalogue, checks)
     head += _grid(catalogue, checks)
     page = ""
-    for budget in _BUDGETS:
-        page = _page(title, f"{head}{_checks(catalogue, checks, budget)}{_footer(report)}</main>")
+    for scale in _SCALES:
+        page = _page(title, f"{head}{_checks(catalogue, checks, scale)}{_footer(report)}</main>")
         if len(page.encode("utf-8")) <= MAX_PAGE_BYTES:
             break
     return page

@@ -61,8 +61,29 @@ class Ids:
         return f"{prefix}-{next(self._next)}"
 
 
+class Budget:
+    """Characters of evidence a page may still spend: what keeps any report's page bounded."""
+
+    def __init__(self, chars: int) -> None:
+        self.left = chars
+
+    def take(self, text: str) -> bool:
+        """Spend ``len(text)`` if that much is left (else the budget is spent)."""
+        if len(text) > self.left:
+            self.left = 0
+            return False
+        self.left -= len(text)
+        return True
+
+
+#: A command longer than this is shown cut, without a copy button (a cut command would not run).
+COPY_CHARS = 20_000
+
+
 def copyable(text: str, label: str, ids: Ids, *, css: str = "curl") -> str:
     """A preformatted line with a copy button (the button stays hidden until the script runs)."""
+    if len(text) > COPY_CHARS:
+        return bounded_pre(text, COPY_CHARS, css)
     target = ids.new("cp")
     return (
         f'<div class="copyable"><pre class="{css}" id="{target}"><code>{esc(text)}</code></pre>'
@@ -70,7 +91,7 @@ def copyable(text: str, label: str, ids: Ids, *, css: str = "curl") -> str:
     )
 
 
-def _bounded_pre(text: str, limit: int, css: str) -> str:
+def bounded_pre(text: str, limit: int, css: str) -> str:
     shown, note = cut(text, limit)
     note_html = f'<p class="cut">{esc(note)}</p>' if note else ""
     return f'<pre class="{css}">{esc(shown)}</pre>{note_html}'
@@ -115,7 +136,7 @@ def exchange_block(
         _headers(exchange.get("request_headers"), limits),
     ]
     if exchange.get("request_body") not in (None, ""):
-        parts.append(_bounded_pre(pretty_body(exchange.get("request_body")), limits.body_chars, "body"))
+        parts.append(bounded_pre(pretty_body(exchange.get("request_body")), limits.body_chars, "body"))
     parts += [f"<h5>Response: {outcome}</h5>"]
     if error:
         parts.append(f'<p class="error-text">Transport error: {esc(error)}</p>')
@@ -123,7 +144,7 @@ def exchange_block(
         parts.append(_headers(exchange.get("response_headers"), limits))
         body = pretty_body(exchange.get("response_body"))
         parts.append(
-            _bounded_pre(body, limits.body_chars, "body") if body else '<p class="none">(empty body)</p>'
+            bounded_pre(body, limits.body_chars, "body") if body else '<p class="none">(empty body)</p>'
         )
     curl = as_text(exchange.get("curl"))
     if curl:
@@ -132,7 +153,7 @@ def exchange_block(
     return "".join(parts)
 
 
-def exchanges_section(check: dict[str, Any], limits: Limits, ids: Ids) -> str:
+def exchanges_section(check: dict[str, Any], limits: Limits, ids: Ids, budget: Budget) -> str:
     """Every exchange of a check, bounded; the one the finding is about comes first and open."""
     exchanges = [as_dict(e) for e in as_list(check.get("exchanges"))]
     if not exchanges:
@@ -143,12 +164,16 @@ def exchanges_section(check: dict[str, Any], limits: Limits, ids: Ids) -> str:
     if about is not None:
         order.remove(about)
         order.insert(0, about)
-    shown = order[: limits.exchanges]
-    blocks = [exchange_block(exchanges[i], i + 1, limits, ids, about=i == about) for i in shown]
-    hidden = len(exchanges) - len(shown)
-    tail = (
-        f'<p class="cut">{hidden} more exchange(s) not shown (the JSON report has them)</p>' if hidden else ""
-    )
+    blocks = []
+    for i in order[: limits.exchanges]:
+        block = exchange_block(exchanges[i], i + 1, limits, ids, about=i == about)
+        if not budget.take(block):
+            break
+        blocks.append(block)
+    hidden = len(exchanges) - len(blocks)
+    spent = " (the page's evidence budget is spent)" if budget.left == 0 else ""
+    tail = f'<p class="cut">{hidden} more exchange(s) not shown{spent}: the JSON report has them</p>'
+    tail = tail if hidden else ""
     return f"<h4>Evidence: {len(exchanges)} exchange(s)</h4>{''.join(blocks)}{tail}"
 
 

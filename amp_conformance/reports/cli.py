@@ -1,0 +1,76 @@
+"""``amp-conformance report REPORT.json [NEW.json] --html PATH``: render saved JSON reports as a page.
+
+With one report the page of that run; with two the page of what changed between them. Bad input
+(unreadable or malformed JSON, a path that cannot be written) is one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from amp_conformance.reports.html import render_diff_html, render_html
+
+EXIT_OK, EXIT_USAGE = 0, 2
+PROG = "amp-conformance report"
+
+
+class ReportInputError(Exception):
+    """A report that cannot be read, or a page that cannot be written."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Render a saved JSON report as a self-contained HTML page; with two reports "
+        "(OLD NEW), the page of what changed between the runs, regressions first.",
+    )
+    parser.add_argument("reports", nargs="+", metavar="REPORT.json", help="one report, or OLD.json NEW.json")
+    parser.add_argument("--html", required=True, metavar="PATH", help="write the HTML page to this path")
+    return parser
+
+
+def load_report(path: str) -> dict[str, Any]:
+    """A JSON report from ``path`` ('-' reads stdin); ReportInputError says why it cannot be used."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReportInputError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise ReportInputError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("checks"), list):
+        raise ReportInputError(f"{path} is not an amp-conformance JSON report (no 'checks' list)")
+    return document
+
+
+def write_page(page: str, path: Path) -> None:
+    """Write a page; an unwritable path becomes a ReportInputError."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise ReportInputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def report_main(argv: Sequence[str]) -> int:
+    """Entry point of the ``report`` subcommand; returns the exit code."""
+    parser = _parser()
+    namespace = parser.parse_args(list(argv))
+    paths: list[str] = namespace.reports
+    if len(paths) > 2:
+        parser.error("give one report, or two (OLD.json NEW.json)")
+    try:
+        reports = [load_report(path) for path in paths]
+        page = render_html(reports[0]) if len(reports) == 1 else render_diff_html(reports[0], reports[1])
+        write_page(page, Path(namespace.html))
+    except ReportInputError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"HTML report: {namespace.html}")
+    return EXIT_OK
