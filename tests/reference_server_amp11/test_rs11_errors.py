@@ -68,9 +68,8 @@ def test_error_convention_raises_not_found(make_server: ServerFactory) -> None:
     server = make_server(settings=Settings(not_found="error"))
     for channel in (server.mcp, server.rest):
         for verb in ("amp.forget", "amp.pin", "amp.update"):
-            expect(
-                channel, channel.call(verb, {"scope": A, "id": "mem_missing", "content": "c"}), "not_found"
-            )
+            extra = {"content": "c"} if verb == "amp.update" else {}
+            expect(channel, channel.call(verb, {"scope": A, "id": "mem_missing", **extra}), "not_found")
         memory = encode(channel, A, "still forgettable")
         assert channel.call("amp.forget", {"scope": A, "id": memory}).get() == {"status": "forgotten"}
 
