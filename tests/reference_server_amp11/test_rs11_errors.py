@@ -107,11 +107,12 @@ def test_rest_forget_and_pin_accept_every_published_scope_form(server: Server) -
     scope = {"agent_id": "a", "user_id": "u"}
     for form in ("query", "flat", "envelope"):
         memory = encode(rest, scope, f"form {form}")
-        kwargs: dict[str, Any] = {
+        forms: dict[str, dict[str, Any]] = {
             "query": {"params": scope},
             "flat": {"json": scope},
             "envelope": {"json": {"scope": scope}},
-        }[form]
+        }
+        kwargs = forms[form]
         pinned = rest.request("PUT", f"/v1/memories/{memory}/pin", **kwargs)
         assert pinned.json() == {"status": "pinned"}, form
         forgotten = rest.request("DELETE", f"/v1/memories/{memory}", **kwargs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 from jsonschema import Draft202012Validator
 
@@ -73,6 +74,11 @@ def test_published_schema_accepts_what_the_server_accepts(server: Server) -> Non
     assert not encode.is_valid({"content": "x"})
 
 
+def _code(answer: dict[str, Any] | None) -> int:
+    assert answer is not None
+    return int(answer["error"]["code"])
+
+
 def test_jsonrpc_errors_for_bad_frames(server: Server) -> None:
     mcp = server.mcp
     parse = json.loads(mcp.session.handle_line("{oops") or "")
@@ -81,19 +87,15 @@ def test_jsonrpc_errors_for_bad_frames(server: Server) -> None:
         "id": None,
         "error": {"code": -32700, "message": parse["error"]["message"]},
     }
-    assert mcp.frame([1, 2])["error"]["code"] == -32600  # type: ignore[index]
-    assert mcp.frame("text")["error"]["code"] == -32600  # type: ignore[index]
+    assert _code(mcp.frame([1, 2])) == _code(mcp.frame("text")) == -32600
     assert mcp.frame({"jsonrpc": "1.0", "id": 3, "method": "ping"}) == {
         "jsonrpc": "2.0",
         "id": 3,
         "error": {"code": -32600, "message": "Invalid Request: not a JSON-RPC 2.0 request"},
     }
-    assert mcp.frame({"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"})["error"]["code"] == -32600  # type: ignore[index]
+    assert _code(mcp.frame({"jsonrpc": "2.0", "id": {"x": 1}, "method": "ping"})) == -32600
     assert mcp.request("no/such/method")["error"]["code"] == -32601
-    assert (
-        mcp.frame({"jsonrpc": "2.0", "id": "s", "method": "tools/call", "params": [1]})["error"]["code"]
-        == -32602
-    )  # type: ignore[index]
+    assert _code(mcp.frame({"jsonrpc": "2.0", "id": "s", "method": "tools/call", "params": [1]})) == -32602
     assert mcp.request("tools/call", {"arguments": {}})["error"]["code"] == -32602
     assert mcp.session.handle_line("   \n") is None
 
