@@ -81,7 +81,11 @@ _FAULTS: tuple[Fault, ...] = (
     ),
     # Verbs
     Fault("top-k-ignored", "AMP11-REC-02", "amp.recall returns every match, ignoring top_k."),
-    Fault("recall-unsorted", "AMP11-REC-03", "amp.recall orders results oldest first, not by score."),
+    Fault(
+        "recall-unsorted",
+        "AMP11-REC-03",
+        "amp.recall sorts by ascending score (a distance read as a similarity): the best match comes last.",
+    ),
     Fault("archived-in-default-recall", "AMP11-REC-04", "amp.recall returns archived memories by default."),
     Fault("status-filter-ignored", "AMP11-REC-06", "amp.recall ignores filters.status."),
     Fault(
@@ -94,7 +98,7 @@ _FAULTS: tuple[Fault, ...] = (
     Fault(
         "pin-not-protecting",
         "AMP11-CONS-04",
-        "amp.consolidate archives superseded memories even when they are pinned.",
+        "amp.consolidate drops pins: pinned memories come back active, superseded ones are archived.",
     ),
     Fault("pin-not-persisted", "AMP11-PIN-01", "amp.pin answers pinned but the memory stays active."),
     # MXF (spec §3.3.4, §3.3.5, Appendix A)

@@ -137,10 +137,9 @@ def recall(ctx: Context, args: Mapping[str, Any], *, legacy: bool = False) -> di
         relevance = score(args["query"], memory.content)
         if relevance > 0:
             scored.append((relevance, memory))
+    scored.sort(key=lambda pair: (-pair[0], -pair[1].created.timestamp(), pair[1].id))
     if ctx.on("recall-unsorted"):
-        scored.sort(key=lambda pair: pair[1].order_key())
-    else:
-        scored.sort(key=lambda pair: (-pair[0], -pair[1].created.timestamp(), pair[1].id))
+        scored.reverse()
     if not ctx.on("top-k-ignored"):
         scored = scored[: args.get("top_k", 10)]
     echo = legacy or filters.mentions_visibility
@@ -207,6 +206,8 @@ def consolidate(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
         )
         if (superseded or expired) and not (protect and memory.status == "pinned"):
             memory.status = "archived"
+        elif memory.status == "pinned" and not protect:
+            memory.status = "active"
         memory.consolidated = True
     ctx.store.last_consolidation = now
     return {"status": "ok", "memories_processed": len(live)}
