@@ -15,6 +15,7 @@ import logging
 import threading
 from typing import Any, TextIO
 
+from reference_server.amp11 import wire
 from reference_server.amp11.backend import Backend
 from reference_server.amp11.context import AMP_VERSION, SERVER_NAME, SERVER_VERSION
 from reference_server.amp11.errors import (
@@ -62,10 +63,15 @@ class McpSession:
         if not line.strip():
             return None
         try:
-            frame = json.loads(line)
+            frame = wire.loads(line)
         except ValueError:
             return json.dumps(_frame_error(None, PARSE_ERROR, "Parse error: the line is not JSON"))
-        response = self.handle(frame)
+        try:
+            response = self.handle(frame)
+        except Exception:  # a bug here must cost one answer, not the session
+            log.exception("unexpected failure answering a frame")
+            frame_id = frame.get("id") if isinstance(frame, dict) and _valid_id(frame.get("id")) else None
+            response = _frame_error(frame_id, -32603, "Internal error")
         if response is not None and "id" in response and self.backend.faults.on("response-id-stringified"):
             response["id"] = None if response["id"] is None else str(response["id"])
         return None if response is None else json.dumps(response, ensure_ascii=False)

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from reference_server.amp11 import wire
 from reference_server.amp11.context import Context
 from reference_server.amp11.errors import AmpError, ErrorCode, invalid
 from reference_server.amp11.filters import parse_filters
 from reference_server.amp11.metadata import check_metadata
 from reference_server.amp11.scope import Scope, check_scope
-from reference_server.amp11.store import STATUSES, Memory, parse_timestamp
+from reference_server.amp11.store import RFC3339, STATUSES, Memory, format_timestamp, parse_timestamp
 
 MCP_PAGE_ROWS = 500  # the MCP channel's own cap when page_size is absent
 MCP_PAGE_BYTES = 8 * 1024 * 1024  # below the spec's recommended 10 MiB ceiling
@@ -115,7 +116,7 @@ def _row_scope(ctx: Context, row: dict[str, Any], scope: Scope, remap: str) -> S
 
 def _row(ctx: Context, line: str, scope: Scope, remap: str) -> Memory:
     try:
-        row = json.loads(line)
+        row = wire.loads(line)
     except ValueError:
         raise invalid("line is not valid JSON") from None
     if not isinstance(row, dict):
@@ -139,7 +140,7 @@ def _row(ctx: Context, line: str, scope: Scope, remap: str) -> Memory:
         content=row["content"],
         scope=_row_scope(ctx, row, scope, remap),
         source=source,
-        timestamp=row["timestamp"],
+        timestamp=row["timestamp"] if RFC3339.fullmatch(row["timestamp"]) else format_timestamp(created),
         created=created,
         status=row["status"],
         metadata=dict(metadata),

@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from reference_server.amp11 import wire
 from reference_server.amp11.backend import Backend
 from reference_server.amp11.context import Settings
 from reference_server.amp11.errors import HTTP_STATUSES, AmpError, invalid
@@ -50,7 +51,7 @@ def _parse_object(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise invalid("a JSON object body is required")
     try:
-        body = json.loads(raw)
+        body = wire.loads(raw)
     except ValueError:
         raise invalid("the body is not valid JSON") from None
     if not isinstance(body, dict):
@@ -93,7 +94,7 @@ async def _import_args(request: Request) -> dict[str, Any]:
     scope keys, ``on_conflict`` and ``scope_remap`` as query parameters."""
     raw = await request.body()
     try:
-        body = json.loads(raw) if raw.strip() else None
+        body = wire.loads(raw) if raw.strip() else None
     except ValueError:
         body = None
     if isinstance(body, dict) and "ndjson" in body:

@@ -9,6 +9,7 @@ see one consistent store.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,7 @@ from typing import Any
 from reference_server.amp11.scope import Scope
 
 Clock = Callable[[], datetime]
+RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
 
 STATUSES = ("active", "pinned", "archived")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -135,3 +136,12 @@ def test_a_server_error_keeps_serving(server: Server) -> None:
     for channel in (server.mcp, server.rest):
         assert channel.call("amp.encode", {"content": "no scope"}).error == "invalid_request"
         assert channel.call("amp.stats", {"scope": A}).ok
+
+
+def test_nan_and_deep_nesting_are_not_json(server: Server) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    for body in ('{"scope": {"agent_id": "a"}, "content": "x y", "metadata": {"n": NaN}}', deep):
+        response = server.rest.request("POST", "/v1/memories", content=body)
+        assert (response.status_code, response.json()["amp_error_code"]) == (400, "invalid_request")
+        answer = server.mcp.session.handle_line(body)
+        assert answer is not None and json.loads(answer)["error"]["code"] == -32700

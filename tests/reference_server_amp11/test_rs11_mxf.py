@@ -92,6 +92,9 @@ def test_import_keeps_id_status_and_timestamp(channel: Channel) -> None:
     rows = channel.call("amp.recall", {"scope": A, "query": "pinned import"}).get()["results"]
     assert rows[0]["id"] == "keep-1" and rows[0]["status"] == "pinned"
     assert rows[0]["timestamp"] == "2026-05-30T12:00:00Z" and rows[0]["metadata"] == {"amp.confidence": 0.5}
+    imported(channel, row("naive-1", "naive timestamp", timestamp="2026-05-30T12:00:00"))
+    naive = channel.call("amp.recall", {"scope": A, "query": "naive"}).get()["results"][0]
+    assert naive["timestamp"] == "2026-05-30T12:00:00.000000Z"  # no offset: normalised to RFC 3339 UTC
 
 
 def test_skip_is_idempotent_and_overwrite_replaces(channel: Channel) -> None:
