@@ -11,18 +11,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from amp_conformance._version import __version__
-from amp_conformance.catalogue import MAY, MUST, SHOULD
-from amp_conformance.context import Amp
-from amp_conformance.marking import check
-from amp_conformance.resources import contract_path, fixtures_path, load_contract, load_fixture
+from amp_conformance.amp01.context import Amp
+from amp_conformance.engine.catalogue import MAY, MUST, SHOULD
+from amp_conformance.engine.marking import check
+from amp_conformance.engine.resources import contract_path, fixtures_path, load_contract, load_fixture
 
 if TYPE_CHECKING:
-    from amp_conformance.cells import Problem, validate_cell
+    from amp_conformance.amp01.cells import Problem, validate_cell
     from amp_conformance.validator import ContractDifference, Report, compare_contract, validate_documents
 
 _LAZY = {
-    "Problem": "amp_conformance.cells",
-    "validate_cell": "amp_conformance.cells",
+    "Problem": "amp_conformance.amp01.cells",
+    "validate_cell": "amp_conformance.amp01.cells",
     "ContractDifference": "amp_conformance.validator",
     "Report": "amp_conformance.validator",
     "compare_contract": "amp_conformance.validator",

@@ -22,14 +22,14 @@ import httpx
 import pytest
 
 from amp_conformance._version import __version__
-from amp_conformance.client import normalise_base_url
-from amp_conformance.marking import CheckInfo, check_info
-from amp_conformance.options import OPTION_SPECS, UsageError, build_options
+from amp_conformance.engine.client import normalise_base_url
+from amp_conformance.engine.marking import CheckInfo, check_info
+from amp_conformance.engine.options import OPTION_SPECS, UsageError, build_options
+from amp_conformance.engine.report import verdict
+from amp_conformance.engine.run import Run
 from amp_conformance.plugin import HttpOverride, active_run
-from amp_conformance.report import verdict
-from amp_conformance.run import Run
 
-CHECKS_DIR = Path(__file__).resolve().parent / "checks"
+CHECKS_DIR = Path(__file__).resolve().parent / "amp01" / "checks"
 EXIT_OK, EXIT_MUST_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -196,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"amp-conformance: {reason}", file=sys.stderr)
             return EXIT_USAGE
         return run_suite(values, verbose=namespace.verbose).exit_code
-    from amp_conformance.selfserve import BundledServer
+    from amp_conformance.amp01.selfserve import BundledServer
 
     with BundledServer(keys=True) as server:
         print(

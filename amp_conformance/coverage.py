@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from amp_conformance.catalogue import AREAS, catalogue
+from amp_conformance.engine.catalogue import AREAS, catalogue
 
 
 def coverage_rows(checks: list[dict[str, Any]]) -> list[tuple[str, str, str, list[str]]]:

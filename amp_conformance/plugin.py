@@ -1,6 +1,6 @@
 """The pytest plugin (entry point ``pytest11``).
 
-Inert unless ``--amp-base-url`` is given: it then turns the checks under ``amp_conformance/checks``
+Inert unless ``--amp-base-url`` is given: it then turns the checks under ``amp_conformance/amp01/checks``
 (or any test marked with ``@check``) into a conformance run against that server, classifies each
 result as pass / fail / warn / skip / error, and writes the reports.
 """
@@ -14,14 +14,23 @@ from typing import Any
 import httpx
 import pytest
 
-from amp_conformance.catalogue import MUST
-from amp_conformance.client import normalise_base_url
-from amp_conformance.context import Amp
-from amp_conformance.marking import MARK, check_info
-from amp_conformance.options import OPTION_SPECS, UsageError, build_options
-from amp_conformance.outcomes import ERROR, FAIL, PASS, SKIP, WARN, CheckFailure, ToolError, TransportFailure
-from amp_conformance.report import render_failure, render_summary, write_json_report
-from amp_conformance.run import CheckResult, Run
+from amp_conformance.amp01.context import Amp
+from amp_conformance.engine.catalogue import MUST
+from amp_conformance.engine.client import normalise_base_url
+from amp_conformance.engine.marking import MARK, check_info
+from amp_conformance.engine.options import OPTION_SPECS, UsageError, build_options
+from amp_conformance.engine.outcomes import (
+    ERROR,
+    FAIL,
+    PASS,
+    SKIP,
+    WARN,
+    CheckFailure,
+    ToolError,
+    TransportFailure,
+)
+from amp_conformance.engine.report import render_failure, render_summary, write_json_report
+from amp_conformance.engine.run import CheckResult, Run
 
 RUN_KEY = pytest.StashKey[Run]()
 AMP_KEY = pytest.StashKey[Amp]()
@@ -29,7 +38,7 @@ AMP_KEY = pytest.StashKey[Amp]()
 
 class HttpOverride:
     """Pass an instance in ``pytest.main(plugins=[...])`` to send the run's requests through ``http``
-    (for example `amp_conformance.inprocess.asgi_client(app)` for the reference server in-process)."""
+    (for example `amp_conformance.engine.inprocess.asgi_client(app)` for the reference server in-process)."""
 
     def __init__(self, http: httpx.Client):
         self.http = http
@@ -103,7 +112,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def amp(request: pytest.FixtureRequest) -> Amp:
-    """The per-check API of the AMP conformance suite (see ``amp_conformance.context.Amp``)."""
+    """The per-check API of the AMP conformance suite (see ``amp_conformance.amp01.context.Amp``)."""
     run = active_run(request.config)
     info = check_info(request.node) if isinstance(request.node, pytest.Item) else None
     if run is None or info is None:

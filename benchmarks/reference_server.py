@@ -26,8 +26,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reference_server import ManualClock, Settings, create_app
-from reference_server.models import CreateRequest, validate
-from reference_server.service import ServerState
+from reference_server.amp01.models import CreateRequest, validate
+from reference_server.amp01.service import ServerState
 
 _VOCABULARY = (
     "user prefers python for backend development and go for tooling the team deploys services on "

@@ -2,7 +2,7 @@
 
     python benchmarks/suite.py [--areas health,cap,cell,cre,read,patch,del,list,err] [--repeat 3]
 
-In-process runs send requests straight to the ASGI app (amp_conformance.inprocess); loopback runs
+In-process runs send requests straight to the ASGI app (amp_conformance.engine.inprocess); loopback runs
 start the server on 127.0.0.1 with uvicorn in a thread. Prints seconds per run and the median.
 """
 
@@ -20,9 +20,9 @@ from pathlib import Path
 # ``import reference_server`` finds the package, not the benchmark.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from amp_conformance.amp01.selfserve import BundledServer
 from amp_conformance.cli import run_suite
-from amp_conformance.inprocess import asgi_client
-from amp_conformance.selfserve import BundledServer
+from amp_conformance.engine.inprocess import asgi_client
 from reference_server import Settings, create_app
 
 CORE_AREAS = "health,cap,cell,cre,read,patch,del,list,err"

@@ -1,9 +1,11 @@
-"""The in-memory AMP v0.1.0 reference server (Starlette + pydantic, served by uvicorn).
+"""The bundled reference servers, one package per protocol: ``amp01`` (AMP v0.1.0) and ``amp11``.
+
+The names below are the AMP v0.1.0 server's (``reference_server.amp01``), re-exported for brevity.
 
 Typical use: ``create_app(Settings.from_env(os.environ), clock=ManualClock())``; the app's
 ``state.amp`` is the ``ServerState`` (store, lifecycle engine, clock, settings).
 
-The names below are loaded on first use, so ``python -m reference_server.auth`` does not import the
+The names below are loaded on first use, so ``python -m reference_server.amp01.auth`` does not import the
 whole server (and its own module) before running.
 """
 
@@ -13,25 +15,26 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from reference_server.app import create_app
-    from reference_server.clock import Clock, ManualClock, SystemClock
-    from reference_server.config import ConfigError, Settings
-    from reference_server.faults import FAULTS, Fault, Faults
-    from reference_server.service import ServerState
-    from reference_server.store import RetentionWindowError
+    from reference_server.amp01.app import create_app
+    from reference_server.amp01.clock import Clock, ManualClock, SystemClock
+    from reference_server.amp01.config import Settings
+    from reference_server.amp01.config_error import ConfigError
+    from reference_server.amp01.faults import FAULTS, Fault, Faults
+    from reference_server.amp01.service import ServerState
+    from reference_server.amp01.store import RetentionWindowError
 
 _EXPORTS = {
-    "FAULTS": "reference_server.faults",
-    "Clock": "reference_server.clock",
-    "ConfigError": "reference_server.config",
-    "Fault": "reference_server.faults",
-    "Faults": "reference_server.faults",
-    "ManualClock": "reference_server.clock",
-    "RetentionWindowError": "reference_server.store",
-    "ServerState": "reference_server.service",
-    "Settings": "reference_server.config",
-    "SystemClock": "reference_server.clock",
-    "create_app": "reference_server.app",
+    "FAULTS": "reference_server.amp01.faults",
+    "Clock": "reference_server.amp01.clock",
+    "ConfigError": "reference_server.amp01.config_error",
+    "Fault": "reference_server.amp01.faults",
+    "Faults": "reference_server.amp01.faults",
+    "ManualClock": "reference_server.amp01.clock",
+    "RetentionWindowError": "reference_server.amp01.store",
+    "ServerState": "reference_server.amp01.service",
+    "Settings": "reference_server.amp01.config",
+    "SystemClock": "reference_server.amp01.clock",
+    "create_app": "reference_server.amp01.app",
 }
 
 __all__ = [

@@ -11,9 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from amp_conformance.catalogue import parse_requirements_markdown
+from amp_conformance.engine.catalogue import parse_requirements_markdown
 
-OUTPUT = Path(__file__).resolve().parents[1] / "amp_conformance" / "contract" / "requirements.json"
+OUTPUT = Path(__file__).resolve().parents[1] / "amp_conformance" / "amp01" / "contract" / "requirements.json"
 
 
 def main(argv: list[str]) -> int:

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from amp_conformance import cells
-from amp_conformance.cells import (
+from amp_conformance.amp01 import cells
+from amp_conformance.amp01.cells import (
     CellIdError,
     Problem,
     TimestampError,
@@ -26,7 +26,7 @@ from amp_conformance.cells import (
     parse_utc_timestamp,
     validate_cell,
 )
-from amp_conformance.resources import fixtures_path, load_fixture
+from amp_conformance.engine.resources import fixtures_path, load_fixture
 
 EXAMPLE_ID = "01J5A3B7K9M2N4P6Q8R0S1T3V5"
 
@@ -228,7 +228,7 @@ def test_validate_cell_derives_the_decay_score_at_a_given_moment(cell: dict[str,
 def test_importing_cells_compiles_nothing() -> None:
     """The online suite imports this module eagerly; the schema must load on first use only."""
     code = (
-        "import amp_conformance.cells as c, amp_conformance.resources as r;"
+        "import amp_conformance.amp01.cells as c, amp_conformance.engine.resources as r;"
         "assert r.load_contract.cache_info().currsize == 0;"
         "assert c.cell_validator.cache_info().currsize == 0; print('ok')"
     )

@@ -20,19 +20,19 @@ from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate as validate_openapi
 from openapi_spec_validator.versions.shortcuts import get_spec_version
 
-from amp_conformance.resources import load_fixture
+from amp_conformance.engine.resources import load_fixture
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _contract_file(name: str) -> Path:
     try:
-        candidate = resources.files("amp_conformance") / "contract" / name
+        candidate = resources.files("amp_conformance") / "amp01" / "contract" / name
         if candidate.is_file():
             return Path(str(candidate))
     except (ModuleNotFoundError, TypeError):
         pass
-    return REPO / "amp_conformance" / "contract" / name
+    return REPO / "amp_conformance" / "amp01" / "contract" / name
 
 
 def _fixture_file(*parts: str) -> Path:

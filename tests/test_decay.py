@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from amp_conformance.decay import (
+from amp_conformance.amp01.decay import (
     STALE_THRESHOLD,
     days_to_threshold,
     decay_score,
     is_below_threshold,
     status_at_pass,
 )
-from amp_conformance.resources import load_fixture
+from amp_conformance.engine.resources import load_fixture
 
 CASES: list[dict[str, Any]] = load_fixture("decay", "cases.json")["cases"]
 POINTS = [

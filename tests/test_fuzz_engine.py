@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from amp_conformance.engine.resources import load_contract
 from amp_conformance.fuzz import (
     CHECK_POLICY,
     FuzzConfig,
@@ -35,7 +36,6 @@ from amp_conformance.fuzz import (
     fetch_served_contract,
     run_fuzz,
 )
-from amp_conformance.resources import load_contract
 from reference_server import Settings, create_app
 
 with warnings.catch_warnings():  # starlette's notice about httpx2 is not this project's concern
@@ -208,7 +208,7 @@ def test_over_the_network_within_the_wall_time(served_faulty_server: str) -> Non
 def test_served_contract_is_fetched_and_matches(served_faulty_server: str) -> None:
     document, notes = fetch_served_contract(served_faulty_server)
     assert document is not None, notes
-    assert compare_served_contract(document, load_contract("openapi.json")) == []
+    assert compare_served_contract(document, load_contract("openapi.json", "amp01")) == []
 
 
 def test_a_refused_connection_is_an_error_not_an_exception() -> None:
@@ -320,7 +320,7 @@ def test_every_schemathesis_check_has_a_policy() -> None:
 
 
 def test_compare_served_contract_reports_routes_methods_and_statuses() -> None:
-    ours = load_contract("openapi.json")
+    ours = load_contract("openapi.json", "amp01")
     assert compare_served_contract(ours, ours) == []
     served = copy.deepcopy(ours)
     del served["paths"]["/amp/v1/memories/search"]
@@ -339,7 +339,7 @@ def test_compare_served_contract_reports_routes_methods_and_statuses() -> None:
 
 
 def test_compare_served_contract_resolves_a_server_prefix() -> None:
-    ours = load_contract("openapi.json")
+    ours = load_contract("openapi.json", "amp01")
     served = copy.deepcopy(ours)
     served["servers"] = [{"url": "http://example.test/amp/v1"}]
     served["paths"] = {

@@ -35,16 +35,18 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     entry_points = next(target.glob("*.dist-info")) / "entry_points.txt"
     text = entry_points.read_text()
     assert "amp-conformance = amp_conformance.cli:main" in text
-    assert "amp-reference-server = reference_server.__main__:main" in text
+    assert "amp-reference-server = reference_server.amp01.__main__:main" in text
     assert "amp_conformance = amp_conformance.plugin" in text
     return target
 
 
 def test_the_wheel_ships_contract_files_fixtures_and_check_configuration(installed: Path) -> None:
     package = installed / "amp_conformance"
-    for name in ("openapi.json", "memory-cell.schema.json", "report.schema.json", "list.schema.json"):
+    for name in ("openapi.json", "memory-cell.schema.json", "requirements.json"):
+        json.loads((package / "amp01" / "contract" / name).read_text())
+    for name in ("report.schema.json", "list.schema.json"):
         json.loads((package / "contract" / name).read_text())
-    assert (package / "checks" / "pytest.ini").is_file()
+    assert (package / "amp01" / "checks" / "pytest.ini").is_file()
     shipped = {p.relative_to(package / "fixtures") for p in (package / "fixtures").rglob("*.json")}
     in_repo = {p.relative_to(REPO / "fixtures") for p in (REPO / "fixtures").rglob("*.json")}
     assert shipped == in_repo
@@ -77,7 +79,7 @@ def test_the_installed_reference_server_answers_health_within_5_seconds(
         assert body == {"status": "ok", "amp_version": "0.1.0"}, "no health answer within 5 s"
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=5) as reply:
             served = reply.read()
-        assert served == (installed / "amp_conformance" / "contract" / "openapi.json").read_bytes()
+        assert served == (installed / "amp_conformance" / "amp01" / "contract" / "openapi.json").read_bytes()
     finally:
         server.terminate()
         server.wait(10)

@@ -26,3 +26,20 @@ def test_ruff_format_is_applied() -> None:
 def test_mypy_strict_finds_nothing() -> None:
     result = _run(sys.executable, "-m", "mypy")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_import_circles() -> None:
+    """No module imports, directly or through others, a module that imports it (type-only imports count)."""
+    import grimp
+
+    for package in ("amp_conformance", "reference_server"):
+        graph = grimp.build_graph(package)
+        circles = sorted(
+            {
+                tuple(sorted((module, imported)))
+                for module in graph.modules
+                for imported in graph.find_modules_directly_imported_by(module)
+                if graph.chain_exists(importer=imported, imported=module)
+            }
+        )
+        assert circles == [], f"import circles in {package}: {circles}"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from amp_conformance.resources import contract_path, fixtures_path, load_contract, load_fixture
+from amp_conformance.engine.resources import contract_path, fixtures_path, load_contract, load_fixture
 from amp_conformance.validator import (
     compare_contract,
     validate_cell,
@@ -72,7 +72,7 @@ def test_top_level_copy_of_the_example_is_identical() -> None:
 
 def test_api_reference_example_validates() -> None:
     assert validate_cell(example()) == []
-    assert load_contract("memory-cell.schema.json")["examples"][0] == example()
+    assert load_contract("memory-cell.schema.json", "amp01")["examples"][0] == example()
 
 
 def test_there_are_enough_vectors() -> None:
@@ -292,8 +292,8 @@ def test_json_output_validates_against_its_schema(tmp_path: Path, capsys: pytest
 
 
 def test_our_contract_matches_itself(capsys: pytest.CaptureFixture[str]) -> None:
-    assert compare_contract(load_contract("openapi.json")) == []
-    assert validate_contract_main([str(contract_path("openapi.json")), "-q"]) == 0
+    assert compare_contract(load_contract("openapi.json", "amp01")) == []
+    assert validate_contract_main([str(contract_path("openapi.json", "amp01")), "-q"]) == 0
     assert capsys.readouterr().out == ""
 
 
@@ -322,7 +322,7 @@ def relative_copy(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_paths_relative_to_the_api_base_and_renamed_parameters_match() -> None:
-    doc = relative_copy(load_contract("openapi.json"))
+    doc = relative_copy(load_contract("openapi.json", "amp01"))
     doc["paths"] = {p.replace("{memory_id}", "{id}"): item for p, item in doc["paths"].items()}
     assert compare_contract(doc) == []
 
@@ -438,7 +438,7 @@ def served(tmp_path: Path) -> Iterator[str]:
 
 
 def test_contract_from_a_url(tmp_path: Path, served: str, capsys: pytest.CaptureFixture[str]) -> None:
-    (tmp_path / "openapi.json").write_text(json.dumps(load_contract("openapi.json")))
+    (tmp_path / "openapi.json").write_text(json.dumps(load_contract("openapi.json", "amp01")))
     assert validate_contract_main([f"{served}/openapi.json", "--timeout", "5"]) == 0
     assert validate_contract_main([f"{served}/missing.json", "--timeout", "5"]) == 2
     assert "HTTP 404" in capsys.readouterr().out

@@ -17,7 +17,7 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
 
-from amp_conformance.envelope import envelope_problems, validation_error_problems
+from amp_conformance.amp01.envelope import envelope_problems, validation_error_problems
 from amp_conformance.fuzz._collect import Collector
 from amp_conformance.fuzz._model import API_PREFIX, CHECK_POLICY, FAIL, OFF
 

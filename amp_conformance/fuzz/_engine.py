@@ -395,9 +395,9 @@ def _run(
 
     raw = config.contract
     if raw is None:
-        from amp_conformance.resources import load_contract
+        from amp_conformance.engine.resources import load_contract
 
-        raw = load_contract("openapi.json")
+        raw = load_contract("openapi.json", "amp01")
     contract: dict[str, Any] = copy.deepcopy(dict(raw))
     if not config.allow_global_effects:
         _drop_global_operations(contract)

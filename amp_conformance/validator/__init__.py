@@ -1,13 +1,13 @@
 """Offline validation: memory cells in files or stdin, and OpenAPI documents against our contract.
 
-Public API: ``validate_cell`` (re-exported from ``amp_conformance.cells``), ``validate_documents`` →
+Public API: ``validate_cell`` (re-exported from ``amp_conformance.amp01.cells``), ``validate_documents`` →
 ``Report``, ``compare_contract`` → ``list[ContractDifference]``, and the CLI entry points
 ``validate_main`` / ``validate_contract_main`` that ``amp_conformance.cli`` dispatches to.
 """
 
 from __future__ import annotations
 
-from amp_conformance.cells import Problem, validate_cell
+from amp_conformance.amp01.cells import Problem, validate_cell
 from amp_conformance.validator.cli import validate_contract_main, validate_main
 from amp_conformance.validator.contract import ContractDifference, compare_contract
 from amp_conformance.validator.documents import validate_documents

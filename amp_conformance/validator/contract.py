@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from amp_conformance.resources import load_contract
+from amp_conformance.engine.resources import load_contract
 from amp_conformance.validator.openapi import (
     Operation,
     RefError,
@@ -50,7 +50,7 @@ def compare_contract(
     item ``$ref`` that does not resolve).
     """
     check_document(doc)
-    reference: Mapping[str, Any] = load_contract("openapi.json") if ours is None else ours
+    reference: Mapping[str, Any] = load_contract("openapi.json", "amp01") if ours is None else ours
     check_document(reference)
     expected = {op.key: op for op in operations(reference)}
     actual = {op.key: op for op in operations(doc)}

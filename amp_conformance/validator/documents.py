@@ -7,7 +7,7 @@ from datetime import datetime
 from os import PathLike
 from typing import IO
 
-from amp_conformance.cells import validate_cell
+from amp_conformance.amp01.cells import validate_cell
 from amp_conformance.validator.inputs import LineError, Unreadable, read_entries, source_name
 from amp_conformance.validator.report import Finding, InputError, Report, SourceSummary
 

@@ -44,7 +44,7 @@ _LITERALS: Final = frozenset(("://", "PRIVATE KEY", "PuTTY-User", ":_authToken",
 _FAST: Final = re.compile(
     r"[A-Za-z0-9_\-+/=]{11,}|://|PRIVATE KEY|PuTTY-User|:_authToken|xox|AccountKey=|eyJ"
 )
-_KEYWORDS: Final = ("pass", "pwd", "secret", "key", "token")
+_KEYWORD_HINT: Final = re.compile("pass|pwd|secret|key|token")
 _KEYWORD_ASSIGNMENT: Final = re.compile(r"(?i:password|passwd|pwd|secret|api[_-]?key|token)\s*[:=]")
 
 
@@ -59,8 +59,7 @@ def _is_candidate(text: str) -> bool:
             or "AP" in found
         ):
             return True
-    lowered = text.lower()
-    return any(word in lowered for word in _KEYWORDS) and _KEYWORD_ASSIGNMENT.search(text) is not None
+    return _KEYWORD_HINT.search(text.lower()) is not None and _KEYWORD_ASSIGNMENT.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reference_server.access import pattern_matches
+from reference_server.amp01.access import pattern_matches
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from reference_server.auth import hash_key
+from reference_server.amp01.auth import hash_key
 
 
 def _run(amp, token=None, **headers):

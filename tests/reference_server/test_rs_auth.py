@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reference_server import ConfigError, Settings
-from reference_server.auth import KeyRing, hash_key, load_keys_file, main
+from reference_server.amp01.auth import KeyRing, hash_key, load_keys_file, main
 
 KEYS = {"agent-one": "key-one-secret", "agent-two": "key-two-secret"}
 
@@ -46,7 +46,7 @@ def test_hash_cli(capsys):
 
 def test_hash_cli_as_module():
     result = subprocess.run(
-        [sys.executable, "-m", "reference_server.auth", "hash", "the-agent-key"],
+        [sys.executable, "-m", "reference_server.amp01.auth", "hash", "the-agent-key"],
         cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,

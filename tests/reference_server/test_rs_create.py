@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from ulid import ULID
 
-from amp_conformance.resources import load_fixture
+from amp_conformance.engine.resources import load_fixture
 
 TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z")
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from reference_server import FAULTS, Settings
-from reference_server.auth import hash_key
+from reference_server.amp01.auth import hash_key
 
 Scenario = Callable[[Any], Any]
 SCENARIOS: dict[str, tuple[Scenario, dict[str, Any]]] = {}

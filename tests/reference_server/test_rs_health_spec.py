@@ -6,7 +6,7 @@ from importlib import resources
 
 import pytest
 
-from reference_server.embedding import DIMENSIONS, PROVIDER
+from reference_server.amp01.embedding import DIMENSIONS, PROVIDER
 
 
 def test_health_is_open_and_reports_version(amp):
@@ -66,7 +66,7 @@ def test_manual_run_endpoint_exists(amp):
 
 
 def test_openapi_served_byte_for_byte(amp):
-    document = resources.files("amp_conformance").joinpath("contract", "openapi.json")
+    document = resources.files("amp_conformance").joinpath("amp01", "contract", "openapi.json")
     if not document.is_file():
         pytest.skip("the contract file is not written yet")
     response = amp.client.get("/openapi.json")
@@ -76,7 +76,7 @@ def test_openapi_served_byte_for_byte(amp):
 
 
 def test_openapi_missing_is_an_enveloped_404(amp, monkeypatch):
-    import reference_server.app as app_module
+    import reference_server.amp01.app as app_module
 
     class _Missing:
         @staticmethod

@@ -11,7 +11,7 @@ import pytest
 import uvicorn
 
 from reference_server import ManualClock, Settings, create_app
-from reference_server.lifecycle import decay_score
+from reference_server.amp01.lifecycle import decay_score
 
 DAY = 86400
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from reference_server import FAULTS
-from reference_server.__main__ import main
+from reference_server.amp01.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-CONTRACT = Path(__file__).resolve().parents[2] / "amp_conformance" / "contract" / "openapi.json"
+CONTRACT = Path(__file__).resolve().parents[2] / "amp_conformance" / "amp01" / "contract" / "openapi.json"
 SCHEMATHESIS = shutil.which("schemathesis", path=str(Path(sys.executable).parent))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from reference_server.service import cell_size
+from reference_server.amp01.service import cell_size
 
 
 def test_create_over_the_limit_is_413_and_stores_nothing(make_amp):

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from reference_server import ConfigError, ManualClock, Settings, SystemClock
-from reference_server.embedding import BLOCK, DIMENSIONS, VectorIndex, embed, similarity
-from reference_server.faults import Faults
-from reference_server.ids import IdGenerator
-from reference_server.timestamps import format_timestamp, parse_rfc3339
+from reference_server.amp01.embedding import BLOCK, DIMENSIONS, VectorIndex, embed, similarity
+from reference_server.amp01.faults import Faults
+from reference_server.amp01.ids import IdGenerator
+from reference_server.amp01.timestamps import format_timestamp, parse_rfc3339
 
 
 def test_settings_defaults_and_env():

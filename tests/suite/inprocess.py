@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from amp_conformance.cli import SuiteOutcome, list_checks, run_suite
-from amp_conformance.inprocess import asgi_client
+from amp_conformance.engine.inprocess import asgi_client
 from reference_server import Settings, create_app
 
 ADMIN_TOKEN = "self-test-admin-token"

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from amp_conformance.catalogue import catalogue
 from amp_conformance.cli import list_checks
-from amp_conformance.resources import load_fixture
+from amp_conformance.engine.catalogue import catalogue
+from amp_conformance.engine.resources import load_fixture
 
 with warnings.catch_warnings():
     # The check module marks its tests with @check at import; outside a suite run the plugin has not
     # registered the "amp" marker, which pytest would otherwise warn about.
     warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
-    from amp_conformance.checks.test_access import (
+    from amp_conformance.amp01.checks.test_access import (
         DECOYS,
         SURFACE_IDS,
         VECTORS,

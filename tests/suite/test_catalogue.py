@@ -7,10 +7,15 @@ from pathlib import Path
 
 import jsonschema
 
-from amp_conformance.catalogue import catalogue, expand_areas, levels_up_to, parse_requirements_markdown
 from amp_conformance.cli import list_checks
 from amp_conformance.coverage import coverage_markdown
-from amp_conformance.resources import load_contract
+from amp_conformance.engine.catalogue import (
+    catalogue,
+    expand_areas,
+    levels_up_to,
+    parse_requirements_markdown,
+)
+from amp_conformance.engine.resources import load_contract
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,8 +7,14 @@ import time
 
 import pytest
 
-from amp_conformance.client import MAX_RESPONSE_BYTES, Client, Connection, Exchange, normalise_base_url
-from amp_conformance.outcomes import CheckFailure, DeadlineExceeded, ServerUnavailable, TransportFailure
+from amp_conformance.engine.client import MAX_RESPONSE_BYTES, Client, Connection, normalise_base_url
+from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.outcomes import (
+    CheckFailure,
+    DeadlineExceeded,
+    ServerUnavailable,
+    TransportFailure,
+)
 from tests.suite.badservers import answers, free_port, never_answers, raw_server, resets
 
 

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from amp_conformance.cli import main
-from amp_conformance.resources import load_contract
+from amp_conformance.engine.resources import load_contract
 from tests.suite.badservers import answers, free_port, never_answers, raw_server
 
 PYTHON = sys.executable

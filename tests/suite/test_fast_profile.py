@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from amp_conformance.run import Run
+from amp_conformance.engine.run import Run
 from tests.suite.inprocess import run_against_reference
 
 AREAS = "cap,lc,srch,size,rate,ret"

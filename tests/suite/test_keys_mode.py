@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from amp_conformance.cli import SuiteOutcome
-from amp_conformance.resources import load_fixture
+from amp_conformance.engine.resources import load_fixture
 from tests.suite.inprocess import KEYED_AGENTS, run_against_reference, write_keys_file
 
 AREAS = "acl,auth,admin"

@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from amp_conformance.resources import load_contract
+from amp_conformance.engine.resources import load_contract
 from tests.suite.inprocess import run_against_reference
 
 CORE_AREAS = {"health", "cap", "cell", "cre", "read", "patch", "del", "list", "err"}

@@ -1,0 +1,286 @@
+"""Helpers that more than one check module needs (private to the checks; not collected by pytest).
+
+A check module should not import another check module: pytest collects both, and the helpers of one
+area would then silently depend on the other's. What two or more areas share lives here instead;
+helpers used by a single module stay private to that module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from amp_conformance import Amp
+from amp_conformance.amp01.cells import Problem, TimestampError, parse_utc_timestamp, validate_cell
+from amp_conformance.engine.client import Reply
+
+# cells: members, validity, timestamps -------------------------------------------------------------
+
+#: Generous clock skew between the suite and the server (requirements.md §0.3 hygiene).
+SKEW = timedelta(seconds=120)
+
+#: Missing members that are a SHOULD (AMP-CELL-03), not a schema failure (see the schema's $comment).
+_SHOULD_MEMBERS = ("$.scoring", "$.access_policy", "$.provenance")
+
+
+def member(cell: Mapping[str, Any], path: str) -> Any:
+    """``cell['a']['b']`` for ``path`` ``"a.b"``; None when a step is missing or not an object.
+
+    For checks that judge the value themselves (a missing member is then just a wrong value)."""
+    value: Any = cell
+    for part in path.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def expect_member(amp: Amp, cell: Any, path: str, reply: Reply | None = None) -> Any:
+    """The value at the dotted ``path`` of ``cell``; a missing member fails the check clearly.
+
+    For checks whose verdict needs the member to exist (a missing one is not a wrong value)."""
+    current = cell
+    for part in path.split("."):
+        if not isinstance(current, dict) or part not in current:
+            amp.fail(f"the returned cell has no member {path!r}", reply)
+        current = current[part]
+    return current
+
+
+def expect_valid_cell(amp: Amp, cell: object, reply: Reply | None, what: str) -> dict[str, Any]:
+    """Fail unless ``cell`` validates (AMP-CELL-01); a missing scoring/access_policy/provenance member
+    (AMP-CELL-03) or out-of-order timestamps (AMP-CELL-20) are warnings. Returns the cell.
+
+    Shared so that every area holds the cells it receives to one and the same rule."""
+    amp.expect(isinstance(cell, dict), f"{what}: the body is a JSON object (a cell)", reply)
+    assert isinstance(cell, dict)  # for the type checker; expect() above already failed otherwise
+    problems = validate_cell(cell)
+    soft = [
+        p
+        for p in problems
+        if (p.code == "missing-member" and p.path.startswith(_SHOULD_MEMBERS)) or p.code == "timestamp-order"
+    ]
+    hard = [p for p in problems if p not in soft]
+    if soft:
+        amp.warn(f"{what}: {_summary(soft)} (AMP-CELL-03 / AMP-CELL-20)", reply)
+    amp.expect(
+        not hard,
+        f"{what} is not a valid cell (AMP-CELL-01): {_summary(hard)}",
+        reply,
+        expected="a cell that validates against memory-cell.schema.json",
+    )
+    return cell
+
+
+def _summary(problems: list[Problem], limit: int = 5) -> str:
+    text = "; ".join(f"{p} [{p.code}]" for p in problems[:limit])
+    if len(problems) > limit:
+        text += f"; and {len(problems) - limit} more"
+    return text
+
+
+def timestamp(amp: Amp, cell: Mapping[str, Any], name: str, reply: Reply | None) -> datetime | None:
+    """``lifecycle.<name>`` parsed as a UTC timestamp (None when null); fails on anything else."""
+    value = member(cell, f"lifecycle.{name}")
+    if value is None:
+        return None
+    amp.expect(isinstance(value, str), f"lifecycle.{name} is a string or null (got {value!r})", reply)
+    try:
+        return parse_utc_timestamp(value)
+    except TimestampError as exc:
+        amp.fail(f"lifecycle.{name} is an RFC 3339 UTC timestamp (AMP-CELL-18): {exc}", reply)
+
+
+def timestamp_set(amp: Amp, cell: Mapping[str, Any], name: str, reply: Reply | None, what: str) -> datetime:
+    """``lifecycle.<name>`` as :func:`timestamp` parses it; a null one fails the check with ``what``."""
+    value = timestamp(amp, cell, name, reply)
+    amp.expect(value is not None, what, reply)
+    assert value is not None
+    return value
+
+
+def server_now_near(moment: datetime, sent: datetime, received: datetime, reply: Reply) -> bool:
+    """Whether ``moment`` can be the server's current time for ``reply``: within SKEW of the client's
+    send/receive bracket, or within SKEW of the response's ``Date`` header."""
+    if sent - SKEW <= moment <= received + SKEW:
+        return True
+    header = reply.headers.get("date")
+    if header:
+        try:
+            date = parsedate_to_datetime(header)
+        except (TypeError, ValueError):
+            return False
+        if date.tzinfo is None:
+            date = date.replace(tzinfo=UTC)
+        # Date has whole seconds: allow one more second either way
+        return date - SKEW - timedelta(seconds=1) <= moment <= date + SKEW + timedelta(seconds=1)
+    return False
+
+
+# requests: create, read, list --------------------------------------------------------------------
+
+
+def full_body(amp: Amp) -> dict[str, Any]:
+    """The API reference's create example, with this run's owner and agents."""
+    return amp.cell_body(
+        content={
+            "text": "User prefers Python for backend development",
+            "metadata": {"domain": "programming", "language": "python"},
+        },
+        identity={"created_by": amp.agent_id("a"), "session_id": "session-789"},
+        scoring={"importance": 0.8, "confidence": 0.95, "decay_rate": 0.01},
+        access_policy={
+            "readable_by": [amp.agent_id("b")],
+            "writable_by": [amp.agent_id("b")],
+            "public": False,
+        },
+        provenance={
+            "source_type": "conversation",
+            "source_ref": "conv-abc-123",
+            "extraction_method": "llm_extraction",
+        },
+    )
+
+
+def post_cell(amp: Amp, body: Any, *, role: str | None = "a", remember_as: str | None = None) -> Reply:
+    """POST /memories as ``role`` (None: no identity); a created cell is remembered for cleanup.
+
+    For checks that judge the create itself (``amp.create_cell`` fails on anything but a 2xx)."""
+    client = amp.anonymous() if role is None else amp.as_agent(role)
+    reply = client.post("/memories", body)
+    remember_created(amp, reply, remember_as or role or "a")
+    return reply
+
+
+def remember_created(amp: Amp, reply: Reply, role: str) -> None:
+    """Register a cell the server created (even by mistake) so the run's cleanup removes it."""
+    if 200 <= reply.status < 300:
+        try:
+            body = reply.json()
+        except AssertionError:
+            return
+        if isinstance(body, dict) and isinstance(body.get("id"), str):
+            amp.remember(body["id"], as_agent=role)
+
+
+def created(
+    amp: Amp, body: Any, *, role: str = "a", what: str = "creating a cell"
+) -> tuple[dict[str, Any], Reply]:
+    """POST a body that must give 201 and a valid cell."""
+    reply = post_cell(amp, body, role=role)
+    amp.expect_status(reply, 201, what=what)
+    return expect_valid_cell(amp, reply.json_object(), reply, f"the cell returned by {what}"), reply
+
+
+def read(
+    amp: Amp, cell_id: str, *, role: str = "a", what: str = "reading the cell"
+) -> tuple[dict[str, Any], Reply]:
+    """GET a cell that must answer 200 with a valid cell."""
+    reply = amp.as_agent(role).get(f"/memories/{cell_id}")
+    amp.expect_status(reply, 200, what=what)
+    return expect_valid_cell(amp, reply.json_object(), reply, f"the cell returned by {what}"), reply
+
+
+def read_back(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[dict[str, Any], Reply]:
+    """GET a cell that must answer 200 with an object, not validated (the check judges what it needs).
+
+    Note that a read by id is an access: it bumps access_count and restarts the decay clock."""
+    reply = amp.as_agent(role).get(f"/memories/{cell_id}")
+    amp.expect_status(reply, 200, what="reading the cell back")
+    return reply.json_object(), reply
+
+
+def list_owner(amp: Amp, owner_id: str, *, role: str = "a", **params: Any) -> tuple[list[Any], Reply]:
+    """``GET /memories?owner_id=...`` as ``role``: the ``results`` array (fails when there is none)."""
+    reply = amp.as_agent(role).get("/memories", params={"owner_id": owner_id, **params})
+    amp.expect_status(reply, 200, what="listing the owner's cells")
+    results = reply.json_object().get("results")
+    amp.expect(isinstance(results, list), "the list body has a 'results' array", reply)
+    assert isinstance(results, list)
+    return results, reply
+
+
+def expect_validation_error(amp: Amp, reply: Reply, what: str) -> None:
+    """422 ``VALIDATION_ERROR`` in the error envelope (the shape of ``details.errors`` is AMP-ERR-04's)."""
+    amp.expect(
+        reply.status == 422,
+        f"{what}: expected 422 VALIDATION_ERROR, got {reply.status}",
+        reply,
+        expected="422 VALIDATION_ERROR",
+    )
+    amp.expect_error(reply, 422, "VALIDATION_ERROR")
+
+
+# lifecycle passes ---------------------------------------------------------------------------------
+
+#: The statuses a cell can be listed with (deleted cells are never listed).
+LISTED_STATUSES = ("active", "stale", "archived")
+QUIET_INTERVAL = 60
+"""A scheduler interval (s) long enough that a background pass during one check is unlikely."""
+PASS_WHAT = "a lifecycle pass with the admin token"
+
+
+def run_pass_reply(amp: Amp, *, what: str = PASS_WHAT) -> Reply:
+    """One manual pass through ``POST /lifecycle/run`` (skips without leave to run one, see
+    ``amp.admin()``): 200 with a ``transitions`` object, or the check fails."""
+    reply = amp.admin().post("/lifecycle/run")
+    amp.expect_status(reply, 200, what=what)
+    transitions = reply.json_object().get("transitions")
+    amp.expect(isinstance(transitions, dict), "the pass reports a transitions object", reply)
+    return reply
+
+
+def run_pass(amp: Amp, *, what: str = PASS_WHAT) -> dict[str, Any]:
+    """One manual pass; its ``transitions`` object (its exact shape is the admin area's business)."""
+    transitions: dict[str, Any] = run_pass_reply(amp, what=what).json_object()["transitions"]
+    return transitions
+
+
+def scheduler_quiet(amp: Amp) -> bool:
+    """No scheduled pass is likely during a check: the scheduler is off or its interval is long.
+
+    With a short interval a background pass may move the suite's cells between two requests, so the
+    checks then judge statuses only and leave the per-pass counts (and in-between states) unasserted.
+    """
+    scheduler = amp.spec.get("lifecycle_scheduler")
+    if not isinstance(scheduler, dict) or scheduler.get("enabled") is False:
+        return True
+    interval = scheduler.get("interval_seconds")
+    return isinstance(interval, int | float) and interval >= QUIET_INTERVAL
+
+
+def expect_at_least(amp: Amp, transitions: dict[str, Any], key: str, least: int) -> None:
+    """``transitions[key] >= least`` (the pass moved at least the suite's own cells), when quiet."""
+    value = transitions.get(key)
+    if not scheduler_quiet(amp):
+        amp.note(f"{key} = {value!r} not judged: a scheduled pass may have moved the cells first")
+        return
+    amp.expect(
+        isinstance(value, int) and not isinstance(value, bool) and value >= least,
+        f"{key} counts at least the suite's {least} cell(s) (got {value!r})",
+        expected=f">= {least}",
+    )
+
+
+def listings_by_status(amp: Amp, owner: str) -> Iterator[tuple[str, Reply]]:
+    """(status, 200 reply) of ``GET /memories?owner_id=…&status=…`` as agent "a", one status at a time.
+
+    Lazy, so a caller that stops early sends no further request. Seeing a cell's status this way is
+    never a by-id read, which would count as an access and restart the cell's decay clock."""
+    client = amp.as_agent("a")
+    for status in LISTED_STATUSES:
+        reply = client.get("/memories", params={"owner_id": owner, "status": status})
+        amp.expect_status(reply, 200, what=f"listing the owner's {status} cells")
+        yield status, reply
+
+
+def status_by_list(amp: Amp, owner: str, cell_id: str) -> str | None:
+    """The cell's status as list reports it (never a by-id read); None when no listing shows it."""
+    for _status, reply in listings_by_status(amp, owner):
+        for cell in reply.json_object().get("results", []):
+            if isinstance(cell, dict) and cell.get("id") == cell_id:
+                found = cell.get("lifecycle", {}).get("status")
+                return str(found) if found is not None else None
+    return None

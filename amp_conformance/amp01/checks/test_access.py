@@ -1,0 +1,473 @@
+"""Access control (AMP-ACL-*): the data-driven access matrix, and policy changes, refusals and body tricks.
+
+The matrix lives in ``fixtures/access/matrix.json``. Each vector is one check: agent "a" creates two
+cells with the vector's owner and policy (one stays active, one is archived), then the vector's caller
+tries every surface. Read is seen through GET by id, search and list (the cell is in the results or
+not); write through a harmless PATCH and through DELETE of the archived cell, so a successful delete
+spoils nothing else. All surfaces must give the caller the same answer (AMP-SRCH-15, AMP-ACL-14,
+AMP-LIST-07: a disagreement always fails); when they agree with each other but not with the vector,
+the decision's stance (requirements.md §2) makes it a fail or a warn.
+
+Patterns are built from the run's real agent ids: keyless ids derive from the run, and with API keys
+the patterns derive from the keyed agents' ids. A vector whose pattern cannot be expressed with the
+ids at hand (too short, no letter to flip, the pattern does not separate the spec's rule from the
+wrong one it guards against) skips with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+from ulid import ULID
+
+from amp_conformance import MUST, SHOULD, Amp, check, load_fixture
+from amp_conformance.engine.client import Reply
+
+MATRIX: dict[str, Any] = load_fixture("access", "matrix.json")
+VECTORS: list[dict[str, Any]] = MATRIX["vectors"]
+
+#: Every matrix vector is checked through search and list too, so it cites their read-rule ids.
+SURFACE_IDS = ("AMP-SRCH-15", "AMP-ACL-14", "AMP-LIST-07")
+READ_SURFACES = ("GET", "search", "list")
+WRITE_SURFACES = ("PATCH", "DELETE")
+#: Wrong matching rules a vector may guard against (its "decoy").
+DECOYS = ("substring", "prefix", "case-insensitive")
+MAX_PAGES = 20
+DEFAULT_PAGE = 100
+
+
+# --------------------------------------------------------------------------------------- helpers
+
+
+def page_size(amp: Amp) -> int:
+    """The advertised max_page_size, or DEFAULT_PAGE when /spec cannot say (other checks report that)."""
+    value = amp.capabilities.get("max_page_size")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else DEFAULT_PAGE
+
+
+def find_in_pages(amp: Amp, fetch: Callable[[int], Reply], cell_id: str, what: str) -> tuple[bool, Reply]:
+    """Page through ``fetch(offset)`` until ``cell_id`` shows up or the pages end."""
+    offset = 0
+    reply = fetch(offset)
+    for _ in range(MAX_PAGES):
+        amp.expect_status(reply, 200, what=what)
+        body = reply.json_object()
+        results = body.get("results")
+        if not isinstance(results, list):
+            amp.fail(f"{what}: 'results' is an array (got {type(results).__name__})", reply)
+        if any(isinstance(item, dict) and item.get("id") == cell_id for item in results):
+            return True, reply
+        if body.get("has_more") is not True or not results:
+            return False, reply
+        offset += len(results)
+        reply = fetch(offset)
+    return False, reply
+
+
+def listed(amp: Amp, role: str, owner_id: str, cell_id: str) -> tuple[bool, Reply]:
+    client = amp.as_agent(role)
+    limit = page_size(amp)
+    return find_in_pages(
+        amp,
+        lambda offset: client.get(
+            "/memories", params={"owner_id": owner_id, "limit": limit, "offset": offset}
+        ),
+        cell_id,
+        "listing the owner's cells",
+    )
+
+
+def searched(amp: Amp, role: str, owner_id: str, text: str, cell_id: str) -> tuple[bool, Reply]:
+    client = amp.as_agent(role)
+    limit = page_size(amp)
+    return find_in_pages(
+        amp,
+        lambda offset: client.post(
+            "/memories/search", {"query": text, "owner_id": owner_id, "limit": limit, "offset": offset}
+        ),
+        cell_id,
+        "searching the owner's cells",
+    )
+
+
+def decision(amp: Amp, reply: Reply, allowed: tuple[int, ...], what: str) -> bool:
+    """True for an allowed answer, False for a refusal (403 in the server's convention); else fail."""
+    if reply.status in allowed:
+        return True
+    if reply.status == 403:
+        amp.expect_refusal(reply, what)
+        return False
+    wanted = " or ".join(str(s) for s in allowed)
+    hint = (
+        " (C-02: an existing cell the caller may not use is a 403, never a 404)"
+        if reply.status == 404
+        else ""
+    )
+    amp.fail(
+        f"{what}: expected {wanted} (allowed) or 403 (refused), got {reply.status}{hint}",
+        reply,
+        expected=f"{wanted} or 403",
+    )
+
+
+# --------------------------------------------------------------------- templates and local model
+
+_PLACEHOLDER = re.compile(
+    r"\{(?P<who>[a-z][a-z0-9_-]*)(?:\[(?P<index>-?\d*(?::-?\d*)?)\])?(?:\|(?P<filter>other|flipcase))?\}"
+)
+
+
+class Unexpressible(ValueError):
+    """A vector's template cannot be built from the agent ids at hand."""
+
+
+def template_roles(value: Any) -> set[str]:
+    """Roles named by placeholders anywhere in ``value`` (``caller`` excluded)."""
+    if isinstance(value, str):
+        return {m["who"] for m in _PLACEHOLDER.finditer(value)} - {"caller"}
+    if isinstance(value, Mapping):
+        return set().union(*(template_roles(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(template_roles(v) for v in value)) if value else set()
+    return set()
+
+
+def _select(value: str, index: str) -> str:
+    if ":" in index:
+        start, stop = (int(part) if part else None for part in index.split(":"))
+        return value[start:stop]
+    try:
+        return value[int(index)]
+    except (IndexError, ValueError):
+        raise Unexpressible(f"{value!r} has no character [{index}]") from None
+
+
+def _flip_case(value: str) -> str:
+    for position, char in enumerate(value):
+        if char.lower() != char.upper():
+            return value[:position] + char.swapcase() + value[position + 1 :]
+    raise Unexpressible(f"{value!r} has no letter whose case could be flipped")
+
+
+def render(template: str, ids: Mapping[str, str]) -> str:
+    """Fill a vector's placeholders (see ``templates`` in matrix.json) from ``ids``."""
+
+    def replace(match: re.Match[str]) -> str:
+        value = ids[match["who"]]
+        if match["index"] is not None:
+            value = _select(value, match["index"])
+        if match["filter"] == "other":
+            return next(c for c in "-x0" if not value.endswith(c))
+        if match["filter"] == "flipcase":
+            return _flip_case(value)
+        return value
+
+    return _PLACEHOLDER.sub(replace, template)
+
+
+def pattern_matches(pattern: str, agent: str, rule: str = "spec") -> bool:
+    """The spec's matching (``*`` is any run, whole id, case-sensitive), or one of the DECOYS."""
+    if rule == "case-insensitive":
+        pattern, agent = pattern.lower(), agent.lower()
+    elif rule == "substring":
+        pattern = f"*{pattern}*"
+    elif rule == "prefix" and not pattern.endswith("*"):
+        pattern += "*"
+    regex = "".join(".*" if part == "*" else re.escape(part) for part in re.split(r"(\*)", pattern))
+    return re.fullmatch(regex, agent, re.DOTALL) is not None
+
+
+def expected_decision(
+    policy: Mapping[str, Any], owner_id: str, creator: str, caller: str, action: str, rule: str = "spec"
+) -> bool:
+    """What the spec (or a decoy rule) decides for ``caller`` (requirements.md AMP-ACL-01/02/07/08)."""
+    if caller in (owner_id, creator):
+        return True
+    if action == "read" and policy.get("public") is True:
+        return True
+    patterns = policy.get("readable_by" if action == "read" else "writable_by") or []
+    return any(pattern_matches(p, caller, rule) for p in patterns)
+
+
+def render_vector(vector: Mapping[str, Any], ids: Mapping[str, str]) -> tuple[dict[str, Any], str, str]:
+    """(policy, owner_id, owner_type) of ``vector`` for these ids; raises Unexpressible."""
+    raw = vector.get("policy", {})
+    policy = {
+        "public": bool(raw.get("public", False)),
+        "readable_by": [render(p, ids) for p in raw.get("readable_by", [])],
+        "writable_by": [render(p, ids) for p in raw.get("writable_by", [])],
+    }
+    owner = vector.get("owner") or {}
+    owner_id = render(owner["id"], ids) if "id" in owner else ids["owner"]
+    return policy, owner_id, owner.get("type", "user")
+
+
+def expressible(
+    vector: Mapping[str, Any], policy: Mapping[str, Any], owner_id: str, creator: str, caller: str
+) -> str | None:
+    """Why the rendered vector does not test what it means to with these ids, or None."""
+    where = f"caller {caller!r}, policy {dict(policy)!r}"
+    for action in ("read", "write"):
+        wanted = vector["expect"][action]["allowed"]
+        if expected_decision(policy, owner_id, creator, caller, action) != wanted:
+            return f"with these agent ids the pattern does not express the vector ({where})"
+    decoy = vector.get("decoy")
+    if decoy and all(
+        expected_decision(policy, owner_id, creator, caller, action, decoy)
+        == vector["expect"][action]["allowed"]
+        for action in ("read", "write")
+    ):
+        return f"with these agent ids the pattern does not tell {decoy} matching from the spec's ({where})"
+    return None
+
+
+def caller_role(amp: Amp, vector: Mapping[str, Any]) -> str:
+    if amp.keys_mode:
+        return str(vector["caller"])
+    return str(vector.get("keyless_caller", vector["caller"]))
+
+
+# ----------------------------------------------------------------------------------- the matrix
+
+
+def _marks(vector: Mapping[str, Any]) -> Any:
+    """The vector's own @check mark (pytest.param takes the MarkDecorator that check() returns)."""
+    ids = list(dict.fromkeys([*vector["requirements"], *SURFACE_IDS]))
+    return check(*ids, level=MUST)
+
+
+def _describe(observed: Mapping[str, tuple[bool, Reply]]) -> str:
+    return ", ".join(f"{surface} {'allowed' if ok else 'refused'}" for surface, (ok, _) in observed.items())
+
+
+def _disagreement(action: str, observed: Mapping[str, tuple[bool, Reply]]) -> tuple[str, Reply] | None:
+    """A message (and the odd reply) when the surfaces of one action disagree."""
+    values = {ok for ok, _ in observed.values()}
+    if len(values) < 2:
+        return None
+    if action == "read":
+        reference = observed["GET"][0]
+        odd = [surface for surface, (ok, _) in observed.items() if ok != reference]
+        rules = []
+        if "search" in odd:
+            rules.append("AMP-SRCH-15: search must apply the same read rule as GET")
+        if "list" in odd:
+            rules.append("AMP-ACL-14/AMP-LIST-07: list must apply the same read rule as GET")
+        reply = observed[odd[0]][1]
+    else:
+        rules = ["AMP-ACL-02: PATCH and DELETE are both writes and must get the same decision"]
+        reply = observed["DELETE"][1]
+    return f"the surfaces disagree on {action} ({_describe(observed)}); " + "; ".join(rules), reply
+
+
+@pytest.mark.parametrize("vector", [pytest.param(v, id=v["name"], marks=_marks(v)) for v in VECTORS])
+def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
+    """Access matrix: the caller gets the vector's decision on GET, search, list, PATCH and DELETE alike."""
+    role = caller_role(amp, vector)
+    creator = amp.agent_id("a")
+    caller = amp.agent_id(role)
+    ids = {"caller": caller, "owner": amp.owner()}
+    for name in template_roles({"policy": vector.get("policy", {}), "owner": vector.get("owner", {})}):
+        ids[name] = amp.agent_id(name)
+    try:
+        policy, owner_id, owner_type = render_vector(vector, ids)
+    except Unexpressible as exc:
+        amp.skip(f"cannot be expressed with the run's agent ids: {exc}")
+    reason = expressible(vector, policy, owner_id, creator, caller)
+    if reason:
+        amp.skip(reason)
+
+    text = f"access matrix probe {vector['name']} {str(ULID()).lower()}"
+    body = {
+        "content": {"text": text},
+        "identity": {"owner_id": owner_id, "owner_type": owner_type},
+        "access_policy": policy,
+    }
+    live = amp.create_cell(body)
+    stored = live.get("access_policy")
+    amp.expect(
+        isinstance(stored, dict) and {k: stored.get(k) for k in policy} == policy,
+        f"precondition: the created cell keeps the access policy as sent {policy!r} (got {stored!r})",
+    )
+    made_by = (live.get("identity") or {}).get("created_by")
+    amp.expect(
+        made_by == creator, f"precondition: created_by is the creating agent {creator!r} (got {made_by!r})"
+    )
+    doomed = amp.create_cell(body)
+    amp.archive(doomed["id"])
+
+    client = amp.as_agent(role)
+    who = f"agent {caller!r}"
+    reads: dict[str, tuple[bool, Reply]] = {}
+    reply = client.get(f"/memories/{live['id']}")
+    reads["GET"] = (decision(amp, reply, (200,), f"GET by {who}"), reply)
+    reads["search"] = searched(amp, role, owner_id, text, live["id"])
+    reads["list"] = listed(amp, role, owner_id, live["id"])
+    writes: dict[str, tuple[bool, Reply]] = {}
+    reply = client.patch(
+        f"/memories/{live['id']}", {"content": {"text": text, "metadata": {"acl_probe": vector["name"]}}}
+    )
+    writes["PATCH"] = (decision(amp, reply, (200,), f"PATCH by {who}"), reply)
+    reply = client.delete(f"/memories/{doomed['id']}")
+    writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of an archived cell by {who}"), reply)
+
+    context = (
+        f"vector {vector['name']}: {vector['description']} Caller {caller!r}, policy {policy!r}, "
+        f"owner {owner_id!r} ({owner_type}), creator {creator!r}"
+    )
+    failures: list[tuple[str, Reply]] = []
+    for action, observed in (("read", reads), ("write", writes)):
+        split = _disagreement(action, observed)
+        if split:
+            failures.append(split)
+            continue
+        expected = vector["expect"][action]
+        got, reply = next(iter(observed.values()))
+        if got == expected["allowed"]:
+            continue
+        verb = "allowed" if expected["allowed"] else "refused"
+        message = (
+            f"{action} by {who} should be {verb} ({expected['requirement']}), but every surface "
+            f"{'allowed' if got else 'refused'} it ({', '.join(observed)})"
+        )
+        if expected["stance"] == "warn":
+            amp.warn(f"{message} (requirements.md makes this a warning) [{context}]", reply)
+        else:
+            failures.append((message, reply))
+    if failures:
+        amp.fail("; ".join(message for message, _ in failures) + f" [{context}]", failures[0][1])
+
+
+# ------------------------------------------------------------------------ the other ACL checks
+
+
+@check("AMP-ACL-10", "AMP-ACL-09", level=MUST)
+def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
+    """A refused GET, PATCH and DELETE are each 403 with FORBIDDEN or ACCESS_DENIED, the same code (C-02)."""
+    cell = amp.create_cell()
+    doomed = amp.create_cell()
+    amp.archive(doomed["id"])
+    stranger = amp.as_agent("b")
+    replies = {
+        "GET": stranger.get(f"/memories/{cell['id']}"),
+        "PATCH": stranger.patch(f"/memories/{cell['id']}", {"content": {"text": "a stranger's edit"}}),
+        "DELETE": stranger.delete(f"/memories/{doomed['id']}"),
+    }
+    codes: dict[str, str] = {}
+    for name, reply in replies.items():
+        what = f"a stranger's {name} under the default policy"
+        if reply.status == 404:
+            amp.fail(f"{what}: 404 for an existing cell; C-02 requires 403", reply, expected="403")
+        amp.expect_refusal(reply, what)
+        codes[name] = reply.json_object()["error"]["code"]
+    amp.expect(
+        len(set(codes.values())) == 1,
+        f"one refusal code on every route (got {codes})",
+        replies["DELETE"],
+    )
+    source = "the API reference tables" if codes["GET"] == "FORBIDDEN" else "the upstream contract"
+    amp.note(f"refusal code {codes['GET']} ({source}, C-02)")
+
+
+@check("AMP-ACL-11", level=SHOULD)
+def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
+    """A stranger gets the same status, code and message for a forbidden, an unknown and a deleted id."""
+    forbidden = amp.create_cell()
+    deleted = amp.create_cell()
+    amp.delete_cell(deleted["id"])
+    stranger = amp.as_agent("b")
+    replies = {
+        "forbidden": stranger.get(f"/memories/{forbidden['id']}"),
+        "unknown": stranger.get(f"/memories/{amp.unknown_id()}"),
+        "deleted": stranger.get(f"/memories/{deleted['id']}"),
+    }
+
+    def answer(reply: Reply) -> tuple[int, Any, Any]:
+        try:
+            error = reply.json_object().get("error")
+        except AssertionError:
+            error = None
+        error = error if isinstance(error, dict) else {}
+        return reply.status, error.get("code"), error.get("message")
+
+    answers = {name: answer(reply) for name, reply in replies.items()}
+    distinct = {value for value in answers.values()}
+    shown = "; ".join(
+        f"{name}: {status} {code} {message!r}" for name, (status, code, message) in answers.items()
+    )
+    amp.expect(
+        len(distinct) == 1,
+        f"forbidden, unknown and deleted ids look the same to a stranger (RFC §5 oracle); got {shown}",
+        replies["unknown"],
+    )
+
+
+@check("AMP-ACL-12", "AMP-ACL-14", level=MUST)
+def test_policy_changes_take_effect_at_once(amp: Amp) -> None:
+    """After the owner names agent b in readable_by, b reads and lists the cell; after removal it cannot."""
+    reader = amp.agent_id("b")
+    text = f"policy change probe {str(ULID()).lower()}"
+    owner = amp.owner()
+    cell = amp.create_cell({"content": {"text": text}, "identity": {"owner_id": owner}})
+    path = f"/memories/{cell['id']}"
+    b = amp.as_agent("b")
+    a = amp.as_agent("a")
+    amp.expect(not decision(amp, b.get(path), (200,), "b's GET before it is named"), "b may not read yet")
+
+    reply = a.patch(path, {"access_policy": {"readable_by": [reader]}})
+    amp.expect_status(reply, 200, what="the creator naming b in readable_by")
+    reply = b.get(path)
+    amp.expect(decision(amp, reply, (200,), "b's GET once named"), "b reads the cell at once", reply)
+    found, reply = listed(amp, "b", owner, cell["id"])
+    amp.expect(found, "the cell is in b's list at once", reply)
+
+    reply = a.patch(path, {"access_policy": {"readable_by": []}})
+    amp.expect_status(reply, 200, what="the creator removing b from readable_by")
+    reply = b.get(path)
+    amp.expect(not decision(amp, reply, (200,), "b's GET after removal"), "b is refused at once", reply)
+    found, reply = listed(amp, "b", owner, cell["id"])
+    amp.expect(not found, "the cell is gone from b's list at once", reply)
+
+
+@check("AMP-ACL-13", level=MUST)
+def test_nothing_in_the_body_raises_a_callers_rights(amp: Amp) -> None:
+    """A stranger naming itself created_by (or in the policy) in a PATCH body is refused and gains nothing."""
+    creator, stranger_id = amp.agent_id("a"), amp.agent_id("b")
+    cell = amp.create_cell()
+    path = f"/memories/{cell['id']}"
+    stranger = amp.as_agent("b")
+    for label, patch in (
+        ("identity.created_by", {"identity": {"created_by": stranger_id}, "content": {"text": "mine now"}}),
+        ("identity.owner_id", {"identity": {"owner_id": stranger_id}, "content": {"text": "mine now"}}),
+        ("access_policy", {"access_policy": {"readable_by": [stranger_id], "writable_by": [stranger_id]}}),
+    ):
+        reply = stranger.patch(path, patch)
+        amp.expect(
+            not decision(amp, reply, (200,), f"a stranger's PATCH claiming {label}"),
+            f"a stranger's PATCH setting {label} to itself is refused",
+            reply,
+        )
+        reply = stranger.get(path)
+        amp.expect(
+            not decision(amp, reply, (200,), f"the stranger's GET after claiming {label}"),
+            f"after claiming {label} in a body the stranger still cannot read the cell",
+            reply,
+        )
+    owner = amp.as_agent("a")
+    reply = owner.patch(path, {"identity": {"created_by": stranger_id}, "content": {"text": "edited"}})
+    amp.expect_status(reply, 200, 422, what="the creator's PATCH sending identity.created_by")
+    if reply.status == 422:
+        amp.note("the server refuses identity members in a PATCH body with 422 rather than ignoring them")
+    reply = owner.get(path)
+    amp.expect_status(reply, 200, what="the creator reading the cell back")
+    got = (reply.json_object().get("identity") or {}).get("created_by")
+    amp.expect(got == creator, f"identity.created_by stays {creator!r} (got {got!r})", reply)
+    reply = stranger.get(path)
+    amp.expect(
+        not decision(amp, reply, (200,), "the stranger's GET after the creator's PATCH"),
+        "the stranger still cannot read the cell",
+        reply,
+    )

@@ -1,0 +1,294 @@
+"""The admin route that runs a lifecycle pass on demand (AMP-ADMIN-*).
+
+The route is the one ``/spec`` names in ``lifecycle_scheduler.manual_run_endpoint``. Whether a pass
+ran is seen on a probe cell with importance 0.2 (decay score below 0.3, so any pass makes it stale),
+observed through ``GET /memories?owner_id=...&status=...`` and never by id: a read by id counts as an
+access and restarts the decay clock (requirements.md 0.3, hygiene).
+
+Without ``--admin-token`` the suite still checks that the route refuses (403, never 404) and runs no
+pass. With it, wrong tokens are refused; the right token is used only with ``--allow-global-effects``
+(``amp.admin()`` skips otherwise), because a pass moves cells of everyone on the server.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from amp_conformance import MAY, MUST, SHOULD, Amp, check
+from amp_conformance.engine.client import Client, Reply
+
+ADMIN_HEADER = "X-AMP-Admin-Token"
+TRANSITION_KEYS = ("active_to_stale", "stale_to_archived", "stale_to_active")
+LOW_SCORE = {"importance": 0.2}
+NO_TOKEN = "needs the server's admin token: give --admin-token"
+
+
+# --------------------------------------------------------------------------------------- helpers
+
+
+def can_create(amp: Amp) -> bool:
+    """Whether the run can act as an agent (false when the server requires keys and none were given)."""
+    return amp.keys_mode or amp.capabilities.get("api_keys_required") is not True
+
+
+def run_endpoint(amp: Amp) -> tuple[str, bool]:
+    """(path, relative to the origin root?) of the manual-run route as /spec advertises it."""
+    scheduler = amp.capabilities.get("lifecycle_scheduler")
+    endpoint = scheduler.get("manual_run_endpoint") if isinstance(scheduler, dict) else None
+    if isinstance(endpoint, str) and endpoint.strip():
+        endpoint = endpoint.strip()
+        if endpoint.startswith(("http://", "https://")):
+            return httpx.URL(endpoint).raw_path.decode("ascii"), True
+        if endpoint.startswith("/"):
+            return endpoint, True
+        return f"/{endpoint}", False
+    amp.note("/spec names no lifecycle_scheduler.manual_run_endpoint: used /lifecycle/run under the base URL")
+    return "/lifecycle/run", False
+
+
+def run_pass(amp: Amp, client: Client) -> Reply:
+    path, root = run_endpoint(amp)
+    return client.post(path, root=root)
+
+
+def listed_under(amp: Amp, cell: dict[str, Any]) -> str | None:
+    """The status filter under which the owner's lists show the cell (no read by id), or None."""
+    owner = cell["identity"]["owner_id"]
+    client = amp.as_agent("a")
+    for status in ("active", "stale", "archived"):
+        reply = client.get("/memories", params={"owner_id": owner, "status": status, "limit": 100})
+        amp.expect_status(reply, 200, what=f"listing the probe cell's owner with status={status}")
+        results = reply.json_object().get("results")
+        if isinstance(results, list) and any(
+            isinstance(item, dict) and item.get("id") == cell["id"] for item in results
+        ):
+            return status
+    return None
+
+
+def expect_no_pass(amp: Amp, cell: dict[str, Any] | None, what: str) -> None:
+    """The low-score probe cell is still active: no lifecycle pass ran."""
+    if cell is None:
+        amp.note(f"{what}: no probe cell (no keys to create one), so 'no pass ran' was not observed")
+        return
+    status = listed_under(amp, cell)
+    amp.expect(
+        status == "active",
+        f"{what} ran no lifecycle pass: the probe cell with decay score 0.2 is still listed as active "
+        f"(it is listed as {status!r})",
+    )
+
+
+def probe_cell(amp: Amp) -> dict[str, Any] | None:
+    return amp.create_cell(scoring=LOW_SCORE) if can_create(amp) else None
+
+
+def expect_transitions(amp: Amp, reply: Reply) -> dict[str, Any]:
+    """200 with all three transition counts as non-negative integers (AMP-ADMIN-04, -06)."""
+    amp.expect_status(reply, 200, what="a lifecycle pass with the right admin token")
+    body = reply.json_object()
+    transitions = body.get("transitions")
+    if not isinstance(transitions, dict):
+        amp.fail(f"the body has a 'transitions' object (got {transitions!r})", reply)
+    amp.expect(
+        transitions != {},
+        "transitions is {}: the API reference says an empty object means the pass failed (AMP-ADMIN-06)",
+        reply,
+    )
+    missing = [key for key in TRANSITION_KEYS if key not in transitions]
+    amp.expect(
+        not missing, f"transitions has all three keys even when zero; missing: {', '.join(missing)}", reply
+    )
+    wrong = {
+        key: transitions[key]
+        for key in TRANSITION_KEYS
+        if not isinstance(transitions[key], int) or isinstance(transitions[key], bool) or transitions[key] < 0
+    }
+    amp.expect(not wrong, f"transition counts are non-negative integers (got {wrong})", reply)
+    return transitions
+
+
+# ---------------------------------------------------------------------------- without the token
+
+
+@check("AMP-ADMIN-01", "AMP-ADMIN-03", level=MUST)
+def test_run_endpoint_exists_and_refuses_without_a_token(amp: Amp) -> None:
+    """POST to the advertised run endpoint without a token is a 403 refusal (never 404) and runs no pass."""
+    cell = probe_cell(amp)
+    reply = run_pass(amp, amp.anonymous())
+    amp.expect(
+        reply.status != 404,
+        "the manual-run endpoint /spec advertises exists: disabled or not, it is never a 404",
+        reply,
+        expected="403",
+    )
+    amp.expect(reply.status != 200, "a POST without an admin token must not run a lifecycle pass", reply)
+    if amp.run.options.admin_token is not None:
+        amp.expect_error(reply, 403, "ACCESS_DENIED")
+    else:
+        error = amp.expect_error(reply, 403, ("ADMIN_DISABLED", "ACCESS_DENIED"))
+        amp.note(f"without a token the endpoint answered 403 {error['code']}")
+    expect_no_pass(amp, cell, "the tokenless POST")
+
+
+@check("AMP-ADMIN-02", level=MUST)
+def test_server_without_a_token_answers_admin_disabled(amp: Amp) -> None:
+    """A server with no admin token answers 403 ADMIN_DISABLED whatever token is sent, and runs no pass."""
+    if amp.run.options.admin_token is not None:
+        amp.skip(
+            "the run was given --admin-token, so the server has one: AMP-ADMIN-02 needs a server started "
+            "without AMP_ADMIN_TOKEN and a run without --admin-token"
+        )
+    cell = probe_cell(amp)
+    codes: dict[str, str] = {}
+    for label, client in (
+        ("no token header", amp.anonymous()),
+        ("a made-up token", amp.with_headers({ADMIN_HEADER: "amp-conformance-made-up-token"})),
+    ):
+        reply = run_pass(amp, client)
+        amp.expect(
+            reply.status != 200, f"a POST with {label} must not run a lifecycle pass", reply, expected="403"
+        )
+        codes[label] = amp.expect_error(reply, 403, ("ADMIN_DISABLED", "ACCESS_DENIED"))["code"]
+    amp.expect(
+        len(set(codes.values())) == 1,
+        f"the refusal does not depend on the token sent (got {codes})",
+        expected="ADMIN_DISABLED for both",
+    )
+    code = next(iter(codes.values()))
+    if code == "ADMIN_DISABLED":
+        amp.note("the endpoint answered 403 ADMIN_DISABLED: the server has no admin token configured")
+    else:
+        amp.note(
+            "the endpoint answered 403 ACCESS_DENIED: the server has an admin token configured, so "
+            "ADMIN_DISABLED could not be observed (start it without AMP_ADMIN_TOKEN to verify AMP-ADMIN-02)"
+        )
+    expect_no_pass(amp, cell, "the refused POSTs")
+
+
+@check("AMP-ADMIN-03", level=MUST)
+def test_a_wrong_token_is_refused_and_runs_no_pass(amp: Amp) -> None:
+    """A wrong X-AMP-Admin-Token gets 403 ACCESS_DENIED and changes nothing."""
+    secret = amp.run.options.admin_token
+    if secret is None:
+        amp.skip(NO_TOKEN + " (without it, AMP-ADMIN-01/-02 check the refusal)")
+    cell = probe_cell(amp)
+    for label, wrong in (("a wrong token", f"{secret}-wrong"), ("an empty token", "")):
+        reply = run_pass(amp, amp.with_headers({ADMIN_HEADER: wrong}))
+        amp.expect(reply.status != 200, f"{label} must not run a lifecycle pass", reply, expected="403")
+        amp.expect_error(reply, 403, "ACCESS_DENIED")
+    expect_no_pass(amp, cell, "the POSTs with wrong tokens")
+
+
+@check("AMP-ADMIN-10", level=SHOULD)
+def test_the_token_comparison_is_exact(amp: Amp) -> None:
+    """A token differing from the right one only in letter case is wrong: 403 ACCESS_DENIED, no pass."""
+    secret = amp.run.options.admin_token
+    if secret is None:
+        amp.skip(NO_TOKEN)
+    flipped = secret.swapcase()
+    if flipped == secret:
+        amp.skip("the admin token has no letters, so no case-flipped variant exists")
+    cell = probe_cell(amp)
+    reply = run_pass(amp, amp.with_headers({ADMIN_HEADER: flipped}))
+    amp.expect(
+        reply.status != 200, "a case-flipped token must not run a lifecycle pass", reply, expected="403"
+    )
+    amp.expect_error(reply, 403, "ACCESS_DENIED")
+    expect_no_pass(amp, cell, "the POST with a case-flipped token")
+
+
+# ------------------------------------------------------------------- with the token (global effects)
+
+
+@check("AMP-ADMIN-04", "AMP-ADMIN-06", level=MUST, global_effects=True)
+def test_a_pass_reports_all_three_transition_counts(amp: Amp) -> None:
+    """The right token gets 200 {"transitions": {...}} with all three keys as integers >= 0 (never {})."""
+    client = amp.admin()
+    probe_cell(amp)
+    reply = run_pass(amp, client)
+    if reply.status == 401:
+        amp.note("the admin route wanted an agent identity as well as the token (AMP-ADMIN-08)")
+        client.headers.update(amp.agent("a").headers())
+        reply = run_pass(amp, client)
+    expect_transitions(amp, reply)
+
+
+@check("AMP-ADMIN-05", "AMP-ADMIN-03", level=MUST, global_effects=True)
+def test_a_pass_counts_the_cells_it_moved(amp: Amp) -> None:
+    """A pass moves the suite's low-score cells to stale, and active_to_stale counts at least them."""
+    client = amp.admin()
+    amp.agent("a")  # skips (the server needs keys the run lacks) before an owner is drawn
+    owner = amp.owner()
+    low = [amp.create_cell({"identity": {"owner_id": owner}}, scoring=LOW_SCORE) for _ in range(2)]
+    healthy = amp.create_cell(
+        {"identity": {"owner_id": owner}}, scoring={"importance": 1.0, "decay_rate": 0.0}
+    )
+    reply = run_pass(amp, client)
+    transitions = expect_transitions(amp, reply)
+    amp.expect(
+        transitions["active_to_stale"] >= len(low),
+        f"active_to_stale counts at least the suite's {len(low)} low-score cells "
+        f"(got {transitions['active_to_stale']})",
+        reply,
+    )
+    for cell in low:
+        status = listed_under(amp, cell)
+        amp.expect(status == "stale", f"a low-score cell is stale after the pass (listed as {status!r})")
+    status = listed_under(amp, healthy)
+    amp.expect(status == "active", f"a healthy cell stays active after the pass (listed as {status!r})")
+
+
+@check("AMP-ADMIN-07", level=MAY, global_effects=True)
+def test_a_pass_may_report_extra_members(amp: Amp) -> None:
+    """Members beside the three counts are tolerated; a 'purged' count, if present, is an integer >= 0."""
+    client = amp.admin()
+    reply = run_pass(amp, client)
+    amp.expect_status(reply, 200, what="a lifecycle pass with the right admin token")
+    body = reply.json_object()
+    extra = sorted(set(body) - {"transitions"})
+    transitions = body.get("transitions")
+    if isinstance(transitions, dict):
+        extra += [f"transitions.{key}" for key in sorted(set(transitions) - set(TRANSITION_KEYS))]
+    if extra:
+        amp.note(f"extra members in the pass report: {', '.join(extra)}")
+    if "purged" in body:
+        purged = body["purged"]
+        amp.expect(
+            isinstance(purged, int) and not isinstance(purged, bool) and purged >= 0,
+            f"'purged' is an integer >= 0 (got {purged!r})",
+            reply,
+        )
+
+
+@check("AMP-ADMIN-08", level=SHOULD, global_effects=True)
+def test_a_pass_needs_only_the_admin_token(amp: Amp) -> None:
+    """The admin route works with the admin token alone: no X-AMP-Agent-ID, no X-AMP-API-Key."""
+    client = amp.admin()
+    sent = {name.lower() for name in client.headers}
+    amp.expect(
+        sent == {ADMIN_HEADER.lower()}, f"the request carries only the admin token (sent {sorted(sent)})"
+    )
+    reply = run_pass(amp, client)
+    mode = "with API keys on" if amp.keys_mode or not can_create(amp) else "without API keys"
+    amp.expect(
+        reply.status == 200,
+        f"a pass with only the admin token ({mode}) answers 200, got {reply.status}",
+        reply,
+        expected="200",
+    )
+
+
+@check("AMP-ADMIN-09", level=SHOULD, global_effects=True)
+def test_a_second_pass_does_not_move_the_cell_again(amp: Amp) -> None:
+    """Right after a pass made a cell stale, a second pass leaves it stale (not archived, not active)."""
+    client = amp.admin()
+    cell = amp.create_cell(scoring=LOW_SCORE)
+    expect_transitions(amp, run_pass(amp, client))
+    status = listed_under(amp, cell)
+    amp.expect(status == "stale", f"the first pass made the low-score cell stale (listed as {status!r})")
+    expect_transitions(amp, run_pass(amp, client))
+    status = listed_under(amp, cell)
+    amp.expect(status == "stale", f"after a second pass the cell is still stale (listed as {status!r})")

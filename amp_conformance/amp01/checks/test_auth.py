@@ -1,0 +1,384 @@
+"""Identity and API keys (AMP-AUTH-02..09; the keyed side of AMP-CRE-07).
+
+Keys mode is in force when ``/spec`` says ``api_keys_required`` or the run was given keys
+(``--api-key`` / ``--api-keys-file``). Checks that need a working key skip with a reason naming the
+flag when the server requires keys and none were given; checks that only provoke refusals (missing,
+wrong and unknown-agent keys) run without keys. The 401 ``MISSING_AGENT_ID`` per route (AMP-AUTH-01)
+lives in test_errors.py; AMP-AUTH-10 (a broken key file stops start-up) is not black-box and is left
+to the reference server's own tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ulid import ULID
+
+from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._support import listings_by_status
+from amp_conformance.amp01.context import KEYS_NEEDED
+from amp_conformance.engine.client import Reply
+
+AGENT_HEADER = "X-AMP-Agent-ID"
+KEY_HEADER = "X-AMP-API-Key"
+NO_KEYS = (
+    "keys mode only: the server does not require API keys (/spec api_keys_required is not true) "
+    "and no --api-key was given"
+)
+NOT_A_KEY = "amp-conformance-not-a-key"
+
+
+# --------------------------------------------------------------------------------------- helpers
+
+
+def server_requires_keys(amp: Amp) -> bool:
+    return amp.capabilities.get("api_keys_required") is True
+
+
+def keys_in_force(amp: Amp) -> bool:
+    return amp.keys_mode or server_requires_keys(amp)
+
+
+def need_keys(amp: Amp) -> None:
+    """Skip unless the run holds API keys."""
+    if not amp.keys_mode:
+        amp.skip(KEYS_NEEDED if server_requires_keys(amp) else NO_KEYS)
+
+
+def need_keys_in_force(amp: Amp) -> None:
+    if not keys_in_force(amp):
+        amp.skip(NO_KEYS)
+
+
+def unregistered(amp: Amp, label: str = "unregistered") -> str:
+    """An agent id no key file holds: it derives from this run."""
+    return f"{amp.run.prefix}-{label}"
+
+
+def error_triple(reply: Reply) -> tuple[int, Any, Any]:
+    try:
+        body = reply.json()
+    except AssertionError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    error = error if isinstance(error, dict) else {}
+    return reply.status, error.get("code"), error.get("message")
+
+
+def empty_for_owner(amp: Amp, owner_id: str) -> tuple[bool, Reply]:
+    """Whether keyed agent "a" lists nothing for ``owner_id`` (any status but deleted)."""
+    reply: Reply | None = None
+    for _status, reply in listings_by_status(amp, owner_id):
+        results = reply.json_object().get("results")
+        if isinstance(results, list) and results:
+            for item in results:
+                if isinstance(item, dict) and isinstance(item.get("id"), str):
+                    amp.remember(item["id"], as_agent="a")
+            return False, reply
+    assert reply is not None
+    return True, reply
+
+
+def same_401(amp: Amp, replies: dict[str, Reply], route: str, codes: tuple[str, ...]) -> None:
+    """Every reply is 401 with one of ``codes``, and all carry the same status, code and message."""
+    for label, reply in replies.items():
+        amp.expect(
+            reply.status == 401,
+            f"{route} with {label}: expected 401, got {reply.status}",
+            reply,
+            expected="401",
+        )
+        amp.expect_error(reply, 401, codes)
+    triples = {label: error_triple(reply) for label, reply in replies.items()}
+    if len(set(triples.values())) > 1:
+        shown = "; ".join(f"{label}: {s} {c} {m!r}" for label, (s, c, m) in triples.items())
+        amp.fail(
+            f"{route}: authentication failures are distinguishable (AMP-AUTH-04: one identical 401): {shown}",
+            next(iter(replies.values())),
+        )
+    details = {label: reply.json_object()["error"].get("details") for label, reply in replies.items()}
+    if len({repr(value) for value in details.values()}) > 1:
+        amp.warn(f"{route}: the 401 bodies differ in error.details: {details}", next(iter(replies.values())))
+
+
+# ------------------------------------------------------------------------------------- keyless
+
+
+@check("AMP-AUTH-02", level=MUST)
+def test_keyless_server_trusts_any_agent_id(amp: Amp) -> None:
+    """Without API keys any agent-id string works with no credential: create, read and list succeed."""
+    if keys_in_force(amp):
+        amp.skip("keyless only: this run uses API keys (AMP-AUTH-03..06 apply instead)")
+    claimed = amp.capabilities.get("api_keys_required")
+    if claimed is not False:
+        amp.note(f"/spec api_keys_required is {claimed!r}; a keyless server reports false")
+    for role in ("Odd.Agent:ID@example.org/x", "z" * 200):
+        agent = amp.agent(role)
+        cell = amp.create_cell(as_agent=role)
+        got = (cell.get("identity") or {}).get("created_by")
+        amp.expect(got == agent.id, f"created_by is the arbitrary agent id {agent.id!r} (got {got!r})")
+        reply = amp.as_agent(role).get(f"/memories/{cell['id']}")
+        amp.expect_status(reply, 200, what=f"agent {agent.id!r} reading its cell without a key")
+        owner = cell["identity"]["owner_id"]
+        reply = amp.as_agent(role).get("/memories", params={"owner_id": owner})
+        amp.expect_status(reply, 200, what=f"agent {agent.id!r} listing without a key")
+        ids = [item.get("id") for item in reply.json_object().get("results", []) if isinstance(item, dict)]
+        amp.expect(cell["id"] in ids, "the cell is listed for its creator", reply)
+
+
+# ---------------------------------------------------------------------------------------- keys
+
+
+@check("AMP-AUTH-03", level=MUST)
+def test_keys_the_right_pair_works_on_every_agent_route(amp: Amp) -> None:
+    """With the registered key for the claimed agent, every agent route behaves normally."""
+    need_keys(amp)
+    cell = amp.create_cell()
+    client = amp.as_agent("a")
+    path = f"/memories/{cell['id']}"
+    owner = cell["identity"]["owner_id"]
+    amp.expect_status(client.get(path), 200, what="GET by id with the right key")
+    amp.expect_status(
+        client.patch(path, {"content": {"text": "edited with a key"}}), 200, what="PATCH with the right key"
+    )
+    for route in ("/memories", "/memories/query"):
+        reply = client.get(route, params={"owner_id": owner})
+        amp.expect_status(reply, 200, what=f"GET {route} with the right key")
+    reply = client.post("/memories/search", {"query": "edited with a key", "owner_id": owner})
+    amp.expect_status(reply, 200, what="search with the right key")
+    amp.delete_cell(cell["id"])
+
+
+@check("AMP-AUTH-04", level=MUST)
+def test_keys_every_authentication_failure_gets_the_same_401(amp: Amp) -> None:
+    """Missing, wrong, another agent's and unknown-agent keys all get one identical 401 UNAUTHENTICATED."""
+    need_keys_in_force(amp)
+    stranger = unregistered(amp)
+    probes: dict[str, dict[str, str]] = {}
+    if amp.keys_mode:
+        a = amp.agent("a")
+        assert a.key is not None
+        probes["missing key"] = {AGENT_HEADER: a.id}
+        probes["wrong key"] = {AGENT_HEADER: a.id, KEY_HEADER: a.key + "-wrong"}
+        other = amp.optional_agent("b")
+        if other is not None and other.key is not None:
+            probes["another agent's key"] = {AGENT_HEADER: a.id, KEY_HEADER: other.key}
+        else:
+            amp.note("only one keyed agent: the 'another agent's key' probe was left out")
+        probes["unknown agent with a registered key"] = {AGENT_HEADER: stranger, KEY_HEADER: a.key}
+    else:
+        amp.note(f"no keys given: only unknown-agent probes ({KEYS_NEEDED})")
+        probes["unknown agent without a key"] = {AGENT_HEADER: stranger}
+    probes["unknown agent with a made-up key"] = {AGENT_HEADER: stranger, KEY_HEADER: NOT_A_KEY}
+
+    owner = amp.owner()
+    list_replies = {
+        label: amp.with_headers(headers).get("/memories", params={"owner_id": owner})
+        for label, headers in probes.items()
+    }
+    same_401(amp, list_replies, "GET /memories", ("UNAUTHENTICATED",))
+    body = amp.cell_body({"identity": {"owner_id": owner}})
+    create_replies = {
+        label: amp.with_headers(headers).post("/memories", body) for label, headers in probes.items()
+    }
+    same_401(amp, create_replies, "POST /memories", ("UNAUTHENTICATED",))
+    if amp.keys_mode:
+        cell = amp.create_cell()
+        read_replies = {
+            label: amp.with_headers(headers).get(f"/memories/{cell['id']}")
+            for label, headers in probes.items()
+        }
+        read_replies["unknown id, wrong key"] = amp.with_headers(probes["wrong key"]).get(
+            f"/memories/{amp.unknown_id()}"
+        )
+        same_401(amp, read_replies, "GET /memories/{id}", ("UNAUTHENTICATED",))
+
+
+@check("AMP-AUTH-05", level=MUST)
+def test_keys_a_request_without_agent_id_is_401(amp: Amp) -> None:
+    """With keys on, a request without X-AMP-Agent-ID is 401 (UNAUTHENTICATED or MISSING_AGENT_ID, C-15)."""
+    need_keys_in_force(amp)
+    key = amp.agent("a").key if amp.keys_mode else NOT_A_KEY
+    owner = amp.owner()
+    codes = ("UNAUTHENTICATED", "MISSING_AGENT_ID")
+    seen: set[str] = set()
+    for label, headers in (("no headers", {}), ("a key but no agent id", {KEY_HEADER: key or NOT_A_KEY})):
+        client = amp.with_headers(headers)
+        for route, reply in (
+            ("GET /memories", client.get("/memories", params={"owner_id": owner})),
+            ("POST /memories", client.post("/memories", amp.cell_body({"identity": {"owner_id": owner}}))),
+            (
+                "POST /memories/search",
+                client.post("/memories/search", {"query": "anything", "owner_id": owner}),
+            ),
+        ):
+            amp.expect(
+                reply.status == 401,
+                f"{route} with {label}: expected 401, got {reply.status}",
+                reply,
+                expected="401",
+            )
+            error = amp.expect_error(reply, 401, codes)
+            seen.add(error["code"])
+    amp.note(f"401 code for a missing agent id in keys mode: {', '.join(sorted(seen))} (C-15)")
+
+
+@check("AMP-AUTH-06", level=MUST)
+def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp) -> None:
+    """With keys on, a create with no headers and a body created_by is 401, and no cell is stored."""
+    need_keys_in_force(amp)
+    named = amp.agent_id("a") if amp.keys_mode else unregistered(amp, "body-creator")
+    owner = amp.owner()
+    body = amp.cell_body({"identity": {"owner_id": owner, "created_by": named}})
+    reply = amp.anonymous().post("/memories", body)
+    if reply.status in (200, 201):
+        try:
+            cell_id = reply.json_object().get("id")
+        except AssertionError:
+            cell_id = None
+        if isinstance(cell_id, str) and amp.keys_mode:
+            amp.remember(cell_id, as_agent="a")
+        amp.fail(
+            f"a create without credentials was stored as the body's created_by {named!r}: anyone can "
+            "create cells as any agent",
+            reply,
+            expected="401",
+        )
+    amp.expect_error(reply, 401, ("UNAUTHENTICATED", "MISSING_AGENT_ID"))
+    if amp.keys_mode:
+        empty, listed = empty_for_owner(amp, owner)
+        amp.expect(empty, "the refused create stored nothing", listed)
+
+
+@check("AMP-AUTH-06", "AMP-CRE-07", "AMP-ACL-13", level=MUST)
+def test_keys_body_created_by_cannot_impersonate(amp: Amp) -> None:
+    """A keyed caller whose body names another agent as created_by is recorded as itself (C-10)."""
+    need_keys(amp)
+    caller = amp.agent("b")
+    other = amp.agent_id("a")
+    cell = amp.create_cell({"identity": {"created_by": other}}, as_agent="b")
+    got = (cell.get("identity") or {}).get("created_by")
+    amp.expect(
+        got == caller.id,
+        f"created_by is the authenticated caller {caller.id!r}, not the body's {other!r} (got {got!r}); "
+        "with API keys anything else is impersonation (C-10)",
+    )
+
+
+@check("AMP-AUTH-07", level=MUST)
+def test_health_and_spec_stay_open(amp: Amp) -> None:
+    """GET /health and GET /spec answer 200 JSON without agent id or key, with or without API keys."""
+    client = amp.anonymous()
+    for path in ("/health", "/spec"):
+        reply = client.get(path)
+        hint = " (keys mode: these stay open)" if keys_in_force(amp) else ""
+        amp.expect_status(reply, 200, what=f"GET {path} without identity or key{hint}")
+        reply.json_object()
+    if keys_in_force(amp):
+        reply = amp.with_headers({AGENT_HEADER: unregistered(amp), KEY_HEADER: NOT_A_KEY}).get("/spec")
+        if reply.status != 200:
+            amp.warn(f"GET /spec with an unknown agent and key answered {reply.status}, not 200", reply)
+
+
+@check("AMP-AUTH-03", "AMP-ACL-01", level=MUST)
+def test_keys_a_public_cell_needs_an_authenticated_caller(amp: Amp) -> None:
+    """With keys on, a public cell is readable by any authenticated agent, and by no one else (C-35)."""
+    need_keys(amp)
+    cell = amp.create_cell({"access_policy": {"public": True}})
+    path = f"/memories/{cell['id']}"
+    owner = cell["identity"]["owner_id"]
+    a = amp.agent("a")
+    refused = {
+        "no identity": {},
+        "an unknown agent": {AGENT_HEADER: unregistered(amp)},
+        "a registered agent without its key": {AGENT_HEADER: a.id},
+        "a registered agent with a wrong key": {AGENT_HEADER: a.id, KEY_HEADER: NOT_A_KEY},
+    }
+    for label, headers in refused.items():
+        client = amp.with_headers(headers)
+        for route, reply in (
+            ("GET", client.get(path)),
+            (
+                "search",
+                client.post("/memories/search", {"query": cell["content"]["text"], "owner_id": owner}),
+            ),
+            ("list", client.get("/memories", params={"owner_id": owner})),
+        ):
+            amp.expect(
+                reply.status == 401,
+                f"{route} of a public cell by {label}: expected 401 (C-35), got {reply.status}",
+                reply,
+                expected="401",
+            )
+            amp.expect_error(reply, 401, ("UNAUTHENTICATED", "MISSING_AGENT_ID"))
+    reader = amp.optional_agent("b")
+    if reader is None:
+        amp.note("only one keyed agent: an authenticated non-creator read was not tried")
+        return
+    reply = amp.as_agent("b").get(path)
+    amp.expect_status(reply, 200, what="an authenticated agent reading a public cell")
+
+
+@check("AMP-AUTH-08", level=SHOULD)
+def test_keys_authentication_comes_before_anything_else(amp: Amp) -> None:
+    """With keys on, a bad key is 401 before validation, permission or state, and stores nothing."""
+    need_keys_in_force(amp)
+    if amp.keys_mode:
+        a = amp.agent("a")
+        bad = {AGENT_HEADER: a.id, KEY_HEADER: (a.key or "") + "-wrong"}
+    else:
+        bad = {AGENT_HEADER: unregistered(amp), KEY_HEADER: NOT_A_KEY}
+    client = amp.with_headers(bad)
+    reply = client.post("/memories", {"type": "not-a-type"})
+    amp.expect(reply.status == 401, f"an invalid body with a wrong key is 401, not {reply.status}", reply)
+    reply = client.post("/memories/search", {"limit": 0})
+    amp.expect(reply.status == 401, f"an invalid search with a wrong key is 401, not {reply.status}", reply)
+    reply = client.get("/memories", params={"limit": 0})
+    amp.expect(reply.status == 401, f"an invalid list with a wrong key is 401, not {reply.status}", reply)
+    owner = amp.owner()
+    reply = client.post("/memories", amp.cell_body({"identity": {"owner_id": owner}}))
+    amp.expect(reply.status == 401, f"a valid create with a wrong key is 401, not {reply.status}", reply)
+    if not amp.keys_mode:
+        return
+    empty, listed = empty_for_owner(amp, owner)
+    amp.expect(empty, "the create refused for its key stored nothing", listed)
+    cell = amp.create_cell()
+    path = f"/memories/{cell['id']}"
+    for label, reply in (
+        (
+            "GET of another's cell",
+            amp.with_headers({AGENT_HEADER: unregistered(amp), KEY_HEADER: NOT_A_KEY}).get(path),
+        ),
+        ("PATCH with a forbidden transition", client.patch(path, {"lifecycle": {"status": "deleted"}})),
+        ("DELETE of an active cell", client.delete(path)),
+        ("GET of an unknown id", client.get(f"/memories/{amp.unknown_id()}")),
+    ):
+        amp.expect(reply.status == 401, f"{label} with a wrong key is 401, not {reply.status}", reply)
+    reply = amp.as_agent("a").get(path)
+    amp.expect_status(reply, 200, what="the creator reading the cell back")
+    status = (reply.json_object().get("lifecycle") or {}).get("status")
+    amp.expect(status == "active", f"the refused requests changed nothing (status {status!r})", reply)
+
+
+@check("AMP-AUTH-09", level=MUST)
+def test_header_names_are_case_insensitive(amp: Amp) -> None:
+    """X-AMP-Agent-ID (and X-AMP-API-Key) work in lower and upper case."""
+    agent = amp.agent("a")
+    for style in (str.lower, str.upper):
+        headers = {style(AGENT_HEADER): agent.id}
+        if agent.key is not None:
+            headers[style(KEY_HEADER)] = agent.key
+        client = amp.with_headers(headers)
+        body = amp.cell_body({"content": {"text": f"header case probe {str(ULID()).lower()}"}})
+        reply = client.post("/memories", body)
+        shown = ", ".join(headers)
+        amp.expect_status(reply, 201, what=f"a create with the header names {shown}")
+        cell = reply.json_object()
+        if isinstance(cell.get("id"), str):
+            amp.remember(cell["id"], as_agent="a")
+        got = (cell.get("identity") or {}).get("created_by")
+        amp.expect(
+            got == agent.id, f"created_by is {agent.id!r} with header names {shown} (got {got!r})", reply
+        )
+        reply = client.get(f"/memories/{cell['id']}")
+        amp.expect_status(reply, 200, what=f"a read with the header names {shown}")

@@ -1,0 +1,253 @@
+"""Capability claims of ``GET /spec`` checked against behaviour (AMP-CAP-02, AMP-CAP-04…12).
+
+Every number comes from the server's own ``/spec`` (AMP-CAP-04): a claim that is absent skips the
+behaviour check with a reason, a claim that behaviour contradicts fails. The size and rate claims
+(AMP-CAP-07, AMP-CAP-08) are held to their boundaries in ``test_size`` and ``test_rate``;
+AMP-CAP-01 and AMP-CAP-03 live in ``test_health``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeGuard
+
+from amp_conformance import MAY, MUST, SHOULD, Amp, check
+from amp_conformance.engine.client import Reply
+
+CAPABILITY_MEMBERS = (
+    "mcp_compatible",
+    "storage_backends",
+    "api_keys_required",
+    "scoring_patch_limit",
+    "embedding",
+    "max_cell_size_bytes",
+    "retention_days",
+    "lifecycle_scheduler",
+)
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _capability_problems(caps: dict[str, Any]) -> list[str]:
+    """Type problems of the documented capability members (AMP-CAP-02); ``max_page_size`` aside."""
+    problems: list[str] = []
+    missing = [name for name in CAPABILITY_MEMBERS if name not in caps]
+    if missing:
+        problems.append(f"missing member(s): {', '.join(missing)}")
+    if "mcp_compatible" in caps and not isinstance(caps["mcp_compatible"], bool):
+        problems.append(f"mcp_compatible is not a boolean: {caps['mcp_compatible']!r}")
+    if "storage_backends" in caps:
+        backends = caps["storage_backends"]
+        if not (isinstance(backends, list) and backends and all(isinstance(b, str) for b in backends)):
+            problems.append(f"storage_backends is not a non-empty array of strings: {backends!r}")
+    if "api_keys_required" in caps and not isinstance(caps["api_keys_required"], bool):
+        problems.append(f"api_keys_required is not a boolean: {caps['api_keys_required']!r}")
+    if "scoring_patch_limit" in caps and caps["scoring_patch_limit"] is not None:
+        limit = caps["scoring_patch_limit"]
+        if not isinstance(limit, dict):
+            problems.append(f"scoring_patch_limit is neither null nor an object: {limit!r}")
+        else:
+            for name in ("max_patches", "window_seconds"):
+                if not (_is_int(limit.get(name)) and limit[name] > 0):
+                    problems.append(f"scoring_patch_limit.{name} is not an integer > 0: {limit.get(name)!r}")
+    if "embedding" in caps and caps["embedding"] is not None:
+        embedding = caps["embedding"]
+        if not isinstance(embedding, dict):
+            problems.append(f"embedding is neither null nor an object: {embedding!r}")
+        else:
+            if not isinstance(embedding.get("provider"), str):
+                problems.append(f"embedding.provider is not a string: {embedding.get('provider')!r}")
+            dimensions = embedding.get("dimensions", "missing")
+            if dimensions is not None and not _is_int(dimensions):
+                problems.append(f"embedding.dimensions is neither an integer nor null: {dimensions!r}")
+    if "max_cell_size_bytes" in caps and not (
+        _is_int(caps["max_cell_size_bytes"]) and caps["max_cell_size_bytes"] > 0
+    ):
+        problems.append(f"max_cell_size_bytes is not an integer > 0: {caps['max_cell_size_bytes']!r}")
+    if "retention_days" in caps and not _is_int(caps["retention_days"]):
+        problems.append(f"retention_days is not an integer: {caps['retention_days']!r}")
+    if "lifecycle_scheduler" in caps:
+        scheduler = caps["lifecycle_scheduler"]
+        if not isinstance(scheduler, dict):
+            problems.append(f"lifecycle_scheduler is not an object: {scheduler!r}")
+        else:
+            if not isinstance(scheduler.get("enabled"), bool):
+                problems.append(f"lifecycle_scheduler.enabled is not a boolean: {scheduler.get('enabled')!r}")
+            interval = scheduler.get("interval_seconds")
+            if not (_is_int(interval) and interval > 0):
+                problems.append(f"lifecycle_scheduler.interval_seconds is not an integer > 0: {interval!r}")
+            if not isinstance(scheduler.get("manual_run_endpoint"), str):
+                problems.append(
+                    "lifecycle_scheduler.manual_run_endpoint is not a string: "
+                    f"{scheduler.get('manual_run_endpoint')!r}"
+                )
+    return problems
+
+
+def _spec_reply(amp: Amp) -> Reply:
+    reply = amp.anonymous().get("/spec")
+    amp.expect_status(reply, 200, what="GET /spec")
+    return reply
+
+
+def _page_size_claim(amp: Amp) -> int:
+    value = amp.spec.get("max_page_size")
+    if value is None:
+        amp.skip(
+            "/spec makes no max_page_size claim (C-13): the documented ceiling 100 is checked by SRCH-09"
+        )
+    if not (_is_int(value) and value > 0):
+        amp.skip(f"/spec max_page_size {value!r} is not a usable number (AMP-CAP-02 reports it)")
+    assert isinstance(value, int)
+    return value
+
+
+@check("AMP-CAP-02", level=MUST)
+def test_spec_capabilities_have_the_documented_members_and_types(amp: Amp) -> None:
+    """/spec capabilities carry every documented member with its documented type."""
+    reply = _spec_reply(amp)
+    caps = reply.json_object().get("capabilities")
+    amp.expect(isinstance(caps, dict), "capabilities is an object", reply)
+    assert isinstance(caps, dict)
+    problems = _capability_problems(caps)
+    amp.expect(not problems, "capabilities: " + "; ".join(problems), reply)
+    page = caps.get("max_page_size")
+    if page is None:
+        amp.warn("capabilities has no max_page_size (C-13): the suite assumes 100", reply)
+    elif not (_is_int(page) and page > 0):
+        amp.fail(f"max_page_size is not an integer > 0: {page!r}", reply)
+
+
+@check("AMP-CAP-05", "AMP-CAP-04", level=MUST)
+def test_api_keys_required_matches_behaviour(amp: Amp) -> None:
+    """api_keys_required matches behaviour: false serves agents without a key, true answers 401."""
+    claim = amp.spec.get("api_keys_required")
+    if not isinstance(claim, bool):
+        amp.skip(f"/spec makes no usable api_keys_required claim ({claim!r})")
+    owner = amp.owner()
+    keyless = amp.with_headers({"X-AMP-Agent-ID": amp.agent_id("a")})
+    reply = keyless.get("/memories", params={"owner_id": owner})
+    if claim:
+        amp.expect_error(reply, 401, "UNAUTHENTICATED")
+        if amp.keys_mode:
+            keyed = amp.as_agent("a").get("/memories", params={"owner_id": owner})
+            amp.expect_status(keyed, 200, what="the same list with the agent's key")
+        else:
+            amp.note("api_keys_required is true and no --api-key was given: most checks cannot run")
+    else:
+        amp.expect_status(reply, 200, what="api_keys_required is false, so a list without a key")
+
+
+@check("AMP-CAP-06", "AMP-CAP-04", "AMP-SRCH-09", "AMP-LIST-05", level=MUST)
+def test_max_page_size_is_the_exact_ceiling_on_search_and_list(amp: Amp) -> None:
+    """limit = max_page_size is accepted and echoed on search and list; max_page_size + 1 is a 422."""
+    ceiling = _page_size_claim(amp)
+    owner = amp.owner()
+    client = amp.as_agent("a")
+    at_limit = client.get("/memories", params={"owner_id": owner, "limit": ceiling})
+    amp.expect_status(at_limit, 200, what=f"list with limit = max_page_size ({ceiling})")
+    echoed = at_limit.json_object().get("limit")
+    amp.expect(echoed == ceiling, f"list echoes limit {ceiling} (got {echoed!r})", at_limit)
+    over = client.get("/memories", params={"owner_id": owner, "limit": ceiling + 1})
+    amp.expect_error(over, 422, "VALIDATION_ERROR")
+    body = {"query": "page size probe", "owner_id": owner}
+    at_limit = client.post("/memories/search", {**body, "limit": ceiling})
+    amp.expect_status(at_limit, 200, what=f"search with limit = max_page_size ({ceiling})")
+    echoed = at_limit.json_object().get("limit")
+    amp.expect(echoed == ceiling, f"search echoes limit {ceiling} (got {echoed!r})", at_limit)
+    over = client.post("/memories/search", {**body, "limit": ceiling + 1})
+    amp.expect_error(over, 422, "VALIDATION_ERROR")
+
+
+@check("AMP-CAP-09", level=MUST)
+def test_retention_days_is_at_least_30(amp: Amp) -> None:
+    """retention_days is an integer of at least 30 (the spec's floor)."""
+    if "retention_days" not in amp.spec:
+        amp.skip("/spec makes no retention_days claim (AMP-CAP-02 reports the missing member)")
+    days = amp.spec["retention_days"]
+    amp.expect(_is_int(days), f"retention_days is an integer (got {days!r})")
+    amp.expect(days >= 30, f"retention_days is at least 30 (got {days})", expected=">= 30")
+
+
+def _manual_run_path(amp: Amp) -> str:
+    scheduler = amp.spec.get("lifecycle_scheduler")
+    if not isinstance(scheduler, dict) or not isinstance(scheduler.get("manual_run_endpoint"), str):
+        amp.skip("/spec names no lifecycle_scheduler.manual_run_endpoint")
+    path: str = scheduler["manual_run_endpoint"]
+    if not path.startswith(("/", "http://", "https://")):
+        amp.fail(f"manual_run_endpoint {path!r} is neither an absolute path nor a URL")
+    return path
+
+
+@check("AMP-CAP-10", "AMP-ADMIN-01", level=MUST, global_effects=True)
+def test_manual_run_endpoint_exists_and_is_gated(amp: Amp) -> None:
+    """The advertised manual_run_endpoint exists (never 404) and refuses callers without the token."""
+    path = _manual_run_path(amp)
+    options = amp.run.options
+    if not (options.admin_token and options.allow_global_effects):
+        # Without leave to run a pass, probe with a method that cannot start one.
+        reply = amp.anonymous().get(path, root=True)
+        amp.expect(reply.status != 404, f"GET {path} answers 404: the advertised route is absent", reply)
+        if reply.status != 405:
+            amp.skip(
+                f"GET {path} answered {reply.status}, which does not show the route exists; "
+                "give --admin-token and --allow-global-effects to probe it with POST"
+            )
+        return
+    admin = amp.admin()
+    anonymous = amp.anonymous().post(path, root=True)
+    amp.expect(anonymous.status != 404, f"POST {path} answers 404: the advertised route is absent", anonymous)
+    amp.expect_error(anonymous, 403, ("ACCESS_DENIED", "ADMIN_DISABLED"))
+    wrong = amp.with_headers({"X-AMP-Admin-Token": options.admin_token + "-wrong"}).post(path, root=True)
+    amp.expect_error(wrong, 403, ("ACCESS_DENIED", "ADMIN_DISABLED"))
+    allowed = admin.post(path, root=True)
+    amp.expect_status(allowed, 200, what=f"POST {path} with the admin token")
+    transitions = allowed.json_object().get("transitions")
+    amp.expect(isinstance(transitions, dict), "the manual run answers with a transitions object", allowed)
+
+
+@check("AMP-CAP-11", level=MAY)
+def test_deployment_facts_are_well_formed(amp: Amp) -> None:
+    """mcp_compatible, storage_backends and embedding are well-formed (HTTP cannot confirm them)."""
+    caps = amp.spec
+    facts = {name: caps.get(name, "absent") for name in ("mcp_compatible", "storage_backends", "embedding")}
+    amp.note("deployment facts: " + ", ".join(f"{k}={v!r}" for k, v in facts.items()))
+    embedding = caps.get("embedding")
+    if isinstance(embedding, dict):
+        provider = embedding.get("provider")
+        amp.expect(
+            isinstance(provider, str) and provider.strip() != "",
+            f"embedding.provider names a provider (got {provider!r})",
+        )
+        dimensions = embedding.get("dimensions")
+        amp.expect(
+            dimensions is None or (_is_int(dimensions) and dimensions > 0),
+            f"embedding.dimensions is null or a positive integer (got {dimensions!r})",
+        )
+    else:
+        amp.expect(embedding is None, f"embedding is an object or null (got {embedding!r})")
+    backends = caps.get("storage_backends")
+    amp.expect(
+        isinstance(backends, list) and all(isinstance(b, str) and b.strip() for b in backends),
+        f"storage_backends names its backends (got {backends!r})",
+    )
+    amp.expect(
+        isinstance(caps.get("mcp_compatible"), bool),
+        f"mcp_compatible is a boolean (got {caps.get('mcp_compatible')!r})",
+    )
+
+
+@check("AMP-CAP-12", level=SHOULD)
+def test_capabilities_stay_the_same_during_the_run(amp: Amp) -> None:
+    """Capability values do not change between calls during one server run."""
+    first = amp.spec
+    for _ in range(2):
+        reply = _spec_reply(amp)
+        now = reply.json_object().get("capabilities")
+        changed = sorted(
+            name
+            for name in set(first) | set(now if isinstance(now, dict) else {})
+            if not isinstance(now, dict) or first.get(name) != now.get(name)
+        )
+        amp.expect(not changed, f"capabilities changed since the start of the run: {changed}", reply)

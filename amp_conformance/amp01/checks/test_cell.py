@@ -1,0 +1,448 @@
+"""The cell model: schema, ids, enumerations, ranges, defaults and timestamps (AMP-CELL-*).
+
+Every cell a check receives goes through :func:`expect_valid_cell`, the shared cell checker
+(``amp_conformance.amp01.cells``: jsonschema against our contract, python-ulid for the id, UTC timestamps).
+It and the other helpers this module shares with ``test_create`` and ``test_read`` live in ``_support``.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.amp01.cells import CellIdError, parse_cell_id
+from amp_conformance.amp01.checks._support import (
+    SKEW,
+    created,
+    expect_valid_cell,
+    expect_validation_error,
+    full_body,
+    list_owner,
+    member,
+    post_cell,
+    read,
+    server_now_near,
+    timestamp,
+    timestamp_set,
+)
+from amp_conformance.engine.client import Reply
+
+_REQUIRED = ("amp_version", "id", "type", "content", "identity", "lifecycle")
+_SUB_FIELDS = {
+    "scoring": ("importance", "confidence", "decay_rate", "access_count"),
+    "access_policy": ("readable_by", "writable_by", "public"),
+    "provenance": ("source_type", "source_ref", "extraction_method"),
+}
+
+
+@check("AMP-CELL-01", "AMP-CELL-02", level=MUST)
+def test_created_and_read_cells_validate(amp: Amp) -> None:
+    """Minimal and full cells validate against the schema on create and on read (six required members)."""
+    for label, body in (("a minimal create", amp.cell_body()), ("a full create", full_body(amp))):
+        reply = post_cell(amp, body)
+        amp.expect_status(reply, 201, what=label)
+        cell = reply.json_object()
+        missing = [name for name in _REQUIRED if name not in cell]
+        amp.expect(not missing, f"{label}: the cell lacks required member(s) {', '.join(missing)}", reply)
+        expect_valid_cell(amp, cell, reply, f"the cell returned by {label}")
+        got = amp.as_agent("a").get(f"/memories/{cell['id']}")
+        amp.expect_status(got, 200, what=f"reading the cell of {label}")
+        again = got.json_object()
+        missing = [name for name in _REQUIRED if name not in again]
+        amp.expect(
+            not missing, f"read after {label}: the cell lacks required member(s) {', '.join(missing)}", got
+        )
+        expect_valid_cell(amp, again, got, f"the cell read after {label}")
+
+
+@check("AMP-CELL-03", level=SHOULD)
+def test_cell_carries_every_optional_sub_field(amp: Amp) -> None:
+    """A minimal cell carries scoring, access_policy and provenance with every sub-field present."""
+    reply = post_cell(amp, amp.cell_body())
+    amp.expect_status(reply, 201, what="creating a minimal cell")
+    cell = reply.json_object()
+    missing = []
+    for name, fields in _SUB_FIELDS.items():
+        part = cell.get(name)
+        if not isinstance(part, dict):
+            missing.append(name)
+            continue
+        missing += [f"{name}.{field}" for field in fields if field not in part]
+    content = cell.get("content")
+    if isinstance(content, dict) and "metadata" not in content:
+        missing.append("content.metadata")
+    amp.expect(
+        not missing, f"the cell omits {', '.join(missing)} instead of returning null, [] or {{}}", reply
+    )
+
+
+@check("AMP-CELL-04", level=MUST)
+def test_amp_version_is_0_1_0_on_every_cell(amp: Amp) -> None:
+    """amp_version is "0.1.0" on created, read and listed cells."""
+    body = amp.cell_body()
+    owner = body["identity"]["owner_id"]
+    reply = post_cell(amp, body)
+    amp.expect_status(reply, 201, what="creating a cell")
+    cell = reply.json_object()
+    amp.expect(
+        cell.get("amp_version") == "0.1.0",
+        f"created: amp_version is '0.1.0' (got {cell.get('amp_version')!r})",
+        reply,
+    )
+    got = amp.as_agent("a").get(f"/memories/{cell.get('id')}")
+    amp.expect_status(got, 200, what="reading the cell")
+    version = got.json_object().get("amp_version")
+    amp.expect(version == "0.1.0", f"read: amp_version is '0.1.0' (got {version!r})", got)
+    results, listed = list_owner(amp, owner)
+    amp.expect(results, "the owner's list contains the new cell", listed)
+    for item in results:
+        version = item.get("amp_version") if isinstance(item, dict) else None
+        amp.expect(version == "0.1.0", f"listed: amp_version is '0.1.0' (got {version!r})", listed)
+
+
+@check("AMP-CELL-05", level=MUST)
+def test_id_is_a_ulid(amp: Amp) -> None:
+    """The id is a ULID, bare or behind 'mem_' (C-03: either form passes; the form is reported)."""
+    reply = post_cell(amp, amp.cell_body())
+    amp.expect_status(reply, 201, what="creating a cell")
+    cell_id = reply.json_object().get("id")
+    amp.expect(isinstance(cell_id, str), f"id is a string (got {cell_id!r})", reply)
+    try:
+        _, form = parse_cell_id(str(cell_id))
+    except CellIdError as exc:
+        amp.fail(f"id is a ULID, bare or 'mem_' + ULID: {exc}", reply, expected="a ULID (C-03)")
+    amp.note(f"id form: {form} ({cell_id})")
+
+
+@check("AMP-CELL-06", level=MUST)
+def test_ids_are_unique(amp: Amp) -> None:
+    """Twenty cells created in a row have twenty distinct ids."""
+    ids: list[str] = []
+    last: Reply | None = None
+    for index in range(20):
+        last = post_cell(amp, amp.cell_body(content={"text": f"uniqueness probe {index}"}))
+        amp.expect_status(last, 201, what=f"creating cell {index + 1} of 20")
+        cell_id = last.json_object().get("id")
+        amp.expect(isinstance(cell_id, str), f"cell {index + 1} has a string id", last)
+        ids.append(str(cell_id))
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    amp.expect(not duplicates, f"20 creates gave duplicate ids: {', '.join(duplicates)}", last)
+
+
+@check("AMP-CELL-07", level=SHOULD)
+def test_ids_follow_creation_order(amp: Amp) -> None:
+    """Ids of cells created a few ms apart sort in creation order; the ULID time matches created_at."""
+    cells: list[tuple[str, Reply, dict[str, Any]]] = []
+    for index in range(5):
+        if index:
+            time.sleep(0.006)
+        reply = post_cell(amp, amp.cell_body(content={"text": f"ordering probe {index}"}))
+        amp.expect_status(reply, 201, what=f"creating cell {index + 1} of 5")
+        cell = reply.json_object()
+        cells.append((str(cell.get("id")), reply, cell))
+    ulids = []
+    for cell_id, reply, cell in cells:
+        try:
+            ulid, _ = parse_cell_id(cell_id)
+        except CellIdError as exc:
+            amp.fail(f"id is a ULID: {exc}", reply)
+        ulids.append(ulid)
+        made = timestamp(amp, cell, "created_at", reply)
+        if made is not None:
+            drift = abs((ulid.datetime - made).total_seconds())
+            if drift > 2:
+                amp.warn(f"the ULID time of {cell_id} is {drift:.1f} s away from created_at (C-03)", reply)
+    texts = [str(u) for u in ulids]
+    amp.expect(
+        texts == sorted(texts),
+        f"ids of cells created 6 ms apart sort in creation order: {[c[0] for c in cells]}",
+        cells[-1][1],
+    )
+
+
+@check("AMP-CELL-08", level=MUST)
+def test_type_is_one_of_the_three_memory_types(amp: Amp) -> None:
+    """episodic, semantic and procedural are accepted and echoed; type 'literal' is 422."""
+    for memory_type in ("episodic", "semantic", "procedural"):
+        cell, reply = created(amp, amp.cell_body(type=memory_type), what=f"creating a {memory_type} cell")
+        amp.expect(
+            cell.get("type") == memory_type,
+            f"type {memory_type!r} is stored (got {cell.get('type')!r})",
+            reply,
+        )
+    reply = post_cell(amp, amp.cell_body(type="literal"))
+    expect_validation_error(amp, reply, "type 'literal'")
+
+
+@check("AMP-CELL-09", level=MUST)
+def test_owner_type_is_user_agent_or_organization(amp: Amp) -> None:
+    """owner_type user, agent and organization are accepted and echoed; 'team' is 422."""
+    for owner_type in ("user", "agent", "organization"):
+        cell, reply = created(
+            amp, amp.cell_body(identity={"owner_type": owner_type}), what=f"owner_type {owner_type!r}"
+        )
+        got = member(cell, "identity.owner_type")
+        amp.expect(got == owner_type, f"owner_type {owner_type!r} is stored (got {got!r})", reply)
+    reply = post_cell(amp, amp.cell_body(identity={"owner_type": "team"}))
+    expect_validation_error(amp, reply, "owner_type 'team'")
+
+
+@check("AMP-CELL-10", level=MUST)
+def test_status_is_one_of_the_four_lifecycle_states(amp: Amp) -> None:
+    """A new cell's status is a lifecycle state, and PATCH lifecycle.status 'expired' is 422."""
+    cell, reply = created(amp, amp.cell_body())
+    status = member(cell, "lifecycle.status")
+    amp.expect(
+        status in ("active", "stale", "archived", "deleted"),
+        f"status is a lifecycle state (got {status!r})",
+        reply,
+    )
+    patched = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "expired"}})
+    expect_validation_error(amp, patched, "PATCH lifecycle.status 'expired'")
+    after, got = read(amp, cell["id"])
+    status = member(after, "lifecycle.status")
+    amp.expect(status == "active", f"the refused PATCH left the status 'active' (got {status!r})", got)
+
+
+@check("AMP-CELL-11", level=MUST)
+def test_provenance_enumerations(amp: Amp) -> None:
+    """Every documented source_type and extraction_method round-trips; undocumented values are 422."""
+    pairs = (
+        ("conversation", "llm_extraction"),
+        ("document", "rule_based"),
+        ("inference", "user_explicit"),
+        ("user_explicit", None),
+    )
+    for source_type, method in pairs:
+        sent = {"source_type": source_type, "source_ref": None, "extraction_method": method}
+        cell, reply = created(amp, amp.cell_body(provenance=sent), what=f"provenance {source_type}/{method}")
+        got = cell.get("provenance")
+        amp.expect(got == sent, f"provenance {sent} round-trips (got {got!r})", reply)
+    for field, value in (("source_type", "telepathy"), ("extraction_method", "guesswork")):
+        reply = post_cell(amp, amp.cell_body(provenance={field: value}))
+        expect_validation_error(amp, reply, f"provenance.{field} {value!r}")
+
+
+@check("AMP-CELL-12", level=MUST)
+def test_importance_and_confidence_are_in_the_unit_interval(amp: Amp) -> None:
+    """importance/confidence 0 and 1 are accepted; 1.5 and -0.1 are 422 on create and on patch."""
+    for importance, confidence in ((0, 1), (1, 0)):
+        cell, reply = created(
+            amp,
+            amp.cell_body(scoring={"importance": importance, "confidence": confidence}),
+            what=f"importance {importance}, confidence {confidence}",
+        )
+        got = (member(cell, "scoring.importance"), member(cell, "scoring.confidence"))
+        amp.expect(
+            got == (importance, confidence),
+            f"scores ({importance}, {confidence}) are stored (got {got})",
+            reply,
+        )
+    for field in ("importance", "confidence"):
+        for value in (1.5, -0.1):
+            reply = post_cell(amp, amp.cell_body(scoring={field: value}))
+            expect_validation_error(amp, reply, f"create with scoring.{field} {value}")
+    cell, reply = created(amp, amp.cell_body(scoring={"importance": 0.6, "confidence": 0.9}))
+    for field, value in (("importance", 1.5), ("confidence", -0.1)):
+        reply = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"scoring": {field: value}})
+        expect_validation_error(amp, reply, f"PATCH scoring.{field} {value}")
+    after, reread = read(amp, cell["id"])
+    scores = (member(after, "scoring.importance"), member(after, "scoring.confidence"))
+    amp.expect(
+        scores == (0.6, 0.9), f"the refused PATCHes left the scores at (0.6, 0.9) (got {scores})", reread
+    )
+
+
+@check("AMP-CELL-13", level=MUST)
+def test_decay_rate_is_non_negative_and_unbounded(amp: Amp) -> None:
+    """decay_rate 0 and 20000 are accepted and stored; -0.01 is 422."""
+    for rate in (0, 20000):
+        cell, reply = created(amp, amp.cell_body(scoring={"decay_rate": rate}), what=f"decay_rate {rate}")
+        got = member(cell, "scoring.decay_rate")
+        amp.expect(got == rate, f"decay_rate {rate} is stored (got {got!r})", reply)
+    reply = post_cell(amp, amp.cell_body(scoring={"decay_rate": -0.01}))
+    expect_validation_error(amp, reply, "decay_rate -0.01")
+
+
+@check("AMP-CELL-14", level=MUST)
+def test_access_count_is_a_non_negative_integer(amp: Amp) -> None:
+    """scoring.access_count is an integer >= 0 on create and after reads."""
+    cell, reply = created(amp, amp.cell_body())
+    seen = [(member(cell, "scoring.access_count"), reply)]
+    for _ in range(2):
+        after, got = read(amp, cell["id"])
+        seen.append((member(after, "scoring.access_count"), got))
+    for value, where in seen:
+        amp.expect(
+            isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+            f"access_count is an integer >= 0 (got {value!r})",
+            where,
+        )
+
+
+_DEFAULTS = {
+    "scoring.importance": 0.5,
+    "scoring.confidence": 1.0,
+    "scoring.decay_rate": 0.01,
+    "scoring.access_count": 0,
+    "access_policy.public": False,
+    "access_policy.readable_by": [],
+    "access_policy.writable_by": [],
+    "content.metadata": {},
+    "identity.session_id": None,
+    "provenance.source_type": None,
+    "provenance.source_ref": None,
+    "provenance.extraction_method": None,
+    "lifecycle.status": "active",
+    "lifecycle.last_accessed_at": None,
+    "lifecycle.last_updated_at": None,
+    "lifecycle.expires_at": None,
+}
+
+
+@check("AMP-CELL-15", level=MUST)
+def test_omitted_fields_take_the_documented_defaults(amp: Amp) -> None:
+    """A minimal create stores every documented default (importance 0.5, confidence 1.0, ...)."""
+    cell, reply = created(amp, amp.cell_body(), what="a minimal create")
+    wrong = []
+    for path, default in _DEFAULTS.items():
+        parent, _, name = path.rpartition(".")
+        part = member(cell, parent)
+        if parent in _SUB_FIELDS and not (isinstance(part, dict) and name in part):
+            continue  # an absent scoring/access_policy/provenance member is AMP-CELL-03 (SHOULD)
+        value = member(cell, path)
+        if value != default or isinstance(value, bool) != isinstance(default, bool):
+            wrong.append(f"{path} is {value!r}, expected {default!r}")
+    amp.expect(not wrong, "defaults of a minimal create: " + "; ".join(wrong), reply)
+
+
+@check("AMP-CELL-16", level=MUST)
+def test_public_never_defaults_to_true(amp: Amp) -> None:
+    """Without access_policy, public is false and a stranger's read is refused."""
+    cell, reply = created(amp, amp.cell_body())
+    public = member(cell, "access_policy.public")
+    amp.expect(public is not True, "access_policy.public is not true by default", reply)
+    refused = amp.as_agent("stranger").get(f"/memories/{cell['id']}")
+    amp.expect_refusal(refused, "a stranger reading a cell created without access_policy")
+
+
+_METADATA = {
+    "domain": "programming",
+    "count": 3,
+    "ratio": 0.25,
+    "negative": -7,
+    "flag": True,
+    "off": False,
+    "nothing": None,
+    "tags": ["a", 1, None, True],
+    "nested": {"list": [1, 2], "name": "Grüße, 日本語"},
+}
+
+
+@check("AMP-CELL-17", level=MUST)
+def test_text_is_required_and_metadata_round_trips(amp: Amp) -> None:
+    """content.text is a required string; arbitrary JSON metadata round-trips on create and read."""
+    cell, reply = created(
+        amp, amp.cell_body(content={"metadata": _METADATA}), what="a create with rich metadata"
+    )
+    got = member(cell, "content.metadata")
+    amp.expect(got == _METADATA, f"metadata round-trips on create (got {got!r})", reply)
+    after, read_reply = read(amp, cell["id"])
+    got = member(after, "content.metadata")
+    amp.expect(got == _METADATA, f"metadata round-trips on read (got {got!r})", read_reply)
+    text = member(after, "content.text")
+    amp.expect(isinstance(text, str), f"content.text is a string (got {text!r})", read_reply)
+    body = amp.cell_body()
+    del body["content"]["text"]
+    expect_validation_error(amp, post_cell(amp, body), "a create without content.text")
+    expect_validation_error(amp, post_cell(amp, amp.cell_body(content={"text": None})), "content.text null")
+    reply = post_cell(amp, amp.cell_body(content={"metadata": ["not", "an", "object"]}))
+    expect_validation_error(amp, reply, "content.metadata as an array")
+
+
+@check("AMP-CELL-17", level=SHOULD)
+def test_empty_text_is_refused(amp: Amp) -> None:
+    """An empty content.text is refused with 422 (C-23: a 201 is a warning)."""
+    reply = post_cell(amp, amp.cell_body(content={"text": ""}))
+    expect_validation_error(amp, reply, 'content.text "" (schema minLength 1)')
+
+
+@check("AMP-CELL-18", level=MUST)
+def test_every_timestamp_is_utc(amp: Amp) -> None:
+    """created_at, last_accessed_at, last_updated_at and expires_at are RFC 3339 UTC timestamps."""
+    cell, reply = created(amp, amp.cell_body())
+    seen: list[tuple[str, Reply, dict[str, Any]]] = [("create", reply, cell)]
+    after, got = read(amp, cell["id"])
+    seen.append(("read", got, after))
+    patched = amp.as_agent("a").patch(
+        f"/memories/{cell['id']}", {"lifecycle": {"expires_at": "2099-01-01T00:00:00Z"}}
+    )
+    amp.expect_status(patched, 200, what="setting expires_at (PATCH)")
+    seen.append(
+        ("patch", patched, expect_valid_cell(amp, patched.json_object(), patched, "the patched cell"))
+    )
+    for label, where, body in seen:
+        for name in ("created_at", "last_accessed_at", "last_updated_at", "expires_at"):
+            timestamp(amp, body, name, where)
+        amp.expect(
+            timestamp(amp, body, "created_at", where) is not None, f"{label}: created_at is set", where
+        )
+    last = seen[-1][2]
+    for name in ("last_accessed_at", "last_updated_at", "expires_at"):
+        amp.expect(
+            timestamp(amp, last, name, patched) is not None,
+            f"after a read and a patch, {name} is set",
+            patched,
+        )
+
+
+@check("AMP-CELL-19", level=MUST)
+def test_created_at_is_the_time_of_creation(amp: Amp) -> None:
+    """created_at is the server's time of the create (within 120 s of the client clock or Date)."""
+    sent = datetime.now(UTC)
+    cell, reply = created(amp, amp.cell_body())
+    received = datetime.now(UTC)
+    made = timestamp_set(amp, cell, "created_at", reply, "created_at is set")
+    amp.expect(
+        server_now_near(made, sent, received, reply),
+        f"created_at {made.isoformat()} is the time of creation (client clock {sent.isoformat()}, "
+        f"Date {reply.headers.get('date')!r}, allowed skew {SKEW.seconds} s)",
+        reply,
+    )
+
+
+@check("AMP-CELL-20", level=SHOULD)
+def test_timestamps_are_consistent_and_move_forward(amp: Amp) -> None:
+    """last_accessed_at / last_updated_at are never before created_at and only move forward."""
+    cell, reply = created(amp, amp.cell_body())
+    made = timestamp(amp, cell, "created_at", reply)
+    previous: dict[str, datetime] = {}
+    steps = ("read", "patch", "read", "patch")
+    for index, step in enumerate(steps):
+        if step == "read":
+            body, where = read(amp, cell["id"])
+        else:
+            where = amp.as_agent("a").patch(
+                f"/memories/{cell['id']}", {"content": {"text": f"revision {index}"}}
+            )
+            amp.expect_status(where, 200, what="patching content.text")
+            body = expect_valid_cell(amp, where.json_object(), where, "the patched cell")
+        for name in ("last_accessed_at", "last_updated_at"):
+            value = timestamp(amp, body, name, where)
+            if value is None:
+                amp.expect(name not in previous, f"after {step} {index + 1}, {name} went back to null", where)
+                continue
+            if made is not None:
+                amp.expect(value >= made, f"{name} {value.isoformat()} is not before created_at", where)
+            if name in previous:
+                amp.expect(
+                    value >= previous[name],
+                    f"{name} moved backwards: {previous[name].isoformat()} then {value.isoformat()}",
+                    where,
+                )
+            previous[name] = value
+    amp.expect(
+        len(previous) == 2, "after reads and patches both last_accessed_at and last_updated_at are set", reply
+    )

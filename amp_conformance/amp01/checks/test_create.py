@@ -1,0 +1,284 @@
+"""Create: ``POST /memories`` (AMP-CRE-*)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._support import (
+    created,
+    expect_valid_cell,
+    expect_validation_error,
+    full_body,
+    list_owner,
+    member,
+    post_cell,
+    read,
+    remember_created,
+    server_now_near,
+    timestamp,
+)
+
+#: Members a read is allowed to change (AMP-READ-02/03).
+_READ_COUNTERS = ("scoring.access_count", "lifecycle.last_accessed_at")
+
+
+def _differences(left: Any, right: Any, path: str = "") -> list[str]:
+    """Paths at which two JSON values differ (objects compared key by key)."""
+    if isinstance(left, dict) and isinstance(right, dict):
+        found: list[str] = []
+        for key in sorted(set(left) | set(right)):
+            where = f"{path}.{key}" if path else key
+            if key not in left or key not in right:
+                found.append(where)
+            else:
+                found += _differences(left[key], right[key], where)
+        return found
+    same = left == right and isinstance(left, bool) == isinstance(right, bool)
+    return [] if same else [path or "(root)"]
+
+
+def _keys_required(amp: Amp) -> bool:
+    if amp.keys_mode:
+        return True
+    return amp.spec.get("api_keys_required") is True
+
+
+@check("AMP-CRE-01", level=MUST)
+def test_create_returns_201_with_the_stored_cell(amp: Amp) -> None:
+    """A valid create answers 201 with the stored cell: the body equals a later GET but for read counters."""
+    for label, body in (("a minimal create", amp.cell_body()), ("a full create", full_body(amp))):
+        reply = post_cell(amp, body)
+        amp.expect_status(reply, 201, what=label)
+        cell = expect_valid_cell(amp, reply.json_object(), reply, f"the body of {label}")
+        stored, got = read(amp, cell["id"], what=f"reading the cell of {label}")
+        differ = [p for p in _differences(cell, stored) if p not in _READ_COUNTERS]
+        hint = ""
+        if differ == ["lifecycle.last_updated_at"]:
+            hint = " (or the read stamped last_updated_at, which AMP-READ-04 also forbids)"
+        amp.expect(
+            not differ,
+            f"{label}: the 201 body differs from the stored cell (GET) at {', '.join(differ)}{hint}",
+            got,
+            expected="the 201 body is the complete stored cell",
+        )
+
+
+@check("AMP-CRE-02", level=MUST)
+def test_each_required_field_is_required(amp: Amp) -> None:
+    """Dropping type, content.text, identity.owner_id or identity.owner_type gives 422 VALIDATION_ERROR."""
+    for path in ("type", "content", "content.text", "identity", "identity.owner_id", "identity.owner_type"):
+        body = amp.cell_body()
+        parent, _, name = path.rpartition(".")
+        holder = body[parent] if parent else body
+        del holder[name]
+        reply = post_cell(amp, body)
+        expect_validation_error(amp, reply, f"a create without {path}")
+
+
+@check("AMP-CRE-03", level=MUST)
+def test_the_server_chooses_the_id(amp: Amp) -> None:
+    """An id sent in the create body is not used."""
+    for sent in ("mem_00000000000000000000000000", amp.unknown_id()):
+        reply = post_cell(amp, amp.cell_body(id=sent))
+        amp.expect_status(reply, 201, what=f"a create carrying id {sent!r}")
+        cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
+        amp.expect(cell["id"] != sent, f"the server chose the id: the client's {sent!r} was used", reply)
+
+
+@check("AMP-CRE-04", level=MUST)
+def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
+    """Client lifecycle/amp_version are ignored: status active, fresh created_at, null last_*, 0.1.0."""
+    body = amp.cell_body(
+        amp_version="9.9",
+        lifecycle={
+            "status": "archived",
+            "created_at": "2000-01-01T00:00:00Z",
+            "last_accessed_at": "2000-01-02T00:00:00Z",
+            "last_updated_at": "2000-01-03T00:00:00Z",
+        },
+    )
+    sent = datetime.now(UTC)
+    reply = post_cell(amp, body)
+    received = datetime.now(UTC)
+    amp.expect_status(reply, 201, what="a create carrying lifecycle and amp_version")
+    cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
+    problems = []
+    if cell.get("amp_version") != "0.1.0":
+        problems.append(f"amp_version is {cell.get('amp_version')!r}, not '0.1.0'")
+    status = member(cell, "lifecycle.status")
+    if status != "active":
+        problems.append(f"status is {status!r}, not 'active'")
+    made = timestamp(amp, cell, "created_at", reply)
+    if made is None or not server_now_near(made, sent, received, reply):
+        problems.append(f"created_at is {member(cell, 'lifecycle.created_at')!r}, not the server's time")
+    for name in ("last_accessed_at", "last_updated_at"):
+        value = member(cell, f"lifecycle.{name}")
+        if value is not None:
+            problems.append(f"{name} is {value!r}, not null")
+    amp.expect(not problems, "the client's lifecycle/amp_version were applied: " + "; ".join(problems), reply)
+
+
+@check("AMP-CRE-05", level=SHOULD)
+def test_unknown_create_members_are_ignored(amp: Amp) -> None:
+    """Unknown members (ttl, content.colour) are accepted, not stored and not echoed."""
+    reply = post_cell(amp, amp.cell_body(ttl=3600, content={"colour": "x"}))
+    amp.expect_status(reply, 201, what="a create with unknown members ttl and content.colour")
+    cell = reply.json_object()
+    stored, got = read(amp, str(cell.get("id")))
+    for where, body in (("create", reply), ("read", got)):
+        value = body.json_object()
+        amp.expect("ttl" not in value, f"{where}: the unknown member 'ttl' is not echoed", body)
+        content = value.get("content")
+        amp.expect(
+            not (isinstance(content, dict) and "colour" in content),
+            f"{where}: the unknown member 'content.colour' is not echoed",
+            body,
+        )
+    expect_valid_cell(amp, stored, got, "the stored cell")
+
+
+@check("AMP-CRE-06", level=MUST)
+def test_supplied_optional_values_are_stored_as_sent(amp: Amp) -> None:
+    """The API reference's example body is stored as sent (scoring, policy, provenance, session, metadata)."""
+    body = full_body(amp)
+    cell, reply = created(amp, body, what="creating the example cell")
+    stored, got = read(amp, cell["id"])
+    for label, value, where in (("create", cell, reply), ("read", stored, got)):
+        wrong = []
+        for path in (
+            "type",
+            "content.text",
+            "content.metadata",
+            "identity.owner_id",
+            "identity.owner_type",
+            "identity.session_id",
+            "access_policy",
+            "provenance",
+            "scoring.importance",
+            "scoring.confidence",
+            "scoring.decay_rate",
+        ):
+            if _differences(member(body, path), member(value, path)):
+                wrong.append(f"{path} is {member(value, path)!r}, sent {member(body, path)!r}")
+        amp.expect(not wrong, f"{label}: supplied values are stored as sent: " + "; ".join(wrong), where)
+
+
+@check("AMP-CRE-07", level=MUST)
+def test_created_by_is_the_header_agent(amp: Amp) -> None:
+    """created_by is the X-AMP-Agent-ID of the create, with or without a body created_by (C-10)."""
+    header_agent, body_agent = amp.agent_id("a"), amp.agent_id("b")
+    cell, reply = created(amp, amp.cell_body(), what="a create without identity.created_by")
+    got = member(cell, "identity.created_by")
+    amp.expect(got == header_agent, f"created_by is the header agent {header_agent!r} (got {got!r})", reply)
+    cell, reply = created(
+        amp, amp.cell_body(identity={"created_by": body_agent}), what="a create naming another creator"
+    )
+    got = member(cell, "identity.created_by")
+    if got == body_agent:
+        message = f"the body's created_by {body_agent!r} won over the header agent {header_agent!r}"
+        if _keys_required(amp):
+            amp.fail(message + ": with API keys that is impersonation (C-10)", reply)
+        amp.warn(message + " (C-10: keyless body-wins is a warning)", reply)
+    else:
+        amp.expect(
+            got == header_agent, f"created_by is the header agent {header_agent!r} (got {got!r})", reply
+        )
+
+
+@check("AMP-CRE-07", level=MUST)
+def test_body_created_by_is_the_keyless_fallback(amp: Amp) -> None:
+    """Without X-AMP-Agent-ID (and without keys) the body's created_by is the creator; with keys it is 401."""
+    body_agent = amp.agent_id("b")
+    reply = post_cell(amp, amp.cell_body(identity={"created_by": body_agent}), role=None, remember_as="b")
+    if _keys_required(amp):
+        amp.expect_status(reply, 401, what="a create without credentials on a server with API keys")
+        amp.expect_error(reply, 401)
+        return
+    amp.expect_status(reply, 201, what="a create without X-AMP-Agent-ID but with identity.created_by")
+    cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
+    got = member(cell, "identity.created_by")
+    amp.expect(got == body_agent, f"created_by is the body's {body_agent!r} (got {got!r})", reply)
+    read(amp, cell["id"], role="b", what="the body-named creator reading the cell")
+
+
+@check("AMP-CRE-07", level=MUST)
+def test_create_without_any_identity_is_401(amp: Amp) -> None:
+    """A create with neither X-AMP-Agent-ID nor created_by is 401 MISSING_AGENT_ID."""
+    body = amp.cell_body()
+    reply = post_cell(amp, body, role=None)
+    codes = ("MISSING_AGENT_ID", "UNAUTHENTICATED") if _keys_required(amp) else ("MISSING_AGENT_ID",)
+    amp.expect_error(reply, 401, codes)
+    results, listed = list_owner(amp, body["identity"]["owner_id"])
+    amp.expect(not results, "the refused create stored nothing", listed)
+
+
+@check("AMP-CRE-08", level=MUST)
+def test_a_new_cell_starts_unread_and_unexpired(amp: Amp) -> None:
+    """A new cell has access_count 0 and null last_accessed_at, last_updated_at and expires_at."""
+    cell, reply = created(amp, amp.cell_body())
+    wrong = [
+        f"{path} is {member(cell, path)!r}"
+        for path, value in (
+            ("scoring.access_count", 0),
+            ("lifecycle.last_accessed_at", None),
+            ("lifecycle.last_updated_at", None),
+            ("lifecycle.expires_at", None),
+        )
+        if member(cell, path) != value or isinstance(member(cell, path), bool)
+    ]
+    amp.expect(not wrong, "a new cell starts unread: " + "; ".join(wrong), reply)
+    cell, reply = created(
+        amp, amp.cell_body(scoring={"access_count": 7}), what="a create sending access_count 7"
+    )
+    count = member(cell, "scoring.access_count")
+    if count == 7:
+        amp.warn("the client-sent scoring.access_count 7 was stored (C-22)", reply)
+    else:
+        amp.expect(count == 0, f"access_count of a new cell is 0 (got {count!r})", reply)
+
+
+@check("AMP-CRE-09", level=MUST)
+def test_a_new_cell_is_readable_and_listed_at_once(amp: Amp) -> None:
+    """Right after the create, the creator reads the cell and the owner's list contains it."""
+    body = amp.cell_body()
+    cell, _ = created(amp, body)
+    stored, got = read(amp, cell["id"], what="reading the cell right after creating it")
+    amp.expect(
+        stored.get("id") == cell["id"], f"the read returns the created cell (got {stored.get('id')!r})", got
+    )
+    results, listed = list_owner(amp, body["identity"]["owner_id"])
+    ids = [item.get("id") for item in results if isinstance(item, dict)]
+    amp.expect(cell["id"] in ids, f"the owner's list contains the new cell (got ids {ids})", listed)
+
+
+@check("AMP-CRE-10", level=SHOULD)
+def test_a_body_that_is_not_a_json_object_is_422(amp: Amp) -> None:
+    """A body that is not JSON, or JSON but not an object, is 422 VALIDATION_ERROR in the envelope."""
+    client = amp.as_agent("a")
+    for label, content in (("not JSON", "not json"), ("a JSON array", "[]"), ("a JSON string", '"semantic"')):
+        reply = client.request(
+            "POST", "/memories", content=content, headers={"Content-Type": "application/json"}
+        )
+        remember_created(amp, reply, "a")
+        expect_validation_error(amp, reply, f"a create body that is {label}")
+
+
+#: Do not send bodies above this size, whatever the server advertises.
+_MAX_PROBE_BYTES = 4 * 1024 * 1024
+
+
+@check("AMP-CRE-11", level=MUST)
+def test_an_oversized_create_is_413_and_stores_nothing(amp: Amp) -> None:
+    """A create larger than max_cell_size_bytes is 413 CELL_TOO_LARGE and the owner has no cell afterwards."""
+    limit = amp.spec.get("max_cell_size_bytes")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+        amp.skip(f"/spec advertises no max_cell_size_bytes (got {limit!r}); AMP-CAP covers that")
+    if limit + 1024 > _MAX_PROBE_BYTES:
+        amp.skip(f"max_cell_size_bytes {limit} is too large to probe (over {_MAX_PROBE_BYTES} bytes)")
+    body = amp.cell_body(content={"text": "x" * (limit + 1024)})
+    reply = post_cell(amp, body)
+    amp.expect_error(reply, 413, "CELL_TOO_LARGE")
+    results, listed = list_owner(amp, body["identity"]["owner_id"])
+    amp.expect(not results, "the refused oversized create stored nothing", listed)

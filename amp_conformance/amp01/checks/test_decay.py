@@ -1,0 +1,155 @@
+"""Decay: the worked examples of requirements.md §3 offline, and decay in bounded time online.
+
+The offline checks hold the suite's own formula (``amp_conformance.amp01.decay``) to the vectors in
+``fixtures/decay/cases.json`` (examples A–H, including the 0.3 equality case E). They need no server
+but run as checks of the lifecycle area, so a report shows which numbers every verdict rests on.
+
+The online check (AMP-LC-06) gives a cell a very high decay rate so that it crosses the threshold
+about a second after creation: one pass makes it stale, a by-id read restarts its clock, and the next
+pass makes it active again (§3 example G, scaled to keep the wait near 2.5 s).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from amp_conformance import MUST, Amp, check, load_fixture
+from amp_conformance.amp01.checks._support import expect_at_least, run_pass, scheduler_quiet, status_by_list
+from amp_conformance.amp01.decay import (
+    SECONDS_PER_DAY,
+    STALE_THRESHOLD,
+    days_to_threshold,
+    decay_score,
+    is_below_threshold,
+    status_at_pass,
+)
+
+FAST_DECAY_RATE = 100_000.0
+"""Per day: a fresh cell with importance x confidence = 1 falls below 0.3 after ~1.04 s."""
+WAIT_SECONDS = 2.5
+"""Score after the wait: exp(-100000 x 2.5 / 86400) ≈ 0.055, far below 0.3."""
+
+
+def _cases() -> list[dict[str, Any]]:
+    document = load_fixture("decay", "cases.json")
+    cases: list[dict[str, Any]] = document["cases"]
+    return cases
+
+
+def _point_problems(case: dict[str, Any], point: dict[str, Any]) -> list[str]:
+    where = f"example {case['id']} at {point['delta']} ({point['status_before']})"
+    problems: list[str] = []
+    score = decay_score(
+        case["importance"], case["confidence"], case["decay_rate"], point["delta_seconds"] / SECONDS_PER_DAY
+    )
+    if round(score, 6) != point["score"]:
+        problems.append(f"{where}: the formula gives {score:.6f}, the vector says {point['score']:.6f}")
+    after = status_at_pass(point["status_before"], score, point["days_since_update"])
+    if after != point["status_after"]:
+        problems.append(f"{where}: a pass gives {after}, the vector says {point['status_after']}")
+    return problems
+
+
+@check("AMP-LC-01", level=MUST)
+def test_decay_formula_matches_the_worked_examples(amp: Amp) -> None:
+    """importance x confidence x exp(-decay_rate x Δt_days) and the pass rules reproduce §3 examples A–H."""
+    cases = _cases()
+    amp.expect(
+        {c["id"] for c in cases} >= set("ABCDEFGH"),
+        f"the vectors hold examples A-H (got {[c['id'] for c in cases]})",
+    )
+    problems: list[str] = []
+    for case in cases:
+        for point in case["points"]:
+            problems += _point_problems(case, point)
+        rate_days = days_to_threshold(case["importance"], case["confidence"], case["decay_rate"])
+        if "days_to_threshold" in case and round(rate_days, 2) != case["days_to_threshold"]:
+            problems.append(
+                f"example {case['id']}: t* is {rate_days:.2f} d, the vector says {case['days_to_threshold']}"
+            )
+        if (
+            "seconds_to_threshold" in case
+            and round(rate_days * SECONDS_PER_DAY, 2) != case["seconds_to_threshold"]
+        ):
+            problems.append(
+                f"example {case['id']}: t* is {rate_days * SECONDS_PER_DAY:.2f} s, "
+                f"the vector says {case['seconds_to_threshold']}"
+            )
+    amp.expect(not problems, "decay vectors: " + "; ".join(problems))
+
+
+@check("AMP-LC-04", "AMP-LC-01", level=MUST)
+def test_the_equality_case_is_not_below_the_threshold(amp: Amp) -> None:
+    """Example E: 0.3 x 1.0 x exp(0) is exactly 0.3, not below the threshold: active after a pass."""
+    equal = [c for c in _cases() if c.get("exact_threshold")]
+    amp.expect(equal, "the vectors include the exact-threshold example E (C-27)")
+    for case in equal:
+        for point in case["points"]:
+            score = decay_score(
+                case["importance"],
+                case["confidence"],
+                case["decay_rate"],
+                point["delta_seconds"] / SECONDS_PER_DAY,
+            )
+            amp.expect(
+                score == STALE_THRESHOLD, f"example {case['id']}: the score is exactly 0.3 (got {score!r})"
+            )
+            amp.expect(not is_below_threshold(score), f"example {case['id']}: 0.3 is not below the threshold")
+            amp.expect(
+                status_at_pass(point["status_before"], score, point["days_since_update"]) == "active",
+                f"example {case['id']}: a {point['status_before']} cell at exactly 0.3 ends active",
+            )
+
+
+@check("AMP-LC-06", "AMP-LC-02", "AMP-LC-01", "AMP-LC-10", level=MUST, deadline=30, global_effects=True)
+def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
+    """Fast decay: a cell turns stale at a pass; a by-id read restarts its clock, the next pass revives it."""
+    amp.admin()
+    owner = amp.owner()
+    cell = amp.create_cell(
+        {
+            "identity": {"owner_id": owner},
+            "scoring": {"importance": 1.0, "confidence": 1.0, "decay_rate": FAST_DECAY_RATE},
+        }
+    )
+    created = time.monotonic()
+    cell_id = str(cell["id"])
+    time.sleep(max(0.0, created + WAIT_SECONDS - time.monotonic()))
+    expected = decay_score(1.0, 1.0, FAST_DECAY_RATE, WAIT_SECONDS / SECONDS_PER_DAY)
+    before = status_by_list(amp, owner, cell_id)
+    if before != "active" and scheduler_quiet(amp):
+        amp.warn(
+            f"with no pass run, the decayed cell is already {before} (AMP-LC-10, SHOULD: status changes "
+            "only at passes)"
+        )
+    transitions = run_pass(amp)
+    stale = status_by_list(amp, owner, cell_id)
+    amp.expect(
+        stale == "stale",
+        f"{WAIT_SECONDS} s after creation (score ≈ {expected:.3f} < 0.3) a pass makes the cell stale "
+        f"(list: {stale})",
+        expected="stale",
+    )
+    if before == "active":
+        expect_at_least(amp, transitions, "active_to_stale", 1)
+    read = amp.as_agent("a").get(f"/memories/{cell_id}")
+    read_at = time.monotonic()
+    amp.expect_status(read, 200, what="reading the stale cell by id (restarts its decay clock)")
+    transitions = run_pass(amp)
+    elapsed = time.monotonic() - read_at
+    score = decay_score(1.0, 1.0, FAST_DECAY_RATE, elapsed / SECONDS_PER_DAY)
+    if score < STALE_THRESHOLD:
+        amp.skip(
+            f"the pass came {elapsed:.2f} s after the read, too late to show the reset (score {score:.3f})"
+        )
+    after = status_by_list(amp, owner, cell_id)
+    amp.expect(
+        after == "active",
+        f"a pass {elapsed:.2f} s after the read (score ≈ {score:.3f}, the clock restarted) makes the cell "
+        f"active again (list: {after}); without the reset its score would be ≈ "
+        f"{math.exp(-FAST_DECAY_RATE * (time.monotonic() - created) / SECONDS_PER_DAY):.3f}",
+        expected="active",
+    )
+    expect_at_least(amp, transitions, "stale_to_active", 1)

@@ -1,0 +1,190 @@
+"""DELETE /memories/{memory_id}: only from archived, 204, terminal, hidden from list and search (AMP-DEL-*).
+
+What a deleted cell reads as is a documented convention (C-05): readable with status ``deleted``
+(API reference) or answered like an unknown id (upstream); the check follows the convention the
+server showed and fails anything else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from amp_conformance import MUST, Amp, check
+from amp_conformance.amp01.checks._support import expect_member, read_back
+from amp_conformance.engine.client import Reply
+
+
+def _status_of(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[str, Reply]:
+    stored, reply = read_back(amp, cell_id, role=role)
+    return expect_member(amp, stored, "lifecycle.status", reply), reply
+
+
+def _expect_deleted_read(amp: Amp, cell_id: str, what: str) -> None:
+    """GET of a deleted cell answers per the server's convention: 200 'deleted' or the unknown-id answer."""
+    reply = amp.as_agent("a").get(f"/memories/{cell_id}")
+    convention = amp.conventions.deleted_read
+    if reply.status == 200 and convention != "hidden":
+        status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
+        amp.expect(
+            status == "deleted", f"{what}: a deleted cell reads with status 'deleted' (got {status!r})", reply
+        )
+        return
+    if convention == "readable":
+        amp.expect_status(reply, 200, what=f"{what} (this server keeps deleted cells readable)")
+    amp.expect_unknown_id_answer(reply, what)
+
+
+def _ids(amp: Amp, reply: Reply) -> list[Any]:
+    results = reply.json_object().get("results")
+    if not isinstance(results, list):
+        amp.fail("the body has no 'results' array", reply)
+    return [r.get("id") for r in results if isinstance(r, dict)]
+
+
+@check("AMP-DEL-01", level=MUST)
+def test_delete_of_an_archived_cell_is_204_with_empty_body(amp: Amp) -> None:
+    """DELETE of an archived cell by its creator answers 204 with an empty body."""
+    cell = amp.create_cell()
+    amp.archive(cell["id"])
+    reply = amp.as_agent("a").delete(f"/memories/{cell['id']}")
+    amp.expect_status(reply, 204)
+    amp.expect(len(reply.content) == 0, f"the 204 body is empty (got {len(reply.content)} bytes)", reply)
+
+
+@check("AMP-DEL-03", "AMP-ERR-03", level=MUST)
+def test_delete_of_an_active_cell_is_refused(amp: Amp) -> None:
+    """DELETE of an active cell is 409 INVALID_TRANSITION and the cell stays active."""
+    cell = amp.create_cell()
+    reply = amp.as_agent("a").delete(f"/memories/{cell['id']}")
+    amp.expect(
+        reply.status != 204, "DELETE of an active cell must be refused, got 204", reply, expected="409"
+    )
+    amp.expect_error(reply, 409, "INVALID_TRANSITION")
+    status, got = _status_of(amp, cell["id"])
+    amp.expect(status == "active", f"the cell is still 'active' (got {status!r})", got)
+
+
+@check("AMP-DEL-03", "AMP-ERR-03", level=MUST)
+def test_delete_of_a_stale_cell_is_refused(amp: Amp) -> None:
+    """DELETE of a stale cell is 409 INVALID_TRANSITION and the cell stays stale."""
+    cell = amp.create_cell()
+    made = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "stale"}})
+    if made.status != 200:
+        amp.skip(
+            f"no stale cell without the admin token: the manual active -> stale write answered {made.status}"
+        )
+    reply = amp.as_agent("a").delete(f"/memories/{cell['id']}")
+    amp.expect(reply.status != 204, "DELETE of a stale cell must be refused, got 204", reply, expected="409")
+    amp.expect_error(reply, 409, "INVALID_TRANSITION")
+    status, got = _status_of(amp, cell["id"])
+    amp.expect(status == "stale", f"the cell is still 'stale' (got {status!r})", got)
+
+
+@check("AMP-DEL-04", level=MUST)
+def test_delete_needs_write_access(amp: Amp) -> None:
+    """A stranger's DELETE is 403 on an active cell (not 409) and on an archived one; nothing changes."""
+    active = amp.create_cell()
+    reply = amp.as_agent("stranger").delete(f"/memories/{active['id']}")
+    amp.expect_refusal(reply, "a stranger's DELETE of an active cell")
+    archived = amp.create_cell()
+    amp.archive(archived["id"])
+    reply = amp.as_agent("stranger").delete(f"/memories/{archived['id']}")
+    amp.expect_refusal(reply, "a stranger's DELETE of an archived cell")
+    status, got = _status_of(amp, archived["id"])
+    amp.expect(status == "archived", f"the cell is still 'archived' (got {status!r})", got)
+
+
+@check("AMP-DEL-05", level=MUST)
+def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
+    """A deleted cell is absent from list and search whatever status filters are sent."""
+    owner = amp.owner()
+    text = "The user keeps bees on the roof of the office"
+    cell = amp.create_cell(identity={"owner_id": owner}, content={"text": text})
+    amp.delete_cell(cell["id"])
+    client = amp.as_agent("a")
+    for status in (None, "active", "archived", "deleted"):
+        for path in ("/memories", "/memories/query"):
+            reply = client.get(path, params={"owner_id": owner, "status": status})
+            if status == "deleted" and reply.status == 422:
+                continue
+            if path == "/memories/query" and reply.status != 200:
+                continue  # whether the alias works at all is AMP-LIST-02's question
+            amp.expect_status(reply, 200, what=f"GET {path} status={status}")
+            amp.expect(
+                cell["id"] not in _ids(amp, reply),
+                f"the deleted cell is absent from GET {path} status={status}",
+                reply,
+            )
+    searches: list[dict[str, Any]] = [
+        {},
+        {"include_stale": True},
+        {"types": ["semantic", "episodic", "procedural"]},
+        {"status": ["deleted"]},
+        {"status": ["active", "stale", "archived", "deleted"]},
+    ]
+    for extra in searches:
+        body = {"query": text, "owner_id": owner, **extra}
+        reply = client.post("/memories/search", body)
+        if "status" in extra and reply.status == 422:
+            continue
+        amp.expect_status(reply, 200, what=f"search with {extra or 'default filters'}")
+        amp.expect(
+            cell["id"] not in _ids(amp, reply),
+            f"the deleted cell is absent from search with {extra or 'default filters'}",
+            reply,
+        )
+
+
+@check("AMP-DEL-06", "AMP-DEL-02", level=MUST)
+def test_deleted_cell_reads_as_deleted_or_unknown(amp: Amp) -> None:
+    """GET of a deleted cell answers 200 with status 'deleted' or the unknown-id answer, per convention."""
+    cell = amp.create_cell()
+    amp.delete_cell(cell["id"])
+    _expect_deleted_read(amp, cell["id"], "GET after DELETE")
+    amp.note(f"deleted cells: {amp.conventions.deleted_read or 'convention not detected'} (C-05)")
+
+
+@check("AMP-DEL-07", level=MUST)
+def test_deleted_is_terminal(amp: Amp) -> None:
+    """A second DELETE is refused, PATCHes back to archived or active are refused, the cell stays deleted."""
+    cell = amp.create_cell()
+    amp.delete_cell(cell["id"])
+    hidden = amp.conventions.deleted_read == "hidden"
+    attempts: list[tuple[str, Reply]] = [
+        ("a second DELETE", amp.as_agent("a").delete(f"/memories/{cell['id']}")),
+        (
+            "PATCH deleted -> archived",
+            amp.as_agent("a").patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "archived"}}),
+        ),
+        (
+            "PATCH deleted -> active",
+            amp.as_agent("a").patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "active"}}),
+        ),
+    ]
+    for what, reply in attempts:
+        amp.expect(reply.status not in (200, 204), f"{what} must be refused, got {reply.status}", reply)
+        if reply.status == 409 and not hidden:
+            amp.expect_error(reply, 409, "INVALID_TRANSITION")
+        else:
+            amp.expect_unknown_id_answer(reply, what)
+    _expect_deleted_read(amp, cell["id"], "GET after the refused attempts")
+
+
+@check("AMP-DEL-08", "AMP-READ-10", "AMP-ERR-03", level=MUST)
+def test_unknown_id_gets_the_same_answer_on_get_patch_and_delete(amp: Amp) -> None:
+    """DELETE, PATCH and GET of an unknown id give the server's one unknown-id answer (404 or 403)."""
+    unknown = amp.unknown_id()
+    client = amp.as_agent("a")
+    replies = {
+        "GET": client.get(f"/memories/{unknown}"),
+        "PATCH": client.patch(f"/memories/{unknown}", {"content": {"text": "nobody here"}}),
+        "DELETE": client.delete(f"/memories/{unknown}"),
+    }
+    for method, reply in replies.items():
+        amp.expect_unknown_id_answer(reply, f"{method} of an unknown id")
+    statuses = {method: reply.status for method, reply in replies.items()}
+    amp.expect(
+        len(set(statuses.values())) == 1,
+        f"GET, PATCH and DELETE answer an unknown id alike (got {statuses})",
+        replies["DELETE"],
+    )

@@ -1,0 +1,424 @@
+"""Errors: the envelope on every 4xx, the per-route status/code table, 422 details, 401 MISSING_AGENT_ID.
+
+AMP-ERR-01..05 and -07, and the missing-identity 401 on every memories route (AMP-AUTH-01 with
+AMP-READ-09, -PATCH-18, -LIST-11, -SRCH-16, -DEL-08). Every 401 probe sends an otherwise valid
+request, so the answer cannot depend on whether the server validates the body first (C-15); every
+422 probe sends valid identity headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._support import member, read_back
+from amp_conformance.amp01.envelope import CODE_PATTERN, envelope_problems
+from amp_conformance.engine.client import Reply
+
+MISSING_AGENT_ID = "MISSING_AGENT_ID"
+UNAUTHENTICATED = "UNAUTHENTICATED"
+
+
+def _missing_identity_codes(amp: Amp) -> tuple[str, ...]:
+    """MISSING_AGENT_ID; in keys mode UNAUTHENTICATED is documented too (C-15)."""
+    return (MISSING_AGENT_ID, UNAUTHENTICATED) if amp.keys_mode else (MISSING_AGENT_ID,)
+
+
+def _expect_missing_identity(amp: Amp, reply: Reply, what: str) -> None:
+    amp.expect(
+        reply.status == 401,
+        f"{what} without X-AMP-Agent-ID: expected 401, got {reply.status}",
+        reply,
+        expected="401 " + " or ".join(_missing_identity_codes(amp)),
+    )
+    amp.expect_error(reply, 401, _missing_identity_codes(amp))
+
+
+def _search_body(owner: str) -> dict[str, Any]:
+    return {"query": "what does the user prefer?", "owner_id": owner, "limit": 5}
+
+
+def _status(amp: Amp, cell_id: str) -> tuple[Any, Reply]:
+    stored, reply = read_back(amp, cell_id)
+    return member(stored, "lifecycle.status"), reply
+
+
+# 401 MISSING_AGENT_ID on every memories route (AMP-AUTH-01) ----------------------------------
+
+
+@check("AMP-AUTH-01", level=MUST)
+def test_create_without_identity_is_401(amp: Amp) -> None:
+    """POST /memories with a valid body but no X-AMP-Agent-ID and no created_by is 401 MISSING_AGENT_ID."""
+    owner = amp.owner()
+    reply = amp.anonymous().post("/memories", amp.cell_body(identity={"owner_id": owner}))
+    _expect_missing_identity(amp, reply, "POST /memories")
+    listed = amp.as_agent("a").get("/memories", params={"owner_id": owner, "status": "active"})
+    amp.expect_status(listed, 200, what="listing the owner's cells afterwards")
+    results = listed.json_object().get("results")
+    amp.expect(results == [], f"the refused create stored nothing (got {results!r})", listed, expected="[]")
+
+
+@check("AMP-READ-09", "AMP-AUTH-01", level=MUST)
+def test_read_without_identity_is_401(amp: Amp) -> None:
+    """GET /memories/{id} of an existing cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""
+    cell = amp.create_cell(access_policy={"public": True})
+    reply = amp.anonymous().get(f"/memories/{cell['id']}")
+    _expect_missing_identity(amp, reply, "GET /memories/{id}")
+
+
+@check("AMP-PATCH-18", "AMP-AUTH-01", level=MUST)
+def test_patch_without_identity_is_401(amp: Amp) -> None:
+    """PATCH with a valid body but no X-AMP-Agent-ID is 401 MISSING_AGENT_ID and changes nothing."""
+    original = "text before the anonymous edit"
+    cell = amp.create_cell(content={"text": original}, access_policy={"public": True})
+    reply = amp.anonymous().patch(f"/memories/{cell['id']}", {"content": {"text": "anonymous edit"}})
+    _expect_missing_identity(amp, reply, "PATCH /memories/{id}")
+    back = amp.as_agent("a").get(f"/memories/{cell['id']}")
+    amp.expect_status(back, 200, what="reading the cell back")
+    content = back.json_object().get("content")
+    amp.expect(
+        isinstance(content, dict) and content.get("text") == original,
+        "the refused PATCH changed nothing",
+        back,
+    )
+
+
+@check("AMP-DEL-08", "AMP-AUTH-01", level=MUST)
+def test_delete_without_identity_is_401(amp: Amp) -> None:
+    """DELETE of an archived cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID; the cell stays archived."""
+    cell = amp.create_cell(access_policy={"public": True})
+    amp.archive(cell["id"])
+    reply = amp.anonymous().delete(f"/memories/{cell['id']}")
+    _expect_missing_identity(amp, reply, "DELETE /memories/{id}")
+    status, back = _status(amp, cell["id"])
+    amp.expect(status == "archived", f"the cell is still archived (got {status!r})", back)
+
+
+@check("AMP-LIST-11", "AMP-AUTH-01", level=MUST)
+def test_list_without_identity_is_401(amp: Amp) -> None:
+    """GET /memories and GET /memories/query without X-AMP-Agent-ID are 401 MISSING_AGENT_ID."""
+    owner = amp.owner()
+    amp.create_cell(identity={"owner_id": owner}, access_policy={"public": True})
+    for path in ("/memories", "/memories/query"):
+        reply = amp.anonymous().get(path, params={"owner_id": owner, "limit": 10})
+        _expect_missing_identity(amp, reply, f"GET {path}")
+
+
+@check("AMP-SRCH-16", "AMP-AUTH-01", level=MUST)
+def test_search_without_identity_is_401(amp: Amp) -> None:
+    """POST /memories/search with a complete body but no X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""
+    owner = amp.owner()
+    reply = amp.anonymous().post("/memories/search", _search_body(owner))
+    _expect_missing_identity(amp, reply, "POST /memories/search")
+
+
+# the error table, the envelope and its code (AMP-ERR-01..03) ---------------------------------
+
+
+@dataclass
+class Case:
+    """One provoked error: what was done, the reply, and the (status, codes) pairs ERR-03 allows."""
+
+    label: str
+    reply: Reply
+    answers: tuple[tuple[int, tuple[str, ...]], ...]
+
+
+def _provoke_errors(amp: Amp) -> list[Case]:
+    """One request for each error cell of the AMP-ERR-03 table the suite can provoke on P-BASE."""
+    a, anonymous, stranger = amp.as_agent("a"), amp.anonymous(), amp.as_agent("stranger")
+    unauthenticated = ((401, _missing_identity_codes(amp)),)
+    refusal = ((403, amp.conventions.refusal_codes()),)
+    unknown = tuple(
+        (status, (code,) if code else ()) for status, code in amp.conventions.unknown_id_answers()
+    )
+    transition = ((409, ("INVALID_TRANSITION",)),)
+    invalid = ((422, ("VALIDATION_ERROR",)),)
+    active = amp.create_cell()
+    archived = amp.create_cell()
+    amp.archive(archived["id"])
+    owner = active["identity"]["owner_id"] if isinstance(active.get("identity"), dict) else amp.owner()
+    missing = amp.unknown_id()
+    text = {"content": {"text": "edited"}}
+    requests: list[tuple[str, Callable[[], Reply], tuple[tuple[int, tuple[str, ...]], ...]]] = [
+        (
+            "POST /memories without identity",
+            lambda: anonymous.post("/memories", amp.cell_body()),
+            unauthenticated,
+        ),
+        ("POST /memories without content", lambda: a.post("/memories", {"type": "semantic"}), invalid),
+        (
+            "GET /memories without identity",
+            lambda: anonymous.get("/memories", params={"owner_id": owner}),
+            unauthenticated,
+        ),
+        (
+            "GET /memories limit=0",
+            lambda: a.get("/memories", params={"owner_id": owner, "limit": 0}),
+            invalid,
+        ),
+        (
+            "GET /memories/query without identity",
+            lambda: anonymous.get("/memories/query", params={"owner_id": owner}),
+            unauthenticated,
+        ),
+        (
+            "GET /memories/query type=literal",
+            lambda: a.get("/memories/query", params={"type": "literal"}),
+            invalid,
+        ),
+        (
+            "GET /memories/{id} without identity",
+            lambda: anonymous.get(f"/memories/{active['id']}"),
+            unauthenticated,
+        ),
+        ("GET /memories/{id} by a stranger", lambda: stranger.get(f"/memories/{active['id']}"), refusal),
+        ("GET /memories/{unknown id}", lambda: a.get(f"/memories/{missing}"), unknown),
+        (
+            "PATCH without identity",
+            lambda: anonymous.patch(f"/memories/{active['id']}", text),
+            unauthenticated,
+        ),
+        ("PATCH by a stranger", lambda: stranger.patch(f"/memories/{active['id']}", text), refusal),
+        ("PATCH of an unknown id", lambda: a.patch(f"/memories/{missing}", text), unknown),
+        (
+            "PATCH archived -> active",
+            lambda: a.patch(f"/memories/{archived['id']}", {"lifecycle": {"status": "active"}}),
+            transition,
+        ),
+        (
+            "PATCH importance 2",
+            lambda: a.patch(f"/memories/{active['id']}", {"scoring": {"importance": 2}}),
+            invalid,
+        ),
+        ("DELETE without identity", lambda: anonymous.delete(f"/memories/{archived['id']}"), unauthenticated),
+        ("DELETE by a stranger", lambda: stranger.delete(f"/memories/{archived['id']}"), refusal),
+        ("DELETE of an unknown id", lambda: a.delete(f"/memories/{missing}"), unknown),
+        ("DELETE of an active cell", lambda: a.delete(f"/memories/{active['id']}"), transition),
+        (
+            "search without identity",
+            lambda: anonymous.post("/memories/search", _search_body(owner)),
+            unauthenticated,
+        ),
+        ("search without query", lambda: a.post("/memories/search", {"owner_id": owner}), invalid),
+    ]
+    return [Case(label, send(), answers) for label, send, answers in requests]
+
+
+def _first_problem(amp: Amp, problems: list[tuple[str, Reply]]) -> None:
+    if problems:
+        message = "; ".join(text for text, _ in problems[:6])
+        more = f" (and {len(problems) - 6} more)" if len(problems) > 6 else ""
+        amp.fail(f"{len(problems)} error response(s) break the rule: {message}{more}", problems[0][1])
+
+
+def _error_codes_of(reply: Reply) -> Any:
+    try:
+        body = reply.json()
+    except AssertionError:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    return error.get("code") if isinstance(error, dict) else None
+
+
+@check("AMP-ERR-01", "AMP-ERR-02", level=MUST)
+def test_every_error_is_the_json_envelope(amp: Amp) -> None:
+    """Every provoked 4xx is application/json {"error": {"code", "message"}} with a SCREAMING_SNAKE code."""
+    problems: list[tuple[str, Reply]] = []
+    for case in _provoke_errors(amp):
+        reply = case.reply
+        if reply.status < 400:
+            continue  # a wrong success is judged by the error-table check
+        content_type = reply.headers.get("content-type", "")
+        if not content_type.startswith("application/json"):
+            problems.append((f"{case.label}: Content-Type is {content_type!r}, not application/json", reply))
+        try:
+            body = reply.json()
+        except AssertionError:
+            problems.append((f"{case.label}: the body is not JSON", reply))
+            continue
+        found = envelope_problems(body, require_details=False)
+        problems += [(f"{case.label}: {problem}", reply) for problem in found]
+    _first_problem(amp, problems)
+
+
+@check("AMP-ERR-01", level=SHOULD)
+def test_every_error_carries_details(amp: Amp) -> None:
+    """Every provoked 4xx envelope also carries an error.details object."""
+    problems: list[tuple[str, Reply]] = []
+    for case in _provoke_errors(amp):
+        if not 400 <= case.reply.status < 500:
+            continue
+        try:
+            body = case.reply.json()
+        except AssertionError:
+            continue  # the MUST check reports it
+        error = body.get("error") if isinstance(body, dict) else None
+        if isinstance(error, dict) and not isinstance(error.get("details"), dict):
+            problems.append((f"{case.label}: error.details is missing or not an object", case.reply))
+    _first_problem(amp, problems)
+
+
+@check("AMP-ERR-03", "AMP-ERR-02", level=MUST)
+def test_each_route_answers_the_documented_status_and_code(amp: Amp) -> None:
+    """Each provoked error answers the (status, code) pair the table gives for its route (C-01/02/15)."""
+    problems: list[tuple[str, Reply]] = []
+    for case in _provoke_errors(amp):
+        code = _error_codes_of(case.reply)
+        allowed = [
+            (status, codes)
+            for status, codes in case.answers
+            if case.reply.status == status and (not codes or code in codes)
+        ]
+        if not allowed:
+            wanted = " or ".join(
+                f"{status} {'/'.join(codes) or '(any code)'}" for status, codes in case.answers
+            )
+            problems.append((f"{case.label}: expected {wanted}, got {case.reply.status} {code}", case.reply))
+        elif isinstance(code, str) and not CODE_PATTERN.match(code):
+            problems.append((f"{case.label}: error.code {code!r} is not SCREAMING_SNAKE_CASE", case.reply))
+    _first_problem(amp, problems)
+
+
+# 422 details and no framework shapes (AMP-ERR-04, -05) ---------------------------------------
+
+
+def _locs(error: dict[str, Any]) -> list[list[Any]]:
+    details = error.get("details")
+    entries = details.get("errors") if isinstance(details, dict) else None
+    return [e["loc"] for e in entries or [] if isinstance(e, dict) and isinstance(e.get("loc"), list)]
+
+
+@check("AMP-ERR-04", level=MUST)
+def test_validation_errors_name_the_fields(amp: Amp) -> None:
+    """422 VALIDATION_ERROR carries details.errors of {type, loc, msg, input} naming the bad fields."""
+    reply = amp.as_agent("a").post("/memories", {"type": "semantic"})
+    error = amp.expect_validation_error(reply)
+    ends = {loc[-1] for loc in _locs(error) if loc}
+    for name in ("content", "identity"):
+        amp.expect(
+            name in ends,
+            f"an entry of details.errors has a loc ending in {name!r} (got {sorted(map(str, ends))})",
+            reply,
+        )
+    reply = amp.as_agent("a").get(
+        "/memories", params={"owner_id": amp.owner(), "limit": amp.max_page_size + 1}
+    )
+    error = amp.expect_validation_error(reply)
+    amp.expect(
+        any("limit" in loc for loc in _locs(error)),
+        "an entry of details.errors has 'limit' in its loc",
+        reply,
+    )
+    cell = amp.create_cell()
+    reply = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"scoring": {"confidence": 1.5}})
+    error = amp.expect_validation_error(reply)
+    amp.expect(
+        any("confidence" in loc for loc in _locs(error)),
+        "an entry of details.errors has 'confidence' in its loc",
+        reply,
+    )
+    reply = amp.as_agent("a").post("/memories/search", {"owner_id": amp.owner()})
+    error = amp.expect_validation_error(reply)
+    amp.expect(
+        any("query" in loc for loc in _locs(error)),
+        "an entry of details.errors has 'query' in its loc",
+        reply,
+    )
+
+
+@check("AMP-ERR-05", level=MUST)
+def test_validation_failures_never_use_a_framework_shape(amp: Amp) -> None:
+    """Rejected bodies, queries and malformed JSON answer the AMP envelope, never a top-level 'detail'."""
+    a = amp.as_agent("a")
+    cell = amp.create_cell()
+    replies = [
+        ("POST /memories {type} only", a.post("/memories", {"type": "semantic"})),
+        ("POST /memories bad type", a.post("/memories", amp.cell_body(type="literal"))),
+        ("POST /memories malformed JSON", a.post("/memories", content=b'{"type": "semantic",')),
+        ("POST /memories JSON array", a.post("/memories", [])),
+        ("GET /memories limit=abc", a.get("/memories", params={"limit": "abc"})),
+        ("GET /memories/query status=expired", a.get("/memories/query", params={"status": "expired"})),
+        (
+            "PATCH readable_by [1]",
+            a.patch(f"/memories/{cell['id']}", {"access_policy": {"readable_by": [1]}}),
+        ),
+        ("PATCH malformed JSON", a.patch(f"/memories/{cell['id']}", content=b"{not json")),
+        ("search limit 0", a.post("/memories/search", {**_search_body(amp.owner()), "limit": 0})),
+    ]
+    for label, reply in replies:
+        amp.expect(400 <= reply.status < 500, f"{label}: expected a 4xx refusal, got {reply.status}", reply)
+        body = reply.json()
+        amp.expect(
+            not (isinstance(body, dict) and "detail" in body),
+            f"{label}: no framework-style top-level 'detail' in the body",
+            reply,
+        )
+        problems = envelope_problems(body, require_details=False)
+        amp.expect(not problems, f"{label}: not the AMP envelope: " + "; ".join(problems), reply)
+        if reply.status == 422:
+            amp.expect_validation_error(reply)
+
+
+# robustness (AMP-ERR-07) ---------------------------------------------------------------------
+
+
+def _remember_created(amp: Amp, reply: Reply) -> None:
+    """Hand a cell created outside ``amp.create_cell`` to the run's clean-up."""
+    if reply.status != 201:
+        return
+    try:
+        body = reply.json()
+    except AssertionError:
+        return
+    if isinstance(body, dict) and isinstance(body.get("id"), str):
+        amp.remember(body["id"], as_agent="a")
+
+
+@check("AMP-ERR-07", level=SHOULD)
+def test_odd_but_valid_requests_do_not_crash(amp: Amp) -> None:
+    """Unicode text, a long agent id and null sections never produce a 5xx."""
+    a = amp.as_agent("a")
+    owner = amp.owner()
+    replies: list[tuple[str, Reply]] = []
+    unicode_text = "Prefers 日本語 and émoji 🐍 — “quotes”, RTL עברית, zero\u200bwidth"
+    created = a.post("/memories", amp.cell_body(content={"text": unicode_text}, identity={"owner_id": owner}))
+    replies.append(("create with Unicode text", created))
+    replies.append(("create with scoring null", a.post("/memories", amp.cell_body(scoring=None))))
+    replies.append(("create with access_policy null", a.post("/memories", amp.cell_body(access_policy=None))))
+    replies.append(
+        ("create with empty metadata", a.post("/memories", amp.cell_body(content={"metadata": {}})))
+    )
+    long_agent = amp.with_headers({"X-AMP-Agent-ID": f"{owner}-" + "x" * 1000})
+    replies.append(
+        ("list with a 1000-character agent id", long_agent.get("/memories", params={"owner_id": owner}))
+    )
+    replies.append(
+        ("search for Unicode text", a.post("/memories/search", {"query": unicode_text, "owner_id": owner}))
+    )
+    cell = amp.create_cell()
+    for label, body in (
+        ("PATCH scoring null", {"scoring": None}),
+        ("PATCH content null", {"content": None}),
+        ("PATCH lifecycle null", {"lifecycle": None}),
+        ("PATCH Unicode text", {"content": {"text": unicode_text}}),
+        ("PATCH empty access_policy", {"access_policy": {}}),
+    ):
+        replies.append((label, a.patch(f"/memories/{cell['id']}", body)))
+    for _, reply in replies:
+        _remember_created(amp, reply)
+    if created.status == 201 and isinstance(created.json_object().get("id"), str):
+        back = a.get(f"/memories/{created.json_object()['id']}")
+        replies.append(("GET of the Unicode cell", back))
+        if back.status == 200:
+            content = back.json_object().get("content")
+            text = content.get("text") if isinstance(content, dict) else None
+            amp.expect(text == unicode_text, f"the Unicode text reads back unchanged (got {text!r})", back)
+    crashes = [(label, reply) for label, reply in replies if reply.status >= 500]
+    amp.expect(
+        not crashes,
+        "server errors: " + "; ".join(f"{label} -> {reply.status}" for label, reply in crashes),
+        crashes[0][1] if crashes else None,
+    )

@@ -1,0 +1,115 @@
+"""OpenAPI-driven fuzzing (the ``fuzz`` area): what nobody thought to write down.
+
+One schemathesis + hypothesis run per suite run (see :mod:`amp_conformance.fuzz`), shared by the
+checks below; each check judges one kind of finding. Generated owner ids are pinned to the run's own,
+and the cells the fuzzer creates are cleaned up with the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from amp_conformance import MUST, Amp, check
+from amp_conformance.engine.outcomes import ToolError
+from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, run_fuzz
+
+SERVER_ERRORS = {"not_a_server_error"}
+ENVELOPE = {"error_envelope"}
+CONTRACT = {
+    "status_code_conformance",
+    "response_schema_conformance",
+    "content_type_conformance",
+    "response_headers_conformance",
+    "ensure_resource_availability",
+}
+
+
+def _contract(source: str | None, timeout: float) -> dict[str, Any] | None:
+    """The contract to fuzz: ``--openapi`` (a path or URL) or, by default, the bundled one."""
+    if source is None:
+        return None
+    try:
+        if source.startswith(("http://", "https://")):
+            document = httpx.get(source, timeout=timeout).json()
+        else:
+            document = json.loads(Path(source).read_text(encoding="utf-8"))
+    except (OSError, ValueError, httpx.HTTPError) as exc:
+        raise ToolError(f"cannot load --openapi {source}: {exc}") from None
+    if not isinstance(document, dict):
+        raise ToolError(f"--openapi {source} is not a JSON object")
+    return document
+
+
+def fuzz_result(amp: Amp) -> FuzzResult:
+    """Run the fuzzer once per suite run (the first fuzz check pays for it)."""
+    cached = amp.run.cache.get("fuzz")
+    if cached is None:
+        options = amp.run.options
+        agent = amp.agent("a")
+        config = FuzzConfig(
+            base_url=amp.run.connection.root,
+            headers=agent.headers(),
+            contract=_contract(options.openapi, options.timeout),
+            max_examples=options.fuzz_examples,
+            seconds=options.fuzz_seconds,
+            seed=options.seed,
+            request_timeout=options.timeout,
+            app=amp.run.connection.app,
+            allow_global_effects=options.allow_global_effects,
+            owner_id=amp.owner(),
+        )
+        cached = run_fuzz(config)
+        for cell_id in cached.created:
+            amp.remember(cell_id, as_agent="a")
+        amp.run.cache["fuzz"] = cached
+    result: FuzzResult = cached
+    amp.note(
+        f"fuzzed {result.operations} operations with {result.examples} requests in {result.seconds:.1f} s "
+        f"(seed {result.seed}; rerun with --seed {result.seed})"
+    )
+    if result.examples == 0:
+        raise ToolError("the fuzz run sent no request: " + "; ".join(result.errors or ["no reason given"]))
+    for error in result.errors:
+        amp.note(f"fuzz tool problem: {error}")
+    return result
+
+
+def _judge(amp: Amp, checks: set[str], what: str) -> None:
+    result = fuzz_result(amp)
+    failures = [f for f in result.failures if f.check in checks]
+    for finding in (f for f in result.warnings if f.check in checks):
+        amp.warn(_describe(finding), requirements=(finding.requirement,))
+    if failures:
+        amp.fail(
+            f"{what}: {len(failures)} finding(s)\n" + "\n".join(_describe(f) for f in failures),
+            expected="no finding",
+        )
+
+
+def _describe(finding: FuzzFinding) -> str:
+    return (
+        f"- {finding.requirement} {finding.operation}: {finding.message} (status {finding.status}, "
+        f"seed {finding.seed})\n    reproduce: {finding.curl}"
+    )
+
+
+@check("AMP-ERR-07", "AMP-ERR-03", level=MUST, area="fuzz")
+def test_fuzzing_provokes_no_server_error(amp: Amp) -> None:
+    """No generated request, valid or invalid, gets a 5xx."""
+    _judge(amp, SERVER_ERRORS, "the server answered generated requests with a 5xx")
+
+
+@check("AMP-ERR-01", "AMP-ERR-02", "AMP-ERR-04", "AMP-ERR-05", level=MUST, area="fuzz")
+def test_fuzzed_errors_use_the_envelope(amp: Amp) -> None:
+    """Every 4xx from an AMP route, for any generated request, uses the AMP error envelope."""
+    _judge(amp, ENVELOPE, "4xx answers without the AMP error envelope")
+
+
+@check("AMP-ERR-03", "AMP-CELL-01", "AMP-CRE-09", "AMP-ERR-06", level=MUST, area="fuzz")
+def test_fuzzed_responses_follow_the_contract(amp: Amp) -> None:
+    """Generated requests get declared statuses, JSON bodies matching their schemas, required headers."""
+    _judge(amp, CONTRACT, "responses that break the contract")

@@ -1,0 +1,301 @@
+"""The lifecycle engine over HTTP (AMP-LC-*, AMP-PATCH-16, AMP-READ-07, AMP-RET-01…03).
+
+Checks whose first id belongs to another area but which need a pass (PATCH-16, PATCH-12 and
+DEL-03 on a stale cell, READ-07) are filed under the lifecycle area, so ``--only lc`` runs them.
+
+Passes are started with ``POST /lifecycle/run`` through ``amp.admin()``, so these checks need
+``--admin-token`` and ``--allow-global-effects`` and skip with that reason otherwise. A pass is
+store-wide, but each check judges only its own cells (fresh owner, ``decay_rate: 0`` so timing cannot
+matter) and asserts "at least" on the global transition counts. A cell's status is observed through
+``GET /memories?owner_id=…&status=…`` and never through a by-id read, which would restart its decay
+clock (requirements.md §0.3). The time-bounded decay check lives in ``test_decay``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._support import (
+    expect_at_least,
+    run_pass,
+    run_pass_reply,
+    scheduler_quiet,
+    status_by_list,
+)
+from amp_conformance.engine.client import Reply
+
+LOW = 0.2
+"""importance of a cell that one pass makes stale (importance x confidence < 0.3, §3 example F)."""
+
+
+def _cell(amp: Amp, owner: str, importance: float, confidence: float = 1.0) -> str:
+    cell = amp.create_cell(
+        {
+            "identity": {"owner_id": owner},
+            "scoring": {"importance": importance, "confidence": confidence, "decay_rate": 0},
+        }
+    )
+    return str(cell["id"])
+
+
+def _expect_status(amp: Amp, owner: str, cell_id: str, expected: str, when: str) -> None:
+    got = status_by_list(amp, owner, cell_id)
+    amp.expect(got == expected, f"{when}: the cell is {expected} (list shows {got})", expected=expected)
+
+
+def _stale_cell(amp: Amp) -> tuple[str, str]:
+    """(owner, id) of a cell one pass made stale (importance 0.2, decay_rate 0)."""
+    amp.admin()  # skip before creating anything when passes are not allowed
+    owner = amp.owner()
+    cell_id = _cell(amp, owner, LOW)
+    run_pass(amp)
+    _expect_status(amp, owner, cell_id, "stale", "precondition: after one pass (importance 0.2)")
+    return owner, cell_id
+
+
+@check("AMP-LC-03", "AMP-ADMIN-05", level=MUST, global_effects=True)
+def test_low_score_cells_become_stale_after_one_pass(amp: Amp) -> None:
+    """Cells with importance x confidence < 0.3 are stale after one pass; counts include them."""
+    amp.admin()
+    owner = amp.owner()
+    low = [_cell(amp, owner, 0.2), _cell(amp, owner, 0.5, 0.5), _cell(amp, owner, 0.29)]
+    high = _cell(amp, owner, 0.9)
+    transitions = run_pass(amp)
+    for cell_id in low:
+        _expect_status(amp, owner, cell_id, "stale", f"after one pass, low-score cell {cell_id}")
+    _expect_status(amp, owner, high, "active", "after one pass, the importance 0.9 cell")
+    expect_at_least(amp, transitions, "active_to_stale", len(low))
+
+
+@check("AMP-LC-04", level=MUST, global_effects=True)
+def test_a_score_of_exactly_0_3_is_not_below_the_threshold(amp: Amp) -> None:
+    """A score of exactly 0.3 stays active, and brings a stale cell back to active (C-33)."""
+    amp.admin()
+    owner = amp.owner()
+    equal = _cell(amp, owner, 0.3)
+    low = _cell(amp, owner, LOW)
+    run_pass(amp)
+    _expect_status(amp, owner, equal, "active", "importance 0.3 x confidence 1.0, decay_rate 0, after a pass")
+    _expect_status(amp, owner, low, "stale", "precondition: importance 0.2 after a pass")
+    reply = amp.as_agent("a").patch(
+        f"/memories/{low}", {"scoring": {"importance": 0.3, "confidence": 1.0, "decay_rate": 0}}
+    )
+    amp.expect_status(reply, 200, what="raising the stale cell's importance to 0.3")
+    run_pass(amp)
+    _expect_status(amp, owner, low, "active", "a stale cell whose score is now exactly 0.3, after a pass")
+
+
+@check("AMP-LC-05", "AMP-ADMIN-05", level=MUST, global_effects=True)
+def test_a_stale_cell_whose_score_recovers_becomes_active(amp: Amp) -> None:
+    """A stale cell whose score is back at or above 0.3 becomes active at the next pass."""
+    owner, cell_id = _stale_cell(amp)
+    reply = amp.as_agent("a").patch(
+        f"/memories/{cell_id}", {"scoring": {"importance": 0.9, "confidence": 1.0, "decay_rate": 0}}
+    )
+    amp.expect_status(reply, 200, what="raising the stale cell's importance to 0.9")
+    transitions = run_pass(amp)
+    _expect_status(amp, owner, cell_id, "active", "after the next pass (importance 0.9)")
+    expect_at_least(amp, transitions, "stale_to_active", 1)
+
+
+@check("AMP-PATCH-16", level=MUST, area="lc", global_effects=True)
+def test_a_scoring_patch_does_not_flip_the_status_by_itself(amp: Amp) -> None:
+    """A scoring PATCH that lifts a stale cell's score leaves it stale until the next pass (C-34)."""
+    owner, cell_id = _stale_cell(amp)
+    reply = amp.as_agent("a").patch(
+        f"/memories/{cell_id}", {"scoring": {"importance": 0.9, "confidence": 1.0, "decay_rate": 0}}
+    )
+    amp.expect_status(reply, 200, what="raising the stale cell's importance to 0.9")
+    status = reply.json_object().get("lifecycle", {}).get("status")
+    amp.expect(status == "stale", f"the PATCH response still says stale (got {status!r})", reply)
+    if scheduler_quiet(amp):
+        _expect_status(amp, owner, cell_id, "stale", "after the scoring PATCH, before any pass")
+    run_pass(amp)
+    _expect_status(amp, owner, cell_id, "active", "after the next pass")
+
+
+@check("AMP-LC-07", "AMP-LC-11", level=MUST, global_effects=True)
+def test_a_freshly_stale_cell_is_not_archived(amp: Amp) -> None:
+    """A pass moves a cell one step: a freshly stale cell is not archived, nor by the next pass."""
+    owner, cell_id = _stale_cell(amp)
+    run_pass(amp)
+    _expect_status(amp, owner, cell_id, "stale", "a cell stale for seconds, after a second pass")
+
+
+@check("AMP-LC-08", "AMP-PATCH-12", level=MUST, global_effects=True)
+def test_archived_cells_stay_archived(amp: Amp) -> None:
+    """An archived cell with a high score is left archived by a pass and cannot be PATCHed back (409)."""
+    amp.admin()
+    owner = amp.owner()
+    cell_id = _cell(amp, owner, 1.0)
+    amp.archive(cell_id)
+    run_pass(amp)
+    _expect_status(amp, owner, cell_id, "archived", "an archived cell with importance 1.0, after a pass")
+    client = amp.as_agent("a")
+    for target in ("active", "stale"):
+        reply = client.patch(f"/memories/{cell_id}", {"lifecycle": {"status": target}})
+        amp.expect_error(reply, 409, "INVALID_TRANSITION")
+    _expect_status(amp, owner, cell_id, "archived", "after the refused PATCHes")
+
+
+@check("AMP-PATCH-12", "AMP-DEL-03", level=MUST, area="lc", global_effects=True)
+def test_a_stale_cell_cannot_be_patched_or_deleted_to_deleted(amp: Amp) -> None:
+    """A stale cell: PATCH to deleted is 409 INVALID_TRANSITION, DELETE is 409; it stays stale."""
+    owner, cell_id = _stale_cell(amp)
+    client = amp.as_agent("a")
+    reply = client.patch(f"/memories/{cell_id}", {"lifecycle": {"status": "deleted"}})
+    amp.expect_error(reply, 409, "INVALID_TRANSITION")
+    reply = client.delete(f"/memories/{cell_id}")
+    amp.expect_error(reply, 409, "INVALID_TRANSITION")
+    _expect_status(amp, owner, cell_id, "stale", "after the refused PATCH and DELETE")
+
+
+@check("AMP-READ-07", level=MUST, area="lc", global_effects=True)
+def test_a_stale_cell_can_still_be_read_by_id(amp: Amp) -> None:
+    """A stale cell is still readable by id: 200 with status stale."""
+    _owner, cell_id = _stale_cell(amp)
+    reply = amp.as_agent("a").get(f"/memories/{cell_id}")
+    amp.expect_status(reply, 200, what="reading a stale cell by id")
+    status = reply.json_object().get("lifecycle", {}).get("status")
+    amp.expect(status == "stale", f"the read shows status stale (got {status!r})", reply)
+
+
+@check("AMP-LC-14", level=MUST, global_effects=True)
+def test_stale_cells_leave_default_search_and_list(amp: Amp) -> None:
+    """Stale cells are left out of default search (and list) and come back with include_stale or status."""
+    owner, cell_id = _stale_cell(amp)
+    client = amp.as_agent("a")
+    query = {"query": "The user prefers Python for backend development", "owner_id": owner}
+
+    def found(reply: Reply, what: str) -> bool:
+        amp.expect_status(reply, 200, what=what)
+        return any(
+            c.get("id") == cell_id for c in reply.json_object().get("results", []) if isinstance(c, dict)
+        )
+
+    amp.expect(
+        not found(client.post("/memories/search", query), "default search"), "default search leaves it out"
+    )
+    amp.expect(
+        found(client.post("/memories/search", {**query, "include_stale": True}), "search, include_stale"),
+        "search with include_stale: true returns it",
+    )
+    amp.expect(
+        found(client.post("/memories/search", {**query, "status": ["stale"]}), 'search, status ["stale"]'),
+        'search with status ["stale"] returns it',
+    )
+    if found(client.get("/memories", params={"owner_id": owner}), "default list"):
+        amp.warn("the default list shows a stale cell (AMP-LIST-04 and C-12: only active by default)")
+    if not found(
+        client.get("/memories", params={"owner_id": owner, "status": "stale"}), "list, status=stale"
+    ):
+        amp.warn("list with status=stale does not show the stale cell (AMP-LIST-03, C-12)")
+
+
+@check("AMP-LC-09", "AMP-RET-01", level=MUST, global_effects=True)
+def test_a_pass_leaves_deleted_cells_deleted_and_kept(amp: Amp) -> None:
+    """A deleted cell (high score) is neither changed nor purged by a pass (where deleted cells read back)."""
+    amp.admin()
+    if amp.conventions.deleted_read != "readable":
+        amp.skip(
+            "the server answers deleted ids like unknown ones (C-05), so a pass's effect on them is not "
+            "observable over HTTP (requirements.md: NOT-BB)"
+        )
+    owner = amp.owner()
+    cell_id = _cell(amp, owner, 1.0)
+    amp.delete_cell(cell_id)
+    run_pass(amp)
+    reply = amp.as_agent("a").get(f"/memories/{cell_id}")
+    amp.expect_status(
+        reply, 200, what="reading the deleted cell after a pass (it is kept for retention_days)"
+    )
+    status = reply.json_object().get("lifecycle", {}).get("status")
+    amp.expect(status == "deleted", f"the deleted cell is still deleted after a pass (got {status!r})", reply)
+
+
+@check("AMP-RET-02", level=MUST)
+def test_no_rest_route_purges_a_deleted_cell(amp: Amp) -> None:
+    """Physical purge is no REST operation: purge-looking requests never succeed on a deleted cell."""
+    cell = amp.create_cell()
+    cell_id = cell["id"]
+    amp.delete_cell(cell_id)
+    client = amp.as_agent("a")
+    probes = (
+        ("DELETE", f"/memories/{cell_id}", {"purge": "true"}),
+        ("DELETE", f"/memories/{cell_id}", {"hard": "true"}),
+        ("POST", f"/memories/{cell_id}/purge", None),
+        ("DELETE", f"/memories/{cell_id}/purge", None),
+    )
+    for method, path, params in probes:
+        reply = client.request(method, path, params=params)
+        amp.expect(
+            not 200 <= reply.status < 300,
+            f"{method} {path}{'?' + next(iter(params)) + '=true' if params else ''} answered {reply.status}: "
+            "no REST route may purge a cell",
+            reply,
+            expected="a 4xx (404/405 for routes that do not exist)",
+        )
+    after = client.get(f"/memories/{cell_id}")
+    if amp.conventions.deleted_read == "readable":
+        amp.expect_status(after, 200, what="reading the deleted cell after the purge probes")
+        status = after.json_object().get("lifecycle", {}).get("status")
+        amp.expect(status == "deleted", f"the cell still reads as deleted (got {status!r})", after)
+    else:
+        amp.expect_unknown_id_answer(after, "reading the deleted cell after the purge probes")
+
+
+@check("AMP-RET-03", "AMP-ADMIN-07", level=SHOULD, global_effects=True)
+def test_a_pass_purges_nothing_by_default(amp: Amp) -> None:
+    """A pass reports purged (if at all) as an integer >= 0; it purges nothing unless the operator opts in."""
+    reply = run_pass_reply(amp)
+    body = reply.json_object()
+    if "purged" not in body:
+        amp.note("the pass reports no 'purged' count (C-14: optional)")
+        return
+    purged = body["purged"]
+    amp.expect(
+        isinstance(purged, int) and not isinstance(purged, bool) and purged >= 0,
+        f"purged is an integer >= 0 (got {purged!r})",
+        reply,
+    )
+    if purged:
+        amp.warn(
+            f"the pass purged {purged} cells: compliant only if the operator opted in (AMP-RET-03)", reply
+        )
+
+
+@check("AMP-LC-13", level=SHOULD)
+def test_no_automatic_pass_when_the_scheduler_is_off(amp: Amp) -> None:
+    """With lifecycle_scheduler.enabled false, a low-score cell stays active (no pass runs by itself)."""
+    scheduler = amp.spec.get("lifecycle_scheduler")
+    if not isinstance(scheduler, dict) or scheduler.get("enabled") is not False:
+        amp.skip("the scheduler is not advertised as disabled (needs P-QUIET: AMP_LIFECYCLE_ENABLED=false)")
+    owner = amp.owner()
+    cell_id = _cell(amp, owner, LOW)
+    time.sleep(1.0)
+    _expect_status(amp, owner, cell_id, "active", "a low-score cell one second later, with the scheduler off")
+
+
+@check("AMP-LC-12", level=MUST, deadline=60)
+def test_the_scheduler_runs_passes_by_itself(amp: Amp) -> None:
+    """With the scheduler on and a short interval, a low-score cell turns stale without a manual pass."""
+    scheduler = amp.spec.get("lifecycle_scheduler")
+    if not isinstance(scheduler, dict) or scheduler.get("enabled") is not True:
+        amp.skip("the scheduler is not advertised as enabled")
+    interval = scheduler.get("interval_seconds")
+    if not isinstance(interval, int) or isinstance(interval, bool) or interval > 15:
+        amp.skip(
+            f"interval_seconds is {interval!r}: waiting for a scheduled pass needs an interval of at most "
+            "15 s (P-FAST, e.g. AMP_LIFECYCLE_INTERVAL_SECONDS=10)"
+        )
+    owner = amp.owner()
+    cell_id = _cell(amp, owner, LOW)
+    until = time.monotonic() + 2 * interval + 1
+    while time.monotonic() < until:
+        if status_by_list(amp, owner, cell_id) == "stale":
+            return
+        time.sleep(0.5)
+    _expect_status(
+        amp, owner, cell_id, "stale", f"{2 * interval + 1} s later (scheduler interval {interval} s)"
+    )

@@ -1,0 +1,328 @@
+"""GET /memories and its alias GET /memories/query: shape, filters, paging, validation (AMP-LIST-*).
+
+Every check lists one fresh owner's cells (``owner_id`` filter), so data from other checks and
+other runs on a shared server never changes what a page should hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from amp_conformance import MAY, MUST, SHOULD, Amp, check
+from amp_conformance.amp01.cells import validate_cell
+from amp_conformance.amp01.conventions import answer_of, label
+from amp_conformance.engine.client import Reply
+
+PATHS = ("/memories", "/memories/query")
+PAGE_MEMBERS = ("results", "returned", "has_more", "offset", "limit")
+MAX_PAGES = 50
+
+
+def _page(amp: Amp, reply: Reply, what: str = "the list response") -> dict[str, Any]:
+    """A 200 list page whose members have the right types (AMP-LIST-01); fails clearly otherwise."""
+    amp.expect_status(reply, 200, what=what)
+    body = reply.json_object()
+    missing = [name for name in PAGE_MEMBERS if name not in body]
+    amp.expect(not missing, f"{what} lacks {', '.join(missing)}", reply)
+    amp.expect(isinstance(body["results"], list), f"{what}: results is an array", reply)
+    for name in ("returned", "offset", "limit"):
+        value = body[name]
+        amp.expect(
+            isinstance(value, int) and not isinstance(value, bool),
+            f"{what}: {name} is an integer (got {value!r})",
+            reply,
+        )
+    amp.expect(
+        isinstance(body["has_more"], bool), f"{what}: has_more is a boolean (got {body['has_more']!r})", reply
+    )
+    amp.expect(
+        all(isinstance(item, dict) for item in body["results"]), f"{what}: every result is an object", reply
+    )
+    return body
+
+
+def _ids(page: dict[str, Any]) -> list[Any]:
+    return [item.get("id") for item in page["results"]]
+
+
+def _list(amp: Amp, role: str = "a", path: str = "/memories", **params: Any) -> Reply:
+    return amp.as_agent(role).get(path, params=params)
+
+
+def _seed_readable(amp: Amp, readable: int, hidden: int, reader: str) -> tuple[str, set[str], set[str]]:
+    """One owner's cells, interleaved: ``readable`` that ``reader`` may read, ``hidden`` it may not.
+
+    The creator is agent "a", so the reader never gets the creator or owner bypass.
+    """
+    owner = amp.owner()
+    reader_id = amp.agent_id(reader)
+    visible: set[str] = set()
+    invisible: set[str] = set()
+    for index in range(readable + hidden):
+        is_visible = (index % 2 == 0 and len(visible) < readable) or len(invisible) >= hidden
+        policy = {"readable_by": [reader_id] if is_visible else [f"{owner}-nobody"], "writable_by": []}
+        cell = amp.create_cell(
+            identity={"owner_id": owner}, content={"text": f"list seed {index}"}, access_policy=policy
+        )
+        (visible if is_visible else invisible).add(cell["id"])
+    return owner, visible, invisible
+
+
+@check("AMP-LIST-01", level=MUST)
+def test_list_returns_a_page_of_valid_cells(amp: Amp) -> None:
+    """GET /memories answers 200 {results, returned, has_more, offset, limit} with valid cells."""
+    owner = amp.owner()
+    cell = amp.create_cell(identity={"owner_id": owner})
+    reply = _list(amp, owner_id=owner)
+    page = _page(amp, reply)
+    amp.expect(_ids(page) == [cell["id"]], f"the owner's one cell is listed (got {_ids(page)})", reply)
+    for index, item in enumerate(page["results"]):
+        problems = validate_cell(item)
+        amp.expect(
+            not problems,
+            f"results[{index}] is not a valid cell: " + "; ".join(str(p) for p in problems[:5]),
+            reply,
+        )
+
+
+@check("AMP-LIST-02", level=MUST)
+def test_query_alias_answers_like_the_list(amp: Amp) -> None:
+    """GET /memories/query takes the same parameters and returns the same page as GET /memories."""
+    owner, _, _ = _seed_readable(amp, readable=3, hidden=0, reader="a")
+    for params in (
+        {"owner_id": owner},
+        {"owner_id": owner, "limit": 2, "offset": 1},
+        {"owner_id": owner, "type": "semantic"},
+    ):
+        pages = [_page(amp, _list(amp, path=path, **params), f"GET {path} {params}") for path in PATHS]
+        for name in ("returned", "has_more", "offset", "limit"):
+            amp.expect(
+                pages[0][name] == pages[1][name],
+                f"{name} agrees ({params}): /memories {pages[0][name]!r}, /memories/query {pages[1][name]!r}",
+            )
+        amp.expect(
+            _ids(pages[0]) == _ids(pages[1]),
+            f"both paths list the same ids for {params}: {_ids(pages[0])} vs {_ids(pages[1])}",
+        )
+    reply = _list(amp, path="/memories/query")
+    amp.expect(reply.status != 403, "/memories/query is never read as the memory id 'query' (got 403)", reply)
+    _page(amp, reply, "GET /memories/query without parameters")
+    invalid: list[dict[str, Any]] = [
+        {"limit": amp.max_page_size + 1},
+        {"limit": 0},
+        {"type": "literal"},
+        {"status": "expired"},
+    ]
+    for params in invalid:
+        replies = [_list(amp, path=path, owner_id=owner, **params) for path in PATHS]
+        answers = [answer_of(reply) for reply in replies]
+        amp.expect(
+            answers[0] == answers[1],
+            f"both paths validate {params} alike: /memories answers {label(answers[0])}, "
+            f"/memories/query {label(answers[1])}",
+            replies[1],
+        )
+
+
+@check("AMP-LIST-03", level=MUST)
+def test_owner_and_type_filters_are_exact(amp: Amp) -> None:
+    """owner_id matches identity.owner_id exactly and type returns only that memory type."""
+    owner = amp.owner()
+    by_type = {
+        kind: amp.create_cell(type=kind, identity={"owner_id": owner})["id"]
+        for kind in ("episodic", "semantic", "procedural")
+    }
+    similar = amp.create_cell(identity={"owner_id": f"{owner}-2"})["id"]  # owner id with ours as a prefix
+    reply = _list(amp, owner_id=owner, limit=100)
+    page = _page(amp, reply)
+    amp.expect(
+        set(_ids(page)) == set(by_type.values()),
+        f"owner_id={owner} lists exactly its 3 cells (got {_ids(page)})",
+        reply,
+    )
+    amp.expect(
+        similar not in _ids(page), f"the cell of owner {owner}-2 is not listed for owner_id={owner}", reply
+    )
+    for kind, cell_id in by_type.items():
+        reply = _list(amp, owner_id=owner, type=kind)
+        page = _page(amp, reply)
+        amp.expect(
+            _ids(page) == [cell_id], f"type={kind} lists only the {kind} cell (got {_ids(page)})", reply
+        )
+
+
+@check("AMP-LIST-03", "AMP-LIST-04", level=SHOULD)
+def test_status_filter_and_active_default(amp: Amp) -> None:
+    """Without status only active cells are listed; status=archived lists the archived one (C-12)."""
+    owner = amp.owner()
+    active = amp.create_cell(identity={"owner_id": owner})["id"]
+    archived = amp.create_cell(identity={"owner_id": owner})["id"]
+    amp.archive(archived)
+    reply = _list(amp, owner_id=owner)
+    page = _page(amp, reply)
+    amp.expect(
+        _ids(page) == [active], f"the default list holds only the active cell (got {_ids(page)})", reply
+    )
+    reply = _list(amp, owner_id=owner, status="archived")
+    page = _page(amp, reply)
+    amp.expect(
+        _ids(page) == [archived], f"status=archived lists only the archived cell (got {_ids(page)})", reply
+    )
+    reply = _list(amp, owner_id=owner, status="active")
+    page = _page(amp, reply)
+    amp.expect(_ids(page) == [active], f"status=active lists only the active cell (got {_ids(page)})", reply)
+
+
+@check("AMP-LIST-05", "AMP-ERR-04", level=MUST)
+def test_limit_bounds_are_enforced_not_clamped(amp: Amp) -> None:
+    """limit above max_page_size, 0 or negative is 422; limit = max_page_size is accepted and echoed."""
+    owner = amp.owner()
+    maximum = amp.max_page_size
+    reply = _list(amp, owner_id=owner, limit=maximum + 1)
+    amp.expect(reply.status != 200, f"limit={maximum + 1} must be refused, not clamped (got 200)", reply)
+    error = amp.expect_validation_error(reply)
+    entries = error.get("details", {}).get("errors", [])
+    amp.expect(
+        any("limit" in entry.get("loc", []) for entry in entries if isinstance(entry, dict)),
+        "an entry of details.errors has 'limit' in its loc",
+        reply,
+    )
+    for bad in (0, -1, "ten"):
+        amp.expect_validation_error(_list(amp, owner_id=owner, limit=bad))
+    reply = _list(amp, owner_id=owner, limit=maximum)
+    page = _page(amp, reply)
+    amp.expect(page["limit"] == maximum, f"limit={maximum} is echoed (got {page['limit']!r})", reply)
+
+
+@check("AMP-LIST-05", level=SHOULD)
+def test_limit_defaults_to_20(amp: Amp) -> None:
+    """Without limit the page uses (and echoes) limit 20."""
+    reply = _list(amp, owner_id=amp.owner())
+    page = _page(amp, reply)
+    amp.expect(page["limit"] == 20, f"the default limit is 20 (got {page['limit']!r})", reply, expected="20")
+
+
+@check("AMP-LIST-06", level=MUST)
+def test_offset_must_not_be_negative(amp: Amp) -> None:
+    """offset -1 (or not an integer) is 422 VALIDATION_ERROR; without offset, offset 0 is echoed."""
+    owner = amp.owner()
+    for bad in (-1, "first"):
+        amp.expect_validation_error(_list(amp, owner_id=owner, offset=bad))
+    reply = _list(amp, owner_id=owner)
+    page = _page(amp, reply)
+    amp.expect(page["offset"] == 0, f"the default offset 0 is echoed (got {page['offset']!r})", reply)
+
+
+@check("AMP-LIST-07", "AMP-ACL-14", level=MUST)
+def test_pages_hold_only_readable_cells_and_count_them(amp: Amp) -> None:
+    """Only readable cells are listed and limit counts them: 5 readable of 9, limit 2 -> 2, 2, 1."""
+    owner, visible, invisible = _seed_readable(amp, readable=5, hidden=4, reader="b")
+    seen: list[Any] = []
+    for offset, expected in ((0, 2), (2, 2), (4, 1)):
+        reply = _list(amp, "b", owner_id=owner, limit=2, offset=offset)
+        page = _page(amp, reply)
+        leaked = [cell_id for cell_id in _ids(page) if cell_id in invisible]
+        amp.expect(
+            not leaked, f"the page holds only readable cells (unreadable ones listed: {leaked})", reply
+        )
+        amp.expect(
+            len(page["results"]) == expected,
+            f"offset={offset}, limit=2 holds {expected} readable cells (got {len(page['results'])})",
+            reply,
+            expected=str(expected),
+        )
+        seen += _ids(page)
+    amp.expect(set(seen) == visible, f"the pages hold the 5 readable cells (got {seen})")
+
+
+@check("AMP-LIST-08", level=MUST)
+def test_paging_members_tell_the_truth(amp: Amp) -> None:
+    """returned = len(results) <= limit, has_more exactly when a next page holds something, window echoed."""
+    owner, _, _ = _seed_readable(amp, readable=5, hidden=4, reader="b")
+    cases = (  # offset, limit, returned, has_more
+        (0, 2, 2, True),
+        (2, 2, 2, True),
+        (3, 2, 2, False),
+        (4, 2, 1, False),
+        (5, 2, 0, False),
+        (0, 5, 5, False),
+        (0, 4, 4, True),
+    )
+    for offset, limit, returned, has_more in cases:
+        reply = _list(amp, "b", owner_id=owner, limit=limit, offset=offset)
+        page = _page(amp, reply)
+        where = f"offset={offset}, limit={limit} over 5 readable cells"
+        amp.expect(
+            page["returned"] == len(page["results"]),
+            f"{where}: returned {page['returned']} equals the {len(page['results'])} results",
+            reply,
+        )
+        amp.expect(
+            page["returned"] <= limit, f"{where}: returned {page['returned']} is at most the limit", reply
+        )
+        amp.expect(
+            page["returned"] == returned,
+            f"{where}: returned should be {returned} (got {page['returned']})",
+            reply,
+        )
+        amp.expect(
+            page["has_more"] is has_more,
+            f"{where}: has_more should be {has_more} (got {page['has_more']})",
+            reply,
+        )
+        amp.expect(
+            (page["offset"], page["limit"]) == (offset, limit),
+            f"{where}: offset and limit are echoed (got {page['offset']}, {page['limit']})",
+            reply,
+        )
+    reply = _list(amp, "b", owner_id=owner)
+    page = _page(amp, reply)
+    amp.expect(page["offset"] == 0, f"without offset, offset 0 is echoed (got {page['offset']!r})", reply)
+    amp.expect(
+        isinstance(page["limit"], int) and page["limit"] >= 5 and page["has_more"] is False,
+        f"without limit, the default window holds all 5 cells and has_more is false (got {page['limit']}, "
+        f"{page['has_more']})",
+        reply,
+    )
+
+
+@check("AMP-LIST-09", level=SHOULD)
+def test_pages_partition_the_readable_cells(amp: Amp) -> None:
+    """Walking every page with limit 2 yields each readable cell exactly once."""
+    owner, visible, _ = _seed_readable(amp, readable=5, hidden=4, reader="b")
+    seen: list[Any] = []
+    offset = 0
+    for _ in range(MAX_PAGES):
+        reply = _list(amp, "b", owner_id=owner, limit=2, offset=offset)
+        page = _page(amp, reply)
+        seen += _ids(page)
+        if not page["has_more"] or not page["results"]:
+            break
+        offset += len(page["results"])
+    duplicates = sorted({cell_id for cell_id in seen if seen.count(cell_id) > 1})
+    amp.expect(not duplicates, f"consecutive pages do not overlap (listed twice: {duplicates})")
+    amp.expect(set(seen) == visible, f"the pages together hold the 5 readable cells (got {len(set(seen))})")
+
+
+@check("AMP-LIST-10", "AMP-ERR-04", level=MUST)
+def test_invalid_type_or_status_is_a_validation_error(amp: Amp) -> None:
+    """type=literal and status=expired are 422 VALIDATION_ERROR."""
+    owner = amp.owner()
+    amp.expect_validation_error(_list(amp, owner_id=owner, type="literal"))
+    amp.expect_validation_error(_list(amp, owner_id=owner, status="expired"))
+
+
+@check("AMP-LIST-12", level=MAY)
+def test_without_owner_id_every_owners_readable_cells_are_listed(amp: Amp) -> None:
+    """Omitting owner_id lists the caller's readable cells of every owner."""
+    mine = {amp.create_cell()["id"], amp.create_cell()["id"]}  # two fresh owners
+    found: set[str] = set()
+    offset = 0
+    limit = amp.max_page_size
+    for _ in range(MAX_PAGES):
+        page = _page(amp, _list(amp, limit=limit, offset=offset))
+        found |= mine.intersection(_ids(page))
+        if found == mine or not page["has_more"] or not page["results"]:
+            break
+        offset += len(page["results"])
+    amp.expect(found == mine, f"both owners' cells are listed without owner_id (found {len(found)} of 2)")

@@ -1,0 +1,133 @@
+"""The server's own OpenAPI document (AMP-OAS-*), compared with our contract.
+
+Differences from our contract are reported, not failed: our contract is written from the primary
+documents and another implementation may document the same behaviour differently (SHOULD).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.engine.client import Reply
+
+
+def served_document(amp: Amp) -> tuple[dict[str, Any], Reply]:
+    """``/openapi.json`` at the origin root, else at the base URL (C-28: warn), else the check fails."""
+    client = amp.anonymous()
+    at_root = client.get("/openapi.json", root=True)
+    if at_root.status == 200:
+        return at_root.json_object(), at_root
+    at_base = client.get("/openapi.json")
+    if at_base.status == 200:
+        amp.warn(
+            "the OpenAPI document is served at the base URL, not at the origin root (C-28)",
+            at_base,
+            requirements=("AMP-OAS-01",),
+        )
+        return at_base.json_object(), at_base
+    amp.fail(
+        f"no OpenAPI document at /openapi.json (origin root: {at_root.status}, base URL: {at_base.status})",
+        at_root,
+        expected="200 with the OpenAPI document",
+    )
+
+
+@check("AMP-OAS-01", level=MUST)
+def test_the_openapi_document_is_served(amp: Amp) -> None:
+    """A running server serves its OpenAPI document at /openapi.json."""
+    document, reply = served_document(amp)
+    amp.expect(isinstance(document.get("paths"), dict), "the served document has a 'paths' object", reply)
+
+
+@check("AMP-OAS-03", level=SHOULD)
+def test_the_served_document_is_valid_openapi_3_1(amp: Amp) -> None:
+    """The served document is valid OpenAPI 3.1."""
+    from openapi_spec_validator import validate
+    from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
+
+    document, reply = served_document(amp)
+    version = document.get("openapi")
+    amp.expect(
+        isinstance(version, str) and version.startswith("3.1."),
+        f"'openapi' is 3.1.x (got {version!r})",
+        reply,
+    )
+    try:
+        validate(document)
+    except OpenAPIValidationError as exc:
+        amp.fail(f"the document is not valid OpenAPI 3.1: {str(exc).splitlines()[0]}", reply)
+
+
+def _differences(amp: Amp, codes: set[str]) -> tuple[list[str], Reply]:
+    from amp_conformance.validator import compare_contract
+    from amp_conformance.validator.openapi import DocumentError
+
+    document, reply = served_document(amp)
+    try:
+        found = compare_contract(document)
+    except DocumentError as exc:
+        amp.fail(f"the served document cannot be compared: {exc}", reply)
+    return [str(d) for d in found if d.code in codes], reply
+
+
+@check("AMP-OAS-02", level=SHOULD)
+def test_the_served_document_has_our_routes_methods_and_statuses(amp: Amp) -> None:
+    """The served document has the routes, methods and response statuses of our contract."""
+    codes = {"missing-route", "missing-method", "undeclared-status", "extra-route", "extra-method"}
+    differences, reply = _differences(amp, codes)
+    amp.expect(
+        not differences,
+        f"{len(differences)} difference(s) from our contract:\n" + "\n".join(differences[:30]),
+        reply,
+    )
+
+
+@check("AMP-OAS-04", level=SHOULD)
+def test_declared_error_responses_use_the_envelope(amp: Amp) -> None:
+    """Every declared 4xx response of the served document uses the AMP error envelope."""
+    differences, reply = _differences(amp, {"no-error-envelope", "unresolvable-ref"})
+    amp.expect(
+        not differences, "error responses without the envelope:\n" + "\n".join(differences[:30]), reply
+    )
+
+
+@check("AMP-OAS-05", level=SHOULD)
+def test_the_patch_schema_has_no_created_at(amp: Amp) -> None:
+    """The PATCH request schema offers no lifecycle.created_at."""
+    document, reply = served_document(amp)
+    operation = document.get("paths", {}).get("/amp/v1/memories/{memory_id}", {}).get("patch")
+    if not isinstance(operation, dict):
+        amp.skip("the served document has no PATCH /amp/v1/memories/{memory_id} to inspect")
+    schema = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+    lifecycle = _resolve(document, _resolve(document, schema).get("properties", {}).get("lifecycle", {}))
+    members = set(_resolve(document, lifecycle).get("properties", {}))
+    amp.expect(
+        "created_at" not in members,
+        f"the PATCH lifecycle schema offers created_at (members: {sorted(members)})",
+        reply,
+    )
+
+
+def _resolve(document: dict[str, Any], schema: Any) -> dict[str, Any]:
+    """Follow local ``$ref``s and take the object branch of ``anyOf``/``oneOf`` (nullable sections)."""
+    for _ in range(20):
+        if not isinstance(schema, dict):
+            return {}
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            target: Any = document
+            for part in ref[2:].split("/"):
+                target = target.get(part, {}) if isinstance(target, dict) else {}
+            schema = target
+            continue
+        for key in ("anyOf", "oneOf"):
+            branches = schema.get(key)
+            if isinstance(branches, list):
+                objects = [b for b in branches if isinstance(b, dict) and b.get("type") != "null"]
+                if objects:
+                    schema = objects[0]
+                    break
+        else:
+            return schema
+    return {}

@@ -1,0 +1,622 @@
+"""PATCH /memories/{memory_id}: merge rules, immutable fields, transitions, expiry (AMP-PATCH-*).
+
+Every check uses its own cells (fresh owner, creator agent "a"). Values are compared with what the
+server itself stored (the 201 body or an earlier reply), never with what the check sent, so a
+server that normalises numbers or timestamps is judged on the rule, not on formatting.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from amp_conformance import MAY, MUST, SHOULD, Amp, check
+from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp, validate_cell
+from amp_conformance.amp01.checks._support import expect_member, read_back
+from amp_conformance.engine.client import Reply
+
+CLOCK_SKEW = timedelta(seconds=120)
+MISSING = object()
+
+
+# helpers -------------------------------------------------------------------------------------
+
+
+def _time(amp: Amp, cell: Any, path: str, reply: Reply | None = None) -> datetime:
+    """A timestamp member parsed as RFC 3339 UTC (a null or malformed value fails the check)."""
+    value = expect_member(amp, cell, path, reply)
+    if not isinstance(value, str):
+        amp.fail(f"{path} is {value!r}, expected a date-time string", reply)
+    try:
+        return parse_utc_timestamp(value)
+    except TimestampError as exc:
+        amp.fail(f"{path}: {exc}", reply)
+
+
+def _valid_cell(amp: Amp, reply: Reply, what: str) -> dict[str, Any]:
+    cell = reply.json_object()
+    problems = validate_cell(cell)
+    amp.expect(not problems, f"{what} is not a valid cell: " + "; ".join(str(p) for p in problems[:5]), reply)
+    return cell
+
+
+def _patch(amp: Amp, cell_id: str, body: Any, *, role: str = "a") -> Reply:
+    return amp.as_agent(role).patch(f"/memories/{cell_id}", body)
+
+
+def _patched(amp: Amp, cell_id: str, body: Any, what: str, *, role: str = "a") -> dict[str, Any]:
+    """PATCH that must succeed (200 with a cell object)."""
+    reply = _patch(amp, cell_id, body, role=role)
+    amp.expect_status(reply, 200, what=what)
+    return reply.json_object()
+
+
+def _server_now(reply: Reply) -> datetime:
+    """The server's clock from the Date header, else the client's clock."""
+    header = reply.headers.get("date")
+    if header:
+        try:
+            return parsedate_to_datetime(header).astimezone(UTC)
+        except (TypeError, ValueError):
+            pass
+    return datetime.now(UTC)
+
+
+def _same(amp: Amp, before: dict[str, Any], after: dict[str, Any], path: str, reply: Reply) -> None:
+    old, new = expect_member(amp, before, path), expect_member(amp, after, path, reply)
+    amp.expect(new == old, f"{path} changed from {old!r} to {new!r}", reply, expected=repr(old))
+
+
+# PATCH-01 .. PATCH-05 ------------------------------------------------------------------------
+
+
+@check("AMP-PATCH-01", level=MUST)
+def test_patch_returns_the_complete_updated_cell(amp: Amp) -> None:
+    """A valid PATCH answers 200 with the complete updated cell, and a GET agrees."""
+    cell = amp.create_cell()
+    reply = _patch(amp, cell["id"], {"content": {"text": "Now prefers Go for backend development"}})
+    amp.expect_status(reply, 200)
+    updated = _valid_cell(amp, reply, "the PATCH response")
+    amp.expect(updated.get("id") == cell["id"], f"the response is cell {cell['id']}", reply)
+    text = expect_member(amp, updated, "content.text", reply)
+    amp.expect(
+        text == "Now prefers Go for backend development", f"content.text is the new text ({text!r})", reply
+    )
+    stored, got = read_back(amp, cell["id"])
+    amp.expect(
+        expect_member(amp, stored, "content.text", got) == text,
+        "a GET after the PATCH returns the new content.text",
+        got,
+    )
+
+
+@check("AMP-PATCH-02", level=MUST)
+def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
+    """PATCH of content only leaves scoring, access_policy, provenance and identity untouched."""
+    cell = amp.create_cell(
+        scoring={"importance": 0.8, "confidence": 0.95, "decay_rate": 0.02},
+        access_policy={
+            "readable_by": ["amp-ct-reader-*"],
+            "writable_by": ["amp-ct-writer-1"],
+            "public": False,
+        },
+        provenance={"source_type": "conversation", "source_ref": "conv-1", "extraction_method": "rule_based"},
+        identity={"session_id": "session-1"},
+    )
+    reply = _patch(amp, cell["id"], {"content": {"text": "Only the content changes"}})
+    amp.expect_status(reply, 200)
+    updated = reply.json_object()
+    for section in ("scoring", "access_policy", "provenance", "identity"):
+        _same(amp, cell, updated, section, reply)
+    stored, got = read_back(amp, cell["id"])
+    for section in ("access_policy", "provenance", "identity"):
+        _same(amp, cell, stored, section, got)
+
+
+@check("AMP-PATCH-03", level=MUST)
+def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
+    """PATCH scoring.importance keeps confidence, decay_rate and access_count as stored."""
+    cell = amp.create_cell(scoring={"importance": 0.5, "confidence": 0.95, "decay_rate": 0.05})
+    before, _ = read_back(amp, cell["id"])  # access_count 1, so a reset to the default 0 shows
+    reply = _patch(amp, cell["id"], {"scoring": {"importance": 0.9}})
+    amp.expect_status(reply, 200)
+    updated = reply.json_object()
+    importance = expect_member(amp, updated, "scoring.importance", reply)
+    amp.expect(importance == 0.9, f"scoring.importance is 0.9 (got {importance!r})", reply)
+    for key in ("confidence", "decay_rate", "access_count"):
+        _same(amp, before, updated, f"scoring.{key}", reply)
+
+
+@check("AMP-PATCH-03", level=MUST)
+def test_access_policy_keys_not_sent_keep_their_values(amp: Amp) -> None:
+    """PATCH access_policy.public keeps readable_by and writable_by as stored."""
+    cell = amp.create_cell(
+        access_policy={
+            "readable_by": ["amp-ct-reader-1"],
+            "writable_by": ["amp-ct-writer-1"],
+            "public": False,
+        }
+    )
+    reply = _patch(amp, cell["id"], {"access_policy": {"public": True}})
+    amp.expect_status(reply, 200)
+    updated = reply.json_object()
+    public = expect_member(amp, updated, "access_policy.public", reply)
+    amp.expect(public is True, f"access_policy.public is true (got {public!r})", reply)
+    for key in ("readable_by", "writable_by"):
+        _same(amp, cell, updated, f"access_policy.{key}", reply)
+
+
+@check("AMP-PATCH-04", level=MUST)
+def test_sent_arrays_replace_the_stored_ones(amp: Amp) -> None:
+    """A sent readable_by replaces the stored list as a whole (not appended)."""
+    owner = amp.owner()
+    cell = amp.create_cell(
+        identity={"owner_id": owner}, access_policy={"readable_by": [f"{owner}-x"], "writable_by": []}
+    )
+    reply = _patch(amp, cell["id"], {"access_policy": {"readable_by": [f"{owner}-b"]}})
+    amp.expect_status(reply, 200)
+    got = expect_member(amp, reply.json_object(), "access_policy.readable_by", reply)
+    amp.expect(got == [f"{owner}-b"], f"readable_by is exactly [{owner}-b] (got {got!r})", reply)
+    stored, back = read_back(amp, cell["id"])
+    got = expect_member(amp, stored, "access_policy.readable_by", back)
+    amp.expect(got == [f"{owner}-b"], f"a GET shows readable_by [{owner}-b] (got {got!r})", back)
+
+
+@check("AMP-PATCH-05", level=MUST)
+def test_content_text_and_metadata_are_updated(amp: Amp) -> None:
+    """PATCH content with text and metadata applies both (metadata merge or replace is reported)."""
+    cell = amp.create_cell(content={"text": "old text", "metadata": {"domain": "programming", "keep": "me"}})
+    sent = {"domain": "languages", "secondary_language": "go"}
+    reply = _patch(amp, cell["id"], {"content": {"text": "new text", "metadata": sent}})
+    amp.expect_status(reply, 200)
+    updated = reply.json_object()
+    amp.expect(
+        expect_member(amp, updated, "content.text", reply) == "new text", "content.text is 'new text'", reply
+    )
+    metadata = expect_member(amp, updated, "content.metadata", reply)
+    amp.expect(isinstance(metadata, dict), f"content.metadata is an object (got {metadata!r})", reply)
+    for key, value in sent.items():
+        amp.expect(
+            metadata.get(key) == value,
+            f"content.metadata.{key} is {value!r} (got {metadata.get(key)!r})",
+            reply,
+        )
+    # C-20 (Info): whether sent metadata merges into or replaces the stored map.
+    merged = "keep" in metadata
+    amp.note(
+        f"content.metadata on PATCH is {'merged key by key' if merged else 'replaced as a whole'} (C-20)"
+    )
+    # C-20 (Info): a metadata-only PATCH (content without text).
+    probe = _patch(amp, cell["id"], {"content": {"metadata": {"only": "metadata"}}})
+    amp.expect(probe.status < 500, f"a metadata-only PATCH must not crash (got {probe.status})", probe)
+    amp.note(f"a metadata-only PATCH (content without text) answered {probe.status} (C-20)")
+
+
+# PATCH-06, PATCH-07 --------------------------------------------------------------------------
+
+
+@check("AMP-PATCH-06", level=MUST)
+def test_every_patch_stamps_last_updated_at(amp: Amp) -> None:
+    """Each PATCH sets last_updated_at to the server's time: non-null, >= created_at, increasing."""
+    cell = amp.create_cell()
+    created = _time(amp, cell, "lifecycle.created_at")
+    first = _patch(amp, cell["id"], {"content": {"text": "first update"}})
+    amp.expect_status(first, 200)
+    stamp1 = _time(amp, first.json_object(), "lifecycle.last_updated_at", first)
+    amp.expect(stamp1 >= created, f"last_updated_at {stamp1} is not before created_at {created}", first)
+    now = _server_now(first)
+    amp.expect(
+        abs(stamp1 - now) <= CLOCK_SKEW,
+        f"last_updated_at {stamp1.isoformat()} is the server's current time (Date: {now.isoformat()})",
+        first,
+    )
+    time.sleep(1.1)
+    second = _patch(amp, cell["id"], {"content": {"text": "second update"}})
+    amp.expect_status(second, 200)
+    stamp2 = _time(amp, second.json_object(), "lifecycle.last_updated_at", second)
+    amp.expect(
+        stamp2 > stamp1,
+        f"a PATCH 1.1 s later moves last_updated_at forward ({stamp1.isoformat()} -> {stamp2.isoformat()})",
+        second,
+    )
+
+
+@check("AMP-PATCH-06", level=MUST)
+def test_client_sent_last_updated_at_is_replaced_by_server_time(amp: Amp) -> None:
+    """A client-sent lifecycle.last_updated_at is not stored: the server stamps its own time."""
+    cell = amp.create_cell()
+    created = _time(amp, cell, "lifecycle.created_at")
+    reply = _patch(
+        amp,
+        cell["id"],
+        {"content": {"text": "updated"}, "lifecycle": {"last_updated_at": "2001-01-01T00:00:00Z"}},
+    )
+    if reply.status == 422:
+        amp.note("a client-sent lifecycle.last_updated_at is refused with 422")
+        return
+    amp.expect_status(reply, 200)
+    stamp = _time(amp, reply.json_object(), "lifecycle.last_updated_at", reply)
+    amp.expect(
+        stamp >= created,
+        f"last_updated_at is the server's time, not the client's 2001 value (got {stamp.isoformat()})",
+        reply,
+    )
+
+
+@check("AMP-PATCH-07", level=SHOULD)
+def test_patch_is_not_an_access(amp: Amp) -> None:
+    """A PATCH leaves access_count and last_accessed_at as they were."""
+    cell = amp.create_cell()
+    before, _ = read_back(amp, cell["id"])
+    reply = _patch(amp, cell["id"], {"content": {"text": "changed after one read"}})
+    amp.expect_status(reply, 200)
+    updated = reply.json_object()
+    _same(amp, before, updated, "scoring.access_count", reply)
+    _same(amp, before, updated, "lifecycle.last_accessed_at", reply)
+
+
+@check("AMP-PATCH-07", level=SHOULD)
+def test_client_cannot_write_access_fields(amp: Amp) -> None:
+    """A PATCH cannot set access_count or last_accessed_at (C-21, C-22)."""
+    cell = amp.create_cell()
+    reply = _patch(amp, cell["id"], {"scoring": {"access_count": 7}})
+    if reply.status != 422:
+        amp.expect_status(reply, 200, what="PATCH scoring.access_count")
+        count = expect_member(amp, reply.json_object(), "scoring.access_count", reply)
+        if count == 7:
+            amp.warn("a PATCH set scoring.access_count to the client's value 7 (C-22)", reply)
+    reply = _patch(amp, cell["id"], {"lifecycle": {"last_accessed_at": "2001-01-01T00:00:00Z"}})
+    if reply.status != 422:
+        amp.expect_status(reply, 200, what="PATCH lifecycle.last_accessed_at")
+        value = expect_member(amp, reply.json_object(), "lifecycle.last_accessed_at", reply)
+        if isinstance(value, str) and value.startswith("2001-01-01"):
+            amp.warn(
+                "a PATCH stored the client's lifecycle.last_accessed_at, moving the decay clock (C-21)", reply
+            )
+
+
+# PATCH-08, PATCH-09 --------------------------------------------------------------------------
+
+
+@check("AMP-PATCH-08", level=MUST)
+def test_identity_cannot_be_patched(amp: Amp) -> None:
+    """identity members sent in a PATCH are ignored: 200, identity unchanged."""
+    cell = amp.create_cell(identity={"session_id": "session-1"})
+    other = amp.owner()  # run-scoped, so a server that applies it still keeps runs apart
+    changes = {
+        "owner_id": other,
+        "owner_type": "organization",
+        "created_by": f"{other}-agent",
+        "session_id": f"{other}-session",
+    }
+    for key, value in changes.items():
+        reply = _patch(
+            amp, cell["id"], {"content": {"text": f"patch with identity.{key}"}, "identity": {key: value}}
+        )
+        amp.expect_status(reply, 200, what=f"PATCH with identity.{key} (ignored, not refused)")
+        _same(amp, cell, reply.json_object(), f"identity.{key}", reply)
+    stored, got = read_back(amp, cell["id"])
+    _same(amp, cell, stored, "identity", got)
+
+
+@check("AMP-PATCH-08", level=MUST)
+def test_created_at_cannot_be_patched(amp: Amp) -> None:
+    """A client-sent lifecycle.created_at is ignored: 200, created_at unchanged."""
+    cell = amp.create_cell()
+    reply = _patch(
+        amp, cell["id"], {"content": {"text": "older?"}, "lifecycle": {"created_at": "2020-01-01T00:00:00Z"}}
+    )
+    amp.expect_status(reply, 200, what="PATCH with lifecycle.created_at (ignored, not refused)")
+    _same(amp, cell, reply.json_object(), "lifecycle.created_at", reply)
+    stored, got = read_back(amp, cell["id"])
+    _same(amp, cell, stored, "lifecycle.created_at", got)
+
+
+@check("AMP-PATCH-08", level=MUST)
+def test_id_version_and_type_cannot_be_patched(amp: Amp) -> None:
+    """id, amp_version and type sent in a PATCH are ignored: 200, values unchanged."""
+    cell = amp.create_cell()
+    for key, value in (("id", amp.unknown_id()), ("amp_version", "9.9.9"), ("type", "episodic")):
+        reply = _patch(amp, cell["id"], {"content": {"text": f"patch with {key}"}, key: value})
+        amp.expect_status(reply, 200, what=f"PATCH with {key} (ignored, not refused)")
+        _same(amp, cell, reply.json_object(), key, reply)
+    stored, got = read_back(amp, cell["id"])
+    for key in ("id", "amp_version", "type"):
+        _same(amp, cell, stored, key, got)
+
+
+@check("AMP-PATCH-09", level=MUST)
+def test_unknown_patch_members_are_ignored(amp: Amp) -> None:
+    """Unknown members in a PATCH body are ignored: 200, not stored, not echoed."""
+    cell = amp.create_cell()
+    reply = _patch(amp, cell["id"], {"foo": 1, "content": {"text": "x", "bar": 2}})
+    amp.expect_status(reply, 200)
+    for body, where in ((reply.json_object(), reply), read_back(amp, cell["id"])):
+        amp.expect("foo" not in body, "the unknown top-level member 'foo' is not in the cell", where)
+        content = expect_member(amp, body, "content", where)
+        amp.expect(
+            isinstance(content, dict) and "bar" not in content,
+            "the unknown member content.bar is not stored",
+            where,
+        )
+        amp.expect(content.get("text") == "x", "content.text is 'x'", where)
+
+
+# PATCH-10 .. PATCH-13 ------------------------------------------------------------------------
+
+
+def _make_stale(amp: Amp, cell_id: str) -> Reply:
+    """Try the manual active -> stale write (AMP-PATCH-11, MAY); the caller decides what a refusal means."""
+    return _patch(amp, cell_id, {"lifecycle": {"status": "stale"}})
+
+
+@check("AMP-PATCH-10", level=MUST)
+def test_status_only_body_archives_the_cell(amp: Amp) -> None:
+    """{"lifecycle":{"status":"archived"}} archives an active (or stale) cell; nothing else changes."""
+    cell = amp.create_cell()
+    reply = _patch(amp, cell["id"], {"lifecycle": {"status": "archived"}})
+    amp.expect_status(reply, 200)
+    archived = reply.json_object()
+    status = expect_member(amp, archived, "lifecycle.status", reply)
+    amp.expect(status == "archived", f"lifecycle.status is 'archived' (got {status!r})", reply)
+    for path in ("lifecycle.created_at", "content", "scoring", "identity", "access_policy"):
+        _same(amp, cell, archived, path, reply)
+    stale = amp.create_cell()
+    made = _make_stale(amp, stale["id"])
+    if made.status != 200:
+        amp.note(f"stale -> archived not checked: the manual active -> stale write answered {made.status}")
+        return
+    reply = _patch(amp, stale["id"], {"lifecycle": {"status": "archived"}})
+    amp.expect_status(reply, 200, what="archiving a stale cell")
+    status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
+    amp.expect(status == "archived", f"a stale cell archives (status {status!r})", reply)
+
+
+@check("AMP-PATCH-11", level=MAY)
+def test_setting_the_current_status_again_is_accepted(amp: Amp) -> None:
+    """PATCH lifecycle.status 'active' on an active cell answers 200 and the cell stays active."""
+    cell = amp.create_cell()
+    reply = _patch(amp, cell["id"], {"lifecycle": {"status": "active"}})
+    amp.expect_status(reply, 200)
+    status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
+    amp.expect(status == "active", f"lifecycle.status is still 'active' (got {status!r})", reply)
+
+
+@check("AMP-PATCH-11", level=MAY)
+def test_manual_active_stale_transitions_are_accepted(amp: Amp) -> None:
+    """Manual active -> stale and stale -> active writes answer 200 with the new status."""
+    cell = amp.create_cell()
+    for target in ("stale", "active"):
+        reply = _patch(amp, cell["id"], {"lifecycle": {"status": target}})
+        amp.expect_status(reply, 200, what=f"manual transition to {target}")
+        status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
+        amp.expect(status == target, f"lifecycle.status is {target!r} (got {status!r})", reply)
+
+
+def _expect_invalid_transition(amp: Amp, reply: Reply, what: str) -> None:
+    amp.expect(
+        reply.status != 200, f"{what} must be refused, got 200", reply, expected="409 INVALID_TRANSITION"
+    )
+    amp.expect_error(reply, 409, "INVALID_TRANSITION")
+
+
+def _expect_status_of(amp: Amp, cell_id: str, wanted: str) -> None:
+    stored, got = read_back(amp, cell_id)
+    status = expect_member(amp, stored, "lifecycle.status", got)
+    amp.expect(status == wanted, f"the cell is still {wanted!r} (got {status!r})", got, expected=wanted)
+
+
+@check("AMP-PATCH-12", "AMP-ERR-03", level=MUST)
+def test_archived_cell_cannot_return(amp: Amp) -> None:
+    """archived -> active and archived -> stale are refused with 409 INVALID_TRANSITION."""
+    cell = amp.create_cell()
+    amp.archive(cell["id"])
+    for target in ("active", "stale"):
+        reply = _patch(amp, cell["id"], {"lifecycle": {"status": target}})
+        _expect_invalid_transition(amp, reply, f"archived -> {target}")
+        _expect_status_of(amp, cell["id"], "archived")
+
+
+@check("AMP-PATCH-12", "AMP-ERR-03", level=MUST)
+def test_patch_cannot_set_deleted(amp: Amp) -> None:
+    """PATCH lifecycle.status 'deleted' is refused with 409 from active and from archived."""
+    active = amp.create_cell()
+    reply = _patch(amp, active["id"], {"lifecycle": {"status": "deleted"}})
+    _expect_invalid_transition(amp, reply, "active -> deleted by PATCH")
+    _expect_status_of(amp, active["id"], "active")
+    archived = amp.create_cell()
+    amp.archive(archived["id"])
+    reply = _patch(amp, archived["id"], {"lifecycle": {"status": "deleted"}})
+    _expect_invalid_transition(amp, reply, "archived -> deleted by PATCH (DELETE is the way)")
+    _expect_status_of(amp, archived["id"], "archived")
+
+
+@check("AMP-PATCH-12", "AMP-ERR-04", level=MUST)
+def test_unknown_status_is_a_validation_error(amp: Amp) -> None:
+    """PATCH lifecycle.status 'expired' (not a status) is 422 VALIDATION_ERROR; the cell stays active."""
+    cell = amp.create_cell()
+    reply = _patch(amp, cell["id"], {"lifecycle": {"status": "expired"}})
+    amp.expect_validation_error(reply)
+    _expect_status_of(amp, cell["id"], "active")
+
+
+@check("AMP-PATCH-13", level=SHOULD)
+def test_refused_patch_applies_nothing(amp: Amp) -> None:
+    """A PATCH refused with 409, 422 or 403 leaves every member of its body unapplied."""
+    cell = amp.create_cell(content={"text": "original"})
+    amp.archive(cell["id"])
+    reply = _patch(amp, cell["id"], {"content": {"text": "new"}, "lifecycle": {"status": "active"}})
+    amp.expect_status(reply, 409, what="content + archived -> active")
+    stored, got = read_back(amp, cell["id"])
+    _same(amp, cell, stored, "content.text", got)
+
+    other = amp.create_cell(content={"text": "original"})
+    reply = _patch(amp, other["id"], {"content": {"text": "new"}, "scoring": {"importance": 2}})
+    amp.expect_status(reply, 422, what="content + importance 2")
+    stored, got = read_back(amp, other["id"])
+    _same(amp, other, stored, "content.text", got)
+
+    reply = _patch(amp, other["id"], {"content": {"text": "new"}}, role="stranger")
+    amp.expect_status(reply, 403, what="a stranger's PATCH")
+    stored, got = read_back(amp, other["id"])
+    _same(amp, other, stored, "content.text", got)
+
+
+# PATCH-14, PATCH-16, PATCH-17 ----------------------------------------------------------------
+
+
+@check("AMP-PATCH-14", level=MUST)
+def test_expires_at_can_be_set(amp: Amp) -> None:
+    """lifecycle.expires_at can be set and is echoed; an invalid date-time is 422 and changes nothing."""
+    cell = amp.create_cell()
+    reply = _patch(amp, cell["id"], {"lifecycle": {"expires_at": "2030-01-01T00:00:00Z"}})
+    amp.expect_status(reply, 200)
+    wanted = datetime(2030, 1, 1, tzinfo=UTC)
+    got = _time(amp, reply.json_object(), "lifecycle.expires_at", reply)
+    amp.expect(got == wanted, f"expires_at is 2030-01-01T00:00:00Z (got {got.isoformat()})", reply)
+    stored, back = read_back(amp, cell["id"])
+    amp.expect(
+        _time(amp, stored, "lifecycle.expires_at", back) == wanted, "a GET shows the same expires_at", back
+    )
+    reply = _patch(amp, cell["id"], {"lifecycle": {"expires_at": "tomorrow"}})
+    amp.expect_validation_error(reply)
+    stored, back = read_back(amp, cell["id"])
+    amp.expect(
+        _time(amp, stored, "lifecycle.expires_at", back) == wanted,
+        "the refused PATCH left expires_at as set",
+        back,
+    )
+
+
+@check("AMP-PATCH-14", level=SHOULD)
+def test_expires_at_can_be_cleared(amp: Amp) -> None:
+    """PATCH lifecycle.expires_at null clears a set expiry (C-19: warn only)."""
+    cell = amp.create_cell()
+    reply = _patch(amp, cell["id"], {"lifecycle": {"expires_at": "2030-01-01T00:00:00Z"}})
+    amp.expect_status(reply, 200, what="setting expires_at (precondition)")
+    reply = _patch(amp, cell["id"], {"lifecycle": {"expires_at": None}})
+    amp.expect_status(reply, 200)
+    value = expect_member(amp, reply.json_object(), "lifecycle.expires_at", reply)
+    amp.expect(value is None, f"expires_at is null after clearing (got {value!r})", reply, expected="null")
+
+
+def _listed_status(amp: Amp, cell: dict[str, Any], status: str) -> bool:
+    """Whether the cell is listed for its owner with ``status`` (observing without a read bump)."""
+    owner = expect_member(amp, cell, "identity.owner_id")
+    reply = amp.as_agent("a").get("/memories", params={"owner_id": owner, "status": status, "limit": 100})
+    amp.expect_status(reply, 200, what="listing the owner's cells")
+    results = reply.json_object().get("results")
+    return isinstance(results, list) and any(
+        isinstance(r, dict) and r.get("id") == cell["id"] for r in results
+    )
+
+
+@check("AMP-PATCH-16", level=MUST)
+def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
+    """A scoring PATCH leaves lifecycle.status as it was; the next lifecycle pass decides."""
+    cell = amp.create_cell()
+    reply = _patch(amp, cell["id"], {"scoring": {"importance": 0.05}})
+    amp.expect_status(reply, 200)
+    status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
+    amp.expect(status == "active", f"the PATCH response should still say 'active' (got {status!r})", reply)
+    if not _listed_status(amp, cell, "active"):
+        amp.warn("the cell left 'active' right after a scoring PATCH, before any lifecycle pass (C-34)")
+    stale = amp.create_cell(scoring={"importance": 0.2})
+    made = _make_stale(amp, stale["id"])
+    if made.status != 200:
+        amp.note(f"stale case not checked: the manual active -> stale write answered {made.status}")
+        return
+    reply = _patch(amp, stale["id"], {"scoring": {"importance": 0.9}})
+    amp.expect_status(reply, 200)
+    status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
+    amp.expect(
+        status == "stale",
+        f"the PATCH response of a stale cell should still say 'stale' (got {status!r})",
+        reply,
+    )
+
+
+@check("AMP-PATCH-17", "AMP-ERR-04", level=MUST)
+def test_out_of_range_or_mistyped_values_are_refused(amp: Amp) -> None:
+    """Out-of-range or wrongly typed values are 422 VALIDATION_ERROR and change nothing."""
+    cell = amp.create_cell(
+        scoring={"importance": 0.6}, access_policy={"readable_by": ["amp-ct-reader-1"], "writable_by": []}
+    )
+    bad_bodies = (
+        {"scoring": {"importance": 2}},
+        {"scoring": {"confidence": -0.1}},
+        {"scoring": {"decay_rate": "fast"}},
+        {"access_policy": {"readable_by": [1]}},
+        {"access_policy": {"public": "yes please"}},
+        {"content": {"text": 42}},
+    )
+    for body in bad_bodies:
+        reply = _patch(amp, cell["id"], body)
+        amp.expect_validation_error(reply)
+    stored, got = read_back(amp, cell["id"])
+    for path in (
+        "scoring.importance",
+        "scoring.confidence",
+        "scoring.decay_rate",
+        "access_policy",
+        "content",
+    ):
+        _same(amp, cell, stored, path, got)
+
+
+# PATCH-19 .. PATCH-21 ------------------------------------------------------------------------
+
+
+@check("AMP-PATCH-19", level=MUST)
+def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
+    """PATCH of a deleted cell is refused (unknown-id answer, or 409 where deleted cells stay readable)."""
+    cell = amp.create_cell()
+    amp.delete_cell(cell["id"])
+    readable = amp.conventions.deleted_read
+    for body in ({"content": {"text": "back from the dead"}}, {"lifecycle": {"status": "active"}}):
+        reply = _patch(amp, cell["id"], body)
+        amp.expect(reply.status != 200, "a PATCH of a deleted cell is refused, got 200", reply)
+        if readable != "hidden" and reply.status == 409:
+            amp.expect_error(reply, 409, "INVALID_TRANSITION")
+        else:
+            amp.expect_unknown_id_answer(reply, "PATCH of a deleted cell")
+    after = amp.as_agent("a").get(f"/memories/{cell['id']}")
+    if after.status == 200:
+        status = expect_member(amp, after.json_object(), "lifecycle.status", after)
+        amp.expect(status == "deleted", f"the cell still reads as 'deleted' (got {status!r})", after)
+    else:
+        amp.expect_unknown_id_answer(after, "GET of a deleted cell after the refused PATCH")
+
+
+@check("AMP-PATCH-20", level=SHOULD)
+def test_permission_is_checked_before_the_transition(amp: Amp) -> None:
+    """A forbidden transition asked by a stranger is 403 (not 409); without identity it is 401."""
+    cell = amp.create_cell()
+    amp.archive(cell["id"])
+    reply = _patch(amp, cell["id"], {"lifecycle": {"status": "active"}}, role="stranger")
+    amp.expect_refusal(reply, "a stranger asking archived -> active")
+    reply = amp.anonymous().patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "active"}})
+    amp.expect_status(reply, 401, what="archived -> active without X-AMP-Agent-ID")
+
+
+@check("AMP-PATCH-21", level=MAY)
+def test_empty_body_changes_nothing(amp: Amp) -> None:
+    """An empty PATCH body {} is accepted and changes nothing but last_updated_at."""
+    cell = amp.create_cell()
+    reply = _patch(amp, cell["id"], {})
+    if reply.status == 422:
+        amp.note("an empty PATCH body {} is refused with 422 (allowed)")
+        return
+    amp.expect_status(reply, 200)
+    updated = reply.json_object()
+    for path in ("id", "type", "content", "identity", "scoring", "access_policy", "provenance"):
+        _same(amp, cell, updated, path, reply)
+    for path in (
+        "lifecycle.created_at",
+        "lifecycle.status",
+        "lifecycle.expires_at",
+        "lifecycle.last_accessed_at",
+    ):
+        _same(amp, cell, updated, path, reply)

@@ -1,0 +1,328 @@
+"""The per-cell scoring-PATCH budget (AMP-RATE-01…13, AMP-ERR-06, AMP-CAP-08).
+
+The budget is the one ``/spec`` advertises in ``scoring_patch_limit`` (AMP-CAP-04): ``{max_patches: N,
+window_seconds: W}``, or ``null`` for no limit. A claim that is absent skips these checks with a
+reason; one that behaviour contradicts fails. Checks that must wait for the window to pass run only
+when W is at most 30 s (a P-FAST server); otherwise they skip and say so. Rate tests assume a single
+server process (C-36). Every check uses fresh cells, so budgets never carry over between checks.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._support import read_back
+from amp_conformance.engine.client import Client, Reply
+
+DEFAULT_BUDGET = 5
+"""The documented default of scoring PATCHes per cell per window (used when the limit is off)."""
+MAX_EXHAUSTED = 300
+"""Budgets larger than this are not spent by the suite (too many requests for one check)."""
+SHORT_WINDOW = 30
+"""Window-expiry checks run only when window_seconds is at most this (AMP-RATE-10, C-36)."""
+
+
+def _limit_claim(amp: Amp) -> dict[str, int] | None:
+    """The advertised limit; skips when absent or unusable."""
+    if "scoring_patch_limit" not in amp.spec:
+        amp.skip("/spec makes no scoring_patch_limit claim")
+    claim = amp.spec["scoring_patch_limit"]
+    if claim is None:
+        return None
+    usable = isinstance(claim, dict) and all(
+        isinstance(claim.get(k), int) and not isinstance(claim.get(k), bool) and claim[k] > 0
+        for k in ("max_patches", "window_seconds")
+    )
+    if not usable:
+        amp.skip(f"/spec scoring_patch_limit {claim!r} is not usable (AMP-CAP-02 reports it)")
+    return {"max_patches": int(claim["max_patches"]), "window_seconds": int(claim["window_seconds"])}
+
+
+def _limited(amp: Amp) -> tuple[int, int]:
+    """(N, W) of an advertised limit; skips when the limit is off or too large to spend."""
+    claim = _limit_claim(amp)
+    if claim is None:
+        amp.skip("/spec says scoring_patch_limit is null (no limit): AMP-RATE-11 checks that instead")
+    budget, window = claim["max_patches"], claim["window_seconds"]
+    if budget > MAX_EXHAUSTED:
+        amp.skip(
+            f"max_patches {budget} is more than the {MAX_EXHAUSTED} PATCHes this suite spends on one cell"
+        )
+    return budget, window
+
+
+def _short_window(amp: Amp) -> tuple[int, int]:
+    budget, window = _limited(amp)
+    if window > SHORT_WINDOW:
+        amp.skip(
+            f"window_seconds is {window}: waiting for the window to pass needs a server with a window of at "
+            f"most {SHORT_WINDOW} s (P-FAST, e.g. AMP_SCORING_PATCH_WINDOW_SECONDS=3)"
+        )
+    return budget, window
+
+
+def _scoring(index: int) -> dict[str, Any]:
+    """A valid, non-empty scoring change (a different importance each time, always >= 0.3)."""
+    return {"scoring": {"importance": round(0.3 + (index % 60) / 100, 2)}}
+
+
+def _spend(amp: Amp, client: Client, cell_id: str, count: int, start: int = 0) -> None:
+    """``count`` scoring PATCHes, each of which must be accepted."""
+    for index in range(start, start + count):
+        reply = client.patch(f"/memories/{cell_id}", _scoring(index))
+        amp.expect_status(
+            reply, 200, what=f"scoring PATCH {index + 1} (within the advertised budget of the cell)"
+        )
+
+
+def _retry_after(amp: Amp, reply: Reply, window: int) -> int:
+    """The refusal is 429 RATE_LIMITED whose Retry-After (1..W) equals details.retry_after_seconds."""
+    error = amp.expect_error(reply, 429, "RATE_LIMITED")
+    header = reply.headers.get("retry-after")
+    amp.expect(header is not None, "a 429 carries a Retry-After header", reply)
+    assert header is not None
+    amp.expect(header.strip().isdigit(), f"Retry-After is a whole number of seconds (got {header!r})", reply)
+    seconds = int(header.strip())
+    amp.expect(
+        1 <= seconds <= window,
+        f"Retry-After {seconds} is within 1..window_seconds ({window})",
+        reply,
+        expected=f"1..{window}",
+    )
+    details = error.get("details")
+    detail = details.get("retry_after_seconds") if isinstance(details, dict) else None
+    amp.expect(
+        detail == seconds,
+        f"error.details.retry_after_seconds ({detail!r}) equals the Retry-After header ({seconds})",
+        reply,
+    )
+    return seconds
+
+
+def _refused(amp: Amp, client: Client, cell_id: str, index: int, window: int) -> int:
+    reply = client.patch(f"/memories/{cell_id}", _scoring(index))
+    return _retry_after(amp, reply, window)
+
+
+def _text_of(amp: Amp, cell_id: str) -> dict[str, Any]:
+    return read_back(amp, cell_id)[0]
+
+
+@check("AMP-RATE-01", "AMP-CAP-08", "AMP-CAP-04", level=MUST)
+def test_exactly_max_patches_scoring_patches_are_accepted(amp: Amp) -> None:
+    """Exactly max_patches scoring PATCHes of one cell are accepted; the next is 429 RATE_LIMITED."""
+    budget, _ = _limited(amp)
+    cell = amp.create_cell()
+    client = amp.as_agent("a")
+    _spend(amp, client, cell["id"], budget)
+    reply = client.patch(f"/memories/{cell['id']}", _scoring(budget))
+    amp.expect_error(reply, 429, "RATE_LIMITED")
+
+
+@check("AMP-RATE-02", "AMP-ERR-06", level=MUST)
+def test_429_carries_a_matching_retry_after(amp: Amp) -> None:
+    """A 429 has Retry-After in 1..window_seconds, equal to error.details.retry_after_seconds."""
+    budget, window = _limited(amp)
+    cell = amp.create_cell()
+    client = amp.as_agent("a")
+    _spend(amp, client, cell["id"], budget)
+    _refused(amp, client, cell["id"], budget, window)
+
+
+@check("AMP-RATE-03", level=SHOULD)
+def test_retry_after_is_the_time_until_the_oldest_edit_leaves(amp: Amp) -> None:
+    """Retry-After is about window_seconds minus the age of the oldest counted edit (2 s tolerance)."""
+    budget, window = _limited(amp)
+    cell = amp.create_cell()
+    client = amp.as_agent("a")
+    first = time.monotonic()
+    _spend(amp, client, cell["id"], budget)
+    seconds = _refused(amp, client, cell["id"], budget, window)
+    expected = window - (time.monotonic() - first)
+    amp.expect(
+        abs(seconds - expected) <= 2.0,
+        f"Retry-After {seconds} is within 2 s of the time left for the oldest edit ({expected:.1f} s)",
+        expected=f"{expected:.1f} ± 2",
+    )
+
+
+@check("AMP-RATE-04", level=MUST, deadline=SHORT_WINDOW + 30)
+def test_refused_attempts_are_not_recorded(amp: Amp) -> None:
+    """Retrying after a 429 never pushes the deadline back; on a short window the announced wait suffices."""
+    budget, window = _limited(amp)
+    cell = amp.create_cell()
+    client = amp.as_agent("a")
+    _spend(amp, client, cell["id"], budget)
+    announced = _refused(amp, client, cell["id"], budget, window)
+    free_at = time.monotonic() + announced
+    previous = announced
+    for attempt in range(4):
+        time.sleep(0.3)
+        seconds = _refused(amp, client, cell["id"], budget + 1 + attempt, window)
+        amp.expect(
+            seconds <= previous,
+            f"Retry-After grew from {previous} to {seconds} after a refused retry: refused attempts count",
+            expected=f"<= {previous}",
+        )
+        previous = seconds
+    if window > SHORT_WINDOW:
+        amp.note(f"window_seconds is {window}: the recovery after hammering is checked only on short windows")
+        return
+    # Hammer again just before the announced time, then the announced wait must be enough.
+    hammer_at = free_at - min(1.0, window / 2)
+    time.sleep(max(0.0, hammer_at - time.monotonic()))
+    for attempt in range(budget + 1):
+        reply = client.patch(f"/memories/{cell['id']}", _scoring(attempt))
+        if reply.status == 200:
+            return  # the oldest edit already left: nothing more to show
+        _retry_after(amp, reply, window)
+    time.sleep(max(0.0, free_at - time.monotonic()) + 0.3)
+    reply = client.patch(f"/memories/{cell['id']}", _scoring(0))
+    amp.expect_status(
+        reply,
+        200,
+        what=f"a scoring PATCH after the announced {announced} s, despite refused retries meanwhile",
+    )
+
+
+@check("AMP-RATE-05", level=MUST)
+def test_non_scoring_patches_cost_nothing(amp: Amp) -> None:
+    """PATCHes without scoring use no budget and succeed on a cell whose budget is spent."""
+    budget, _ = _limited(amp)
+    cell = amp.create_cell()
+    client = amp.as_agent("a")
+    path = f"/memories/{cell['id']}"
+    bodies: list[dict[str, Any]] = [
+        {"content": {"text": "changed text"}},
+        {"provenance": {"source_type": "document"}},
+        {"access_policy": {"readable_by": [amp.agent_id("a")]}},
+        {"lifecycle": {"expires_at": "2030-01-01T00:00:00Z"}},
+    ]
+    for index in range(budget):
+        reply = client.patch(path, bodies[index % len(bodies)])
+        amp.expect_status(reply, 200, what="a non-scoring PATCH")
+    _spend(amp, client, cell["id"], budget)
+    for body in bodies:
+        reply = client.patch(path, body)
+        amp.expect_status(reply, 200, what="a non-scoring PATCH on a cell whose scoring budget is spent")
+
+
+@check("AMP-RATE-06", level=MUST)
+def test_scoring_null_costs_nothing(amp: Amp) -> None:
+    """{"scoring": null} uses no budget and succeeds on a cell whose budget is spent."""
+    budget, _ = _limited(amp)
+    cell = amp.create_cell()
+    client = amp.as_agent("a")
+    path = f"/memories/{cell['id']}"
+    for _ in range(budget):
+        amp.expect_status(client.patch(path, {"scoring": None}), 200, what='a {"scoring": null} PATCH')
+    _spend(amp, client, cell["id"], budget)
+    reply = client.patch(path, {"scoring": None})
+    amp.expect_status(reply, 200, what='{"scoring": null} on a cell whose scoring budget is spent')
+
+
+@check("AMP-RATE-07", level=MUST)
+def test_budget_belongs_to_one_cell(amp: Amp) -> None:
+    """Spending one cell's budget leaves another cell's budget whole."""
+    budget, _ = _limited(amp)
+    client = amp.as_agent("a")
+    spent = amp.create_cell()
+    other = amp.create_cell()
+    _spend(amp, client, spent["id"], budget)
+    amp.expect_error(client.patch(f"/memories/{spent['id']}", _scoring(budget)), 429, "RATE_LIMITED")
+    _spend(amp, client, other["id"], budget)
+
+
+@check("AMP-RATE-08", "AMP-PATCH-20", level=MUST)
+def test_access_is_checked_before_the_budget(amp: Amp) -> None:
+    """A caller without write access gets 403 (never 429) and its attempts use no budget."""
+    budget, _ = _limited(amp)
+    cell = amp.create_cell()
+    writer, stranger = amp.as_agent("a"), amp.as_agent("b")
+    path = f"/memories/{cell['id']}"
+    _spend(amp, writer, cell["id"], budget - 1)
+    for index in range(3):
+        amp.expect_refusal(
+            stranger.patch(path, _scoring(index)), "a scoring PATCH by an agent without write access"
+        )
+    _spend(amp, writer, cell["id"], 1, start=budget - 1)
+    amp.expect_refusal(
+        stranger.patch(path, _scoring(0)), "a stranger's scoring PATCH on a cell whose budget is spent"
+    )
+
+
+@check("AMP-RATE-09", level=SHOULD)
+def test_authorised_agents_share_one_budget(amp: Amp) -> None:
+    """Owner, creator and a writable_by agent editing one cell share its single budget."""
+    budget, _ = _limited(amp)
+    owner_agent, writer = amp.agent_id("o"), amp.agent_id("w")
+    cell = amp.create_cell(
+        {
+            "identity": {"owner_id": owner_agent, "owner_type": "agent"},
+            "access_policy": {"writable_by": [writer], "readable_by": [writer]},
+        }
+    )
+    owner_share = budget // 2
+    _spend(amp, amp.as_agent("o"), cell["id"], owner_share)
+    _spend(amp, amp.as_agent("a"), cell["id"], budget - owner_share, start=owner_share)
+    reply = amp.as_agent("w").patch(f"/memories/{cell['id']}", _scoring(budget))
+    amp.expect_error(reply, 429, "RATE_LIMITED")
+
+
+@check("AMP-RATE-10", "AMP-CAP-08", level=MUST, deadline=SHORT_WINDOW + 30)
+def test_scoring_patches_are_accepted_again_after_the_window(amp: Amp) -> None:
+    """Once the announced Retry-After has passed, scoring PATCHes are accepted again (short windows only)."""
+    budget, window = _short_window(amp)
+    cell = amp.create_cell()
+    client = amp.as_agent("a")
+    _spend(amp, client, cell["id"], budget)
+    seconds = _refused(amp, client, cell["id"], budget, window)
+    time.sleep(seconds + 0.3)
+    reply = client.patch(f"/memories/{cell['id']}", _scoring(budget + 1))
+    amp.expect_status(reply, 200, what=f"a scoring PATCH {seconds} s after the 429 announced that wait")
+
+
+@check("AMP-RATE-11", "AMP-CAP-08", level=MUST)
+def test_no_scoring_patch_is_refused_when_the_limit_is_off(amp: Amp) -> None:
+    """With scoring_patch_limit null, three times the default budget of scoring PATCHes all succeed."""
+    if _limit_claim(amp) is not None:
+        amp.skip(
+            "/spec advertises a scoring_patch_limit: this check needs a server with the limit off (P-NOLIMIT)"
+        )
+    cell = amp.create_cell()
+    _spend(amp, amp.as_agent("a"), cell["id"], 3 * DEFAULT_BUDGET)
+
+
+@check("AMP-RATE-12", level=MUST)
+def test_a_429_changes_nothing(amp: Amp) -> None:
+    """A 429 applies nothing, not even the non-scoring members of the same body."""
+    budget, _ = _limited(amp)
+    cell = amp.create_cell()
+    client = amp.as_agent("a")
+    _spend(amp, client, cell["id"], budget)
+    before = _text_of(amp, cell["id"])
+    reply = client.patch(
+        f"/memories/{cell['id']}", {"scoring": {"importance": 0.4}, "content": {"text": "must not be stored"}}
+    )
+    amp.expect_error(reply, 429, "RATE_LIMITED")
+    after = _text_of(amp, cell["id"])
+    for section, key in (("content", "text"), ("lifecycle", "last_updated_at"), ("scoring", "importance")):
+        amp.expect(
+            after[section][key] == before[section][key],
+            f"the refused PATCH left {section}.{key} as it was ({before[section][key]!r}, "
+            f"got {after[section][key]!r})",
+        )
+
+
+@check("AMP-RATE-13", level=SHOULD)
+def test_a_scoring_patch_refused_by_validation_uses_no_budget(amp: Amp) -> None:
+    """Scoring PATCHes refused with 422 use no budget: max_patches valid ones still succeed afterwards."""
+    budget, _ = _limited(amp)
+    cell = amp.create_cell()
+    client = amp.as_agent("a")
+    for _ in range(budget):
+        reply = client.patch(f"/memories/{cell['id']}", {"scoring": {"importance": 2}})
+        amp.expect_error(reply, 422, "VALIDATION_ERROR")
+    _spend(amp, client, cell["id"], budget)

@@ -1,0 +1,204 @@
+"""Read by id: ``GET /memories/{memory_id}`` (AMP-READ-*).
+
+AMP-READ-07 (a stale cell is readable) needs a lifecycle pass, hence the admin token: it belongs with
+the lifecycle checks.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._support import (
+    created,
+    expect_valid_cell,
+    list_owner,
+    member,
+    read,
+    server_now_near,
+    timestamp,
+    timestamp_set,
+)
+from amp_conformance.amp01.conventions import answer_of, label
+
+
+def _other_id_form(cell_id: str) -> str:
+    return cell_id[len("mem_") :] if cell_id.startswith("mem_") else f"mem_{cell_id}"
+
+
+@check("AMP-READ-01", level=MUST)
+def test_an_allowed_reader_gets_the_full_cell(amp: Amp) -> None:
+    """The creator and an agent in readable_by get 200 and the full, valid cell."""
+    body = amp.cell_body(access_policy={"readable_by": [amp.agent_id("b")]})
+    cell, _ = created(amp, body)
+    for role, who in (("a", "the creator"), ("b", "an agent in readable_by")):
+        stored, reply = read(amp, cell["id"], role=role, what=f"{who} reading the cell")
+        for path in ("id", "type", "content", "identity", "access_policy", "provenance"):
+            amp.expect(
+                member(stored, path) == member(cell, path),
+                f"{who}: {path} is {member(stored, path)!r}, the created cell has {member(cell, path)!r}",
+                reply,
+            )
+
+
+@check("AMP-READ-02", level=MUST)
+def test_each_read_adds_one_to_access_count(amp: Amp) -> None:
+    """Every successful read adds exactly 1 to access_count, and the reply already shows it."""
+    cell, _ = created(amp, amp.cell_body())
+    for expected in (1, 2, 3):
+        stored, reply = read(amp, cell["id"], what=f"read {expected}")
+        count = member(stored, "scoring.access_count")
+        amp.expect(
+            count == expected and not isinstance(count, bool),
+            f"access_count is {expected} after {expected} read(s) (got {count!r})",
+            reply,
+            expected=str(expected),
+        )
+
+
+@check("AMP-READ-03", level=MUST)
+def test_each_read_sets_last_accessed_at_to_now(amp: Amp) -> None:
+    """Every read sets last_accessed_at to the server's current time (after created_at, moving forward)."""
+    cell, reply = created(amp, amp.cell_body())
+    made = timestamp(amp, cell, "created_at", reply)
+    seen: list[datetime] = []
+    for index in range(2):
+        sent = datetime.now(UTC)
+        stored, reply = read(amp, cell["id"], what=f"read {index + 1}")
+        received = datetime.now(UTC)
+        accessed = timestamp_set(
+            amp, stored, "last_accessed_at", reply, f"after read {index + 1}, last_accessed_at is set"
+        )
+        amp.expect(
+            server_now_near(accessed, sent, received, reply),
+            f"last_accessed_at {accessed.isoformat()} is the time of the read "
+            f"(client clock {sent.isoformat()})",
+            reply,
+        )
+        if made is not None:
+            amp.expect(
+                accessed >= made, f"last_accessed_at {accessed.isoformat()} is not before created_at", reply
+            )
+        if seen:
+            amp.expect(
+                accessed >= seen[-1],
+                f"last_accessed_at moved backwards: {seen[-1].isoformat()} then {accessed.isoformat()}",
+                reply,
+            )
+        seen.append(accessed)
+    if seen[1] == seen[0]:
+        # Two quick reads may share a coarse timestamp; one more, a second later, must be later.
+        time.sleep(1.1)
+        stored, reply = read(amp, cell["id"], what="read 3, 1.1 s later")
+        later = timestamp(amp, stored, "last_accessed_at", reply)
+        amp.expect(
+            later is not None and later > seen[0],
+            "a read 1.1 s later moves last_accessed_at forward "
+            f"(still {member(stored, 'lifecycle.last_accessed_at')!r})",
+            reply,
+        )
+
+
+@check("AMP-READ-04", level=SHOULD)
+def test_a_read_does_not_touch_last_updated_at(amp: Amp) -> None:
+    """Reads leave last_updated_at as it was (null for a never-patched cell)."""
+    cell, _ = created(amp, amp.cell_body())
+    for index in (1, 2):
+        stored, reply = read(amp, cell["id"], what=f"read {index}")
+        value = member(stored, "lifecycle.last_updated_at")
+        amp.expect(
+            value is None,
+            f"after read {index} of a never-patched cell, last_updated_at is null (got {value!r})",
+            reply,
+        )
+
+
+@check("AMP-READ-05", level=SHOULD)
+def test_a_refused_read_does_not_count(amp: Amp) -> None:
+    """Refused reads (403 stranger, 401 anonymous) change neither access_count nor last_accessed_at."""
+    body = amp.cell_body()
+    cell, _ = created(amp, body)
+    amp.expect_refusal(amp.as_agent("stranger").get(f"/memories/{cell['id']}"), "a stranger reading the cell")
+    anonymous = amp.anonymous().get(f"/memories/{cell['id']}")
+    amp.expect_status(anonymous, 401, what="reading without X-AMP-Agent-ID")
+    results, listed = list_owner(amp, body["identity"]["owner_id"])
+    listed_cell = next((r for r in results if isinstance(r, dict) and r.get("id") == cell["id"]), None)
+    if listed_cell is None:
+        amp.note("the owner's list did not show the cell; last_accessed_at not observed before the read")
+    else:
+        value = member(listed_cell, "lifecycle.last_accessed_at")
+        amp.expect(
+            value is None, f"after refused reads, last_accessed_at is still null (got {value!r})", listed
+        )
+    stored, reply = read(amp, cell["id"], what="the creator's first read after the refused ones")
+    count = member(stored, "scoring.access_count")
+    amp.expect(count == 1, f"only the creator's read counted: access_count is 1 (got {count!r})", reply)
+
+
+@check("AMP-READ-06", level=SHOULD)
+def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
+    """Lists and searches hitting the cell change neither access_count nor last_accessed_at (C-25)."""
+    body = amp.cell_body()
+    owner = body["identity"]["owner_id"]
+    cell, _ = created(amp, body)
+    client = amp.as_agent("a")
+    for _ in range(3):
+        results, listed = list_owner(amp, owner)
+        for item in results:
+            if isinstance(item, dict) and item.get("id") == cell["id"]:
+                expect_valid_cell(amp, item, listed, "a listed cell")
+        search = client.post("/memories/search", {"query": body["content"]["text"], "owner_id": owner})
+        if search.status != 200:
+            amp.note(f"search answered {search.status}; only lists were observed")
+    listed_cell = next((r for r in results if isinstance(r, dict) and r.get("id") == cell["id"]), None)
+    amp.expect(listed_cell is not None, "the owner's list contains the cell", listed)
+    assert listed_cell is not None
+    seen = (member(listed_cell, "scoring.access_count"), member(listed_cell, "lifecycle.last_accessed_at"))
+    amp.expect(
+        seen == (0, None),
+        f"after 3 lists and 3 searches, the list shows access_count 0 and last_accessed_at null (got {seen})",
+        listed,
+    )
+    stored, reply = read(amp, cell["id"], what="the first read by id")
+    count = member(stored, "scoring.access_count")
+    amp.expect(count == 1, f"the first read by id gives access_count 1 (got {count!r})", reply)
+
+
+@check("AMP-READ-08", level=SHOULD)
+def test_an_archived_cell_is_readable(amp: Amp) -> None:
+    """An archived cell reads back with 200 and status 'archived'."""
+    cell, _ = created(amp, amp.cell_body())
+    amp.archive(cell["id"])
+    stored, reply = read(amp, cell["id"], what="reading the archived cell")
+    status = member(stored, "lifecycle.status")
+    amp.expect(status == "archived", f"the archived cell reads back as 'archived' (got {status!r})", reply)
+
+
+@check("AMP-READ-10", level=MUST)
+def test_unknown_and_forbidden_ids(amp: Amp) -> None:
+    """An unknown id gets the documented unknown-id answer; a forbidden cell 403 (C-01, C-02)."""
+    cell, _ = created(amp, amp.cell_body())
+    unknown = amp.as_agent("a").get(f"/memories/{amp.unknown_id()}")
+    amp.expect_unknown_id_answer(unknown, "reading an unknown id")
+    forbidden = amp.as_agent("stranger").get(f"/memories/{cell['id']}")
+    amp.expect_refusal(forbidden, "a stranger reading an existing cell")
+    amp.note(f"unknown id: {label(answer_of(unknown))}; forbidden cell: {label(answer_of(forbidden))}")
+    if answer_of(unknown) != answer_of(forbidden):
+        amp.warn(
+            f"unknown ids ({label(answer_of(unknown))}) and forbidden cells ({label(answer_of(forbidden))}) "
+            "answer differently: an existence oracle (RFC §5; documented by the API reference, C-01)",
+            forbidden,
+        )
+
+
+@check("AMP-READ-11", level=SHOULD)
+def test_a_malformed_id_is_answered_like_an_unknown_one(amp: Amp) -> None:
+    """'not-an-id' and an existing cell's id in the other form (bare / mem_) answer like an unknown id."""
+    cell, _ = created(amp, amp.cell_body())
+    for probe, what in (
+        ("not-an-id", "reading the malformed id 'not-an-id'"),
+        (_other_id_form(cell["id"]), "reading an existing cell's ULID in the other id form"),
+    ):
+        reply = amp.as_agent("a").get(f"/memories/{probe}")
+        amp.expect_unknown_id_answer(reply, what)

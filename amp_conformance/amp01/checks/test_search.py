@@ -1,0 +1,403 @@
+"""Search semantics: filters, paging, limits and ranking (AMP-SRCH-01…14, 17, 18; AMP-LIST-08).
+
+Every search names its ``owner_id`` (C-11) and uses a fresh owner, so other data on the server never
+changes what a check sees. Cells that must rank in a fixed order get ``decay_rate: 0`` and distinct
+importances, so the order does not depend on timing. The stale-status checks need a lifecycle pass
+and therefore ``--admin-token`` and ``--allow-global-effects``; without them they skip. Access
+control through search (AMP-SRCH-15) and the 401 (AMP-SRCH-16) are checked with the ACL and auth areas.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.amp01.cells import validate_cell
+from amp_conformance.amp01.checks._support import run_pass
+from amp_conformance.engine.client import Client, Reply
+
+TEXT = "The user prefers Python for backend development"
+STATUSES = ("active", "stale", "archived")
+
+
+def _search(client: Client, owner: str, query: str = TEXT, **fields: Any) -> Reply:
+    return client.post("/memories/search", {"query": query, "owner_id": owner, **fields})
+
+
+def _page(amp: Amp, reply: Reply, what: str) -> dict[str, Any]:
+    amp.expect_status(reply, 200, what=what)
+    body = reply.json_object()
+    results = body.get("results")
+    amp.expect(isinstance(results, list), f"{what}: results is an array", reply)
+    return body
+
+
+def _ids(amp: Amp, reply: Reply, what: str = "search") -> list[str]:
+    body = _page(amp, reply, what)
+    return [str(c.get("id")) for c in body["results"] if isinstance(c, dict)]
+
+
+def _cell(amp: Amp, owner: str, *, as_agent: str = "a", text: str = TEXT, **fields: Any) -> str:
+    cell = amp.create_cell(
+        {"identity": {"owner_id": owner}, "content": {"text": text}, **fields}, as_agent=as_agent
+    )
+    return str(cell["id"])
+
+
+def _ranked(importance: float, confidence: float = 1.0) -> dict[str, Any]:
+    return {"scoring": {"importance": importance, "confidence": confidence, "decay_rate": 0}}
+
+
+def _expect_ids(amp: Amp, reply: Reply, expected: list[str], what: str, *, ordered: bool = False) -> None:
+    got = _ids(amp, reply, what)
+    if ordered:
+        amp.expect(got == expected, f"{what}: expected {expected} in this order, got {got}", reply)
+    else:
+        amp.expect(
+            sorted(got) == sorted(expected), f"{what}: expected exactly {sorted(expected)}, got {got}", reply
+        )
+
+
+# lifecycle helpers (stale cells need a pass) ---------------------------------------------------------
+
+
+def _listed(amp: Amp, owner: str, status: str) -> list[str]:
+    reply = amp.as_agent("a").get("/memories", params={"owner_id": owner, "status": status})
+    return _ids(amp, reply, f"listing the owner's {status} cells")
+
+
+def _active_and_stale(amp: Amp) -> tuple[str, str, str]:
+    """(owner, active id, stale id): two cells with the same text; one pass makes the low one stale."""
+    amp.admin()  # skip early, before creating anything, when passes are not allowed
+    owner = amp.owner()
+    stale = _cell(amp, owner, **_ranked(0.2))
+    active = _cell(amp, owner, **_ranked(0.9))
+    run_pass(amp, what="a lifecycle pass with the admin token (precondition)")
+    amp.expect(
+        stale in _listed(amp, owner, "stale") and active in _listed(amp, owner, "active"),
+        "precondition: after a pass the cell with importance 0.2 is stale and the 0.9 one active (AMP-LC-03)",
+    )
+    return owner, active, stale
+
+
+# shape and validation ----------------------------------------------------------------------------------
+
+
+@check("AMP-SRCH-01", level=MUST)
+def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp) -> None:
+    """A search answers {results, returned, has_more, offset, limit, query}; every result is a valid cell."""
+    owner = amp.owner()
+    made = [_cell(amp, owner), _cell(amp, owner, text="The user also writes Go")]
+    reply = _search(amp.as_agent("a"), owner)
+    body = _page(amp, reply, "search")
+    kinds = {"returned": int, "has_more": bool, "offset": int, "limit": int, "query": str}
+    for name, kind in kinds.items():
+        value = body.get(name)
+        amp.expect(
+            isinstance(value, kind) and (kind is bool or not isinstance(value, bool)),
+            f"{name} is a {kind.__name__} (got {value!r})",
+            reply,
+        )
+    for cell in body["results"]:
+        problems = validate_cell(cell)
+        amp.expect(not problems, f"result {cell.get('id')!r} is not a valid cell: {problems[:3]}", reply)
+    got = [c.get("id") for c in body["results"]]
+    amp.expect(
+        sorted(got) == sorted(made), f"the search finds the owner's two cells {made} (got {got})", reply
+    )
+
+
+@check("AMP-SRCH-02", level=MUST)
+def test_search_without_query_is_422(amp: Amp) -> None:
+    """A search without query is refused with 422 VALIDATION_ERROR."""
+    reply = amp.as_agent("a").post("/memories/search", {"owner_id": amp.owner()})
+    amp.expect_error(reply, 422, "VALIDATION_ERROR")
+
+
+# filters -------------------------------------------------------------------------------------------------
+
+
+@check("AMP-SRCH-03", level=MUST)
+def test_owner_filter_returns_only_that_owners_cells(amp: Amp) -> None:
+    """With owner_id, every result belongs to that owner (two owners, identical texts)."""
+    mine, theirs = amp.owner(), amp.owner()
+    expected = [_cell(amp, mine), _cell(amp, mine)]
+    others = [_cell(amp, theirs), _cell(amp, theirs)]
+    reply = _search(amp.as_agent("a"), mine)
+    body = _page(amp, reply, "search with owner_id")
+    owners = {c.get("identity", {}).get("owner_id") for c in body["results"] if isinstance(c, dict)}
+    amp.expect(
+        owners <= {mine}, f"every result belongs to {mine!r} (found owners {sorted(map(str, owners))})", reply
+    )
+    _expect_ids(amp, reply, expected, "search with owner_id")
+    amp.expect(not set(others) & set(_ids(amp, reply)), "no cell of the other owner is returned", reply)
+    missing = amp.as_agent("a").post("/memories/search", {"query": TEXT})
+    amp.note(f"search without owner_id answered {missing.status} (C-11: 422 and 200 are both documented)")
+
+
+@check("AMP-SRCH-04", level=MUST)
+def test_types_filter_restricts_results(amp: Amp) -> None:
+    """types restricts results to the listed types; omitted or null means all; unknown values are 422."""
+    owner = amp.owner()
+    made = {kind: _cell(amp, owner, type=kind) for kind in ("episodic", "semantic", "procedural")}
+    client = amp.as_agent("a")
+    _expect_ids(amp, _search(client, owner, types=["semantic"]), [made["semantic"]], 'types ["semantic"]')
+    _expect_ids(
+        amp,
+        _search(client, owner, types=["episodic", "procedural"]),
+        [made["episodic"], made["procedural"]],
+        'types ["episodic", "procedural"]',
+    )
+    _expect_ids(amp, _search(client, owner), list(made.values()), "types omitted")
+    _expect_ids(amp, _search(client, owner, types=None), list(made.values()), "types null")
+    amp.expect_error(_search(client, owner, types=["literal"]), 422, "VALIDATION_ERROR")
+
+
+@check("AMP-SRCH-05", "AMP-LC-14", level=MUST, global_effects=True)
+def test_default_search_leaves_stale_cells_out(amp: Amp) -> None:
+    """Without status or include_stale, search returns active cells only (a stale twin is left out)."""
+    owner, active, _stale = _active_and_stale(amp)
+    _expect_ids(amp, _search(amp.as_agent("a"), owner), [active], "default search")
+
+
+@check("AMP-SRCH-06", "AMP-LC-14", level=MUST, global_effects=True)
+def test_include_stale_adds_stale_cells(amp: Amp) -> None:
+    """include_stale: true adds stale to the statuses searched (default and explicit ["active"])."""
+    owner, active, stale = _active_and_stale(amp)
+    client = amp.as_agent("a")
+    _expect_ids(amp, _search(client, owner, include_stale=True), [active, stale], "include_stale: true")
+    _expect_ids(
+        amp,
+        _search(client, owner, status=["active"], include_stale=True),
+        [active, stale],
+        'status ["active"] with include_stale: true',
+    )
+
+
+@check("AMP-SRCH-07", level=MUST, global_effects=True)
+def test_explicit_status_filter_is_honoured(amp: Amp) -> None:
+    """An explicit status list is honoured: ["stale"] returns only the stale cell."""
+    owner, active, stale = _active_and_stale(amp)
+    client = amp.as_agent("a")
+    _expect_ids(amp, _search(client, owner, status=["stale"]), [stale], 'status ["stale"]')
+    _expect_ids(
+        amp, _search(client, owner, status=["active", "stale"]), [active, stale], 'status ["active", "stale"]'
+    )
+    archived = _cell(amp, owner, **_ranked(0.9))
+    amp.archive(archived)
+    reply = _search(client, owner, status=["archived"])
+    found = archived in _ids(amp, reply, 'status ["archived"]') if reply.status == 200 else False
+    amp.note(
+        f'status ["archived"] {"returns" if found else "does not return"} the archived cell (C-06: either)'
+    )
+
+
+@check("AMP-SRCH-08", level=MUST)
+def test_deleted_cells_are_never_returned(amp: Amp) -> None:
+    """Deleted cells never come back from search, whatever status or include_stale says (or 422)."""
+    owner = amp.owner()
+    kept = _cell(amp, owner)
+    gone = _cell(amp, owner)
+    amp.delete_cell(gone)
+    client = amp.as_agent("a")
+    _expect_ids(amp, _search(client, owner), [kept], "default search after a delete")
+    variants: list[dict[str, Any]] = [
+        {"include_stale": True},
+        {"status": ["deleted"]},
+        {"status": ["active", "stale", "archived", "deleted"]},
+        {"status": ["deleted"], "include_stale": True},
+    ]
+    for fields in variants:
+        reply = _search(client, owner, **fields)
+        if reply.status == 422 and "deleted" in fields.get("status", []):
+            amp.expect_error(reply, 422, "VALIDATION_ERROR")
+            continue
+        ids = _ids(amp, reply, f"search with {fields}")
+        amp.expect(gone not in ids, f"search with {fields} returned the deleted cell {gone}", reply)
+
+
+# paging and limits -------------------------------------------------------------------------------------
+
+
+@check("AMP-SRCH-09", level=MUST)
+def test_search_limit_bounds(amp: Amp) -> None:
+    """limit defaults to 10 and must be 1..max_page_size: 0, -1 and max_page_size + 1 are 422."""
+    owner = amp.owner()
+    client = amp.as_agent("a")
+    ceiling = amp.max_page_size
+    default = _page(amp, _search(client, owner), "search without limit")
+    amp.expect(default.get("limit") == 10, f"the default limit 10 is echoed (got {default.get('limit')!r})")
+    for limit in (1, ceiling):
+        body = _page(amp, _search(client, owner, limit=limit), f"search with limit {limit}")
+        amp.expect(body.get("limit") == limit, f"limit {limit} is echoed (got {body.get('limit')!r})")
+    for limit in (0, -1, ceiling + 1):
+        amp.expect_error(_search(client, owner, limit=limit), 422, "VALIDATION_ERROR")
+
+
+@check("AMP-SRCH-10", level=MUST)
+def test_offset_counts_only_results_the_caller_may_read(amp: Amp) -> None:
+    """offset skips results the caller can read, in ranked order; a negative offset is 422."""
+    owner = amp.owner()
+    hidden: dict[str, Any] = {"access_policy": {"readable_by": [], "public": False}}
+    readable: list[str] = []
+    for mine, theirs in ((0.9, 0.95), (0.7, 0.8), (0.5, 0.6)):
+        _cell(amp, owner, as_agent="b", **_ranked(theirs), **hidden)
+        readable.append(_cell(amp, owner, **_ranked(mine)))
+    client = amp.as_agent("a")
+    for offset, expected in enumerate(readable):
+        reply = _search(client, owner, limit=1, offset=offset)
+        body = _page(amp, reply, f"search with limit 1, offset {offset}")
+        _expect_ids(amp, reply, [expected], f"limit 1, offset {offset} (the caller's cell #{offset + 1})")
+        more = offset < len(readable) - 1
+        amp.expect(body.get("has_more") is more, f"offset {offset}: has_more is {more}", reply)
+    reply = _search(client, owner, limit=1, offset=len(readable))
+    body = _page(amp, reply, "search past the caller's last cell")
+    amp.expect(
+        body["results"] == [] and body.get("has_more") is False,
+        "past the end: no results, has_more false",
+        reply,
+    )
+    amp.expect_error(_search(client, owner, offset=-1), 422, "VALIDATION_ERROR")
+
+
+@check("AMP-SRCH-11", "AMP-LIST-08", level=MUST)
+def test_paging_fields_are_truthful_on_search_and_list(amp: Amp) -> None:
+    """returned counts the page, has_more says whether another page exists, offset/limit are echoed."""
+    owner = amp.owner()
+    for importance in (0.9, 0.7, 0.5):
+        _cell(amp, owner, **_ranked(importance))
+    client = amp.as_agent("a")
+
+    def fetch(name: str, offset: int) -> Reply:
+        if name == "search":
+            return _search(client, owner, offset=offset, limit=2)
+        return client.get("/memories", params={"owner_id": owner, "offset": offset, "limit": 2})
+
+    for name in ("search", "list"):
+        for offset, returned, more in ((0, 2, True), (2, 1, False), (3, 0, False)):
+            reply = fetch(name, offset)
+            body = _page(amp, reply, f"{name} with offset {offset}, limit 2")
+            where = f"{name} offset {offset}, limit 2 over 3 cells"
+            amp.expect(
+                body.get("returned") == len(body["results"]) == returned,
+                f"{where}: {returned} results and returned {returned} "
+                f"(got {len(body['results'])} and {body.get('returned')!r})",
+                reply,
+            )
+            amp.expect(body.get("has_more") is more, f"{where}: has_more is {more}", reply)
+            amp.expect(
+                body.get("offset") == offset and body.get("limit") == 2,
+                f"{where}: offset and limit are echoed (got {body.get('offset')!r}, {body.get('limit')!r})",
+                reply,
+            )
+
+
+@check("AMP-SRCH-11", level=MUST)
+def test_query_is_echoed_verbatim(amp: Amp) -> None:
+    """The query string comes back verbatim, including non-ASCII characters and inner spacing."""
+    query = "Größe  of “Python” — 検索テスト 🐍 ü\u0301"
+    reply = _search(amp.as_agent("a"), amp.owner(), query)
+    body = _page(amp, reply, "search with a Unicode query")
+    amp.expect(
+        body.get("query") == query,
+        f"query is echoed verbatim: sent {query!r}, got {body.get('query')!r}",
+        reply,
+    )
+
+
+@check("AMP-SRCH-17", level=MUST)
+def test_no_matches_is_an_empty_page(amp: Amp) -> None:
+    """A search that matches nothing answers 200 with results [], returned 0 and has_more false."""
+    reply = _search(amp.as_agent("a"), amp.owner())
+    body = _page(amp, reply, "search for an owner without cells")
+    amp.expect(
+        body["results"] == [] and body.get("returned") == 0 and body.get("has_more") is False,
+        f"empty page (got returned {body.get('returned')!r}, has_more {body.get('has_more')!r})",
+        reply,
+    )
+
+
+# ranking -----------------------------------------------------------------------------------------------
+
+
+@check("AMP-SRCH-12", level=MUST)
+def test_higher_decay_score_ranks_first_among_equal_texts(amp: Amp) -> None:
+    """Among cells with identical text, the higher decay score ranks first (importance, then confidence)."""
+    client = amp.as_agent("a")
+    for low, high, what in (
+        (_ranked(0.3), _ranked(0.9), "importance"),
+        (_ranked(0.9, 0.3), _ranked(0.9, 0.9), "confidence"),
+    ):
+        owner = amp.owner()
+        weaker = _cell(amp, owner, **low)
+        stronger = _cell(amp, owner, **high)
+        _expect_ids(
+            amp,
+            _search(client, owner),
+            [stronger, weaker],
+            f"identical texts differing in {what} (0.9 vs 0.3; the lower one created first)",
+            ordered=True,
+        )
+
+
+@check("AMP-SRCH-13", level=SHOULD)
+def test_relevance_outranks_freshness(amp: Amp) -> None:
+    """A clearly relevant cell outranks an unrelated one even when the unrelated one scores 1.0."""
+    owner = amp.owner()
+    relevant = _cell(amp, owner, text=TEXT, **_ranked(0.5))
+    unrelated = _cell(
+        amp, owner, text="Quarterly invoices are due to the accountant in April", **_ranked(1.0)
+    )
+    reply = _search(
+        amp.as_agent("a"), owner, "which programming language does the user prefer for backend work"
+    )
+    got = _ids(amp, reply)
+    amp.expect(
+        got[:1] == [relevant] and unrelated in got,
+        f"the relevant cell {relevant} ranks above the unrelated {unrelated} (got {got})",
+        reply,
+    )
+
+
+@check("AMP-SRCH-14", level=SHOULD)
+def test_ranking_uses_the_current_score_with_the_read_reset(amp: Amp) -> None:
+    """A by-id read restarts a cell's decay clock, so a re-read twin outranks a fresher unread one."""
+    owner = amp.owner()
+    fast: dict[str, Any] = {"scoring": {"importance": 1.0, "confidence": 1.0, "decay_rate": 200000}}
+    older = _cell(amp, owner, **fast)
+    time.sleep(0.5)
+    newer = _cell(amp, owner, **fast)
+    time.sleep(0.5)
+    client = amp.as_agent("a")
+    amp.expect_status(client.get(f"/memories/{older}"), 200, what="re-reading the older cell")
+    _expect_ids(
+        amp,
+        _search(client, owner, include_stale=True),
+        [older, newer],
+        "the older, just re-read cell ranks above the newer unread one",
+        ordered=True,
+    )
+
+
+@check("AMP-SRCH-18", level=SHOULD)
+def test_search_is_not_an_access(amp: Amp) -> None:
+    """Searches do not change access_count or last_accessed_at; the first GET afterwards shows 1."""
+    owner = amp.owner()
+    cell = _cell(amp, owner)
+    client = amp.as_agent("a")
+    for _ in range(3):
+        reply = _search(client, owner)
+        found = [c for c in _page(amp, reply, "search")["results"] if c.get("id") == cell]
+        amp.expect(found, "the search finds the cell", reply)
+        scoring, lifecycle = found[0].get("scoring", {}), found[0].get("lifecycle", {})
+        amp.expect(
+            scoring.get("access_count") == 0 and lifecycle.get("last_accessed_at") is None,
+            "a search result still shows access_count 0 and last_accessed_at null after searches "
+            f"(got {scoring.get('access_count')!r}, {lifecycle.get('last_accessed_at')!r})",
+            reply,
+        )
+    reply = client.get(f"/memories/{cell}")
+    amp.expect_status(reply, 200, what="reading the cell after three searches")
+    count = reply.json_object().get("scoring", {}).get("access_count")
+    amp.expect(count == 1, f"the first read after three searches shows access_count 1 (got {count!r})", reply)

@@ -1,0 +1,285 @@
+"""``amp``: what a check works with — identities, requests, the server's claims, and verdicts."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn
+
+import pytest
+
+from amp_conformance.amp01.conventions import Conventions, answer_of, detect_conventions, label
+from amp_conformance.amp01.envelope import envelope_problems, validation_error_problems
+from amp_conformance.engine.client import Client, Reply
+from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.marking import CheckInfo
+from amp_conformance.engine.outcomes import CheckFailure, Evidence, ToolError, Warn
+from amp_conformance.engine.run import Agent, NotEnoughAgents, Run
+
+DEFAULT_MAX_PAGE_SIZE = 100
+KEYS_NEEDED = (
+    "the server requires API keys (/spec api_keys_required: true): give the suite keys with "
+    "--api-key AGENT=KEY (repeatable) or --api-keys-file"
+)
+
+
+def deep_merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` merged in, objects key by key (the input is not changed)."""
+    merged = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+class Amp:
+    """The per-check API. Requests made through it are recorded as the check's evidence."""
+
+    def __init__(self, run: Run, info: CheckInfo):
+        self.run = run
+        self.info = info
+        self.evidence = Evidence()
+        self.deadline = time.monotonic() + (info.deadline or run.options.deadline)
+        self._roles: dict[str, Agent] = {}
+
+    # identities ------------------------------------------------------------------------------
+
+    def agent(self, role: str = "a") -> Agent:
+        """The agent playing ``role``; skips when the server requires keys the run was not given."""
+        if not self.keys_mode and self.capabilities.get("api_keys_required") is True:
+            self.skip(KEYS_NEEDED)
+        if role not in self._roles:
+            try:
+                self._roles[role] = self.run.agent(role, taken=len(self._roles))
+            except NotEnoughAgents as exc:
+                self.skip(str(exc))
+        return self._roles[role]
+
+    def optional_agent(self, role: str) -> Agent | None:
+        """The agent for ``role``, or None (no skip) when keys mode has run out of agents."""
+        if role in self._roles:
+            return self._roles[role]
+        try:
+            agent = self.run.agent(role, taken=len(self._roles))
+        except NotEnoughAgents:
+            return None
+        self._roles[role] = agent
+        return agent
+
+    def agent_id(self, role: str = "a") -> str:
+        return self.agent(role).id
+
+    def as_agent(self, role: str = "a") -> Client:
+        """A client sending ``role``'s identity (and key in keys mode)."""
+        return self.run.client(self.agent(role), log=self.evidence.exchanges, deadline=self.deadline)
+
+    def anonymous(self) -> Client:
+        """A client sending no identity and no key."""
+        return self.run.client(None, log=self.evidence.exchanges, deadline=self.deadline)
+
+    def with_headers(self, headers: Mapping[str, str]) -> Client:
+        """A client sending exactly ``headers`` (for identity and key probes)."""
+        client = self.run.client(None, log=self.evidence.exchanges, deadline=self.deadline)
+        client.headers = dict(headers)
+        return client
+
+    def owner(self) -> str:
+        """A fresh owner id, unique to this run."""
+        return self.run.new_owner()
+
+    @property
+    def keys_mode(self) -> bool:
+        return self.run.options.keys_mode
+
+    # what the server claims --------------------------------------------------------------------
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """``/spec`` ``capabilities``; the check fails when the server cannot say."""
+        body = self.run.fetch_spec()
+        if body is None:
+            message = f"GET /spec is needed by this check and failed: {self.run.spec_error}"
+            if self.run.spec_failed_in_transport:
+                raise ToolError(message)
+            raise CheckFailure(message)
+        capabilities = body.get("capabilities")
+        if not isinstance(capabilities, dict):
+            raise CheckFailure("GET /spec has no 'capabilities' object")
+        return capabilities
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """``/spec`` capabilities, or ``{}`` when the server cannot say (never fails the check)."""
+        body = self.run.fetch_spec()
+        capabilities = body.get("capabilities") if isinstance(body, dict) else None
+        return capabilities if isinstance(capabilities, dict) else {}
+
+    @property
+    def max_page_size(self) -> int:
+        value = self.spec.get("max_page_size")
+        return value if isinstance(value, int) and value > 0 else DEFAULT_MAX_PAGE_SIZE
+
+    @property
+    def conventions(self) -> Conventions:
+        found = self.run.conventions
+        if not isinstance(found, Conventions):
+            found = detect_conventions(self.run)
+            self.run.conventions = found
+        return found
+
+    # cells -------------------------------------------------------------------------------------
+
+    def cell_body(self, overrides: Mapping[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+        """A valid create body for a fresh owner, with ``overrides`` deep-merged in."""
+        body: dict[str, Any] = {
+            "type": "semantic",
+            "content": {"text": "The user prefers Python for backend development"},
+            "identity": {"owner_id": self.owner(), "owner_type": "user"},
+        }
+        return deep_merge(deep_merge(body, overrides or {}), fields)
+
+    def create_cell(
+        self, overrides: Mapping[str, Any] | None = None, *, as_agent: str = "a", **fields: Any
+    ) -> dict[str, Any]:
+        """Create a cell (a precondition: anything but 201 with a cell fails the check)."""
+        body = self.cell_body(overrides, **fields)
+        reply = self.as_agent(as_agent).post("/memories", body)
+        # any 2xx with a cell will do as a precondition: AMP-CRE-01 itself insists on 201
+        self.expect(
+            200 <= reply.status < 300,
+            f"creating a cell (precondition): expected 201, got {reply.status}",
+            reply,
+            expected="201",
+        )
+        cell = reply.json_object()
+        if not isinstance(cell.get("id"), str):
+            self.fail("the created cell has no string 'id'", reply)
+        self.remember(cell["id"], as_agent=as_agent)
+        return cell
+
+    def remember(self, cell_id: str, *, as_agent: str = "a") -> None:
+        """Register a cell created outside :meth:`create_cell`, so the run cleans it up."""
+        self.run.remember(cell_id, self.agent(as_agent))
+
+    def archive(self, cell_id: str, *, as_agent: str = "a") -> dict[str, Any]:
+        reply = self.as_agent(as_agent).patch(f"/memories/{cell_id}", {"lifecycle": {"status": "archived"}})
+        self.expect_status(reply, 200, what="archiving a cell (precondition)")
+        return reply.json_object()
+
+    def delete_cell(self, cell_id: str, *, as_agent: str = "a") -> None:
+        """Archive, then delete (a precondition)."""
+        self.archive(cell_id, as_agent=as_agent)
+        reply = self.as_agent(as_agent).delete(f"/memories/{cell_id}")
+        self.expect_status(reply, 204, what="deleting an archived cell (precondition)")
+
+    def unknown_id(self) -> str:
+        """A well-formed id no server has issued, in the server's id form."""
+        from ulid import ULID
+
+        value = str(ULID())
+        return value if self.conventions.id_form == "bare" else f"mem_{value}"
+
+    # verdicts ----------------------------------------------------------------------------------
+
+    def fail(self, message: str, reply: Reply | None = None, *, expected: str | None = None) -> NoReturn:
+        raise CheckFailure(message, expected=expected, exchange=self._exchange(reply))
+
+    def expect(
+        self, condition: object, message: str, reply: Reply | None = None, *, expected: str | None = None
+    ) -> None:
+        """Fail with ``message`` (what should hold) unless ``condition`` is true."""
+        if not condition:
+            self.fail(message, reply, expected=expected)
+
+    def expect_status(self, reply: Reply, *statuses: int, what: str | None = None) -> None:
+        if reply.status not in statuses:
+            wanted = " or ".join(str(s) for s in statuses)
+            prefix = f"{what}: " if what else ""
+            self.fail(f"{prefix}expected status {wanted}, got {reply.status}", reply, expected=wanted)
+
+    def expect_error(
+        self, reply: Reply, status: int | Iterable[int], codes: str | Iterable[str] | None = None
+    ) -> dict[str, Any]:
+        """The reply is an error with ``status`` and one of ``codes``, in the AMP envelope."""
+        statuses = (status,) if isinstance(status, int) else tuple(status)
+        wanted_codes = (codes,) if isinstance(codes, str) else tuple(codes or ())
+        expectation = " or ".join(str(s) for s in statuses)
+        if wanted_codes:
+            expectation += " with code " + " or ".join(wanted_codes)
+        self.expect(
+            reply.status in statuses,
+            f"expected status {expectation}, got {reply.status}",
+            reply,
+            expected=expectation,
+        )
+        body = reply.json()
+        # details is a SHOULD (AMP-ERR-01): the errors checks judge it, not every check that sees an error
+        problems = envelope_problems(body, require_details=False)
+        self.expect(not problems, "error body is not the AMP envelope: " + "; ".join(problems), reply)
+        code = body["error"]["code"]
+        if wanted_codes:
+            self.expect(
+                code in wanted_codes, f"expected error code {' or '.join(wanted_codes)}, got {code!r}", reply
+            )
+        error: dict[str, Any] = body["error"]
+        return error
+
+    def expect_validation_error(self, reply: Reply) -> dict[str, Any]:
+        """422 ``VALIDATION_ERROR`` with well-formed ``details.errors`` (AMP-ERR-04)."""
+        self.expect(reply.status == 422, f"expected status 422, got {reply.status}", reply, expected="422")
+        problems = validation_error_problems(reply.json())
+        self.expect(not problems, "422 body: " + "; ".join(problems), reply)
+        error: dict[str, Any] = reply.json()["error"]
+        return error
+
+    def expect_unknown_id_answer(self, reply: Reply, what: str) -> None:
+        """The server's convention for an unknown id (404 NOT_FOUND or 403), in the envelope."""
+        answers = self.conventions.unknown_id_answers()
+        got = answer_of(reply)
+        self.expect(
+            got in answers,
+            f"{what}: expected the server's unknown-id answer ({' or '.join(label(a) for a in answers)}), "
+            f"got {label(got)}",
+            reply,
+            expected=" or ".join(label(a) for a in answers),
+        )
+        self.expect_error(reply, got[0])
+
+    def expect_refusal(self, reply: Reply, what: str) -> None:
+        """403 with the server's refusal code (FORBIDDEN or ACCESS_DENIED)."""
+        codes = self.conventions.refusal_codes()
+        self.expect(reply.status == 403, f"{what}: expected 403, got {reply.status}", reply, expected="403")
+        self.expect_error(reply, 403, codes)
+
+    def warn(self, message: str, reply: Reply | None = None, *, requirements: tuple[str, ...] = ()) -> None:
+        """Record a warning (a SHOULD not met, or a convention worth noting) and carry on.
+
+        ``requirements`` names the ids the warning is about when they are not the check's own."""
+        cited = requirements or self.info.requirements
+        self.evidence.warnings.append(Warn(message, cited, self._exchange(reply)))
+
+    def note(self, message: str) -> None:
+        """Record an informational finding (no effect on the outcome)."""
+        self.evidence.notes.append(message)
+
+    def skip(self, reason: str) -> NoReturn:
+        pytest.skip(reason)
+
+    def admin(self) -> Client:
+        """A client carrying the admin token; skips unless the run may have global effects."""
+        options = self.run.options
+        if options.admin_token is None:
+            self.skip("needs the admin token: give --admin-token and --allow-global-effects")
+        if not options.allow_global_effects:
+            self.skip("runs a store-wide lifecycle pass: give --allow-global-effects to allow it")
+        client = self.run.client(None, log=self.evidence.exchanges, deadline=self.deadline)
+        client.headers = {"X-AMP-Admin-Token": options.admin_token}
+        return client
+
+    def _exchange(self, reply: Reply | None) -> Exchange | None:
+        if reply is not None:
+            return reply.exchange
+        return self.evidence.exchanges[-1] if self.evidence.exchanges else None

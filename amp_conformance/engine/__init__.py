@@ -1,0 +1,1 @@
+"""Engine: the protocol-neutral machinery (client, outcomes, run, reports, options, catalogue, marking)."""

@@ -1,0 +1,259 @@
+"""The recording HTTP client every check talks through.
+
+Each request becomes an :class:`Exchange`: what was sent, what came back, how long it took. A failing
+check shows its exchanges with secrets masked and a curl line that reproduces the request, so an
+implementer can see the problem without rerunning the suite. Transport trouble never escapes as a
+raw httpx exception: it becomes a :class:`~amp_conformance.engine.outcomes.ToolError` (an *error*
+outcome), and after a few consecutive failures the connection stops sending, so a dead server costs
+one clear error per check instead of a timeout per request.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from amp_conformance.engine.exchange import MAX_RESPONSE_BYTES, Exchange
+from amp_conformance.engine.outcomes import (
+    CheckFailure,
+    DeadlineExceeded,
+    ServerUnavailable,
+    TransportFailure,
+)
+
+_NO_BODY = object()
+
+
+def normalise_base_url(url: str) -> tuple[str, str]:
+    """Return ``(api_base, root)`` for a URL given with or without the ``/amp/v1`` suffix."""
+    url = url.strip().rstrip("/")
+    parsed = httpx.URL(url)
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(f"not an http(s) URL: {url!r}")
+    if url.endswith("/amp/v1"):
+        return url, url[: -len("/amp/v1")]
+    return f"{url}/amp/v1", url
+
+
+class Reply:
+    """A received response, with JSON access that fails the check (not the tool) on a bad body."""
+
+    def __init__(self, exchange: Exchange):
+        self.exchange = exchange
+        self.status: int = exchange.status or 0
+        self.headers = httpx.Headers(exchange.response_headers)
+        self.content = exchange.response_body
+        self._parsed: Any = _NO_BODY
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        if self._parsed is _NO_BODY:
+            if self.exchange.truncated:
+                raise CheckFailure(
+                    f"response body exceeds {MAX_RESPONSE_BYTES} bytes", exchange=self.exchange
+                )
+            try:
+                self._parsed = json.loads(self.content)
+            except (ValueError, RecursionError) as exc:
+                kind = self.headers.get("content-type", "no content type")
+                raise CheckFailure(
+                    f"response body is not JSON ({kind}): {exc}",
+                    expected="a JSON body",
+                    exchange=self.exchange,
+                ) from None
+        return self._parsed
+
+    def json_object(self) -> dict[str, Any]:
+        body = self.json()
+        if not isinstance(body, dict):
+            raise CheckFailure(
+                f"response body is JSON {type(body).__name__}, not an object",
+                expected="a JSON object",
+                exchange=self.exchange,
+            )
+        return body
+
+
+class Connection:
+    """The run's HTTP connection pool, with a breaker that stops sending to a dead server."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 10.0,
+        http: httpx.Client | None = None,
+        max_consecutive_failures: int = 3,
+    ):
+        self.api_base, self.root = normalise_base_url(base_url)
+        self.timeout = timeout
+        self._http = http or httpx.Client(timeout=timeout, follow_redirects=False)
+        self._max_failures = max_consecutive_failures
+        self._consecutive_failures = 0
+        self.broken_reason: str | None = None
+
+    def close(self) -> None:
+        self._http.close()
+
+    @property
+    def app(self) -> Any:
+        """The ASGI app behind an in-process client (see ``engine.inprocess``), or None."""
+        return getattr(getattr(self._http, "_transport", None), "app", None)
+
+    def url_for(self, path: str, *, root: bool = False) -> str:
+        if path.startswith(("http://", "https://")):
+            return path
+        return f"{self.root if root else self.api_base}{path}"
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        deadline: float | None = None,
+    ) -> Exchange:
+        """Send one request and return its exchange; raise a ToolError when nothing came back."""
+        exchange = Exchange(method, url, dict(headers), body)
+        if self.broken_reason is not None:
+            exchange.error = f"not sent: {self.broken_reason}"
+            raise ServerUnavailable(f"request not sent: {self.broken_reason}")
+        timeout = self.timeout
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise DeadlineExceeded("the check ran out of time before this request")
+            timeout = min(timeout, remaining)
+        started = time.monotonic()
+        try:
+            self._receive(exchange, timeout, started)
+        except httpx.TransportError as exc:
+            exchange.error = _describe_transport_error(exc, timeout)
+            exchange.elapsed = time.monotonic() - started
+            self._record_failure(exchange.error)
+            failure = TransportFailure(f"{method} {url}: {exchange.error}")
+            failure.exchange = exchange
+            failure.unreachable = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+            raise failure from None
+        self._consecutive_failures = 0
+        return exchange
+
+    def _receive(self, exchange: Exchange, timeout: float, started: float) -> None:
+        request = self._http.build_request(
+            exchange.method,
+            exchange.url,
+            headers=exchange.request_headers,
+            content=exchange.request_body,
+            timeout=httpx.Timeout(timeout),
+        )
+        response = self._http.send(request, stream=True)
+        try:
+            exchange.status = response.status_code
+            exchange.response_headers = {k.lower(): v for k, v in response.headers.items()}
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in response.iter_bytes():
+                if time.monotonic() - started > timeout:
+                    raise httpx.ReadTimeout("response body did not finish in time")
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > MAX_RESPONSE_BYTES:
+                    exchange.truncated = True
+                    break
+            exchange.response_body = b"".join(chunks)[:MAX_RESPONSE_BYTES]
+        finally:
+            response.close()
+        exchange.elapsed = time.monotonic() - started
+
+    def _record_failure(self, reason: str) -> None:
+        self._consecutive_failures += 1
+        if self._consecutive_failures >= self._max_failures:
+            self.broken_reason = (
+                f"the server failed {self._consecutive_failures} requests in a row (last: {reason})"
+            )
+
+
+def _describe_transport_error(exc: httpx.TransportError, timeout: float) -> str:
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"could not connect within {timeout:.1f}s"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"no complete response within {timeout:.1f}s"
+    if isinstance(exc, httpx.ConnectError):
+        return f"connection failed ({exc})"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return f"the server broke the HTTP exchange ({exc})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Client:
+    """Requests sent on behalf of one identity, recorded into one check's evidence."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        headers: Mapping[str, str] | None = None,
+        log: list[Exchange] | None = None,
+        deadline: float | None = None,
+    ):
+        self.connection = connection
+        self.headers = dict(headers or {})
+        self.log = log if log is not None else []
+        self.deadline = deadline
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = _NO_BODY,
+        content: bytes | str | None = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str | None] | None = None,
+        root: bool = False,
+    ) -> Reply:
+        """Send ``method path``. ``headers`` values of None remove this client's header of that name."""
+        url = self.connection.url_for(path, root=root)
+        if params:
+            url = str(httpx.URL(url, params={k: v for k, v in params.items() if v is not None}))
+        merged = dict(self.headers)
+        body: bytes | None = None
+        if json_body is not _NO_BODY:
+            body = json.dumps(json_body, ensure_ascii=False).encode("utf-8")
+            merged["Content-Type"] = "application/json"
+        elif content is not None:
+            body = content.encode("utf-8") if isinstance(content, str) else content
+            merged.setdefault("Content-Type", "application/json")
+        for name, value in (headers or {}).items():
+            for existing in [k for k in merged if k.lower() == name.lower()]:
+                del merged[existing]
+            if value is not None:
+                merged[name] = value
+        try:
+            exchange = self.connection.send(method, url, headers=merged, body=body, deadline=self.deadline)
+        except TransportFailure as failure:
+            if failure.exchange is not None:
+                self.log.append(failure.exchange)
+            raise
+        self.log.append(exchange)
+        return Reply(exchange)
+
+    def get(self, path: str, **kwargs: Any) -> Reply:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, json_body: Any = _NO_BODY, **kwargs: Any) -> Reply:
+        return self.request("POST", path, json_body=json_body, **kwargs)
+
+    def patch(self, path: str, json_body: Any = _NO_BODY, **kwargs: Any) -> Reply:
+        return self.request("PATCH", path, json_body=json_body, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> Reply:
+        return self.request("DELETE", path, **kwargs)

@@ -1,0 +1,165 @@
+"""The suite's options, declared once for both the pytest plugin (``--amp-NAME``) and the command
+(``--NAME``), so the two can never drift apart."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from amp_conformance.engine.catalogue import LEVELS, expand_areas, levels_up_to
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    name: str
+    help: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def dest(self) -> str:
+        return "amp_" + self.name.replace("-", "_")
+
+
+OPTION_SPECS: tuple[OptionSpec, ...] = (
+    OptionSpec("base-url", "URL of the AMP server, with or without /amp/v1 (enables the suite)"),
+    OptionSpec("admin-token", "admin token for POST /lifecycle/run (never printed)"),
+    OptionSpec(
+        "api-key",
+        "AGENT=KEY: an API key the suite may use for that agent (repeatable)",
+        {"action": "append", "default": []},
+    ),
+    OptionSpec("api-keys-file", 'JSON file {"agent-id": "plain key", ...} of keys the suite may use'),
+    OptionSpec("timeout", "seconds to wait for one response (default 10)", {"type": float, "default": 10.0}),
+    OptionSpec(
+        "deadline", "seconds one check may take in all (default 60)", {"type": float, "default": 60.0}
+    ),
+    OptionSpec("only", "run only these areas, comma-separated (e.g. acl,crud,fuzz)"),
+    OptionSpec(
+        "level",
+        "run checks at this level and stricter: MUST, SHOULD or MAY (default MAY: all)",
+        {"default": "MAY", "choices": [*LEVELS, *(lv.lower() for lv in LEVELS)]},
+    ),
+    OptionSpec("json", "write the JSON report to this path"),
+    OptionSpec("junit", "write a JUnit XML report to this path"),
+    OptionSpec(
+        "allow-global-effects",
+        "allow store-wide operations such as POST /lifecycle/run (needs --admin-token)",
+        {"action": "store_true", "default": False},
+    ),
+    OptionSpec("no-fuzz", "do not run the fuzz area", {"action": "store_true", "default": False}),
+    OptionSpec("seed", "seed for generated data and fuzzing", {"type": int, "default": None}),
+    OptionSpec("openapi", "contract (path or URL) the fuzz area loads; default: the bundled one"),
+    OptionSpec(
+        "fuzz-examples", "examples per operation and phase (default 25)", {"type": int, "default": 25}
+    ),
+    OptionSpec("fuzz-seconds", "time budget of the fuzz area (default 45)", {"type": float, "default": 45.0}),
+)
+
+
+class UsageError(ValueError):
+    """Options that cannot work together; the command exits 2 with this message."""
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    """Validated options of one run."""
+
+    base_url: str
+    admin_token: str | None = None
+    api_keys: dict[str, str] = field(default_factory=dict)
+    timeout: float = 10.0
+    deadline: float = 60.0
+    areas: frozenset[str] | None = None
+    levels: frozenset[str] = frozenset(LEVELS)
+    json_path: Path | None = None
+    junit_path: Path | None = None
+    allow_global_effects: bool = False
+    fuzz: bool = True
+    seed: int | None = None
+    openapi: str | None = None
+    fuzz_examples: int = 25
+    fuzz_seconds: float = 45.0
+
+    @property
+    def keys_mode(self) -> bool:
+        return bool(self.api_keys)
+
+    def public_view(self) -> dict[str, Any]:
+        """The options as the report shows them: secrets reduced to whether they were given."""
+        return {
+            "base_url": self.base_url,
+            "admin_token_given": self.admin_token is not None,
+            "api_key_agents": sorted(self.api_keys),
+            "timeout": self.timeout,
+            "deadline": self.deadline,
+            "areas": sorted(self.areas) if self.areas is not None else None,
+            "levels": [lv for lv in LEVELS if lv in self.levels],
+            "allow_global_effects": self.allow_global_effects,
+            "fuzz": self.fuzz,
+            "seed": self.seed,
+            "openapi": self.openapi,
+            "fuzz_examples": self.fuzz_examples,
+            "fuzz_seconds": self.fuzz_seconds,
+        }
+
+
+def iter_specs() -> Iterator[OptionSpec]:
+    yield from OPTION_SPECS
+
+
+def _parse_keys(pairs: list[str], keys_file: str | None) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    if keys_file:
+        try:
+            loaded = json.loads(Path(keys_file).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"cannot read --api-keys-file {keys_file}: {exc}") from None
+        if not isinstance(loaded, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
+        ):
+            raise UsageError(f"--api-keys-file {keys_file} must be a JSON object of agent id -> key")
+        keys.update(loaded)
+    for pair in pairs:
+        agent, sep, key = pair.partition("=")
+        if not sep or not agent or not key:
+            raise UsageError(f"--api-key takes AGENT=KEY, got {pair!r}")
+        keys[agent] = key
+    return keys
+
+
+def build_options(values: dict[str, Any]) -> SuiteOptions:
+    """Validate raw option values (keyed by :attr:`OptionSpec.dest`) into :class:`SuiteOptions`."""
+    base_url = values.get("amp_base_url")
+    if not base_url:
+        raise UsageError("--base-url is required")
+    try:
+        areas = frozenset(expand_areas(values["amp_only"])) if values.get("amp_only") else None
+        levels = frozenset(levels_up_to(values.get("amp_level") or "MAY"))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if values.get("amp_timeout", 10.0) <= 0 or values.get("amp_deadline", 60.0) <= 0:
+        raise UsageError("--timeout and --deadline must be positive")
+    if values.get("amp_allow_global_effects") and not values.get("amp_admin_token"):
+        raise UsageError("--allow-global-effects needs --admin-token")
+    json_path = values.get("amp_json")
+    junit_path = values.get("amp_junit")
+    return SuiteOptions(
+        base_url=base_url,
+        admin_token=values.get("amp_admin_token"),
+        api_keys=_parse_keys(values.get("amp_api_key") or [], values.get("amp_api_keys_file")),
+        timeout=float(values.get("amp_timeout", 10.0)),
+        deadline=float(values.get("amp_deadline", 60.0)),
+        areas=areas,
+        levels=levels,
+        json_path=Path(json_path) if json_path else None,
+        junit_path=Path(junit_path) if junit_path else None,
+        allow_global_effects=bool(values.get("amp_allow_global_effects")),
+        fuzz=not values.get("amp_no_fuzz", False),
+        seed=values.get("amp_seed"),
+        openapi=values.get("amp_openapi"),
+        fuzz_examples=int(values.get("amp_fuzz_examples", 25)),
+        fuzz_seconds=float(values.get("amp_fuzz_seconds", 45.0)),
+    )

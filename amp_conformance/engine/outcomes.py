@@ -1,0 +1,68 @@
+"""How a check ends: the exceptions checks raise and the outcome vocabulary of the report.
+
+A check's verdict is about the server; an *error* is about the tool or the network and is never
+counted as a verdict. Keeping the two apart is what lets a CI gate trust a failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from amp_conformance.engine.exchange import Exchange
+
+PASS = "pass"
+FAIL = "fail"
+WARN = "warn"
+SKIP = "skip"
+ERROR = "error"
+OUTCOMES = (PASS, FAIL, WARN, SKIP, ERROR)
+
+
+class CheckFailure(AssertionError):
+    """The server did not do what a requirement says. Carries the evidence that shows it."""
+
+    def __init__(self, message: str, *, expected: str | None = None, exchange: Exchange | None = None):
+        super().__init__(message)
+        self.message = message
+        self.expected = expected
+        self.exchange = exchange
+
+
+class ToolError(Exception):
+    """The tool or the network failed: no verdict on the server can be drawn from this check."""
+
+
+class TransportFailure(ToolError):
+    """A request could not complete (refused, reset, timed out)."""
+
+    exchange: Exchange | None = None
+    unreachable: bool = False
+
+
+class DeadlineExceeded(ToolError):
+    """The check used up its time budget."""
+
+
+class ServerUnavailable(ToolError):
+    """Earlier requests kept failing, so this one was not sent."""
+
+
+@dataclass
+class Warn:
+    """A SHOULD/MAY not met, or a documented convention worth pointing out."""
+
+    message: str
+    requirements: tuple[str, ...] = ()
+    exchange: Exchange | None = None
+    unreachable: bool = False
+
+
+@dataclass
+class Evidence:
+    """Everything a check saw and said, kept for the report."""
+
+    exchanges: list[Exchange] = field(default_factory=list)
+    warnings: list[Warn] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)

@@ -1,0 +1,207 @@
+"""State of one run: its id, identities, connection, what it created, and what it found.
+
+Every owner id and keyless agent id derives from the run's ULID, so two runs against one server
+never see each other's data, and everything the run created can be cleaned up at the end.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import httpx
+from ulid import ULID
+
+from amp_conformance.engine.client import Client, Connection
+from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.options import SuiteOptions
+from amp_conformance.engine.outcomes import ToolError
+
+
+class ConventionsReport(Protocol):
+    """What the engine needs of a protocol's detected conventions: a report entry and its notes."""
+
+    problems: list[str]
+
+    def as_report(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An identity the suite acts as; ``key`` is set in keys mode."""
+
+    role: str
+    id: str
+    key: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        headers = {"X-AMP-Agent-ID": self.id}
+        if self.key is not None:
+            headers["X-AMP-API-Key"] = self.key
+        return headers
+
+
+class NotEnoughAgents(LookupError):
+    """Keys mode, and the check needs more distinct agents than keys were given."""
+
+
+@dataclass
+class CheckResult:
+    """One check's outcome, as the report and the terminal summary show it."""
+
+    nodeid: str
+    name: str
+    title: str
+    requirements: tuple[str, ...]
+    level: str
+    area: str
+    outcome: str
+    message: str = ""
+    duration: float = 0.0
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    exchanges: list[Exchange] = field(default_factory=list)
+    failing_exchange: Exchange | None = None
+
+
+@dataclass
+class CreatedCell:
+    id: str
+    agent: Agent
+
+
+class Run:
+    """The session-wide state behind the ``amp`` fixture."""
+
+    def __init__(self, options: SuiteOptions, *, http: httpx.Client | None = None):
+        self.options = options
+        self.id = ULID()
+        self.prefix = f"amp-ct-{str(self.id).lower()}"
+        self.started_at = datetime.now(UTC)
+        self.started_monotonic = time.monotonic()
+        self.finished_monotonic: float | None = None
+        self.connection = Connection(options.base_url, timeout=options.timeout, http=http)
+        self._owners = itertools.count(1)
+        self._agents: dict[str, Agent] = {}
+        self._key_agents = list(options.api_keys.items())
+        self.created: list[CreatedCell] = []
+        self.results: dict[str, CheckResult] = {}
+        self.cleanup: dict[str, Any] = {"attempted": 0, "deleted": 0, "problems": []}
+        self.side_log: list[Exchange] = []
+        self._spec: dict[str, Any] | None = None
+        self._spec_error: str | None = None
+        self.spec_failed_in_transport = False
+        self._spec_fetched = False
+        self.spec_at_end: dict[str, Any] | None = None
+        self.conventions: ConventionsReport | None = None
+        """Set once by the protocol package when it has detected the server's conventions."""
+        self.cache: dict[str, Any] = {}
+        """Results that several checks share (for example the fuzz run), computed once."""
+
+    # identities -----------------------------------------------------------------------------
+
+    def agent(self, role: str, *, taken: int | None = None) -> Agent:
+        """The agent playing ``role``. Keyless, its id derives from the run; in keys mode the
+        ``taken``-th keyed agent plays it (a check maps its own roles onto the keys in order of first
+        use, so any check needing no more agents than were given can run)."""
+        if not self._key_agents:
+            return Agent(role, f"{self.prefix}-{role}")
+        index = len(self._agents) if taken is None else taken
+        if role in self._agents and taken is None:
+            return self._agents[role]
+        if index >= len(self._key_agents):
+            raise NotEnoughAgents(
+                f"this check needs {index + 1} agents with API keys, "
+                f"{len(self._key_agents)} were given: add another --api-key AGENT=KEY"
+            )
+        agent_id, key = self._key_agents[index]
+        agent = Agent(role, agent_id, key)
+        if taken is None:
+            self._agents[role] = agent
+        return agent
+
+    def new_owner(self) -> str:
+        return f"{self.prefix}-o{next(self._owners)}"
+
+    def client(
+        self, agent: Agent | None, *, log: list[Exchange] | None = None, deadline: float | None = None
+    ) -> Client:
+        return Client(
+            self.connection,
+            headers=agent.headers() if agent else {},
+            log=log if log is not None else self.side_log,
+            deadline=deadline,
+        )
+
+    # what the server says about itself ---------------------------------------------------------
+
+    def fetch_spec(self) -> dict[str, Any] | None:
+        """``GET /spec`` once per run; None (with :attr:`spec_error`) when it cannot be read."""
+        if not self._spec_fetched:
+            self._spec_fetched = True
+            try:
+                reply = self.client(None).get("/spec")
+                body = reply.json() if reply.status == 200 else None
+            except ToolError as exc:
+                self._spec_error = str(exc)
+                self.spec_failed_in_transport = True
+                return None
+            except AssertionError as exc:
+                self._spec_error = f"GET /spec did not return JSON: {exc}"
+                return None
+            if isinstance(body, dict):
+                self._spec = body
+            else:
+                self._spec_error = f"GET /spec answered {reply.status}"
+        return self._spec
+
+    @property
+    def spec_error(self) -> str | None:
+        return self._spec_error
+
+    def conventions_if_detected(self) -> ConventionsReport | None:
+        """The conventions the protocol package detected (it sets :attr:`conventions`), if any."""
+        return self.conventions
+
+    # cleanup -----------------------------------------------------------------------------------
+
+    def remember(self, cell_id: str, agent: Agent) -> None:
+        self.created.append(CreatedCell(cell_id, agent))
+
+    def clean_up(self) -> None:
+        """Archive and delete what the run created; problems are reported, never counted as failures."""
+        if self.connection.broken_reason:
+            if self.created:
+                self.cleanup["problems"].append(
+                    f"skipped: {len(self.created)} cells left ({self.connection.broken_reason})"
+                )
+            return
+        seen: set[str] = set()
+        for cell in self.created:
+            if cell.id in seen:
+                continue
+            seen.add(cell.id)
+            self.cleanup["attempted"] += 1
+            client = self.run_client(cell.agent)
+            try:
+                archived = client.patch(f"/memories/{cell.id}", {"lifecycle": {"status": "archived"}})
+                if archived.status != 200:
+                    continue  # already deleted or gone: nothing left to do
+                reply = client.delete(f"/memories/{cell.id}")
+                if reply.status == 204:
+                    self.cleanup["deleted"] += 1
+                else:
+                    self.cleanup["problems"].append(f"DELETE {cell.id} answered {reply.status}")
+            except ToolError as exc:
+                self.cleanup["problems"].append(f"{cell.id}: {exc}")
+                if self.connection.broken_reason:
+                    break
+
+    def run_client(self, agent: Agent) -> Client:
+        return self.client(agent, log=[], deadline=time.monotonic() + self.options.timeout * 3)
+
+    def close(self) -> None:
+        self.connection.close()
