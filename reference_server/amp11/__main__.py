@@ -20,15 +20,16 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-
-import uvicorn
+from typing import TYPE_CHECKING
 
 from reference_server.amp11.backend import Backend
 from reference_server.amp11.context import ConfigError, Settings, faults_from_env
 from reference_server.amp11.faults import FAULTS, MISBEHAVIOURS
 from reference_server.amp11.mcp import EXIT_STATUS, serve_mcp
-from reference_server.amp11.rest import create_rest_app
 from reference_server.amp11.store import Store
+
+if TYPE_CHECKING:
+    import uvicorn
 
 PROG = "amp11-reference-server"
 STARTUP_SECONDS = 10.0
@@ -69,6 +70,10 @@ def list_faults(as_json: bool) -> str:
 
 
 def _rest_server(backend: Backend, host: str, port: int, log_level: str) -> uvicorn.Server:
+    import uvicorn  # only when the REST channel is asked for: the MCP channel starts faster without it
+
+    from reference_server.amp11.rest import create_rest_app
+
     app = create_rest_app(backend.store, backend.faults, backend.settings)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, log_level=log_level)
     return uvicorn.Server(config)
