@@ -38,7 +38,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="amp-conformance",
         description="Check an AMP v0.1.0 server against the spec, requirement by requirement. "
         "Without --base-url the bundled reference server is started and checked (the self-test). "
-        "Subcommands: 'validate PATH...' and 'validate-contract PATH|URL' (see their --help).",
+        "Subcommands: 'validate PATH...', 'validate-contract PATH|URL' and "
+        "'report REPORT.json [NEW.json] --html PATH' (see their --help).",
     )
     for spec in OPTION_SPECS:
         parser.add_argument(f"--{spec.name}", dest=spec.dest, help=spec.help, **spec.kwargs)
@@ -176,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         entry = validator.validate_main if arguments[0] == "validate" else validator.validate_contract_main
         return entry(arguments[1:])
+    if arguments and arguments[0] == "report":
+        from amp_conformance.reports.cli import report_main
+
+        return report_main(arguments[1:])
     parser = _parser()
     namespace = parser.parse_args(arguments)
     if namespace.list:

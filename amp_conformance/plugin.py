@@ -7,6 +7,7 @@ result as pass / fail / warn / skip / error, and writes the reports.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Generator
 from typing import Any
@@ -29,8 +30,9 @@ from amp_conformance.engine.outcomes import (
     ToolError,
     TransportFailure,
 )
-from amp_conformance.engine.report import render_failure, render_summary, write_json_report
+from amp_conformance.engine.report import build_report, render_failure, render_summary, write_json_report
 from amp_conformance.engine.run import CheckResult, Run
+from amp_conformance.reports.html import write_html_report
 
 RUN_KEY = pytest.StashKey[Run]()
 AMP_KEY = pytest.StashKey[Amp]()
@@ -235,6 +237,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run.finished_monotonic = time.monotonic()
     if run.options.json_path is not None:
         write_json_report(run, run.options.json_path)
+    if run.options.html_path is not None:
+        problem = write_html_report(build_report(run), run.options.html_path)
+        if problem:  # one line and exit 2, like a usage error
+            print(f"amp-conformance: {problem}", file=sys.stderr)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -44,6 +44,7 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec("json", "write the JSON report to this path"),
     OptionSpec("junit", "write a JUnit XML report to this path"),
+    OptionSpec("html", "write a self-contained HTML report to this path"),
     OptionSpec(
         "allow-global-effects",
         "allow store-wide operations such as POST /lifecycle/run (needs --admin-token)",
@@ -76,6 +77,7 @@ class SuiteOptions:
     levels: frozenset[str] = frozenset(LEVELS)
     json_path: Path | None = None
     junit_path: Path | None = None
+    html_path: Path | None = None
     allow_global_effects: bool = False
     fuzz: bool = True
     seed: int | None = None
@@ -156,6 +158,7 @@ def build_options(values: dict[str, Any]) -> SuiteOptions:
         levels=levels,
         json_path=Path(json_path) if json_path else None,
         junit_path=Path(junit_path) if junit_path else None,
+        html_path=Path(values["amp_html"]) if values.get("amp_html") else None,
         allow_global_effects=bool(values.get("amp_allow_global_effects")),
         fuzz=not values.get("amp_no_fuzz", False),
         seed=values.get("amp_seed"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from amp_conformance.reports.html_assets import CSS, JS, content_security_policy
@@ -44,7 +45,7 @@ from amp_conformance.reports.html_model import (
     verdict_of,
 )
 
-__all__ = ["MAX_PAGE_BYTES", "render_diff_html", "render_html"]
+__all__ = ["MAX_PAGE_BYTES", "render_diff_html", "render_html", "write_html_report"]
 
 #: The page stays below this size: evidence of passing checks is cut harder until it fits.
 MAX_PAGE_BYTES = 1_900_000
@@ -490,3 +491,13 @@ def render_diff_html(
     from amp_conformance.reports.html_diff import render_diff_page
 
     return render_diff_page(old, new, diff)
+
+
+def write_html_report(report: Mapping[str, Any], path: Path) -> str | None:
+    """Write the page of ``report`` to ``path``; a one-line reason when it cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_html(report), encoding="utf-8")
+    except OSError as exc:
+        return f"cannot write the HTML report {path}: {exc.strerror or exc}"
+    return None
