@@ -31,12 +31,10 @@ def validate_documents(
                     report.input_errors.append(InputError(name, entry.line, entry.message))
                     continue
                 summary.cells += 1
-                problems = validate_cell(entry.value, now=now)
-                if problems:
-                    summary.invalid_cells += 1
-                    report.findings.extend(
-                        Finding(name, entry.line, entry.index, p.path, p.message, p.code) for p in problems
-                    )
+                report.findings.extend(
+                    Finding(name, entry.line, entry.index, p.path, p.message, p.code)
+                    for p in validate_cell(entry.value, now=now)
+                )
         except Unreadable as exc:
             summary.readable = False
             report.input_errors.append(InputError(name, None, str(exc)))

@@ -60,13 +60,18 @@ class RuleProblem:
 
 @dataclass(slots=True)
 class ProfileReport:
-    """Problems, unreadable inputs, per-source summaries and the profile's own extras (entries, files)."""
+    """Problems, unreadable inputs, per-source summaries and the profile's own extras (entries, files).
+
+    An extra may be a function, called only when the JSON form is built (the normalized entries of a
+    100,000-line file cost time a text run need not pay).
+    """
 
     profile: str
     problems: list[RuleProblem] = field(default_factory=list)
     input_errors: list[InputError] = field(default_factory=list)
     sources: list[dict[str, Any]] = field(default_factory=list)
     extras: dict[str, Any] = field(default_factory=dict)
+    strict: bool = False
 
     def add(self, source: str, rule: str, message: str, **where: Any) -> None:
         """Record a problem under ``rule``, at the level the catalogue gives it."""
@@ -80,7 +85,8 @@ class ProfileReport:
     def exit_code(self) -> int:
         if self.input_errors:
             return EXIT_UNREADABLE
-        return EXIT_PROBLEMS if self.count("MUST") else EXIT_OK
+        counted = self.count("MUST") + (self.count("SHOULD") if self.strict else 0)
+        return EXIT_PROBLEMS if counted else EXIT_OK
 
     def lines(self) -> list[str]:
         """Problem and unreadable-input lines: by source (input order), then member, line, column."""
@@ -115,5 +121,5 @@ class ProfileReport:
             "sources": self.sources,
             "problems": [p.as_dict() for p in self.problems],
             "input_errors": [e.as_dict() for e in self.input_errors],
-            **self.extras,
+            **{key: value() if callable(value) else value for key, value in self.extras.items()},
         }

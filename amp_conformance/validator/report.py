@@ -1,7 +1,8 @@
 """What a validation run found, as data, as text lines and as JSON (validation-report.schema.json).
 
-Exit codes are decided here, once, for both commands: 0 nothing found, 1 problems or differences,
-2 some input could not be read (that outranks problems: the verdict is incomplete).
+Exit codes are decided here, once, for both commands: 0 nothing found but warnings, 1 a problem
+under a MUST requirement (or any problem with ``strict``), 2 some input could not be read (that
+outranks problems: the verdict is incomplete). Every problem cites its requirement id and level.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from amp_conformance._version import __version__
+from amp_conformance.validator.citations import cell_requirement, level_of
 
-VALIDATION_VERSION: Final = "1.0"
+VALIDATION_VERSION: Final = "1.1"
 EXIT_OK: Final = 0
 EXIT_PROBLEMS: Final = 1
 EXIT_UNREADABLE: Final = 2
@@ -19,7 +21,7 @@ EXIT_UNREADABLE: Final = 2
 
 @dataclass(frozen=True, slots=True)
 class Finding:
-    """One problem of one cell: ``source:line: json.path: message [code]``."""
+    """One problem of one cell: ``source:line: REQUIREMENT: json.path: message [LEVEL, code]``."""
 
     source: str
     line: int
@@ -28,8 +30,17 @@ class Finding:
     message: str
     code: str
 
+    @property
+    def requirement(self) -> str:
+        return cell_requirement(self.path, self.code)
+
+    @property
+    def level(self) -> str:
+        return level_of(self.requirement)
+
     def __str__(self) -> str:
-        return f"{self.source}:{self.line}: {self.path}: {self.message} [{self.code}]"
+        where = f"{self.source}:{self.line}: {self.requirement}: {self.path}"
+        return f"{where}: {self.message} [{self.level}, {self.code}]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +61,11 @@ class InputError:
 
 @dataclass(slots=True)
 class SourceSummary:
-    """Counts for one input."""
+    """Counts for one input (its invalid cells are counted from the findings, by level)."""
 
     source: str
     readable: bool = True
     cells: int = 0
-    invalid_cells: int = 0
 
 
 @dataclass(slots=True)
@@ -65,14 +75,31 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     input_errors: list[InputError] = field(default_factory=list)
     sources: list[SourceSummary] = field(default_factory=list)
+    strict: bool = False
 
     @property
     def cells(self) -> int:
         return sum(s.cells for s in self.sources)
 
+    def _counts(self, finding: Finding) -> bool:
+        """Whether a finding makes its cell invalid: a MUST problem, or any problem when strict."""
+        return self.strict or finding.level == "MUST"
+
+    def invalid_in(self, source: str | None = None) -> int:
+        """Cells (of one source, or all) with a problem that counts."""
+        return len(
+            {(f.source, f.index) for f in self.findings if self._counts(f) and source in (None, f.source)}
+        )
+
     @property
     def invalid_cells(self) -> int:
-        return sum(s.invalid_cells for s in self.sources)
+        return self.invalid_in()
+
+    @property
+    def warned_cells(self) -> int:
+        """Valid cells that still have warnings (problems under SHOULD or MAY requirements)."""
+        invalid = {(f.source, f.index) for f in self.findings if self._counts(f)}
+        return len({(f.source, f.index) for f in self.findings} - invalid)
 
     @property
     def ok(self) -> bool:
@@ -82,7 +109,7 @@ class Report:
     def exit_code(self) -> int:
         if self.input_errors:
             return EXIT_UNREADABLE
-        return EXIT_PROBLEMS if self.findings else EXIT_OK
+        return EXIT_PROBLEMS if self.invalid_cells else EXIT_OK
 
     def lines(self) -> list[str]:
         """Problem and unreadable-input lines, in input order (by source, then line)."""
@@ -95,7 +122,8 @@ class Report:
         files = len(self.sources)
         text = (
             f"{self.cells} cell(s) in {files} input(s): {self.cells - self.invalid_cells} valid, "
-            f"{self.invalid_cells} invalid, {len(self.findings)} problem(s)"
+            f"{self.invalid_cells} invalid, {self.warned_cells} valid with warnings, "
+            f"{len(self.findings)} problem(s)"
         )
         if self.input_errors:
             text += f"; {len(self.input_errors)} unreadable input(s) or line(s)"
@@ -110,7 +138,9 @@ class Report:
                 "cells": self.cells,
                 "valid_cells": self.cells - self.invalid_cells,
                 "invalid_cells": self.invalid_cells,
+                "cells_with_warnings": self.warned_cells,
                 "problems": len(self.findings),
+                "warnings": sum(1 for f in self.findings if f.level != "MUST"),
                 "input_errors": len(self.input_errors),
             },
             "sources": [
@@ -118,7 +148,7 @@ class Report:
                     "source": s.source,
                     "readable": s.readable,
                     "cells": s.cells,
-                    "invalid_cells": s.invalid_cells,
+                    "invalid_cells": self.invalid_in(s.source),
                 }
                 for s in self.sources
             ],
@@ -128,6 +158,8 @@ class Report:
                     "line": f.line,
                     "index": f.index,
                     "path": f.path,
+                    "requirement": f.requirement,
+                    "level": f.level,
                     "code": f.code,
                     "message": f.message,
                 }
@@ -148,17 +180,24 @@ def header(kind: str, exit_code: int) -> dict[str, Any]:
 
 
 def contract_report_dict(
-    document: str, differences: list[dict[str, Any]], input_errors: list[InputError]
+    document: str,
+    differences: list[dict[str, Any]],
+    input_errors: list[InputError],
+    conventions: list[dict[str, Any]] | None = None,
+    *,
+    strict: bool = False,
 ) -> dict[str, Any]:
-    """The ``contract`` form of validation-report.schema.json."""
-    exit_code = EXIT_UNREADABLE if input_errors else EXIT_PROBLEMS if differences else EXIT_OK
+    """The ``contract`` form of validation-report.schema.json; differences carry requirement and level."""
+    counted = [d for d in differences if strict or d.get("level") == "MUST"]
+    exit_code = EXIT_UNREADABLE if input_errors else EXIT_PROBLEMS if counted else EXIT_OK
     by_code: dict[str, int] = {}
     for difference in differences:
         by_code[difference["code"]] = by_code.get(difference["code"], 0) + 1
     return {
         **header("contract", exit_code),
         "document": document,
-        "summary": {"differences": len(differences), "by_code": by_code},
+        "summary": {"differences": len(differences), "counted": len(counted), "by_code": by_code},
         "differences": differences,
+        "conventions": conventions or [],
         "input_errors": [e.as_dict() for e in input_errors],
     }

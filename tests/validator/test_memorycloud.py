@@ -1,0 +1,205 @@
+"""``validate --profile memorycloud``: the valid suite, each invalid archive, safety, JSON output."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from amp_conformance.engine.resources import load_contract
+from amp_conformance.validator import validate_main
+from amp_conformance.validator.memorycloud import glob_regex, license_problem
+from amp_conformance.validator.rules import rule_catalogue
+from tests.validator.archives import VALID, build, build_valid, load_cases
+
+CASES = load_cases()
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = validate_main(["--profile", "memorycloud", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def case_argv(case: dict[str, Any], path: Path) -> list[str]:
+    size = case.get("max_size_mib")
+    return [str(path)] if size is None else ["--max-size", str(size), str(path)]
+
+
+def snapshot(*folders: Path) -> set[tuple[str, int]]:
+    """Every file under the folders, with its size: anything written shows up as a difference."""
+    found: set[tuple[str, int]] = set()
+    for folder in folders:
+        for root, _, files in os.walk(folder):
+            found.update(
+                (os.path.join(root, name), os.path.getsize(os.path.join(root, name))) for name in files
+            )
+    return found
+
+
+@pytest.fixture
+def quarantine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Run with cwd and TMPDIR inside tmp_path, so a write anywhere the validator could reach is seen."""
+    work = tmp_path / "work"
+    temp = tmp_path / "temp"
+    work.mkdir()
+    temp.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("TMPDIR", str(temp))
+    yield tmp_path
+
+
+def test_the_valid_suite_validates_as_a_folder_and_as_a_zip(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = build_valid(tmp_path / "suite.zip")
+    for target in (VALID, archive):
+        code, out, err = run([str(target)], capsys)
+        assert (code, out) == (0, ""), out
+        assert "0 error(s), 0 warning(s), 0 note(s)" in err
+
+
+def test_the_valid_suite_has_the_documented_layout(spec_dir: Path) -> None:
+    text = (spec_dir / "related" / "memorycloud-memory-protocol.txt").read_text(encoding="utf-8")
+    layout = text[text.index("文件结构") : text.index("语义")].split()[1:]
+    names = {p.relative_to(VALID).as_posix() for p in VALID.rglob("*") if p.is_file()}
+    for entry in layout:
+        if entry == "memory/YYYY-MM-DD.md":
+            assert any(name.startswith("memory/2026-") for name in names)
+        else:
+            assert entry in names
+    mapping = json.loads((VALID / "install" / "openclaw.json").read_text(encoding="utf-8"))
+    start = text.index("{", text.index("OpenClaw 风格 active-memory 映射"))
+    assert mapping == json.JSONDecoder().raw_decode(text, start)[0]
+
+
+def test_there_are_enough_invalid_archives() -> None:
+    assert len(CASES["cases"]) >= 12
+    specials = {c.get("special") for c in CASES["cases"]}
+    assert {"bomb", "traversal"} <= specials
+    cited = {c["id"] for group in ("cases", "accepted") for c in CASES[group]}
+    checkable = {r.id for r in rule_catalogue("memorycloud").rules.values() if r.checkable}
+    assert cited == checkable, "every checkable rule has an archive, and only those"
+
+
+@pytest.mark.parametrize("case", CASES["cases"], ids=lambda c: c["name"])
+def test_invalid_archive_exits_one_with_its_id(
+    case: dict[str, Any], quarantine: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = build(case, quarantine / f"{case['name']}.zip")
+    before = snapshot(quarantine)
+    code, out, _ = run(case_argv(case, path), capsys)
+    assert code == 1, out
+    assert f": {case['id']}: " in out, out
+    assert snapshot(quarantine) == before, "the validator wrote a file"
+
+
+@pytest.mark.parametrize("case", CASES["accepted"], ids=lambda c: c["name"])
+def test_accepted_archive_exits_zero_reporting_its_id(
+    case: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = build(case, tmp_path / f"{case['name']}.zip")
+    code, out, _ = run([str(path)], capsys)
+    assert code == 0
+    assert f": {case['id']}: " in out, out
+
+
+@pytest.mark.parametrize("name", ["zip-bomb", "traversal-entry"])
+def test_unsafe_archives_are_refused_without_reading_an_entry(
+    name: str, quarantine: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    [case] = [c for c in CASES["cases"] if c["name"] == name]
+    path = build(case, quarantine / "unsafe.zip")
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an entry of a refused archive was opened")
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", refuse)
+    monkeypatch.setattr(zipfile.ZipFile, "extractall", refuse)
+    before = snapshot(quarantine, quarantine.parent)
+    code, out, _ = run(["--format", "json", str(path)], capsys)
+    document = json.loads(out)
+    assert code == 1 and document["sources"][0]["refused"] is True
+    assert document["files"] == []
+    assert snapshot(quarantine, quarantine.parent) == before
+    assert not (quarantine.parent / "amp-conformance-traversal.md").exists()
+
+
+def test_a_symlink_in_a_folder_is_refused_not_followed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = tmp_path / "suite"
+    for source in VALID.rglob("*"):
+        target = suite / source.relative_to(VALID)
+        if source.is_dir():
+            target.mkdir(parents=True, exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+    (suite / "memory" / "2026-08-03.md").symlink_to("/etc/passwd")
+    code, out, _ = run([str(suite)], capsys)
+    assert code == 1 and "memory/2026-08-03.md: MCS-19: " in out
+
+
+def test_json_output_validates_against_the_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    validator = Draft202012Validator(load_contract("validation-report.schema.json"))
+    paths = [str(build(c, tmp_path / f"{c['name']}.zip")) for c in CASES["cases"] + CASES["accepted"]]
+    for argv, expected in (([str(VALID)], 0), (paths, 1), ([str(VALID), str(tmp_path / "none.zip")], 2)):
+        code, out, _ = run(["--format", "json", "-q", *argv], capsys)
+        document = json.loads(out)
+        assert code == expected == document["exit_code"]
+        assert list(validator.iter_errors(document)) == []
+    _, out, _ = run(["--format", "json", "-q", str(VALID)], capsys)
+    roles = {f["path"]: f["role"] for f in json.loads(out)["files"]}
+    assert roles["MEMORY.md"] == "long-term memory" and roles["memory/2026-08-01.md"] == "work memory"
+
+
+def test_unreadable_inputs_exit_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    not_zip = tmp_path / "suite.zip"
+    not_zip.write_text("not a zip")
+    for target, words in ((not_zip, "not a zip archive"), (tmp_path / "missing.zip", "cannot read")):
+        code, out, _ = run([str(target)], capsys)
+        assert code == 2 and words in out
+
+
+def test_member_names_are_escaped_in_text_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = build({"name": "odd", "files": {"notes/\x1b[31mred.txt": "x"}}, tmp_path / "odd.zip")
+    code, out, _ = run([str(path)], capsys)
+    assert code == 0 and "\x1b" not in out and "\\x1b[31mred.txt" in out
+
+
+@pytest.mark.parametrize(
+    ("expression", "ok"),
+    [
+        ("MIT", True),
+        ("Apache-2.0 OR MIT", True),
+        ("GPL-2.0-or-later WITH Classpath-exception-2.0", True),
+        ("LicenseRef-MemoryCloud-Commercial", True),
+        ("Proprietary", False),
+        ("MIT AND (", False),
+        ("", False),
+    ],
+)
+def test_license_expressions(expression: str, ok: bool) -> None:
+    assert (license_problem(expression) is None) is ok
+
+
+@pytest.mark.parametrize(
+    ("pattern", "name", "matches"),
+    [
+        ("memory/*.md", "memory/2026-08-01.md", True),
+        ("memory/*.md", "memory/deep/2026-08-01.md", False),
+        ("memory/**/*.md", "memory/deep/x.md", True),
+        ("MEMORY.md", "MEMORY.md", True),
+        ("MEMORY.md", "MEMORYXmd", False),
+        ("memory/????-??-??.md", "memory/2026-08-01.md", True),
+    ],
+)
+def test_merge_globs(pattern: str, name: str, matches: bool) -> None:
+    assert (glob_regex(pattern).fullmatch(name) is not None) is matches
