@@ -1,7 +1,8 @@
 """Which catalogue requirements the checks cover, and by which checks (``amp-conformance --coverage``).
 
 ``docs/COVERAGE.md`` is this table, regenerated with ``python -m amp_conformance.coverage``; a project
-test fails while the committed copy is out of date.
+test fails while the committed copy is out of date. After the AMP catalogue it lists the rule
+catalogues of the validator's profiles (``AMR-LITE-NN``, ``MCS-NN``) with their test vectors.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections import defaultdict
 from typing import Any
 
 from amp_conformance.engine.catalogue import AREAS, catalogue
+from amp_conformance.validator.rules import PROFILES, profile_coverage_markdown
 
 
 def coverage_rows(checks: list[dict[str, Any]]) -> list[tuple[str, str, str, list[str]]]:
@@ -43,7 +45,7 @@ def coverage_markdown(checks: list[dict[str, Any]]) -> str:
         short = title if len(title) <= 90 else title[:87] + "..."
         checks_text = ", ".join(f"`{n}`" for n in names) if names else "**not covered**"
         lines.append(f"| {rid} | {level} | {checks_text} <br> {short.replace('|', '/')} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + "".join(profile_coverage_markdown(profile) for profile in PROFILES)
 
 
 def main() -> int:
