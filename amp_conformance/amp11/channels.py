@@ -1,0 +1,286 @@
+"""The two delivery channels of AMP v1.1 behind one call: ``channel.call(verb, arguments) -> VerbResult``.
+
+Checks speak in verb arguments (the MCP form: ``{"scope": {...}, "content": ...}``); the REST channel
+maps them onto the routes of Appendix C / the OpenAPI file (scope keys as query parameters for forget,
+stats and import, a flat body for pin, NDJSON for export and import). Each result keeps the exchange
+it came from, so whatever a check concludes is shown with the frames or the HTTP request behind it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from amp_conformance.amp11.mcp import McpSession
+from amp_conformance.engine.client import Client, Reply
+from amp_conformance.engine.exchange import Exchange
+
+MCP = "mcp"
+REST = "rest"
+CHANNELS = (MCP, REST)
+
+#: §3.5: AMP error code -> (JSON-RPC codes accepted, HTTP status). -32600 is conflict C2.
+ERROR_MAPPING: dict[str, tuple[tuple[int, ...], int]] = {
+    "invalid_request": ((-32602, -32600), 400),
+    "not_found": ((-32001,), 404),
+    "not_supported": ((-32002,), 501),
+    "backend_error": ((-32000,), 500),
+}
+SCOPE_KEYS = ("agent_id", "group_id", "workspace_id", "user_id", "session_id", "app_id", "org_id")
+NEXT_CURSOR_HEADER = "x-amp-next-cursor"
+
+
+class NotOnChannel(Exception):
+    """The arguments cannot be expressed on this channel (a REST path needs an id, a query string
+    cannot carry an object): the check skips that channel instead of sending something else."""
+
+
+@dataclass
+class VerbResult:
+    """What one verb call produced, parsed, with the evidence it came from."""
+
+    channel: str
+    verb: str
+    exchange: Exchange
+    value: dict[str, Any] | None = None  # the verb's output on success
+    error: dict[str, Any] | None = None  # the AmpErrorData (or what stands for it) on failure
+    error_code: str | None = None  # amp_error_code of the failure
+    transport_code: int | None = None  # JSON-RPC error code or HTTP status
+    error_key: str | None = None  # REST: which body member held the code (C3)
+    problems: list[str] = field(default_factory=list)  # transport-shape violations seen while parsing
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+    def describe(self) -> str:
+        if self.ok:
+            return f"{self.verb} over {self.channel}: {json.dumps(self.value, ensure_ascii=False)[:300]}"
+        code = f" ({self.transport_code})" if self.transport_code is not None else ""
+        return f"{self.verb} over {self.channel}: error {self.error_code!r}{code}"
+
+
+class Channel(Protocol):
+    name: str
+
+    def call(self, verb: str, arguments: dict[str, Any]) -> VerbResult: ...
+
+
+# -- MCP ------------------------------------------------------------------------------------------
+
+
+class McpChannel:
+    """Verbs as MCP tools over a started, initialised :class:`McpSession`."""
+
+    name = MCP
+
+    def __init__(self, session: McpSession, log: list[Exchange], deadline: float | None = None):
+        self.session = session
+        self.log = log
+        self.deadline = deadline
+
+    def call(self, verb: str, arguments: dict[str, Any]) -> VerbResult:
+        exchange = self.session.call_tool(verb, arguments, log=self.log, deadline=self.deadline)
+        return parse_tool_reply(verb, exchange.message or {}, exchange)
+
+
+def parse_tool_reply(verb: str, message: dict[str, Any], exchange: Exchange) -> VerbResult:
+    """Turn a ``tools/call`` reply frame into a :class:`VerbResult`, noting every shape problem."""
+    result = VerbResult(MCP, verb, exchange)
+    error = message.get("error")
+    if isinstance(error, dict):
+        code = error.get("code")
+        result.transport_code = code if type(code) is int else None
+        data = error.get("data")
+        if isinstance(data, dict):
+            result.error = data
+            found = data.get("amp_error_code")
+            result.error_code = found if isinstance(found, str) else None
+        else:
+            result.error = {"message": error.get("message")}
+            result.problems.append("the JSON-RPC error has no AmpErrorData in `data`")
+        return result
+    body = message.get("result")
+    if not isinstance(body, dict):
+        result.problems.append("the reply has neither a `result` object nor an `error` object")
+        result.error = {}
+        return result
+    parsed, problems = _tool_payload(body)
+    result.problems += problems
+    if body.get("isError") is True:
+        result.problems.append("the failure came as an `isError` tool result, not a JSON-RPC error frame")
+        result.error = parsed if isinstance(parsed, dict) else {"message": str(parsed)}
+        found = result.error.get("amp_error_code")
+        result.error_code = found if isinstance(found, str) else None
+        return result
+    if isinstance(parsed, dict):
+        result.value = parsed
+    else:
+        result.problems.append("the tool result holds no JSON object")
+        result.error = {}
+    return result
+
+
+def _tool_payload(body: dict[str, Any]) -> tuple[Any, list[str]]:
+    """The verb output carried by a tool result: the JSON of its first text block (TOOLS-14)."""
+    problems: list[str] = []
+    text_value: Any = None
+    has_text = False
+    content = body.get("content")
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                has_text = True
+                try:
+                    text_value = json.loads(block["text"])
+                except (ValueError, RecursionError):
+                    problems.append("the text content block is not JSON")
+                    text_value = {"message": block["text"]}
+                break
+    structured = body.get("structuredContent")
+    if not has_text:
+        problems.append("the tool result has no `text` content block")
+        return structured, problems
+    if structured is not None and structured != text_value:
+        problems.append("`structuredContent` differs from the JSON of the text block")
+    return text_value, problems
+
+
+# -- REST -----------------------------------------------------------------------------------------
+
+
+def flat_scope(arguments: dict[str, Any]) -> dict[str, str]:
+    """The scope keys as query parameters (or a flat body): from ``scope``, else the flat ``agent_id``."""
+    scope = arguments.get("scope")
+    if scope is None:
+        agent = arguments.get("agent_id")
+        if agent is None:
+            return {}
+        if not isinstance(agent, str):
+            raise NotOnChannel("a non-string agent_id cannot travel as a query parameter")
+        return {"agent_id": agent}
+    if not isinstance(scope, dict):
+        raise NotOnChannel("a scope that is not an object cannot travel as query parameters")
+    flat: dict[str, str] = {}
+    for key, value in scope.items():
+        if not isinstance(value, str):
+            raise NotOnChannel("a non-string scope value cannot travel as a query parameter")
+        flat[str(key)] = value
+    return flat
+
+
+def _path_id(arguments: dict[str, Any]) -> str:
+    memory_id = arguments.get("id")
+    if not isinstance(memory_id, str) or not memory_id:
+        raise NotOnChannel("the REST route carries the id in its path; there is no request without one")
+    return quote(memory_id, safe="")
+
+
+class RestChannel:
+    """Verbs as the REST routes of Appendix C (``schema/amp-openapi.yaml``), through the recording client."""
+
+    name = REST
+
+    def __init__(self, client: Client):
+        self.client = client
+
+    def call(self, verb: str, arguments: dict[str, Any]) -> VerbResult:
+        reply = self._send(verb, arguments)
+        if verb == "amp.export" and 200 <= reply.status < 300:
+            return self._export_result(reply)
+        return parse_rest_reply(verb, reply)
+
+    def _send(self, verb: str, arguments: dict[str, Any]) -> Reply:
+        client = self.client
+        if verb == "amp.encode":
+            return client.post("/v1/memories", arguments, root=True)
+        if verb == "amp.recall":
+            return client.post("/v1/memories/recall", arguments, root=True)
+        if verb == "amp.consolidate":
+            return client.post("/v1/memories/consolidate", arguments, root=True)
+        if verb == "amp.export":
+            return client.post("/v1/memories/export", arguments, root=True)
+        if verb == "amp.forget":
+            path = f"/v1/memories/{_path_id(arguments)}"
+            return client.delete(path, params=flat_scope(arguments), root=True)
+        if verb == "amp.stats":
+            return client.get("/v1/memories/stats", params=flat_scope(arguments), root=True)
+        if verb == "amp.pin":
+            path = f"/v1/memories/{_path_id(arguments)}/pin"
+            return client.request("PUT", path, json_body=flat_scope(arguments), root=True)
+        if verb == "amp.import":
+            params: dict[str, Any] = dict(flat_scope(arguments))
+            for policy in ("on_conflict", "scope_remap"):
+                if policy in arguments:
+                    value = arguments[policy]
+                    if not isinstance(value, str):
+                        raise NotOnChannel(f"a non-string {policy} cannot travel as a query parameter")
+                    params[policy] = value
+            document = arguments.get("ndjson", "")
+            if not isinstance(document, str):
+                raise NotOnChannel("the REST import body is the NDJSON text itself")
+            return client.request(
+                "POST",
+                "/v1/memories/import",
+                content=document.encode("utf-8"),
+                params=params,
+                headers={"Content-Type": "application/x-ndjson"},
+                root=True,
+            )
+        raise NotOnChannel(f"{verb} has no REST route in AMP v1.1")
+
+    def _export_result(self, reply: Reply) -> VerbResult:
+        """REST export: the NDJSON body and the cursor header, in the MCP result's shape."""
+        result = VerbResult(REST, "amp.export", reply.exchange)
+        text = reply.text
+        lines = [line for line in text.split("\n") if line.strip()]
+        value: dict[str, Any] = {"ndjson": text, "count": len(lines)}
+        cursor = reply.headers.get(NEXT_CURSOR_HEADER)
+        if cursor:
+            value["next_cursor"] = cursor
+        kind = reply.headers.get("content-type", "")
+        if text and "ndjson" not in kind and "jsonl" not in kind:
+            shown = kind or "(none)"
+            result.problems.append(f"export answered Content-Type {shown}, not application/x-ndjson")
+        result.value = value
+        return result
+
+
+def parse_rest_reply(verb: str, reply: Reply) -> VerbResult:
+    """Turn a REST response into a :class:`VerbResult` (error bodies per §3.5 and conflict C3)."""
+    result = VerbResult(REST, verb, reply.exchange, transport_code=reply.status)
+    try:
+        body = json.loads(reply.content) if reply.content else None
+    except (ValueError, RecursionError):
+        body = None
+        result.problems.append("the response body is not JSON")
+    kind = reply.headers.get("content-type", "")
+    if reply.content and "json" not in kind:
+        result.problems.append(f"Content-Type is {kind or '(none)'}, not application/json")
+    if 200 <= reply.status < 300:
+        if isinstance(body, dict):
+            result.value = body
+            result.transport_code = None
+        else:
+            result.problems.append("a successful response whose body is not a JSON object")
+            result.error = {}
+        return result
+    result.error, result.error_code, result.error_key = _rest_error(body)
+    if result.error_key is None:
+        result.problems.append("the error body carries no `amp_error_code` (nor `code`)")
+    return result
+
+
+def _rest_error(body: Any) -> tuple[dict[str, Any], str | None, str | None]:
+    if not isinstance(body, dict):
+        return {}, None, None
+    for holder, prefix in ((body, ""), (body.get("error"), "error.")):
+        if not isinstance(holder, dict):
+            continue
+        for key in ("amp_error_code", "code"):
+            value = holder.get(key)
+            if isinstance(value, str):
+                return holder, value, prefix + key
+    return body, None, None

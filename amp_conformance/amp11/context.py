@@ -1,0 +1,244 @@
+"""``amp11``: what an AMP v1.1 check works with — channels, fresh scopes, verb calls, and verdicts."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any, NoReturn
+
+import pytest
+
+from amp_conformance.amp11.channels import ERROR_MAPPING, MCP, REST, NotOnChannel, VerbResult
+from amp_conformance.amp11.schemas import VERBS_FULL, output_problems
+from amp_conformance.amp11.session import Amp11Session
+from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.marking import CheckInfo
+from amp_conformance.engine.outcomes import CheckFailure, Evidence, Warn
+
+LEVEL_REQUIREMENT = "AMP11-INIT-05"
+
+
+class Amp11:
+    """The per-check API. Every call made through it is recorded as the check's evidence."""
+
+    def __init__(self, session: Amp11Session, info: CheckInfo):
+        self.session = session
+        self.info = info
+        self.evidence = Evidence()
+        self.deadline = time.monotonic() + (info.deadline or session.target.deadline)
+
+    # -- channels ------------------------------------------------------------------------------------
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        """The channels this run targets (``mcp``, ``rest`` or both)."""
+        return self.session.target.channels()
+
+    def require(self, *channels: str) -> None:
+        """Skip unless every one of ``channels`` is targeted."""
+        missing = [c for c in channels if c not in self.channels]
+        if missing:
+            self.skip(f"needs the {' and '.join(missing)} channel (give {_how(missing[0])})")
+
+    def other(self, channel: str) -> str:
+        return REST if channel == MCP else MCP
+
+    def call(self, verb: str, arguments: dict[str, Any], *, on: str) -> VerbResult:
+        """Call ``verb`` over channel ``on``; arguments a channel cannot carry skip the check."""
+        try:
+            channel = self.session.channel(on, self.evidence.exchanges, self.deadline)
+            return channel.call(verb, arguments)
+        except NotOnChannel as exc:
+            self.skip(f"{verb} over {on}: {exc}")
+
+    def ok(self, verb: str, arguments: dict[str, Any], *, on: str, what: str = "") -> dict[str, Any]:
+        """Call ``verb`` and insist on success (a precondition unless the check is about this call)."""
+        result = self.call(verb, arguments, on=on)
+        self.full_verb_answer(result)
+        if not result.ok:
+            label = f"{what}: " if what else ""
+            self.fail(f"{label}{result.describe()}", result, expected="a successful result")
+        assert result.value is not None
+        return result.value
+
+    def full_verb_answer(self, result: VerbResult) -> None:
+        """A Full verb answered ``not_supported``: skip on a Core server, fail AMP11-INIT-05 on a Full one."""
+        if result.verb not in VERBS_FULL:
+            return
+        refused = (
+            result.error_code == "not_supported" or (result.value or {}).get("status") == "not_supported"
+        )
+        if not refused:
+            return
+        level = self.session.declared_level
+        if level == "full":
+            self.fail(
+                f"{LEVEL_REQUIREMENT}: the server declares amp_conformance 'full' but {result.verb} "
+                f"over {result.channel} answered not_supported",
+                result,
+                expected="a Full server serves every Full verb",
+            )
+        self.skip(
+            f"{result.verb} answered not_supported over {result.channel} (server level: {level or 'unknown'})"
+        )
+
+    def need_verb(self, verb: str) -> None:
+        """Skip a Full-verb check when a Core server does not list the verb over MCP."""
+        if verb not in VERBS_FULL or MCP not in self.channels:
+            return
+        if verb not in self.session.tools() and self.session.declared_level != "full":
+            self.skip(f"{verb} is not listed by this Core server (a Full verb)")
+
+    # -- scopes and memories -------------------------------------------------------------------------
+
+    def scope(self, role: str = "a", **refining: str) -> dict[str, str]:
+        """A fresh scope no other check (or run) uses: ``{"agent_id": unique}`` plus ``refining`` keys."""
+        return {"agent_id": self.session.unique(role), **refining}
+
+    def token(self) -> str:
+        """A word that occurs in no other memory, to find one memory by recall."""
+        return f"tok{uuid.uuid4().hex[:12]}"
+
+    def encode(
+        self, scope: dict[str, Any], content: str, *, on: str, remember: bool = True, **fields: Any
+    ) -> str:
+        """Store a memory with ``force: true`` (a precondition) and return its id."""
+        arguments = {"scope": scope, "content": content, "force": True, **fields}
+        value = self.ok("amp.encode", arguments, on=on, what="storing a memory (precondition)")
+        memory_id = value.get("id")
+        if value.get("status") not in ("stored", "duplicate", "queued") or not isinstance(memory_id, str):
+            self.fail(f"storing a memory (precondition) answered {json.dumps(value)[:200]}", None)
+        if remember:
+            self.session.remember(on, {"scope": scope, "id": memory_id})
+        return memory_id
+
+    def recall(self, scope: dict[str, Any], query: str, *, on: str, **fields: Any) -> list[dict[str, Any]]:
+        """Recall (a precondition): the results list."""
+        value = self.ok("amp.recall", {"scope": scope, "query": query, "top_k": 50, **fields}, on=on)
+        results = value.get("results")
+        if not isinstance(results, list):
+            self.fail("amp.recall answered no `results` list", None)
+        return [r for r in results if isinstance(r, dict)]
+
+    def find(
+        self, scope: dict[str, Any], memory_id: str, query: str, *, on: str, **fields: Any
+    ) -> dict[str, Any] | None:
+        """The recall result with ``memory_id`` (querying ``query``), or None."""
+        return next((r for r in self.recall(scope, query, on=on, **fields) if r.get("id") == memory_id), None)
+
+    def count(self, scope: dict[str, Any], *, on: str) -> int:
+        """``memory_count`` of ``scope`` (a precondition)."""
+        value = self.ok("amp.stats", {"scope": scope}, on=on, what="amp.stats (precondition)")
+        count = value.get("memory_count")
+        if type(count) is not int:
+            self.fail(f"amp.stats answered memory_count {count!r}, not an integer", None)
+        return count
+
+    def export_rows(self, arguments: dict[str, Any], *, on: str) -> tuple[list[Any], dict[str, Any]]:
+        """One export page: its parsed rows and the whole result (a precondition)."""
+        value = self.ok("amp.export", arguments, on=on, what="amp.export")
+        text = value.get("ndjson", "")
+        rows: list[Any] = []
+        if isinstance(text, str):
+            for number, line in enumerate(text.split("\n"), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    self.fail(f"MXF line {number} is not JSON: {line[:120]!r}", None)
+        return rows, value
+
+    # -- expectations --------------------------------------------------------------------------------
+
+    def expect_valid(self, result: VerbResult) -> None:
+        """The successful result validates against the verb's output schema (SCHEMA rows)."""
+        problems = output_problems(result.verb, result.value)
+        self.expect(
+            not problems,
+            f"{result.verb} over {result.channel}: the result does not match its schema: "
+            + "; ".join(problems),
+            result,
+        )
+
+    def expect_error(self, result: VerbResult, codes: str | Iterable[str], what: str) -> None:
+        """``result`` is a failure whose ``amp_error_code`` is one of ``codes``."""
+        wanted = (codes,) if isinstance(codes, str) else tuple(codes)
+        expectation = " or ".join(wanted)
+        self.expect(
+            not result.ok,
+            f"{what} over {result.channel}: expected an error {expectation}, got success "
+            f"{json.dumps(result.value, ensure_ascii=False)[:200]}",
+            result,
+            expected=expectation,
+        )
+        self.expect(
+            result.error_code in wanted,
+            f"{what} over {result.channel}: expected amp_error_code {expectation}, got {result.error_code!r}"
+            + (f" ({'; '.join(result.problems)})" if result.problems else ""),
+            result,
+            expected=expectation,
+        )
+
+    def mapping_problems(self, result: VerbResult) -> list[str]:
+        """How the transport code of an error disagrees with §3.5 for its ``amp_error_code``."""
+        if result.ok or result.error_code not in ERROR_MAPPING:
+            return []
+        rpc_codes, http_status = ERROR_MAPPING[result.error_code]
+        if result.channel == MCP and result.transport_code not in rpc_codes:
+            wanted = " or ".join(str(c) for c in rpc_codes)
+            return [f"{result.error_code} came with JSON-RPC code {result.transport_code}, not {wanted}"]
+        if result.channel == REST and result.transport_code != http_status:
+            return [f"{result.error_code} came with HTTP {result.transport_code}, not {http_status}"]
+        return []
+
+    def fail(
+        self, message: str, result: VerbResult | Exchange | None, *, expected: str | None = None
+    ) -> NoReturn:
+        raise CheckFailure(message, expected=expected, exchange=self._exchange(result))
+
+    def expect(
+        self,
+        condition: object,
+        message: str,
+        result: VerbResult | Exchange | None = None,
+        *,
+        expected: str | None = None,
+    ) -> None:
+        """Fail with ``message`` unless ``condition`` holds."""
+        if not condition:
+            self.fail(message, result, expected=expected)
+
+    def warn(
+        self, message: str, result: VerbResult | Exchange | None = None, *, requirements: tuple[str, ...] = ()
+    ) -> None:
+        """Record a warning (a SHOULD not met) and carry on."""
+        self.evidence.warnings.append(
+            Warn(message, requirements or self.info.requirements, self._exchange(result))
+        )
+
+    def note(self, message: str) -> None:
+        """Record an informational finding (which documented behaviour the server follows)."""
+        if message not in self.evidence.notes:
+            self.evidence.notes.append(message)
+
+    def skip(self, reason: str) -> NoReturn:
+        pytest.skip(reason)
+
+    def _exchange(self, result: VerbResult | Exchange | None) -> Exchange | None:
+        if isinstance(result, VerbResult):
+            return result.exchange
+        if isinstance(result, Exchange):
+            return result
+        return self.evidence.exchanges[-1] if self.evidence.exchanges else None
+
+
+def refused_as_unsupported(result: VerbResult) -> bool:
+    """``not_supported`` as an error or as an in-band status (conflict C6)."""
+    return result.error_code == "not_supported" or (result.value or {}).get("status") == "not_supported"
+
+
+def _how(channel: str) -> str:
+    return "--mcp-command" if channel == MCP else "--base-url"

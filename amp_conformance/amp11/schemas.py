@@ -1,0 +1,69 @@
+"""Validation of verb arguments and results against ``contract/verbs.schema.json`` (jsonschema)."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator, FormatChecker
+
+VERBS_CORE = ("amp.encode", "amp.recall", "amp.forget", "amp.stats")
+VERBS_FULL = ("amp.consolidate", "amp.pin", "amp.export", "amp.import")
+VERBS = VERBS_CORE + VERBS_FULL
+VERBS_DRAFT = ("amp.update", "amp.batch_encode")
+
+
+@cache
+def verbs_document() -> dict[str, Any]:
+    path = resources.files("amp_conformance.amp11") / "contract" / "verbs.schema.json"
+    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return loaded
+
+
+@cache
+def _validator(verb: str, part: str) -> Draft202012Validator:
+    document = verbs_document()
+    schema = {"$defs": document["$defs"], **document["verbs"][verb][part]}
+    return Draft202012Validator(schema, format_checker=FormatChecker())
+
+
+@cache
+def _definition(name: str) -> Draft202012Validator:
+    document = verbs_document()
+    schema = {"$defs": document["$defs"], "$ref": f"#/$defs/{name}"}
+    return Draft202012Validator(schema, format_checker=FormatChecker())
+
+
+def _problems(validator: Draft202012Validator, value: Any, limit: int) -> list[str]:
+    found = []
+    for error in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+        found.append(f"{where}: {error.message[:200]}")
+        if len(found) >= limit:
+            break
+    return found
+
+
+def output_problems(verb: str, value: Any, limit: int = 5) -> list[str]:
+    """Why ``value`` is not a valid result of ``verb`` (empty when it is)."""
+    return _problems(_validator(verb, "output"), value, limit)
+
+
+def input_problems(verb: str, value: Any, limit: int = 5) -> list[str]:
+    """Why ``value`` is not a valid argument object of ``verb`` (the suite's own requests are checked too)."""
+    return _problems(_validator(verb, "input"), value, limit)
+
+
+def definition_problems(name: str, value: Any, limit: int = 5) -> list[str]:
+    """Why ``value`` does not match ``$defs/name`` (``MemoryResult``, ``AmpErrorData``, ``Scope``...)."""
+    return _problems(_definition(name), value, limit)
+
+
+def schema_problems(schema: Any) -> list[str]:
+    """Why a published ``inputSchema`` is not a valid JSON Schema (draft 2020-12 meta-schema)."""
+    if not isinstance(schema, dict):
+        return [f"inputSchema is a JSON {type(schema).__name__}, not an object"]
+    validator = Draft202012Validator(Draft202012Validator.META_SCHEMA)
+    return _problems(validator, schema, 5)

@@ -1,0 +1,182 @@
+"""Run-wide state of an AMP v1.1 run: the target, the MCP process, the REST connection, what was created.
+
+One MCP server process serves the whole run (started and initialised on first use, stopped at the
+end); a process that cannot be started or initialised makes every MCP check an *error* with that one
+reason, never a hang. Memories the checks store are forgotten at the end of the run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from ulid import ULID
+
+from amp_conformance.amp11.channels import MCP, REST, McpChannel, NotOnChannel, RestChannel
+from amp_conformance.amp11.mcp import McpExchange, McpSession
+from amp_conformance.engine.client import Client, Connection
+from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.outcomes import ServerUnavailable, ToolError
+
+
+@dataclass(eq=False)  # hashable: pytest registers an instance as a plugin
+class Amp11Target:
+    """What to test and how patiently. Pass an instance to ``pytest.main(plugins=[...])``."""
+
+    mcp_command: str | list[str] | None = None
+    base_url: str | None = None
+    timeout: float = 10.0
+    deadline: float = 60.0
+    run_id: str = field(default_factory=lambda: str(ULID()).lower())
+    http: httpx.Client | None = None  # REST through this client (an in-process ASGI app, for example)
+    env: dict[str, str] | None = None  # environment of the MCP server process
+    cleanup: bool = True
+
+    def channels(self) -> tuple[str, ...]:
+        found = []
+        if self.mcp_command:
+            found.append(MCP)
+        if self.base_url:
+            found.append(REST)
+        return tuple(found)
+
+
+@dataclass
+class Created:
+    channel: str
+    arguments: dict[str, Any]  # scope (or flat agent_id) and id, ready for amp.forget
+
+
+class Amp11Session:
+    """The session-wide state behind the ``amp11`` fixture."""
+
+    def __init__(self, target: Amp11Target):
+        self.target = target
+        self.created: list[Created] = []
+        self.cleanup_problems: list[str] = []
+        self.cleanup_deleted = 0
+        self._counter = itertools.count(1)
+        self._lock = threading.Lock()
+        self._mcp: McpSession | None = None
+        self._mcp_failure: str | None = None
+        self.initialize_exchanges: list[Exchange] = []
+        self._connection: Connection | None = None
+        self._tools: dict[str, dict[str, Any]] | None = None
+        self.tools_exchange: McpExchange | None = None
+
+    # -- identities ---------------------------------------------------------------------------------
+
+    def unique(self, role: str) -> str:
+        """An identifier unique to this run and call (``amp11-<run>-<n>-<role>``)."""
+        return f"amp11-{self.target.run_id}-{next(self._counter)}-{role}"
+
+    # -- MCP -----------------------------------------------------------------------------------------
+
+    def mcp(self) -> McpSession:
+        """The run's MCP session, started and initialised on first use."""
+        if not self.target.mcp_command:
+            raise NotOnChannel("no MCP server command was given")
+        with self._lock:
+            if self._mcp_failure is not None:
+                raise ServerUnavailable(f"the MCP server is unusable: {self._mcp_failure}")
+            if self._mcp is None:
+                session = McpSession(
+                    self.target.mcp_command, timeout=self.target.timeout, env=self.target.env
+                )
+                self._mcp = session
+                try:
+                    session.start()
+                    session.initialize(log=self.initialize_exchanges)
+                    self._fetch_tools(session)  # the first request after the handshake (INIT-06)
+                except ToolError as exc:
+                    self._mcp_failure = str(exc)
+                    raise
+            return self._mcp
+
+    @property
+    def server_info(self) -> dict[str, Any]:
+        return self._mcp.server_info if self._mcp is not None else {}
+
+    @property
+    def declared_level(self) -> str | None:
+        """``core`` / ``full`` as ``initialize`` declared it, or None (REST only, or not declared)."""
+        if not self.target.mcp_command:
+            return None
+        try:
+            self.mcp()
+        except ToolError:
+            return None
+        level = self.server_info.get("amp_conformance")
+        return level if level in ("core", "full") else None
+
+    def tools(self, log: list[Exchange] | None = None) -> dict[str, dict[str, Any]]:
+        """``tools/list`` by name (fetched once; the exchange is added to ``log`` each time)."""
+        if self._tools is None:
+            self._fetch_tools(self.mcp())
+        if log is not None and self.tools_exchange is not None and self.tools_exchange not in log:
+            log.append(self.tools_exchange)
+        return self._tools or {}
+
+    def _fetch_tools(self, session: McpSession) -> None:
+        exchange = session.list_tools()
+        self.tools_exchange = exchange
+        result = (exchange.message or {}).get("result")
+        tools = result.get("tools") if isinstance(result, dict) else None
+        found: dict[str, dict[str, Any]] = {}
+        if isinstance(tools, list):
+            for tool in tools:
+                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                    found[tool["name"]] = tool
+        self._tools = found
+
+    # -- REST ----------------------------------------------------------------------------------------
+
+    def connection(self) -> Connection:
+        if not self.target.base_url:
+            raise NotOnChannel("no REST base URL was given")
+        if self._connection is None:
+            self._connection = Connection(
+                self.target.base_url, timeout=self.target.timeout, http=self.target.http
+            )
+        return self._connection
+
+    # -- channels ------------------------------------------------------------------------------------
+
+    def channel(self, name: str, log: list[Exchange], deadline: float | None) -> McpChannel | RestChannel:
+        if name == MCP:
+            return McpChannel(self.mcp(), log, deadline)
+        if name == REST:
+            return RestChannel(Client(self.connection(), log=log, deadline=deadline))
+        raise ValueError(f"unknown channel {name!r}")
+
+    def remember(self, channel: str, arguments: dict[str, Any]) -> None:
+        self.created.append(Created(channel, arguments))
+
+    # -- end of run ----------------------------------------------------------------------------------
+
+    def cleanup(self) -> None:
+        """Forget what the checks stored (best effort, through the channel that stored it)."""
+        if not self.target.cleanup:
+            return
+        for item in self.created:
+            log: list[Exchange] = []
+            try:
+                result = self.channel(item.channel, log, None).call("amp.forget", item.arguments)
+            except (ToolError, NotOnChannel) as exc:
+                self.cleanup_problems.append(f"forget {item.arguments.get('id')}: {exc}")
+                if isinstance(exc, ServerUnavailable):
+                    break
+                continue
+            status = (result.value or {}).get("status")
+            if status == "forgotten":
+                self.cleanup_deleted += 1
+        self.created.clear()
+
+    def close(self) -> None:
+        if self._mcp is not None:
+            self._mcp.close()
+        if self._connection is not None:
+            self._connection.close()

@@ -1,0 +1,148 @@
+"""Run the AMP v1.1 checks in-process against a target and collect each check's outcome."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from amp_conformance.amp11.fixtures import CONTEXT_KEY, SESSION_KEY
+from amp_conformance.amp11.session import Amp11Session, Amp11Target
+from amp_conformance.engine.marking import check_info
+
+CHECKS_DIR = Path(__file__).resolve().parents[2] / "amp_conformance" / "amp11" / "checks"
+MCP_SERVER = [sys.executable, "-m", "reference_server.amp11", "--mcp"]
+
+
+@dataclass
+class Outcome:
+    name: str
+    requirements: tuple[str, ...]
+    outcome: str  # passed / failed / skipped / error / warned
+    message: str = ""
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class Collector:
+    """A pytest plugin recording every check's result (optionally only checks citing ``requirements``)."""
+
+    def __init__(self, requirements: frozenset[str] = frozenset()) -> None:
+        self.results: dict[str, Outcome] = {}
+        self.session: Amp11Session | None = None
+        self.requirements = requirements
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        if not self.requirements:
+            return
+        keep = [i for i in items if (info := check_info(i)) and set(info.requirements) & self.requirements]
+        dropped = [i for i in items if i not in keep]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        report = yield
+        info = check_info(item)
+        if info is None or (report.when != "call" and not (report.failed or report.skipped)):
+            return report
+        context = item.stash.get(CONTEXT_KEY, None)
+        entry = Outcome(item.name, info.requirements, report.outcome)
+        if report.failed and call.excinfo is not None:
+            error = call.excinfo.value
+            entry.outcome = "failed" if isinstance(error, AssertionError) else "error"
+            entry.message = str(error)
+        elif report.skipped and isinstance(report.longrepr, tuple):
+            entry.message = str(report.longrepr[2])
+        if context is not None:
+            entry.warnings = [w.message for w in context.evidence.warnings]
+            entry.notes = list(context.evidence.notes)
+            if entry.outcome == "passed" and entry.warnings:
+                entry.outcome = "warned"
+        self.results[item.name] = entry
+        return report
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.session = session.config.stash.get(SESSION_KEY, None)
+
+
+def run_checks(target: Amp11Target, *selection: str, requirements: frozenset[str] = frozenset()) -> Collector:
+    collector = Collector(requirements)
+    # the engine's plugin (entry point) is left out: these tests judge the checks themselves
+    args = [
+        str(CHECKS_DIR),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:amp_conformance",
+        "--rootdir",
+        str(CHECKS_DIR),
+    ]
+    for name in selection:
+        args += ["-k", name]
+    pytest.main(args, plugins=[target, collector])
+    return collector
+
+
+def mcp_target(faults: str = "", *, timeout: float = 5.0, **env: str) -> Amp11Target:
+    environment = {**os.environ, "AMP11_REFERENCE_FAULTS": faults, **env}
+    return Amp11Target(mcp_command=list(MCP_SERVER), timeout=timeout, deadline=60.0, env=environment)
+
+
+@contextmanager
+def rest_target(faults: str = "", *, timeout: float = 5.0) -> Iterator[Amp11Target]:
+    """The reference server's REST app with ``faults``, served by uvicorn on 127.0.0.1 in a thread.
+
+    A real socket rather than the in-process transport: the export route streams its NDJSON body."""
+    import uvicorn
+
+    from reference_server.amp11 import Faults, Store, create_rest_app
+
+    app = create_rest_app(Store(), Faults.parse(faults))
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not server.started:
+            raise RuntimeError("the REST reference server did not start")
+        yield Amp11Target(base_url=f"http://127.0.0.1:{port}", timeout=timeout)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def both_channels(faults: str = "", *, timeout: float = 5.0) -> Iterator[Amp11Target]:
+    """One reference server process serving MCP (stdio) and REST (127.0.0.1) over one store.
+
+    The suite starts its own MCP process, so the REST channel belongs to that same process: the
+    command given to the suite carries ``--rest-port`` and the REST URL points at it."""
+    port = free_port()
+    environment = {**os.environ, "AMP11_REFERENCE_FAULTS": faults}
+    command = [*MCP_SERVER, "--rest-port", str(port)]
+    target = Amp11Target(
+        mcp_command=command, base_url=f"http://127.0.0.1:{port}", timeout=timeout, env=environment
+    )
+    yield target

@@ -1,0 +1,44 @@
+"""The AMP v1.1 checks against the bundled reference server: clean on each channel and on both."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.amp11.harness import Collector, both_channels, mcp_target, rest_target, run_checks
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
+
+
+def _problems(collector: Collector) -> list[str]:
+    return [
+        f"{o.outcome} {o.name} ({', '.join(o.requirements)}): {o.message[:300]}"
+        for o in collector.results.values()
+        if o.outcome in ("failed", "error")
+    ]
+
+
+def _cited(collector: Collector, outcome: str = "passed") -> set[str]:
+    return {rid for o in collector.results.values() if o.outcome == outcome for rid in o.requirements}
+
+
+def test_mcp_channel_alone_passes() -> None:
+    collector = run_checks(mcp_target())
+    assert not _problems(collector), "\n".join(_problems(collector))
+    passed = _cited(collector)
+    assert len(passed) >= 60, sorted(passed)
+    assert {"AMP11-TOOLS-05", "AMP11-SCOPE-04", "AMP11-INIT-05"} <= passed
+    assert collector.session is not None and collector.session.cleanup_deleted > 0
+
+
+def test_rest_channel_alone_passes() -> None:
+    with rest_target() as target:
+        collector = run_checks(target)
+    assert not _problems(collector), "\n".join(_problems(collector))
+    skipped = {o.name: o.message for o in collector.results.values() if o.outcome == "skipped"}
+    assert all("mcp channel" in m or "path" in m or "never" in m for m in skipped.values()), skipped
+
+
+def test_both_channels_pass() -> None:
+    with both_channels() as target:
+        collector = run_checks(target)
+    assert not _problems(collector), "\n".join(_problems(collector))
