@@ -3,6 +3,9 @@
 Public API: ``validate_cell`` (re-exported from ``amp_conformance.amp01.cells``), ``validate_documents`` →
 ``Report``, ``compare_contract`` → ``list[ContractDifference]``, and the CLI entry points
 ``validate_main`` / ``validate_contract_main`` that ``amp_conformance.cli`` dispatches to.
+The other memory formats that carry the AMP name are profiles with rule catalogues of their own
+(``catalogues/*.json``): ``amr_lite.validate_amr_lite`` and ``memorycloud.validate_memorycloud``
+(imported on use: they load detect-secrets, semver and license-expression).
 """
 
 from __future__ import annotations

@@ -299,7 +299,10 @@ def validate_memorycloud(
                 kind=archive.kind, files=len(archive.sizes), uncompressed_bytes=archive.total_bytes
             )
             for finding in archive.findings:
-                report.add(source, finding.rule, f"{finding.message}; archive refused", member=finding.name)
+                message = (
+                    finding.message if "refused" in finding.message else f"{finding.message}; archive refused"
+                )
+                report.add(source, finding.rule, message, member=finding.name)
             if archive.refused:
                 summary["refused"] = True
                 continue

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +56,15 @@ def test_valid_files_exit_zero_with_no_problem(path: Path, capsys: pytest.Captur
     assert "0 error(s), 0 warning(s)" in err
 
 
+def test_the_command_accepts_the_seed_examples() -> None:
+    """The bar, through the installed command: the four example lines of the AMR text exit 0."""
+    path = fixtures_path("amr-lite", "valid", "seed-examples.md")
+    command = [sys.executable, "-m", "amp_conformance", "validate", "--profile", "amr-lite", str(path)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert (result.returncode, result.stdout) == (0, ""), result.stderr
+    assert "amr-lite: 1 input(s), 0 error(s)" in result.stderr
+
+
 def test_the_seed_examples_parse_into_four_entries_with_the_supersession() -> None:
     report = validate_amr_lite([fixtures_path("amr-lite", "valid", "seed-examples.md")])
     entries = report.as_dict()["entries"]
@@ -63,8 +75,6 @@ def test_the_seed_examples_parse_into_four_entries_with_the_supersession() -> No
         ("decision", "stated", "2026-08-05", "2026-08-05", "active", None),
     ]
     assert entries[2]["content"] == "Load tests run against staging"
-    import hashlib
-
     assert (
         entries[0]["content_sha256"]
         == hashlib.sha256(b"Release notes go to #releases, not email").hexdigest()
