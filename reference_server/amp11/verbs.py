@@ -106,7 +106,7 @@ def _words(text: str) -> set[str]:
 
 
 def score(query: str, content: str) -> float:
-    """Share of the query's words present in the content; a wordless query must appear whole."""
+    """Share of the query's words present in the content; a wordless query (emoji) must appear whole."""
     haystack = content.lower()
     words = _words(query)
     if not words:
@@ -116,6 +116,8 @@ def score(query: str, content: str) -> float:
 
 def recall(ctx: Context, args: Mapping[str, Any], *, legacy: bool = False) -> dict[str, Any]:
     scope = ctx.scope(args)
+    if not args["query"].strip():
+        raise invalid("query must not be blank")
     if ctx.on("recall-ignores-refining-keys"):
         scope = {key: value for key, value in scope.items() if key in ISOLATING_KEYS}
     filters = parse_filters(args.get("filters"))

@@ -38,6 +38,7 @@ def expect(channel: Channel, outcome: Any, code: str) -> None:
         ("amp.encode", {"scope": A, "content": "x y z", "metadata": {"big": "x" * 70000}}),
         ("amp.recall", {"scope": A}),
         ("amp.recall", {"scope": A, "query": ""}),
+        ("amp.recall", {"scope": A, "query": " \t "}),
         ("amp.recall", {"scope": A, "query": "q", "top_k": 0}),
         ("amp.recall", {"scope": A, "query": "q", "top_k": 1.5}),
         ("amp.recall", {"scope": A, "query": "q", "filters": {"timestamp_after": "not-a-time"}}),
