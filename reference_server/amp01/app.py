@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -140,9 +140,23 @@ def _clamp_limit(data: dict[str, Any], state: ServerState) -> None:
         data["limit"] = MAX_PAGE_SIZE
 
 
+#: The hostile-payloads fault's error page: markup that a report must show as text, never run.
+HOSTILE_PAGE = (
+    "<!DOCTYPE html><title>Error {status}</title><h1>{code}</h1><p>{message}</p>"
+    "<script>window.__ampInjected = 1; alert('amp-injected-script')</script>"
+    "<img src=x onerror=\"window.__ampInjected = 2; alert('amp-injected-onerror')\">"
+    "<a href=\"javascript:window.__ampInjected = 3; alert('amp-injected-link')\">details</a>"
+)
+HOSTILE_HEADER = "<script>alert('amp-injected-header')</script><img src=x onerror=alert(4)>"
+
+
 def render_error(state: ServerState | None, error: AMPError) -> Response:
     if error.code == VALIDATION_ERROR and state is not None and state.faults.on("error-envelope-framework"):
         return JSONResponse({"detail": error.details.get("errors", [])}, status_code=422)
+    if state is not None and state.faults.on("hostile-payloads"):
+        page = HOSTILE_PAGE.format(status=error.status, code=error.code, message=error.message)
+        headers = {**error.headers, "X-AMP-Debug": HOSTILE_HEADER}
+        return HTMLResponse(page, status_code=error.status, headers=headers)
     return error_response(error)
 
 
@@ -387,3 +401,11 @@ def create_app(settings: Settings | None = None, clock: Clock | None = None) -> 
     app.state.amp = state
     app.state.scheduler = scheduler
     return app
+
+
+def default_app() -> Starlette:
+    """The app configured from the ``AMP_*`` environment, as ``python -m reference_server`` serves it:
+    a zero-argument factory for ``amp-conformance --app reference_server.amp01.app:default_app``."""
+    import os
+
+    return create_app(Settings.from_env(os.environ))

@@ -68,6 +68,12 @@ _ALL: tuple[Fault, ...] = (
         "Refused transitions answer 409 with error.code CONFLICT instead of INVALID_TRANSITION.",
     ),
     Fault(
+        "hostile-payloads",
+        "AMP-ERR-01",
+        "Errors are HTML pages, not the JSON envelope, carrying <script>, onerror= and javascript: payloads "
+        "(in the body and an X-AMP-Debug header) that a report must show as text and never run.",
+    ),
+    Fault(
         "missing-agent-id-accepted",
         "AMP-AUTH-01",
         "Requests without X-AMP-Agent-ID are served as the agent 'anonymous'.",

@@ -140,6 +140,16 @@ def _(amp):
     return sorted(amp.create({}).json())
 
 
+@scenario("hostile-payloads")
+def _(amp):
+    reply = amp.create({})
+    return (
+        reply.headers["content-type"].split(";")[0],
+        "<script>" in reply.text,
+        "X-AMP-Debug" in reply.headers,
+    )
+
+
 @scenario("transition-wrong-code")
 def _(amp):
     return amp.delete(amp.new_cell()["id"]).json()["error"]["code"]
