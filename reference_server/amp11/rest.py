@@ -77,6 +77,8 @@ async def _point_args(request: Request) -> dict[str, Any]:
     query = _query(request, SCOPE_KEYS)
     raw = await request.body()
     if raw.strip():
+        if query:
+            raise invalid("send the scope in the body or as query parameters, not both")
         body = _parse_object(raw)
         flat = {key: value for key, value in body.items() if key in SCOPE_KEYS}
         if "scope" not in body and set(flat) - {"agent_id"}:
