@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from reference_server.amp11 import FAULTS, MISBEHAVIOURS, Faults
+from reference_server.amp11 import FAULTS, MISBEHAVIOURS, ConfigError, Faults, Settings
+from reference_server.amp11.__main__ import list_faults
 from reference_server.amp11.faults import UnknownFaultError
 from tests.reference_server_amp11.conftest import ServerFactory
 from tests.reference_server_amp11.helpers import Server, encode, ndjson_rows, recall_ids
@@ -207,3 +208,16 @@ def test_unknown_fault_names_are_refused() -> None:
     assert Faults.parse(" mcp-hang ,").names == {"mcp-hang"}
     with pytest.raises(KeyError):
         Faults().on("no-such-fault")
+
+
+def test_fault_listing_and_settings() -> None:
+    text = list_faults(as_json=False).splitlines()
+    assert len(text) == len(FAULTS) + len(MISBEHAVIOURS)
+    assert any(line.startswith("mcp-hang") and "[process misbehaviour]" in line for line in text)
+    assert Settings.from_env({}) == Settings(not_found="status", draft=True)
+    assert Settings.from_env(
+        {"AMP11_REFERENCE_NOT_FOUND": "error", "AMP11_REFERENCE_DRAFT": "0"}
+    ) == Settings(not_found="error", draft=False)
+    for env in ({"AMP11_REFERENCE_NOT_FOUND": "404"}, {"AMP11_REFERENCE_DRAFT": "yes"}):
+        with pytest.raises(ConfigError):
+            Settings.from_env(env)
