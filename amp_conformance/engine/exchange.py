@@ -1,20 +1,31 @@
 """One recorded request and what came back: the evidence a check shows, and the curl line that replays it.
 
 Kept apart from the client so that the outcome types can carry an exchange without importing the client.
+Masking and replay rules (secrets by value, each as its own variable; bodies byte-exact) live in
+:mod:`amp_conformance.engine.replay`.
 """
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Header name (lower case) -> environment variable the curl line uses instead of the secret.
+from amp_conformance.engine.replay import (
+    MASK,
+    ReplayContext,
+    SecretRegistry,
+    body_arguments,
+    display_body,
+    header_word,
+    shell_word,
+)
+
+#: Header name (lower case) -> variable, used only for an exchange recorded without a run's secrets
+#: (which knows no values, so it hides these headers by name rather than risk printing a secret).
 SECRET_HEADERS = {"x-amp-api-key": "AMP_API_KEY", "x-amp-admin-token": "AMP_ADMIN_TOKEN"}
 MAX_RESPONSE_BYTES = 2 * 1024 * 1024
 MAX_SHOWN_BYTES = 2000
-MAX_CURL_BODY_BYTES = 8192
-_NO_BODY = object()
+REPORT_BODY_CHARS = 16384
 
 
 def _shorten(data: bytes, limit: int = MAX_SHOWN_BYTES) -> str:
@@ -38,57 +49,77 @@ class Exchange:
     truncated: bool = False
     elapsed: float = 0.0
     error: str | None = None
+    replay: ReplayContext | None = field(default=None, repr=False, compare=False)
+    """The run's secrets and body folder; None for an exchange made outside a run."""
+
+    @property
+    def _secrets(self) -> SecretRegistry | None:
+        return self.replay.secrets if self.replay is not None else None
+
+    def _mask(self, text: str, *, whole: bool = False) -> str:
+        secrets = self._secrets
+        return secrets.mask(text, whole=whole) if secrets else text
 
     def masked_request_headers(self) -> dict[str, str]:
-        return {k: ("***" if k.lower() in SECRET_HEADERS else v) for k, v in self.request_headers.items()}
+        """Request headers with every real secret shown as ``***`` (a wrong token stays as sent)."""
+        if self.replay is None:
+            return {k: (MASK if k.lower() in SECRET_HEADERS else v) for k, v in self.request_headers.items()}
+        return {k: self._mask(v, whole=True) for k, v in self.request_headers.items()}
 
     def curl(self) -> str:
-        """A curl command reproducing the request; secrets come from environment variables."""
-        parts = ["curl", "-sS", "-i", "-X", self.method, shlex.quote(self.url)]
+        """A shell line sending exactly this request; each secret comes from its own variable."""
+        secrets = self._secrets
+        parts = ["curl", "-sS", "-i", "-X", shell_word(self.method, None), shell_word(self.url, secrets)]
         for name, value in self.request_headers.items():
-            variable = SECRET_HEADERS.get(name.lower())
+            variable = SECRET_HEADERS.get(name.lower()) if self.replay is None else None
             if variable:
-                parts += ["-H", f'"{name}: ${variable}"']
+                parts += ["-H", f'"{name}: ${{{variable}}}"']
             else:
-                parts += ["-H", shlex.quote(f"{name}: {value}")]
+                parts += ["-H", header_word(name, value, secrets)]
+        prefix = ""
         if self.request_body is not None:
-            body = self.request_body
-            if len(body) > MAX_CURL_BODY_BYTES:
-                text = body[:MAX_CURL_BODY_BYTES].decode("utf-8", errors="replace")
-                parts += ["--data-binary", shlex.quote(text), f"# body truncated, {len(body)} bytes in all"]
-            else:
-                parts += ["--data-binary", shlex.quote(body.decode("utf-8", errors="replace"))]
-        return " ".join(parts)
+            if not any(name.lower() == "content-type" for name in self.request_headers):
+                parts += ["-H", "'Content-Type:'"]  # curl would otherwise add a form content type
+            body_dir = self.replay.body_dir if self.replay is not None else None
+            prefix, arguments = body_arguments(self.request_body, secrets, body_dir)
+            parts += arguments
+        return prefix + " ".join(parts)
+
+    def _request_body_text(self, limit: int) -> str | None:
+        if self.request_body is None:
+            return None
+        return self._mask(display_body(self.request_body, limit))
 
     def describe(self) -> str:
         """Human-readable request and response, for failure messages."""
-        lines = [f"> {self.method} {self.url}"]
+        lines = [f"> {self.method} {self._mask(self.url)}"]
         lines += [f"> {k}: {v}" for k, v in self.masked_request_headers().items()]
-        if self.request_body is not None:
-            lines.append(f"> {_shorten(self.request_body)}")
+        body = self._request_body_text(MAX_SHOWN_BYTES)
+        if body is not None:
+            lines.append(f"> {body}" if body else "> (empty body)")
         if self.error is not None:
             lines.append(f"< (no response: {self.error})")
         else:
             lines.append(f"< {self.status}  ({self.elapsed * 1000:.0f} ms)")
             for name in ("content-type", "retry-after", "content-length"):
                 if name in self.response_headers:
-                    lines.append(f"< {name}: {self.response_headers[name]}")
-            body = _shorten(self.response_body)
+                    lines.append(f"< {name}: {self._mask(self.response_headers[name])}")
+            shown = self._mask(_shorten(self.response_body))
             if self.truncated:
-                body += f" [response cut at {MAX_RESPONSE_BYTES} bytes]"
-            lines.append(f"< {body}" if body else "< (empty body)")
+                shown += f" [response cut at {MAX_RESPONSE_BYTES} bytes]"
+            lines.append(f"< {shown}" if shown else "< (empty body)")
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
-        """The exchange for the JSON report (secrets masked, bodies bounded)."""
+        """The exchange for the JSON report (secrets masked, bodies bounded, cuts stated)."""
         return {
             "method": self.method,
-            "url": self.url,
+            "url": self._mask(self.url),
             "request_headers": self.masked_request_headers(),
-            "request_body": None if self.request_body is None else _shorten(self.request_body, 16384),
+            "request_body": self._request_body_text(REPORT_BODY_CHARS),
             "status": self.status,
-            "response_headers": dict(self.response_headers),
-            "response_body": _shorten(self.response_body, 16384),
+            "response_headers": {k: self._mask(v) for k, v in self.response_headers.items()},
+            "response_body": self._mask(_shorten(self.response_body, REPORT_BODY_CHARS)),
             "elapsed_ms": round(self.elapsed * 1000, 1),
             "error": self.error,
             "curl": self.curl(),
