@@ -24,6 +24,7 @@ from amp_conformance.engine.outcomes import (
     ServerUnavailable,
     TransportFailure,
 )
+from amp_conformance.engine.replay import ReplayContext
 
 _NO_BODY = object()
 
@@ -91,8 +92,12 @@ class Connection:
         timeout: float = 10.0,
         http: httpx.Client | None = None,
         max_consecutive_failures: int = 3,
+        replay: ReplayContext | None = None,
     ):
         self.api_base, self.root = normalise_base_url(base_url)
+        self.replay = replay
+        """The run's secrets (masked by value in evidence, variables in curl lines) and body folder;
+        None: exchanges hide the key and token headers by name."""
         self.timeout = timeout
         self._http = http or httpx.Client(timeout=timeout, follow_redirects=False)
         self._max_failures = max_consecutive_failures
@@ -122,7 +127,7 @@ class Connection:
         deadline: float | None = None,
     ) -> Exchange:
         """Send one request and return its exchange; raise a ToolError when nothing came back."""
-        exchange = Exchange(method, url, dict(headers), body)
+        exchange = Exchange(method, url, dict(headers), body, replay=self.replay)
         if self.broken_reason is not None:
             exchange.error = f"not sent: {self.broken_reason}"
             raise ServerUnavailable(f"request not sent: {self.broken_reason}")

@@ -19,6 +19,7 @@ from amp_conformance.engine.client import Client, Connection
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.options import SuiteOptions
 from amp_conformance.engine.outcomes import ToolError
+from amp_conformance.engine.replay import ReplayContext
 
 
 class ConventionsReport(Protocol):
@@ -83,7 +84,8 @@ class Run:
         self.started_at = datetime.now(UTC)
         self.started_monotonic = time.monotonic()
         self.finished_monotonic: float | None = None
-        self.connection = Connection(options.base_url, timeout=options.timeout, http=http)
+        replay = ReplayContext.for_run(options.admin_token, options.api_keys, options.json_path)
+        self.connection = Connection(options.base_url, timeout=options.timeout, http=http, replay=replay)
         self._owners = itertools.count(1)
         self._agents: dict[str, Agent] = {}
         self._key_agents = list(options.api_keys.items())
