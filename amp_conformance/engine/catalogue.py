@@ -38,6 +38,7 @@ AREAS: dict[str, str] = {
     "health": "Health",
     "oas": "OpenAPI document",
     "fuzz": "OpenAPI fuzzing",
+    "bytes": "Bodies that are not well-formed JSON requests",
 }
 AREA_ALIASES: dict[str, tuple[str, ...]] = {
     "create": ("cre",),
