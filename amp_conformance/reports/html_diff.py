@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from amp_conformance.reports.html_assets import CSS, content_security_policy
-from amp_conformance.reports.html_evidence import esc
+from amp_conformance.reports.html_evidence import cut, esc
 from amp_conformance.reports.html_model import (
     SEVERITY,
     UNCOVERED,
@@ -91,6 +91,15 @@ def minimal_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, An
     return diff
 
 
+def _diff_of(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``amp-conformance diff`` dict when that command is installed, else :func:`minimal_diff`."""
+    try:
+        from amp_conformance.reports.diff import diff_reports
+    except ImportError:
+        return minimal_diff(old, new)
+    return diff_reports(old, new)
+
+
 def _outcome(value: object) -> str:
     if value is None:
         return '<span class="none">(absent)</span>'
@@ -108,6 +117,8 @@ def _table(title: str, rows: list[Any], *, outcomes: bool = True) -> str:
         name = esc(row.get("id"))
         if row.get("title"):
             name += f"<br>{esc(row.get('title'))}"
+        if row.get("message"):
+            name += f'<pre class="msg">{esc(cut(as_text(row.get("message")), 2000)[0])}</pre>'
         rids = ", ".join(as_text(r) for r in as_list(row.get("requirements")))
         fmt = _outcome if outcomes else (lambda v: esc(v if v is not None else "(absent)"))
         body.append(
@@ -134,8 +145,8 @@ def _run_line(label: str, report: Mapping[str, Any]) -> str:
 def render_diff_page(
     old: Mapping[str, Any], new: Mapping[str, Any], diff: Mapping[str, Any] | None = None
 ) -> str:
-    """The diff page; ``diff`` (e.g. from ``diff_reports``) replaces :func:`minimal_diff` when given."""
-    data = dict(diff) if diff is not None else minimal_diff(old, new)
+    """The diff page of ``diff`` (by default the ``amp-conformance diff`` one of the two reports)."""
+    data = dict(diff) if diff is not None else _diff_of(old, new)
     regressions = as_list(data.get("regressions"))
     verdict = "regressed" if regressions else "no regression"
     body = [
