@@ -49,9 +49,12 @@ class Amp11:
         """Call ``verb`` over channel ``on``; arguments a channel cannot carry skip the check."""
         try:
             channel = self.session.channel(on, self.evidence.exchanges, self.deadline)
-            return channel.call(verb, arguments)
+            result = channel.call(verb, arguments)
         except NotOnChannel as exc:
             self.skip(f"{verb} over {on}: {exc}")
+        if result.error_code == "backend_error" or result.transport_code in (500, -32000):
+            self.session.backend_errors.append(result)
+        return result
 
     def ok(self, verb: str, arguments: dict[str, Any], *, on: str, what: str = "") -> dict[str, Any]:
         """Call ``verb`` and insist on success (a precondition unless the check is about this call)."""

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from ulid import ULID
 
-from amp_conformance.amp11.channels import MCP, REST, McpChannel, NotOnChannel, RestChannel
+from amp_conformance.amp11.channels import MCP, REST, McpChannel, NotOnChannel, RestChannel, VerbResult
 from amp_conformance.amp11.mcp import McpExchange, McpSession
 from amp_conformance.engine.client import Client, Connection
 from amp_conformance.engine.exchange import Exchange
@@ -56,6 +56,7 @@ class Amp11Session:
     def __init__(self, target: Amp11Target):
         self.target = target
         self.created: list[Created] = []
+        self.backend_errors: list[VerbResult] = []  # every backend_error any check saw (AMP11-ERR-04)
         self.cleanup_problems: list[str] = []
         self.cleanup_deleted = 0
         self._counter = itertools.count(1)

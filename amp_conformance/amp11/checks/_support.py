@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -57,3 +58,21 @@ def frame_problems(exchange: McpExchange) -> list[str]:
 def annotations_of(tool: dict[str, Any]) -> dict[str, Any]:
     found = tool.get("annotations")
     return found if isinstance(found, dict) else {}
+
+
+def row(scope: dict[str, Any], content: str, **fields: Any) -> dict[str, Any]:
+    """An MXF row (a MemoryResult) with a fresh id."""
+    return {
+        "id": f"mxf-{uuid.uuid4().hex}",
+        "content": content,
+        "score": 0.0,
+        "timestamp": "2026-05-30T12:00:00Z",
+        "status": "active",
+        "source": "external",
+        "scope": scope,
+        **fields,
+    }
+
+
+def ndjson(*rows: dict[str, Any] | str) -> str:
+    return "".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows)

@@ -3,33 +3,15 @@
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
+from amp_conformance.amp11.checks._support import ndjson, row
 from amp_conformance.amp11.context import Amp11
 from amp_conformance.amp11.schemas import definition_problems
 from amp_conformance.engine.catalogue import SHOULD
 from amp_conformance.engine.marking import check
 
 MAX_PAGES = 20
-
-
-def row(scope: dict[str, Any], content: str, **fields: Any) -> dict[str, Any]:
-    """An MXF row (a MemoryResult) with a fresh id."""
-    return {
-        "id": f"mxf-{uuid.uuid4().hex}",
-        "content": content,
-        "score": 0.0,
-        "timestamp": "2026-05-30T12:00:00Z",
-        "status": "active",
-        "source": "external",
-        "scope": scope,
-        **fields,
-    }
-
-
-def ndjson(*rows: dict[str, Any] | str) -> str:
-    return "".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows)
 
 
 def _import(amp11: Amp11, channel: str, scope: dict[str, Any], document: str, **policies: str) -> Any:

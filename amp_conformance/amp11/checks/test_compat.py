@@ -1,0 +1,139 @@
+"""v1.0 compatibility (§5): the flat agent_id, the deprecated private and visibility fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from amp_conformance.amp11.context import Amp11
+from amp_conformance.engine.catalogue import SHOULD
+from amp_conformance.engine.marking import check
+
+
+@check("AMP11-COMPAT-01")
+def test_flat_agent_id_works_on_every_verb(amp11: Amp11) -> None:
+    """A root agent_id without scope is accepted on every verb and means scope {agent_id}."""
+    for channel in amp11.channels:
+        agent = amp11.session.unique("legacy")
+        token = amp11.token()
+        value = amp11.ok(
+            "amp.encode", {"agent_id": agent, "content": f"legacy {token}", "force": True}, on=channel
+        )
+        memory_id = value.get("id")
+        amp11.expect(isinstance(memory_id, str), f"over {channel}: a flat agent_id encode gave no id")
+        recalled = amp11.ok("amp.recall", {"agent_id": agent, "query": token}, on=channel)
+        ids = [r.get("id") for r in recalled.get("results") or [] if isinstance(r, dict)]
+        amp11.expect(memory_id in ids, f"over {channel}: flat agent_id recall misses the memory")
+        stats = amp11.ok("amp.stats", {"agent_id": agent}, on=channel)
+        amp11.expect(stats.get("memory_count") == 1, f"over {channel}: flat agent_id stats {stats}")
+        for verb, extra in (("amp.pin", {"id": memory_id}), ("amp.export", {}), ("amp.consolidate", {})):
+            result = amp11.call(verb, {"agent_id": agent, **extra}, on=channel)
+            if result.error_code == "not_supported" and amp11.session.declared_level != "full":
+                continue
+            amp11.expect(result.ok, f"flat agent_id: {result.describe()}", result)
+        forgot = amp11.ok("amp.forget", {"agent_id": agent, "id": memory_id}, on=channel)
+        amp11.expect(forgot.get("status") == "forgotten", f"over {channel}: flat agent_id forget {forgot}")
+
+
+@check("AMP11-COMPAT-02")
+def test_flat_and_scoped_forms_are_one_namespace(amp11: Amp11) -> None:
+    """A memory encoded with a flat agent_id is recalled with scope {agent_id}, and the other way round."""
+    for channel in amp11.channels:
+        agent = amp11.session.unique("legacy")
+        token = amp11.token()
+        flat = amp11.ok(
+            "amp.encode", {"agent_id": agent, "content": f"flat {token}", "force": True}, on=channel
+        )
+        amp11.session.remember(channel, {"scope": {"agent_id": agent}, "id": flat.get("id")})
+        scoped = amp11.encode({"agent_id": agent}, f"scoped {token}", on=channel)
+        by_scope = {r.get("id") for r in amp11.recall({"agent_id": agent}, token, on=channel)}
+        amp11.expect(flat.get("id") in by_scope, f"over {channel}: scope {{agent_id}} misses the flat memory")
+        by_flat = amp11.ok("amp.recall", {"agent_id": agent, "query": token, "top_k": 50}, on=channel)
+        ids = {r.get("id") for r in by_flat.get("results") or [] if isinstance(r, dict)}
+        amp11.expect(scoped in ids, f"over {channel}: a flat agent_id recall misses the scoped memory")
+
+
+@check("AMP11-COMPAT-03")
+def test_private_is_accepted(amp11: Amp11) -> None:
+    """private (boolean) on encode is accepted, with or without scope."""
+    for channel in amp11.channels:
+        agent = amp11.session.unique("legacy")
+        for private in (True, False):
+            flat = {"agent_id": agent, "content": f"private {private} {amp11.token()}", "force": True}
+            for arguments in (
+                {**flat, "private": private},
+                {**flat, "scope": amp11.scope(), "private": private},
+            ):
+                if "scope" in arguments:
+                    arguments.pop("agent_id")
+                result = amp11.call("amp.encode", arguments, on=channel)
+                amp11.expect(result.ok, f"private={private}: {result.describe()}", result)
+                memory_id = (result.value or {}).get("id")
+                if isinstance(memory_id, str):
+                    scope = arguments.get("scope") or {"agent_id": agent}
+                    amp11.session.remember(channel, {"scope": scope, "id": memory_id})
+
+
+@check("AMP11-COMPAT-04")
+def test_private_is_ignored_when_scope_is_present(amp11: Amp11) -> None:
+    """With scope present, private is ignored: the memory lands under the scope."""
+    for channel in amp11.channels:
+        scope = amp11.scope()
+        token = amp11.token()
+        memory_id = amp11.encode(scope, f"scoped private {token}", on=channel, private=True)
+        found = amp11.find(scope, memory_id, token, on=channel)
+        amp11.expect(
+            found is not None, f"over {channel}: a scoped encode with private:true is not in its scope"
+        )
+
+
+@check("AMP11-COMPAT-05")
+def test_visibility_filter_is_parsed(amp11: Amp11) -> None:
+    """filters.visibility on recall is parsed, never refused."""
+    for channel in amp11.channels:
+        scope = amp11.scope()
+        amp11.encode(scope, f"visible {amp11.token()}", on=channel)
+        for visibility in ("private", "shared"):
+            arguments = {"scope": scope, "query": "visible", "filters": {"visibility": visibility}}
+            result = amp11.call("amp.recall", arguments, on=channel)
+            amp11.expect(result.ok, f"visibility {visibility}: {result.describe()}", result)
+
+
+def _legacy_encodes(amp11: Amp11, channel: str) -> list[tuple[Any, dict[str, Any]]]:
+    agent = amp11.session.unique("legacy")
+    answers = []
+    for private in (True, False, None):
+        arguments: dict[str, Any] = {"agent_id": agent, "content": f"echo {amp11.token()}", "force": True}
+        if private is not None:
+            arguments["private"] = private
+        value = amp11.ok("amp.encode", arguments, on=channel)
+        if isinstance(value.get("id"), str):
+            amp11.session.remember(channel, {"scope": {"agent_id": agent}, "id": value["id"]})
+        answers.append((private, value))
+    return answers
+
+
+@check("AMP11-COMPAT-06")
+def test_visibility_values(amp11: Amp11) -> None:
+    """A visibility member, when present, is private or shared."""
+    for channel in amp11.channels:
+        answers = [value for _, value in _legacy_encodes(amp11, channel)]
+        scope = amp11.scope()
+        amp11.encode(scope, f"visibility values {amp11.token()}", on=channel)
+        answers += amp11.recall(scope, "visibility values", on=channel)
+        for value in answers:
+            if "visibility" in value:
+                shown = value["visibility"]
+                amp11.expect(shown in ("private", "shared"), f"over {channel}: visibility {shown!r}")
+
+
+@check("AMP11-COMPAT-07", level=SHOULD)
+def test_visibility_echo(amp11: Amp11) -> None:
+    """Legacy private:true echoes private, private:false echoes shared; v1.1-native encodes echo nothing."""
+    for channel in amp11.channels:
+        for private, value in _legacy_encodes(amp11, channel):
+            wanted = {True: "private", False: "shared", None: None}[private]
+            amp11.expect(
+                value.get("visibility") == wanted,
+                f"over {channel}: private={private} echoed visibility {value.get('visibility')!r}",
+                expected=str(wanted),
+            )
