@@ -24,7 +24,7 @@ from typing import IO, Any, Final
 
 from amp_conformance.validator.profile_report import ProfileReport
 from amp_conformance.validator.report import InputError
-from amp_conformance.validator.secrets import find_secrets, mask_all
+from amp_conformance.validator.secrets import Secret, find_secrets
 
 PROFILE: Final = "amr-lite"
 TYPES: Final = ("fact", "instruction", "preference", "decision", "gotcha")
@@ -68,24 +68,31 @@ class AmrEntry:
     marker_date: str | None
     marker_column: int | None
     rec_day: date | None
-    has_secret: bool
+    secrets: tuple[Secret, ...]
 
     def as_dict(self) -> dict[str, Any]:
-        """The normalized entry; secrets in the content are masked, the hash is of the content as written."""
-        shown = mask_all(self.content) if self.has_secret else self.content
+        """The normalized entry, secrets masked in every field; the hash is of the content as written."""
+        shown = _masked(self.content, self.secrets)
         return {
             "source": self.source,
             "line": self.line,
-            "type": self.type,
-            "src": self.src,
-            "when": self.when,
-            "rec": self.rec,
+            "type": _masked(self.type, self.secrets),
+            "src": _masked(self.src, self.secrets),
+            "when": _masked(self.when, self.secrets),
+            "rec": _masked(self.rec, self.secrets),
             "content": shown,
             "content_masked": shown != self.content,
             "status": self.status,
             "marker_date": self.marker_date,
             "content_sha256": hashlib.sha256(self.content.encode("utf-8")).hexdigest(),
         }
+
+
+def _masked(text: str, secrets: tuple[Secret, ...]) -> str:
+    """``text`` with the line's secrets masked (found in the whole line: context a part lacks)."""
+    for secret in secrets:
+        text = text.replace(secret.value, secret.masked)
+    return text
 
 
 @lru_cache(maxsize=4096)
@@ -117,16 +124,18 @@ class _Checker:
     def __init__(self) -> None:
         self.report = ProfileReport(PROFILE)
         self.entries: list[AmrEntry] = []
+        self.secrets: tuple[Secret, ...] = ()
 
     def problem(self, source: str, rule: str, message: str, line: int, column: int) -> None:
-        self.report.add(source, rule, message, line=line, column=column)
+        """File a problem; a secret of the current line quoted in the message is masked."""
+        self.report.add(source, rule, _masked(message, self.secrets), line=line, column=column)
 
     def check_lines(self, source: str, lines: Iterable[str]) -> tuple[int, int]:
         """Check every line; returns (lines, entry-looking lines)."""
         count = looked = 0
         for count, raw in enumerate(lines, start=1):
             text = raw.rstrip("\r\n")
-            secrets = find_secrets(text)
+            self.secrets = secrets = tuple(find_secrets(text))
             for secret in secrets:
                 self.problem(
                     source,
@@ -139,12 +148,10 @@ class _Checker:
             if looks is None:
                 continue
             looked += 1
-            self._check_entry(source, count, text, looks.group(0).rindex("["), looks, bool(secrets))
+            self._check_entry(source, count, text, looks.group(0).rindex("["), looks)
         return count, looked
 
-    def _check_entry(
-        self, source: str, number: int, text: str, start: int, looks: re.Match[str], secret: bool
-    ) -> None:
+    def _check_entry(self, source: str, number: int, text: str, start: int, looks: re.Match[str]) -> None:
         match = _ENTRY.match(text, start)
         if match is None:
             column, message = _grammar_problem(text, start)
@@ -237,7 +244,7 @@ class _Checker:
                 marker_date,
                 marker_column,
                 rec_day,
-                secret,
+                self.secrets,
             )
         )
 
@@ -297,6 +304,7 @@ class _Checker:
 
     def link_markers(self) -> None:
         """AMR-LITE-12: every marker's date is the ``rec`` of another entry (its replacement)."""
+        self.secrets = ()
         by_rec: dict[str, list[AmrEntry]] = defaultdict(list)
         for entry in self.entries:
             by_rec[entry.rec].append(entry)

@@ -24,6 +24,7 @@ import semver
 from amp_conformance.validator.archive import MAX_TOTAL_BYTES, Archive, ArchiveUnreadable, open_archive
 from amp_conformance.validator.profile_report import ProfileReport
 from amp_conformance.validator.report import InputError
+from amp_conformance.validator.secrets import mask_all
 
 PROFILE: Final = "memorycloud"
 MANIFEST: Final = "manifest.json"
@@ -99,7 +100,8 @@ class _Suite:
         self.archive = archive
 
     def add(self, rule: str, message: str, member: str | None = None) -> None:
-        self.report.add(self.source, rule, message, member=member)
+        """File a problem; a secret quoted from a manifest value is masked."""
+        self.report.add(self.source, rule, mask_all(message), member=member)
 
     def run(self) -> None:
         self.layout()

@@ -165,6 +165,18 @@ def test_an_sk_key_is_masked_everywhere(tmp_path: Path, capsys: pytest.CaptureFi
     assert [p["requirement"] for p in document["problems"]] == ["AMR-LITE-15"]
 
 
+def test_a_secret_in_a_tag_value_is_masked_in_messages_and_entries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    path = one_line(tmp_path, f"[type:fact] [src:{key}] [when:2026-08-02] [rec:2026-08-02] content")
+    code, out, _ = run([str(path)], capsys)
+    assert code == 1 and key not in out
+    assert {line.split(": ")[1] for line in out.splitlines()} == {"AMR-LITE-04", "AMR-LITE-15"}
+    code, out, _ = run(["--format", "json", str(path)], capsys)
+    assert key not in out and json.loads(out)["entries"][0]["src"] == "ghp_****"
+
+
 def test_prose_lines_are_searched_for_secrets_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = one_line(tmp_path, "The staging DB is postgres://admin:S3cretPass9@db.example.net/app")
     code, out, _ = run([str(path)], capsys)

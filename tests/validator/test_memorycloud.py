@@ -168,6 +168,13 @@ def test_unreadable_inputs_exit_two(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert code == 2 and words in out
 
 
+def test_a_secret_in_a_manifest_value_is_masked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    key = "sk-proj-4fGh7Jk9Lm2Np5Qr8St1Uv3Wx6Yz0Ab"
+    path = build({"name": "leak", "manifest": {"license": key}}, tmp_path / "leak.zip")
+    code, out, _ = run([str(path)], capsys)
+    assert code == 1 and "MCS-10" in out and key not in out
+
+
 def test_member_names_are_escaped_in_text_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = build({"name": "odd", "files": {"notes/\x1b[31mred.txt": "x"}}, tmp_path / "odd.zip")
     code, out, _ = run([str(path)], capsys)
