@@ -275,22 +275,38 @@ def _filters(catalogue: Catalogue, checks: list[Check]) -> str:
     )
 
 
+def _attention_item(check: Check) -> str:
+    variant = check.name.partition("[")[2].rstrip("]")
+    label = f"{check.title} [{variant}]" if variant else check.title
+    blocked = as_dict(check.raw.get("blocked_by"))
+    why = f" (blocked by {esc(blocked.get('requirement') or blocked.get('check'))})" if blocked else ""
+    return (
+        f'<li>{_badge(check.outcome)} <a href="#{check.anchor}">{esc(label)}</a>{why} '
+        f'<span class="ids">{esc(", ".join(check.requirements))} ({esc(check.level)})</span></li>'
+    )
+
+
 def _attention(checks: list[Check]) -> str:
+    """Failures, errors and blocked checks first; warnings listed but folded."""
     flagged = sorted(
         (c for c in checks if c.outcome in OPEN_OUTCOMES),
         key=lambda c: (-SEVERITY.get(c.outcome, 5), c.index),
     )
     if not flagged:
         return ""
-    items = "".join(
-        f'<li>{_badge(c.outcome)} <a href="#{c.anchor}">{esc(c.title)}</a> '
-        f'<span class="ids">{esc(", ".join(c.requirements))} ({esc(c.level)})</span></li>'
-        for c in flagged
-    )
-    return (
-        '<section aria-labelledby="h-attention"><h2 id="h-attention">Needs attention</h2>'
-        f'<ul class="attention">{items}</ul></section>'
-    )
+    serious = "".join(_attention_item(c) for c in flagged if c.outcome != "warn")
+    warned = [c for c in flagged if c.outcome == "warn"]
+    parts = ['<section aria-labelledby="h-attention"><h2 id="h-attention">Needs attention</h2>']
+    if serious:
+        parts.append(f'<ul class="attention">{serious}</ul>')
+    if warned:
+        items = "".join(_attention_item(c) for c in warned)
+        parts.append(
+            f"<details><summary>{len(warned)} warning(s) (SHOULD or MAY not met, or worth knowing)</summary>"
+            f'<ul class="attention">{items}</ul></details>'
+        )
+    parts.append("</section>")
+    return "".join(parts)
 
 
 def _requirement_list(check: Check, known: Mapping[str, Any]) -> str:
