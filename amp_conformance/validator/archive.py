@@ -83,6 +83,8 @@ def _name_findings(name: str) -> list[Finding]:
 
 def open_archive(path: str, *, max_total: int = MAX_TOTAL_BYTES) -> Archive:
     """Check a .zip file or a folder; raises ArchiveUnreadable when it is neither or is corrupt."""
+    if path == "-":
+        raise ArchiveUnreadable("a Memory Suite is read from a .zip file or a folder, not from stdin")
     if os.path.isdir(path):
         return _open_folder(Path(path), max_total)
     try:

@@ -163,7 +163,12 @@ def test_json_output_validates_against_the_schema(tmp_path: Path, capsys: pytest
 def test_unreadable_inputs_exit_two(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     not_zip = tmp_path / "suite.zip"
     not_zip.write_text("not a zip")
-    for target, words in ((not_zip, "not a zip archive"), (tmp_path / "missing.zip", "cannot read")):
+    cases = (
+        (not_zip, "not a zip archive"),
+        (tmp_path / "missing.zip", "cannot read"),
+        ("-", "not from stdin"),
+    )
+    for target, words in cases:
         code, out, _ = run([str(target)], capsys)
         assert code == 2 and words in out
 
