@@ -1,0 +1,337 @@
+"""The byte level (area ``bytes``): request bodies that are not well-formed JSON requests.
+
+Every other area sends well-formed JSON. Real servers also meet bytes that are not UTF-8, a byte-order
+mark, truncated text, duplicate member names, numbers beyond any float, nesting 10,000 deep, a wrong
+or missing Content-Type, an empty body, and a body on a GET. Each shape is its own check, sent to each
+write route (POST /memories, PATCH /memories/{id}, POST /memories/search), so a report says which
+shape broke where.
+
+What is required (MUST), whatever the shape: no 5xx and no answer outside the route's documented
+statuses (AMP-ERR-03; a 5xx is also an AMP-ERR-07 warning); every refusal in the AMP envelope, as
+``application/json`` with a SCREAMING_SNAKE code (AMP-ERR-01, -02), never a framework's own shape
+(AMP-ERR-05); a 422 says ``VALIDATION_ERROR`` (AMP-ERR-03) with ``details.errors`` (AMP-ERR-04).
+
+Which refusal: the spec names 422 ``VALIDATION_ERROR`` for a body that is not JSON (AMP-CRE-10, a
+SHOULD) and is silent on media types, so every 4xx a source documents is accepted: 422 (S1, the
+upstream server), 400 for malformed syntax and 415 for an unsupported media type (HTTP, RFC 9110
+§15.5.1 and §15.5.16), 413 for nesting too deep to keep. Another 4xx than 422 for a body that is not
+JSON is a warning under AMP-CRE-10 on create. Where the bytes are a JSON text a server may read (a
+byte-order mark, which RFC 8259 §8.1 lets a parser ignore; duplicate names, whose meaning RFC 8259 §4
+leaves open; huge numbers, which §6 lets it limit; deep nesting, which §9 lets it limit; no
+Content-Type, which the upstream server reads as JSON) a 2xx is accepted too. Accepting bytes that
+are not JSON, or JSON labelled as plain text or a form, is a warning under AMP-CRE-10 (a text/plain
+POST is what a browser sends cross-origin without a preflight).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from amp_conformance import MUST, Amp, check
+from amp_conformance.amp01.checks._support import remember_created
+from amp_conformance.amp01.envelope import envelope_problems, validation_error_problems
+from amp_conformance.engine.client import Reply
+
+AREA = "bytes"
+IDS = ("AMP-ERR-03", "AMP-ERR-01", "AMP-ERR-02", "AMP-ERR-04", "AMP-ERR-05", "AMP-CRE-10", "AMP-ERR-07")
+MARKER = "amp-ct-bytes-slot"
+"""A string in the valid body that each shape replaces by its own bytes (quotes included)."""
+DEPTH = 10_000
+HUGE_INTEGER = "9" * 400
+
+#: Refusals a source documents (see the module docstring).
+NOT_JSON = (400, 415, 422)
+MALFORMED = (400, 422)
+TOO_DEEP = (400, 413, 422)
+
+
+@dataclass(frozen=True)
+class Route:
+    """A write route and how to fill its body: ``text`` is a string member, ``value`` a member that
+    takes any JSON (metadata on create and PATCH; ``offset`` on search, which must be refused or
+    honoured as the number it is)."""
+
+    name: str
+    method: str
+    success: int
+
+    @property
+    def label(self) -> str:
+        path = {"create": "/memories", "patch": "/memories/{id}", "search": "/memories/search"}[self.name]
+        return f"{self.method} {path}"
+
+    def path(self, amp: Amp) -> str:
+        if self.name == "patch":
+            return f"/memories/{amp.create_cell()['id']}"
+        return "/memories/search" if self.name == "search" else "/memories"
+
+    def body(self, amp: Amp, slot: str) -> dict[str, Any]:
+        text = MARKER if slot == "text" else "bytes-level probe"
+        value = MARKER if slot == "value" else None
+        if self.name == "search":
+            body: dict[str, Any] = {"query": text, "owner_id": amp.owner(), "limit": 5}
+            if value is not None:
+                body["offset"] = value
+            return body
+        content: dict[str, Any] = {"text": text}
+        if value is not None:
+            content["metadata"] = {"probe": value}
+        return amp.cell_body(content=content) if self.name == "create" else {"content": content}
+
+
+ROUTES = (Route("create", "POST", 201), Route("patch", "PATCH", 200), Route("search", "POST", 200))
+by_route = pytest.mark.parametrize("route", ROUTES, ids=[r.name for r in ROUTES])
+
+
+def _bytes_with(amp: Amp, route: Route, slot: str, replacement: bytes) -> bytes:
+    """The route's valid body as compact UTF-8 JSON, with the marker replaced by ``replacement``."""
+    raw = json.dumps(route.body(amp, slot), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    marker = json.dumps(MARKER).encode("utf-8")
+    assert raw.count(marker) == 1, "the marker occurs once"
+    return raw.replace(marker, replacement)
+
+
+def _valid_bytes(amp: Amp, route: Route) -> bytes:
+    return json.dumps(route.body(amp, "none"), separators=(",", ":")).encode("utf-8")
+
+
+def _send(
+    amp: Amp, route: Route, path: str, body: bytes, content_type: str | None = "application/json"
+) -> Reply:
+    reply = amp.as_agent("a").request(
+        route.method, path, content=body, headers={"Content-Type": content_type}
+    )
+    if route.name == "create":
+        remember_created(amp, reply, "a")
+    return reply
+
+
+def _judge(
+    amp: Amp,
+    reply: Reply,
+    what: str,
+    *,
+    refusals: tuple[int, ...],
+    success: str,
+    not_json: bool,
+    route: str,
+) -> None:
+    """Hold one answer to the family's rules. ``success``: "accept" (a 2xx is a documented reading of
+    the bytes), "warn" (a 2xx breaks AMP-CRE-10's SHOULD) or "fail" (no source documents a 2xx)."""
+    status = reply.status
+    allowed = "/".join(str(s) for s in sorted(refusals))
+    if status >= 500:
+        amp.fail(
+            f"{what} answered {status}: it must be refused with a 4xx ({allowed}) in the error envelope, "
+            "never a 5xx (AMP-ERR-03)",
+            reply,
+            expected=f"{allowed} in the AMP error envelope",
+            requirement="AMP-ERR-03",
+        )
+    if 200 <= status < 300:
+        if success == "accept":
+            amp.note(f"{what} was accepted ({status})")
+        elif success == "warn":
+            amp.warn(
+                f"{what} was accepted ({status}); AMP-CRE-10 asks for 422 VALIDATION_ERROR",
+                reply,
+                requirements=("AMP-CRE-10",),
+            )
+        else:
+            amp.fail(f"{what} was accepted ({status})", reply, expected=allowed, requirement="AMP-ERR-03")
+        return
+    if not 400 <= status < 500:
+        amp.fail(
+            f"{what} answered {status}, neither a success nor a 4xx refusal",
+            reply,
+            expected=allowed,
+            requirement="AMP-ERR-03",
+        )
+    _expect_envelope(amp, reply, what)
+    amp.expect(
+        status in refusals,
+        f"{what} was refused with {status}, which no source documents for it",
+        reply,
+        expected=allowed,
+        requirement="AMP-ERR-03",
+    )
+    if status == 422:
+        problems = validation_error_problems(reply.json())
+        code_problems = [p for p in problems if p.startswith("error.code")]
+        amp.expect(
+            not code_problems,
+            f"{what}: 422 with " + "; ".join(code_problems),
+            reply,
+            expected="422 VALIDATION_ERROR",
+            requirement="AMP-ERR-03",
+        )
+        amp.expect(not problems, f"{what}: 422 body: " + "; ".join(problems), reply, requirement="AMP-ERR-04")
+    elif not_json and route == "create":
+        amp.warn(
+            f"{what} was refused with {status}; AMP-CRE-10 names 422 VALIDATION_ERROR",
+            reply,
+            requirements=("AMP-CRE-10",),
+        )
+
+
+def _expect_envelope(amp: Amp, reply: Reply, what: str) -> None:
+    """A refusal is application/json in the AMP envelope, never a framework's shape or a page."""
+    content_type = reply.headers.get("content-type", "")
+    amp.expect(
+        content_type.split(";")[0].strip().lower() == "application/json",
+        f"{what} was refused with Content-Type {content_type or '(none)'!r}, not application/json",
+        reply,
+        expected="application/json",
+        requirement="AMP-ERR-01",
+    )
+    try:
+        body = json.loads(reply.content)
+    except (ValueError, RecursionError):
+        amp.fail(f"{what} was refused with a body that is not JSON", reply, requirement="AMP-ERR-01")
+    amp.expect(
+        not (isinstance(body, dict) and "detail" in body and "error" not in body),
+        f"{what} was refused in a framework's own shape (a top-level 'detail'), not the AMP envelope",
+        reply,
+        requirement="AMP-ERR-05",
+    )
+    problems = envelope_problems(body, require_details=False)
+    code_format = [p for p in problems if "SCREAMING_SNAKE_CASE" in p]
+    amp.expect(not code_format, f"{what}: " + "; ".join(code_format), reply, requirement="AMP-ERR-02")
+    amp.expect(
+        not problems,
+        f"{what} was refused without the AMP envelope: " + "; ".join(problems),
+        reply,
+        requirement="AMP-ERR-01",
+    )
+
+
+# the shapes ------------------------------------------------------------------------------------
+
+
+@check(*IDS, level=MUST, area=AREA)
+@by_route
+def test_bytes_that_are_not_utf8(amp: Amp, route: Route) -> None:
+    """A body with a byte that is not UTF-8 (Latin-1 'é') is refused with a 4xx in the envelope."""
+    path = route.path(amp)
+    reply = _send(amp, route, path, _bytes_with(amp, route, "text", b'"caf\xe9"'))
+    what = f"{route.label} with a Latin-1 byte (0xE9) in a string"
+    _judge(amp, reply, what, refusals=(*MALFORMED, 415), success="warn", not_json=True, route=route.name)
+
+
+@check(*IDS, level=MUST, area=AREA)
+@by_route
+def test_byte_order_mark(amp: Amp, route: Route) -> None:
+    """A body starting with a UTF-8 byte-order mark is read as the JSON after it or refused (envelope)."""
+    path = route.path(amp)
+    reply = _send(amp, route, path, b"\xef\xbb\xbf" + _valid_bytes(amp, route))
+    what = f"{route.label} starting with a UTF-8 byte-order mark"
+    _judge(amp, reply, what, refusals=NOT_JSON, success="accept", not_json=False, route=route.name)
+
+
+@check(*IDS, level=MUST, area=AREA)
+@by_route
+def test_truncated_json(amp: Amp, route: Route) -> None:
+    """A body cut off in the middle of its JSON is refused with a 4xx in the envelope."""
+    path = route.path(amp)
+    whole = _valid_bytes(amp, route)
+    reply = _send(amp, route, path, whole[: len(whole) // 2])
+    what = f"{route.label} with JSON cut off halfway"
+    _judge(amp, reply, what, refusals=MALFORMED, success="warn", not_json=True, route=route.name)
+
+
+@check(*IDS, level=MUST, area=AREA)
+@by_route
+def test_duplicate_member_names(amp: Amp, route: Route) -> None:
+    """A body naming one member twice with two values is read one way or refused, never a 5xx."""
+    path = route.path(amp)
+    member = "query" if route.name == "search" else "text"
+    body = _bytes_with(amp, route, "text", f'"first value","{member}":"second value"'.encode())
+    reply = _send(amp, route, path, body)
+    what = f"{route.label} naming {member!r} twice"
+    _judge(amp, reply, what, refusals=MALFORMED, success="accept", not_json=False, route=route.name)
+
+
+@check(*IDS, level=MUST, area=AREA)
+@by_route
+@pytest.mark.parametrize("number", ["1e400", "-1e400", HUGE_INTEGER], ids=["1e400", "-1e400", "400-digits"])
+def test_numbers_beyond_any_float(amp: Amp, route: Route, number: str) -> None:
+    """A number no double can hold (1e400, a 400-digit integer) is kept, or refused in the envelope."""
+    path = route.path(amp)
+    reply = _send(amp, route, path, _bytes_with(amp, route, "value", number.encode()))
+    shown = number if len(number) < 20 else f"a {len(number)}-digit integer"
+    what = f"{route.label} with the number {shown}"
+    _judge(amp, reply, what, refusals=MALFORMED, success="accept", not_json=False, route=route.name)
+
+
+@check(*IDS, level=MUST, area=AREA)
+@by_route
+def test_deep_nesting(amp: Amp, route: Route) -> None:
+    """A body nesting arrays 10,000 deep is kept or refused in the envelope, never a crash."""
+    path = route.path(amp)
+    nested = b"[" * DEPTH + b"]" * DEPTH
+    reply = _send(amp, route, path, _bytes_with(amp, route, "value", nested))
+    what = f"{route.label} nesting arrays {DEPTH:,} deep"
+    _judge(amp, reply, what, refusals=TOO_DEEP, success="accept", not_json=False, route=route.name)
+
+
+@check(*IDS, level=MUST, area=AREA)
+@by_route
+@pytest.mark.parametrize("media_type", ["text/plain", "application/x-www-form-urlencoded"])
+def test_wrong_content_type(amp: Amp, route: Route, media_type: str) -> None:
+    """A JSON body labelled text/plain or as a form is refused in the envelope (accepting it warns)."""
+    path = route.path(amp)
+    reply = _send(amp, route, path, _valid_bytes(amp, route), content_type=media_type)
+    what = f"{route.label} with Content-Type {media_type}"
+    _judge(amp, reply, what, refusals=NOT_JSON, success="warn", not_json=False, route=route.name)
+
+
+@check(*IDS, level=MUST, area=AREA)
+@by_route
+def test_missing_content_type(amp: Amp, route: Route) -> None:
+    """A JSON body without a Content-Type is read as JSON or refused in the envelope, never a 5xx."""
+    path = route.path(amp)
+    reply = _send(amp, route, path, _valid_bytes(amp, route), content_type=None)
+    what = f"{route.label} without a Content-Type"
+    _judge(amp, reply, what, refusals=NOT_JSON, success="accept", not_json=False, route=route.name)
+
+
+@check(*IDS, level=MUST, area=AREA)
+@by_route
+def test_empty_body(amp: Amp, route: Route) -> None:
+    """An empty body labelled application/json is refused with a 4xx in the envelope."""
+    path = route.path(amp)
+    reply = _send(amp, route, path, b"")
+    what = f"{route.label} with an empty body"
+    _judge(amp, reply, what, refusals=NOT_JSON, success="warn", not_json=True, route=route.name)
+
+
+@check("AMP-ERR-03", "AMP-ERR-01", "AMP-ERR-05", "AMP-ERR-07", level=MUST, area=AREA)
+@pytest.mark.parametrize("target", ["read", "list"])
+def test_body_on_get(amp: Amp, target: str) -> None:
+    """A GET carrying a JSON body is served as if it had none, or refused in the envelope; never a 5xx."""
+    cell = amp.create_cell()
+    owner = cell["identity"]["owner_id"] if isinstance(cell.get("identity"), dict) else amp.owner()
+    body = json.dumps({"owner_id": amp.owner(), "limit": 1, "status": "deleted"}).encode()
+    client = amp.as_agent("a")
+    if target == "read":
+        path, params = f"/memories/{cell['id']}", None
+    else:
+        path, params = "/memories", {"owner_id": owner}
+    reply = client.request("GET", path, content=body, params=params)
+    what = f"GET {'/memories/{id}' if target == 'read' else '/memories'} with a JSON body"
+    _judge(amp, reply, what, refusals=NOT_JSON, success="accept", not_json=False, route=target)
+    if reply.status == 200:
+        answer = reply.json_object()
+        if target == "read":
+            served = answer.get("id") == cell["id"]
+        else:
+            results = answer.get("results")
+            served = isinstance(results, list) and any(
+                isinstance(r, dict) and r.get("id") == cell["id"] for r in results
+            )
+        if not served:
+            amp.warn(f"{what} was not served as without it: the body's parameters were applied", reply)
