@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from reference_server.amp01.bodies import parse_json_object, read_body
+from reference_server.amp01.bodies import FaultyAnswer, get_body_fault, json_body
 from reference_server.amp01.clock import Clock, SystemClock
 from reference_server.amp01.config import MAX_PAGE_SIZE, Settings
 from reference_server.amp01.errors import (
@@ -120,7 +120,7 @@ def authenticate(request: Request, state: ServerState) -> str:
 
 
 async def _json_body(request: Request, state: ServerState) -> dict[str, Any]:
-    return parse_json_object(await read_body(request, state.settings.max_body_bytes))
+    return await json_body(request, state.settings.max_body_bytes, state.faults)
 
 
 def _body_creator(body: Mapping[str, Any] | None) -> str | None:
@@ -333,9 +333,12 @@ class _Endpoint:
                 ),
             )
         try:
+            await get_body_fault(request, state.faults)
             return await handler(request, state)
         except AMPError as error:
             return render_error(state, error)
+        except FaultyAnswer as answer:
+            return answer.response
         except DeliberateCrash:
             return PlainTextResponse("Internal Server Error", status_code=500)
         except Exception:

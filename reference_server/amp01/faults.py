@@ -204,6 +204,45 @@ _ALL: tuple[Fault, ...] = (
     Fault(
         "ranking-ignores-decay", "AMP-SRCH-12", "Search ranks by similarity alone, ignoring the decay score."
     ),
+    # The byte level: bodies that are not well-formed JSON requests (the bytes area)
+    Fault("bytes-non-utf8-500", "AMP-ERR-03", "A body that is not UTF-8 crashes: a text/plain 500."),
+    Fault(
+        "bytes-bom-500",
+        "AMP-ERR-03",
+        "A body starting with a UTF-8 byte-order mark crashes: a text/plain 500.",
+    ),
+    Fault(
+        "bytes-truncated-html",
+        "AMP-ERR-01",
+        "Truncated JSON is refused by an HTML 400 page (as a proxy in front of the server does).",
+    ),
+    Fault(
+        "bytes-duplicate-keys-500",
+        "AMP-ERR-03",
+        "A member named twice in one object crashes the strict parser: a 500 in the envelope.",
+    ),
+    Fault(
+        "bytes-huge-number-500",
+        "AMP-ERR-03",
+        "A number beyond any double (1e400, a 400-digit integer) crashes: a 500 in the envelope.",
+    ),
+    Fault(
+        "bytes-deep-nesting-500",
+        "AMP-ERR-03",
+        "JSON nested deeper than the parser's stack crashes: a text/plain 500.",
+    ),
+    Fault(
+        "bytes-content-type-framework",
+        "AMP-ERR-05",
+        'A body labelled other than JSON gets the framework\'s 415 {"detail": ...}, not the envelope.',
+    ),
+    Fault(
+        "bytes-missing-content-type-500",
+        "AMP-ERR-03",
+        "A body without a Content-Type crashes: a text/plain 500.",
+    ),
+    Fault("bytes-empty-body-500", "AMP-ERR-03", "An empty body crashes: a 500 in the envelope."),
+    Fault("bytes-get-body-500", "AMP-ERR-03", "A GET carrying a body crashes: a 500 in the envelope."),
     # Reached only by unusual input (the fuzzing area); hand-written checks must not trigger these.
     Fault(
         "nonascii-session-500",

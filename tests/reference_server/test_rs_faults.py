@@ -575,3 +575,72 @@ def _(amp):
     amp.create(amp.body(owner, "faded", scoring={"importance": 0.1, "decay_rate": 0}))
     amp.run_pass()
     return amp.search({"query": "faded", "owner_id": owner, "include_stale": True}).json()["returned"]
+
+
+# --- the byte level (bodies that are not well-formed JSON requests) ------------------------------
+
+
+def _raw(amp, body, content_type="application/json", method="POST", path="/memories"):
+    """Send raw bytes; the observation is the status and the media type of the answer."""
+    headers = {"Content-Type": content_type} if content_type is not None else {}
+    response = amp.request(method, path, "agent-a", content=body, headers=headers)
+    return response.status_code, response.headers.get("content-type", "").split(";")[0]
+
+
+def _create_bytes(amp, slot=b'"bytes"'):
+    owner = amp.owner().encode()
+    return b'{"type":"semantic","content":{"text":"x","metadata":{"n":%s}},' % slot + (
+        b'"identity":{"owner_id":"%s","owner_type":"user"}}' % owner
+    )
+
+
+@scenario("bytes-non-utf8-500")
+def _(amp):
+    return _raw(amp, _create_bytes(amp, b'"caf\xe9"'))
+
+
+@scenario("bytes-bom-500")
+def _(amp):
+    return _raw(amp, b"\xef\xbb\xbf" + _create_bytes(amp))
+
+
+@scenario("bytes-truncated-html")
+def _(amp):
+    whole = _create_bytes(amp)
+    return _raw(amp, whole[: len(whole) // 2])
+
+
+@scenario("bytes-duplicate-keys-500")
+def _(amp):
+    return _raw(amp, _create_bytes(amp, b'1,"n":2'))
+
+
+@scenario("bytes-huge-number-500")
+def _(amp):
+    return [_raw(amp, _create_bytes(amp, number)) for number in (b"1e400", b"9" * 400)]
+
+
+@scenario("bytes-deep-nesting-500")
+def _(amp):
+    return _raw(amp, _create_bytes(amp, b"[" * 10_000 + b"]" * 10_000))
+
+
+@scenario("bytes-content-type-framework")
+def _(amp):
+    return _raw(amp, _create_bytes(amp), "text/plain")
+
+
+@scenario("bytes-missing-content-type-500")
+def _(amp):
+    return _raw(amp, _create_bytes(amp), None)
+
+
+@scenario("bytes-empty-body-500")
+def _(amp):
+    return _raw(amp, b"")
+
+
+@scenario("bytes-get-body-500")
+def _(amp):
+    cell = amp.new_cell()
+    return _raw(amp, b'{"owner_id": "someone"}', method="GET", path=f"/memories/{cell['id']}")
