@@ -1,0 +1,209 @@
+"""Known gaps, baselined: ``--expectations FILE`` (TOML, ``contract/expectations.schema.json``).
+
+A gate that goes red on day one teaches people to ignore it. An expectations file lists the checks a
+server is known to fail (by check id or by requirement id), why, and where that is tracked; the run
+then fails only on something new. A check that passes while it was expected to fail is an
+*unexpected pass* (the file is out of date: a warning, or a failure with ``--strict-expectations``),
+and an entry that matches no check is *stale*. The functions here are pure: loading, matching,
+judging, and writing a baseline from a report's failures. The plugin maps them onto pytest's xfail.
+
+File format::
+
+    # amp-conformance expectations
+    [[expect]]
+    check = "test_read.py::test_each_read_adds_one_to_access_count"   # or: requirement = "AMP-READ-02"
+    outcome = "fail"                                                  # fail | warn | error | skip | blocked
+    reason = "access_count is not tracked yet"
+    link = "https://example.com/issues/12"                            # optional
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from amp_conformance.engine.resources import load_contract
+
+EXPECTABLE = ("fail", "warn", "error", "skip", "blocked")
+#: Outcomes a baseline records (what makes a run fail or end incomplete).
+BASELINE_OUTCOMES = ("fail", "error", "blocked")
+_HEADER = re.compile(r"^\s*\[\[\s*expect\s*\]\]")
+_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+class ExpectationsError(ValueError):
+    """An expectations file that cannot be used; the message names the file and the line."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One entry: which checks it covers, the outcome they are expected to have, and why."""
+
+    outcome: str
+    reason: str
+    check: str | None = None
+    requirement: str | None = None
+    link: str | None = None
+    line: int | None = None
+
+    @property
+    def target(self) -> str:
+        return f"check {self.check}" if self.check else f"requirement {self.requirement}"
+
+    def covers(self, nodeid: str, name: str, requirements: Sequence[str]) -> bool:
+        """Whether this entry is about that check. A check id matches the full node id, its tail
+        after a folder (``test_read.py::test_x`` matches ``.../checks/test_read.py::test_x``), or the
+        bare test name; a requirement id matches every check citing it."""
+        if self.check is not None:
+            check = self.check
+            return nodeid == check or nodeid.endswith("/" + check) or name == check
+        return self.requirement in requirements
+
+    def as_report(self, actual: str) -> dict[str, Any]:
+        """The check's ``expectation`` field in the JSON report."""
+        return {
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "link": self.link,
+            "met": actual == self.outcome,
+        }
+
+
+def unexpected_pass(expected: Expectation, actual: str) -> bool:
+    """A check expected to fail, warn, error or be blocked that passed."""
+    return actual == "pass" and expected.outcome != "skip"
+
+
+@dataclass
+class Expectations:
+    """A loaded file; :meth:`match` remembers which entries matched, for :meth:`stale`."""
+
+    path: Path
+    entries: list[Expectation]
+    _used: set[int] = field(default_factory=set)
+
+    def match(self, nodeid: str, name: str, requirements: Sequence[str]) -> Expectation | None:
+        """The entry for a check: an entry naming the check wins over one naming a requirement; among
+        equals, the first in the file."""
+        found: Expectation | None = None
+        for index, entry in enumerate(self.entries):
+            if entry.covers(nodeid, name, requirements):
+                self._used.add(index)
+                if found is None or (entry.check is not None and found.check is None):
+                    found = entry
+        return found
+
+    def stale(self) -> list[dict[str, Any]]:
+        """Entries that matched no check (a renamed or removed check, a typo, an unknown id)."""
+        return [
+            {"target": entry.target, "outcome": entry.outcome, "reason": entry.reason, "line": entry.line}
+            for index, entry in enumerate(self.entries)
+            if index not in self._used
+        ]
+
+    def report_entry(self) -> dict[str, Any]:
+        """The report's top-level ``expectations`` field."""
+        return {"file": str(self.path), "stale": self.stale()}
+
+
+def _entry_lines(text: str) -> list[int]:
+    return [number for number, line in enumerate(text.splitlines(), 1) if _HEADER.match(line)]
+
+
+def parse_expectations(text: str, path: Path) -> Expectations:
+    """Parse and schema-check an expectations document; ExpectationsError names the line."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ExpectationsError(f"{path}: not valid TOML: {exc}") from None
+    lines = _entry_lines(text)
+    validator = jsonschema.Draft202012Validator(load_contract("expectations.schema.json"))
+    errors = sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        error = errors[0]
+        where = list(error.absolute_path)
+        line = ""
+        if len(where) >= 2 and where[0] == "expect" and isinstance(where[1], int) and where[1] < len(lines):
+            line = f" (entry at line {lines[where[1]]})"
+        location = "/".join(map(str, where)) or "the document"
+        raise ExpectationsError(f"{path}{line}: {location}: {error.message}")
+    entries = [
+        Expectation(
+            outcome=item["outcome"],
+            reason=item["reason"],
+            check=item.get("check"),
+            requirement=item.get("requirement"),
+            link=item.get("link"),
+            line=lines[index] if index < len(lines) else None,
+        )
+        for index, item in enumerate(document.get("expect", []))
+    ]
+    return Expectations(path, entries)
+
+
+def load_expectations(path: Path) -> Expectations:
+    """Read ``path``; ExpectationsError (one line) when it cannot be read or is malformed."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ExpectationsError(
+            f"cannot read --expectations {path}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
+    return parse_expectations(text, path)
+
+
+# writing a baseline ---------------------------------------------------------------------------
+
+
+def toml_string(text: str) -> str:
+    """A TOML basic string of ``text`` (control characters and quotes escaped)."""
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    out = []
+    for char in text:
+        if char in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def baseline_text(checks: Iterable[Mapping[str, Any]], *, source: str = "") -> str:
+    """An expectations document listing every failing, erroring or blocked check of a report's
+    ``checks`` by its id, the finding as the reason."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+    lines = [
+        "# amp-conformance expectations: known gaps of the server under test.",
+        f"# Baseline written on {stamp}{' from ' + source if source else ''}. Give each entry a real reason",
+        "# and a link to where it is tracked; delete it when the check passes.",
+        "",
+    ]
+    for check in checks:
+        outcome = check.get("outcome")
+        check_id = check.get("id")
+        if outcome not in BASELINE_OUTCOMES or not isinstance(check_id, str):
+            continue
+        ids = ", ".join(r for r in check.get("requirements") or [] if isinstance(r, str))
+        message = str(check.get("message") or "").strip().splitlines()
+        reason = f"{ids}: {message[0] if message else outcome}"[:300]
+        lines += ["[[expect]]", f"check = {toml_string(check_id)}", f'outcome = "{outcome}"']
+        lines += [f"reason = {toml_string(reason)}", ""]
+    return "\n".join(lines)
+
+
+def write_baseline(checks: Iterable[Mapping[str, Any]], path: Path, *, source: str = "") -> str | None:
+    """Write :func:`baseline_text` to ``path``; a one-line reason when it cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(baseline_text(checks, source=source), encoding="utf-8")
+    except OSError as exc:
+        return f"cannot write --write-expectations {path}: {exc.strerror or exc}"
+    return None

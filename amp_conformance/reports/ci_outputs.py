@@ -1,0 +1,37 @@
+"""The outputs a CI job keeps besides the JSON report: Markdown summary, badge, GitHub Actions step
+summary and annotations, and the expectations baseline. One call from the plugin at the end of a run."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from amp_conformance.engine.expectations import write_baseline
+from amp_conformance.reports.badge import write_badge
+from amp_conformance.reports.github import publish
+from amp_conformance.reports.markdown import write_markdown
+
+
+def write_ci_outputs(
+    report: Mapping[str, Any],
+    *,
+    markdown: Path | None = None,
+    badge: Path | None = None,
+    baseline: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Write what was asked for; returns problems (one line each: the run then exits 2)."""
+    problems: list[str] = []
+    if markdown is not None and (problem := write_markdown(report, markdown)):
+        problems.append(problem)
+    if badge is not None and (problem := write_badge(report, badge)):
+        problems.append(problem)
+    if baseline is not None:
+        run = report.get("run")
+        source = f"run {run.get('id')}" if isinstance(run, dict) else ""
+        checks = report.get("checks")
+        if problem := write_baseline(checks if isinstance(checks, list) else [], baseline, source=source):
+            problems.append(problem)
+    problems += publish(report, environ)
+    return problems
