@@ -16,11 +16,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from amp_conformance.cli import main
 from amp_conformance.reports import render_diff_html, render_html
 from amp_conformance.reports.cli import report_main
 from amp_conformance.reports.html import MAX_PAGE_BYTES
 from amp_conformance.reports.html_diff import minimal_diff
 from amp_conformance.reports.html_model import read_catalogue
+from tests.suite.inprocess import run_against_reference
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)><a href="javascript:alert(3)">x</a>"\'&'
 #: Elements the page itself uses; anything else in the parsed page was injected.
@@ -374,3 +376,25 @@ def test_page_has_real_headings_buttons_and_written_outcomes() -> None:
         if "copy" in (attrs.get("class") or "").split() or attrs.get("id") in ("reset", "req-clear"):
             assert tag == "button" and attrs.get("type") == "button"
     assert re.search(r"@media print", "".join(page.inline["style"]))
+
+
+def test_the_command_dispatches_report_and_refuses_three_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = _write(tmp_path / "r.json", report([check("pass")]))
+    assert main(["report", str(source), "--html", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.html").read_text(encoding="utf-8") == render_html(json.loads(source.read_text()))
+    with pytest.raises(SystemExit) as exited:
+        main(["report", str(source), str(source), str(source), "--html", str(tmp_path / "x.html")])
+    assert exited.value.code == 2
+
+
+def test_a_run_whose_html_cannot_be_written_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    outcome = run_against_reference(areas="health", extra={"amp_html": str(blocker / "r.html")})
+    assert outcome.exit_code == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if "HTML report" in line]
+    assert len(lines) == 1 and "cannot write the HTML report" in lines[0]

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from amp_conformance.cli import main
 from amp_conformance.reports import render_html
 from amp_conformance.reports.html_model import read_catalogue
 from tests.suite.inprocess import run_against_reference
@@ -53,12 +54,18 @@ class Report:
 
 
 def _report(directory: Path, name: str, env: dict[str, str], areas: str) -> Report:
-    json_path = directory / f"{name}.json"
-    outcome = run_against_reference(env, areas=areas, extra={"amp_json": str(json_path)})
+    """A run writing both reports (--json, --html); the page is checked to be the JSON's page, and
+    the same as ``amp-conformance report`` renders from the saved JSON."""
+    json_path, page = directory / f"{name}.json", directory / f"{name}.html"
+    outcome = run_against_reference(
+        env, areas=areas, extra={"amp_json": str(json_path), "amp_html": str(page)}
+    )
     assert outcome.run is not None
     data = json.loads(json_path.read_text(encoding="utf-8"))
-    page = directory / f"{name}.html"
-    page.write_text(render_html(data), encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
+    assert text == render_html(data)
+    assert main(["report", str(json_path), "--html", str(directory / f"{name}-again.html")]) == 0
+    assert (directory / f"{name}-again.html").read_text(encoding="utf-8") == text
     return Report(data, page)
 
 
