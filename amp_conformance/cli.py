@@ -24,7 +24,7 @@ import pytest
 from amp_conformance._version import __version__
 from amp_conformance.engine.client import normalise_base_url
 from amp_conformance.engine.marking import CheckInfo, check_info
-from amp_conformance.engine.options import OPTION_SPECS, UsageError, build_options
+from amp_conformance.engine.options import COMMAND_OPTION_SPECS, OPTION_SPECS, UsageError, build_options
 from amp_conformance.engine.report import verdict
 from amp_conformance.engine.run import Run
 from amp_conformance.plugin import HttpOverride, active_run
@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
         "Subcommands: 'validate PATH...', 'validate-contract PATH|URL' and "
         "'report REPORT.json [NEW.json] --html PATH' (see their --help).",
     )
-    for spec in OPTION_SPECS:
+    for spec in (*OPTION_SPECS, *COMMAND_OPTION_SPECS):
         parser.add_argument(f"--{spec.name}", dest=spec.dest, help=spec.help, **spec.kwargs)
     parser.add_argument("--list", action="store_true", help="list every check with its requirement ids")
     parser.add_argument("--format", choices=["text", "json"], default="text", help="--list output format")
@@ -102,17 +102,22 @@ def suite_args(values: dict[str, Any]) -> list[str]:
 
 
 def run_suite(
-    values: dict[str, Any], *, http: httpx.Client | None = None, verbose: int = 0, quiet: bool = False
+    values: dict[str, Any],
+    *,
+    http: httpx.Client | None = None,
+    verbose: int = 0,
+    quiet: bool = False,
+    plugins: Sequence[object] = (),
 ) -> SuiteOutcome:
     """Run the checks through pytest with option ``values`` (keyed by OptionSpec.dest)."""
     capture = _Capture()
-    plugins: list[object] = [capture]
+    extra: list[object] = [capture, *plugins]
     if http is not None:
-        plugins.append(HttpOverride(http))
+        extra.append(HttpOverride(http))
     args = [*_pytest_base_args(), *suite_args(values), "-q" if verbose == 0 else "-v"]
     if quiet:
         args += ["-qq", "--no-header"]
-    code = pytest.main(args, plugins=plugins)
+    code = pytest.main(args, plugins=extra)
     run = capture.run
     if code == pytest.ExitCode.USAGE_ERROR or run is None:
         return SuiteOutcome(EXIT_USAGE, run)
@@ -181,6 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from amp_conformance.reports.cli import report_main
 
         return report_main(arguments[1:])
+    if arguments and arguments[0] == "diff":
+        from amp_conformance.reports.diff import diff_main
+
+        return diff_main(arguments[1:])
     parser = _parser()
     namespace = parser.parse_args(arguments)
     if namespace.list:
@@ -190,6 +199,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     values = vars(namespace)
+    if values.get("amp_app") or values.get("amp_server_cmd"):
+        from amp_conformance.engine.app_target import run_with_app
+        from amp_conformance.engine.server_process import run_with_server
+
+        def runner(values: dict[str, Any], http: httpx.Client | None, plugins: list[object]) -> int:
+            return run_suite(values, http=http, verbose=namespace.verbose, plugins=plugins).exit_code
+
+        if values.get("amp_app"):
+            return run_with_app(values, runner)
+        return run_with_server(values, runner, active_run)
     if values.get("amp_base_url"):
         try:
             build_options(values)

@@ -57,7 +57,33 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "fuzz-examples", "examples per operation and phase (default 25)", {"type": int, "default": 25}
     ),
     OptionSpec("fuzz-seconds", "time budget of the fuzz area (default 45)", {"type": float, "default": 45.0}),
+    OptionSpec("markdown", "write a Markdown summary to this path (also appended to $GITHUB_STEP_SUMMARY)"),
+    OptionSpec("badge", "write a shields.io endpoint JSON badge to this path"),
+    OptionSpec("expectations", "TOML file of known gaps: check or requirement ids -> expected outcome"),
+    OptionSpec(
+        "strict-expectations",
+        "an unexpected pass (expected to fail, passed) fails the run instead of warning",
+        {"action": "store_true", "default": False},
+    ),
+    OptionSpec("write-expectations", "write an expectations file with this run's failures to this path"),
 )
+
+COMMAND_OPTION_SPECS: tuple[OptionSpec, ...] = (
+    OptionSpec("server-cmd", "start the server under test with this command ({port}: a free port)"),
+    OptionSpec(
+        "server-env",
+        "KEY=VALUE added to the environment of --server-cmd or --app (repeatable)",
+        {"action": "append", "default": []},
+    ),
+    OptionSpec(
+        "startup-timeout",
+        "seconds to wait for the started server to answer GET /health (default 30)",
+        {"type": float, "default": 30.0},
+    ),
+    OptionSpec("server-log", "keep the started server's output in this file"),
+    OptionSpec("app", "check a Python ASGI app in-process: module:attribute (an app or a factory)"),
+)
+"""Options of the command only (they start or load the server before pytest runs)."""
 
 
 class UsageError(ValueError):
@@ -84,6 +110,11 @@ class SuiteOptions:
     openapi: str | None = None
     fuzz_examples: int = 25
     fuzz_seconds: float = 45.0
+    markdown_path: Path | None = None
+    badge_path: Path | None = None
+    expectations_path: Path | None = None
+    strict_expectations: bool = False
+    write_expectations_path: Path | None = None
 
     @property
     def keys_mode(self) -> bool:
@@ -165,4 +196,13 @@ def build_options(values: dict[str, Any]) -> SuiteOptions:
         openapi=values.get("amp_openapi"),
         fuzz_examples=int(values.get("amp_fuzz_examples", 25)),
         fuzz_seconds=float(values.get("amp_fuzz_seconds", 45.0)),
+        markdown_path=_path(values.get("amp_markdown")),
+        badge_path=_path(values.get("amp_badge")),
+        expectations_path=_path(values.get("amp_expectations")),
+        strict_expectations=bool(values.get("amp_strict_expectations")),
+        write_expectations_path=_path(values.get("amp_write_expectations")),
     )
+
+
+def _path(value: Any) -> Path | None:
+    return Path(value) if value else None
