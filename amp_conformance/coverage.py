@@ -18,7 +18,7 @@ def coverage_rows(checks: list[dict[str, Any]]) -> list[tuple[str, str, str, lis
     """(id, level, title, [check names]) for every catalogue requirement, in catalogue order."""
     by_requirement: dict[str, list[str]] = defaultdict(list)
     for entry in checks:
-        name = entry["id"].rsplit("::", 1)[-1]
+        name = entry["id"].rsplit("::", 1)[-1].split("[", 1)[0]  # one name per check, not per parameter
         for rid in entry["requirements"]:
             if name not in by_requirement[rid]:
                 by_requirement[rid].append(name)
