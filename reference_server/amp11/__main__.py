@@ -117,8 +117,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         while not server.started and thread.is_alive() and time.monotonic() < deadline:
             time.sleep(0.02)
         if not server.started:
-            print(f"{PROG}: the REST channel did not start on {rest}", file=sys.stderr)
-            return 2
+            # e.g. the port is taken by a sibling process started with the same command line: the MCP
+            # channel is still worth serving (a suite may start fresh MCP sessions with one command)
+            print(f"{PROG}: the REST channel did not start on {rest}; serving MCP only", file=sys.stderr)
+            server.should_exit = True
+            server = None
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
     stdout = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n")
     status = serve_mcp(backend, stdin, stdout)

@@ -160,3 +160,13 @@ def test_rest_only(spawn: Any) -> None:
             assert time.monotonic() < deadline
             time.sleep(0.05)
     assert response.json()["memory_count"] == 0
+
+
+def test_a_taken_rest_port_leaves_the_mcp_channel_serving(spawn: Any) -> None:
+    port = _free_port()
+    first = spawn("--mcp", "--rest-port", str(port))
+    first.answer(INIT)
+    second = spawn("--mcp", "--rest-port", str(port))
+    assert second.answer(INIT)["result"]["serverInfo"]["amp_version"] == "1.1"
+    assert second.close() == 0
+    assert b"serving MCP only" in second.proc.stderr.read()
