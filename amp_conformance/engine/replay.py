@@ -89,6 +89,10 @@ class SecretRegistry:
         """Variable -> what it holds (never the value), for the report and the summary."""
         return {s.variable: s.description for s in self._by_value.values()}
 
+    def environment(self) -> dict[str, str]:
+        """Variable -> secret: what a replay of the run's curl lines exports (never printed)."""
+        return {s.variable: s.value for s in self._by_value.values()}
+
     def split(self, text: str, *, whole: bool = False) -> list[str | Secret]:
         """``text`` cut into plain pieces and the secrets in it (longest secret first).
 
