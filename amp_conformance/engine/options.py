@@ -51,6 +51,11 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         {"action": "store_true", "default": False},
     ),
     OptionSpec("no-fuzz", "do not run the fuzz area", {"action": "store_true", "default": False}),
+    OptionSpec(
+        "keep-cells",
+        "leave the cells the run created in place (no cleanup), so a report's curl lines can be replayed",
+        {"action": "store_true", "default": False},
+    ),
     OptionSpec("seed", "seed for generated data and fuzzing", {"type": int, "default": None}),
     OptionSpec("openapi", "contract (path or URL) the fuzz area loads; default: the bundled one"),
     OptionSpec(
@@ -106,6 +111,7 @@ class SuiteOptions:
     html_path: Path | None = None
     allow_global_effects: bool = False
     fuzz: bool = True
+    keep_cells: bool = False
     seed: int | None = None
     openapi: str | None = None
     fuzz_examples: int = 25
@@ -132,6 +138,7 @@ class SuiteOptions:
             "levels": [lv for lv in LEVELS if lv in self.levels],
             "allow_global_effects": self.allow_global_effects,
             "fuzz": self.fuzz,
+            "keep_cells": self.keep_cells,
             "seed": self.seed,
             "openapi": self.openapi,
             "fuzz_examples": self.fuzz_examples,
@@ -192,6 +199,7 @@ def build_options(values: dict[str, Any]) -> SuiteOptions:
         html_path=Path(values["amp_html"]) if values.get("amp_html") else None,
         allow_global_effects=bool(values.get("amp_allow_global_effects")),
         fuzz=not values.get("amp_no_fuzz", False),
+        keep_cells=bool(values.get("amp_keep_cells")),
         seed=values.get("amp_seed"),
         openapi=values.get("amp_openapi"),
         fuzz_examples=int(values.get("amp_fuzz_examples", 25)),

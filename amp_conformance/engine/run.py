@@ -175,6 +175,10 @@ class Run:
 
     def clean_up(self) -> None:
         """Archive and delete what the run created; problems are reported, never counted as failures."""
+        if self.options.keep_cells:
+            if self.created:
+                self.cleanup["problems"].append(f"skipped: --keep-cells left {len(self.created)} cells")
+            return
         if self.connection.broken_reason:
             if self.created:
                 self.cleanup["problems"].append(
