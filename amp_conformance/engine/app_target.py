@@ -166,6 +166,9 @@ def run_with_app(values: dict[str, Any], runner: Runner) -> int:
     from amp_conformance.engine.server_process import parse_server_env
 
     spec = str(values.get("amp_app"))
+    if values.get("amp_server_cmd"):
+        print("amp-conformance: --app and --server-cmd exclude each other: give one", file=sys.stderr)
+        return 2
     try:
         os.environ.update(parse_server_env(values.get("amp_server_env") or []))
         values["amp_base_url"] = values.get("amp_base_url") or DEFAULT_BASE_URL
