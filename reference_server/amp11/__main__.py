@@ -87,13 +87,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.mcp and args.rest_port is None:
         print(f"{PROG}: choose --mcp and/or --rest-port PORT", file=sys.stderr)
         return 2
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format=f"{PROG}: %(message)s")
     try:
         faults = faults_from_env(os.environ)
         settings = Settings.from_env(os.environ)
     except ConfigError as exc:
         print(f"{PROG}: configuration error: {exc}", file=sys.stderr)
         return 2
+    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format=f"{PROG}: %(message)s")
     if args.mcp and faults.on("mcp-exit"):
         print(f"{PROG}: mcp-exit: exiting at once", file=sys.stderr)
         return EXIT_STATUS

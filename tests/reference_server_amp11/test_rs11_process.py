@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from reference_server.amp11 import FAULTS, MISBEHAVIOURS
+from reference_server.amp11.__main__ import main
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26"}}
 
@@ -132,19 +133,14 @@ def test_hang_misbehaviour(spawn: Any) -> None:
     assert server.proc.poll() is None
 
 
-def test_list_faults_and_usage(spawn: Any) -> None:
-    listing = subprocess.run(
-        [sys.executable, "-m", "reference_server.amp11", "--list-faults", "--json"],
-        capture_output=True,
-        check=True,
-    )
-    rows = json.loads(listing.stdout)
+def test_list_faults_and_usage(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    assert main(["--list-faults", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
     assert {row["name"] for row in rows} == set(FAULTS) | set(MISBEHAVIOURS)
-    bare = subprocess.run([sys.executable, "-m", "reference_server.amp11"], capture_output=True)
-    assert bare.returncode == 2 and b"--mcp" in bare.stderr
-    bad = spawn("--mcp", faults="no-such-fault")
-    assert bad.proc.wait(10) == 2
-    message = bad.proc.stderr.read().decode()
+    assert main([]) == 2 and "--mcp" in capsys.readouterr().err
+    monkeypatch.setenv("AMP11_REFERENCE_FAULTS", "no-such-fault")
+    assert main(["--mcp"]) == 2
+    message = capsys.readouterr().err
     assert "no-such-fault" in message and "Traceback" not in message and message.count("\n") == 1
 
 
