@@ -42,7 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--mcp", action="store_true", help="serve the MCP channel on stdin/stdout")
     parser.add_argument("--rest-port", type=int, metavar="PORT", help="serve the REST channel on this port")
     parser.add_argument("--host", default="127.0.0.1", help="REST interface to bind (default 127.0.0.1)")
-    parser.add_argument("--log-level", default="warning", help="log level on stderr (default warning)")
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        help="log level on stderr (default warning)",
+    )
     parser.add_argument(
         "--list-faults", action="store_true", help="list the faults AMP11_REFERENCE_FAULTS accepts"
     )
