@@ -102,8 +102,11 @@ def _facts(report: Mapping[str, Any]) -> str:
         ("Tool", f"{as_text(tool.get('name'), 'amp-conformance')} {as_text(tool.get('version'), '?')}"),
         ("Report version", as_text(report.get("report_version"), "?")),
     ]
+    scope = _scope(as_dict(run.get("options")))
+    if scope:
+        rows.append(("Scope", scope))
     if requests:
-        rows.append(("Requests", ", ".join(f"{esc(k)} {esc(v)}" for k, v in requests.items())))
+        rows.append(("Requests", ", ".join(f"{as_text(k)} {as_text(v)}" for k, v in requests.items())))
     if run.get("workers") is not None:
         rows.append(("Workers", as_text(run.get("workers"))))
     if server.get("unavailable"):
@@ -111,6 +114,26 @@ def _facts(report: Mapping[str, Any]) -> str:
     if server.get("spec_error"):
         rows.append(("/spec problem", as_text(server.get("spec_error"))))
     return '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows) + "</dl>"
+
+
+def _scope(options: Mapping[str, Any]) -> str:
+    """What the run covered, from its public options: areas, levels, fuzzing, keys, global effects."""
+    if not options:
+        return ""
+    areas = texts(options.get("areas"))
+    parts = [f"areas {', '.join(areas)}" if areas else "all areas"]
+    levels = texts(options.get("levels"))
+    if levels:
+        parts.append("levels " + ", ".join(levels))
+    if options.get("fuzz") is not None:
+        parts.append("fuzzing on" if options.get("fuzz") else "fuzzing off")
+    if options.get("seed") is not None:
+        parts.append(f"seed {as_text(options.get('seed'))}")
+    agents = texts(options.get("api_key_agents"))
+    parts.append(f"API keys for {len(agents)} agent(s)" if agents else "no API keys")
+    if options.get("allow_global_effects"):
+        parts.append("global effects allowed")
+    return "; ".join(parts)
 
 
 def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:

@@ -191,6 +191,14 @@ def test_an_outcome_filter_hides_those_checks_and_the_fragment_keeps_it(visit: A
     page.locator("select[name=area]").select_option("del")
     areas = page.eval_on_selector_all("[data-item]:not([hidden])", "els => els.map(e => e.dataset.area)")
     assert areas and set(areas) == {"del"}
+    # A link to a check the filters hide shows everything again and goes there.
+    page.locator("select[name=area]").select_option("")
+    page.get_by_role("checkbox", name="fail", exact=True).uncheck()
+    failed = page.locator('details.check[data-outcome="fail"]').first
+    assert failed.is_hidden()
+    page.locator("#h-attention + ul.attention a").first.click()
+    assert failed.is_visible()
+    assert page.get_by_role("checkbox", name="fail", exact=True).is_checked()
 
 
 def test_clicking_a_failing_requirement_shows_its_curl_line(visit: Any, failing: Report) -> None:

@@ -104,11 +104,22 @@
       if (first) { first.scrollIntoView({ block: "start" }); first.querySelector("summary").focus(); }
       return;
     }
+    var link = e.target.closest ? e.target.closest("a[href^='#']") : null;
+    if (link) {
+      // A link to something the filters hide shows everything again, then goes there.
+      var goal = document.getElementById(link.getAttribute("href").slice(1));
+      if (goal && goal.closest("[hidden]")) { var all = defaults(); write(all); commit(all); }
+      return;
+    }
     var button = e.target.closest ? e.target.closest("button[data-copy]") : null;
     if (button) {
       var target = document.getElementById(button.getAttribute("data-copy"));
       var text = target ? target.textContent : "";
-      var done = function () { button.textContent = "Copied"; };
+      var label = button.textContent;
+      var done = function () {
+        button.textContent = "Copied";
+        setTimeout(function () { button.textContent = label; }, 2000);
+      };
       var fallback = function () {
         var range = document.createRange(); range.selectNodeContents(target);
         var sel = window.getSelection(); sel.removeAllRanges(); sel.addRange(range);
