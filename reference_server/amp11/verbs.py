@@ -17,7 +17,7 @@ from reference_server.amp11.context import Context
 from reference_server.amp11.errors import AmpError, invalid
 from reference_server.amp11.filters import parse_filters
 from reference_server.amp11.metadata import check_metadata, merge_patch
-from reference_server.amp11.scope import ISOLATING_KEYS, Scope
+from reference_server.amp11.scope import ISOLATING_KEYS, Scope, matches
 from reference_server.amp11.store import Memory, format_timestamp
 
 DEFAULT_SOURCE = "user_stated"
@@ -101,17 +101,19 @@ def encode(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _words(text: str) -> set[str]:
-    return set(re.findall(r"\w+", text.lower()))
+class Relevance:
+    """The score of contents against one query: the share of the query's words each contains
+    (case-insensitive substrings); a wordless query (emoji only) must appear whole."""
 
+    def __init__(self, query: str) -> None:
+        self.phrase = query.strip().lower()
+        self.words = set(re.findall(r"\w+", self.phrase))
 
-def score(query: str, content: str) -> float:
-    """Share of the query's words present in the content; a wordless query (emoji) must appear whole."""
-    haystack = content.lower()
-    words = _words(query)
-    if not words:
-        return 1.0 if query.strip().lower() in haystack else 0.0
-    return round(sum(1 for word in words if word in haystack) / len(words), 4)
+    def __call__(self, content: str) -> float:
+        haystack = content.lower()
+        if not self.words:
+            return 1.0 if self.phrase in haystack else 0.0
+        return round(sum(1 for word in self.words if word in haystack) / len(self.words), 4)
 
 
 def recall(ctx: Context, args: Mapping[str, Any], *, legacy: bool = False) -> dict[str, Any]:
@@ -130,13 +132,16 @@ def recall(ctx: Context, args: Mapping[str, Any], *, legacy: bool = False) -> di
     defaults: tuple[str, ...] = ("active", "pinned")
     if ctx.on("archived-in-default-recall"):
         defaults = ("active", "pinned", "archived")
+    every_scope = ctx.on("recall-scope-leak")
+    strict = not ctx.on("scope-not-strict-and")
+    relevance_of = Relevance(args["query"])
     scored = []
     for _, memory in ctx.store.rows():
-        if not (ctx.on("recall-scope-leak") or ctx.match(memory.scope, scope)):
+        if not (every_scope or matches(memory.scope, scope, strict=strict)):
             continue
         if not filters.keep(memory, default_statuses=defaults):
             continue
-        relevance = score(args["query"], memory.content)
+        relevance = relevance_of(memory.content)
         if relevance > 0:
             scored.append((relevance, memory))
     scored.sort(key=lambda pair: (-pair[0], -pair[1].created.timestamp(), pair[1].id))
