@@ -11,6 +11,7 @@ needs one of those to match.
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 from functools import cache
 from typing import Final
@@ -40,16 +41,20 @@ _LETTER_AND_DIGIT = re.compile(r"(?=.*[A-Za-z])(?=.*\d)")
 # The candidate test. Every detector needs one of: a run of 20+ token characters (keys, tokens,
 # JWT parts, long hex), a run of 11+ holding an Artifactory prefix, one of these literals (URL
 # credentials, key headers, npm/Slack/Azure markers), or a credential word before `:`/`=`.
-_RUN: Final = re.compile(r"[A-Za-z0-9_\-+/=]{11,}")
-_KEYWORD_ASSIGNMENT: Final = re.compile(
-    r"(?:password|passwd|pwd|secret|api[_-]?key|token)\s*[:=]"
-)  # lower case
+_RUN_CHARACTERS: Final = frozenset(string.ascii_letters.encode() + string.digits.encode() + b"_-+/=")
+#: Byte table: a token character becomes ``a``, anything else a space; runs are then found with ``in``.
+_RUN_TABLE: Final = bytes(0x61 if byte in _RUN_CHARACTERS else 0x20 for byte in range(256))
+_RUN_20: Final = b"a" * 20
+_RUN_11: Final = b"a" * 11
+#: Run on the lower-cased text: a case-blind alternation is far slower.
+_KEYWORD_ASSIGNMENT: Final = re.compile(r"(?:password|passwd|pwd|secret|api[_-]?key|token)\s*[:=]")
 
 
 def _is_candidate(text: str) -> bool:
     """Cheap necessary condition for any pattern to match (see the comment above).
 
-    Plain ``in`` tests and one single-branch regex: a case-blind alternation costs ten times more.
+    Only ``in`` tests and a byte translation: a regex trying each position costs four times more,
+    a case-blind alternation forty.
     """
     if (
         "://" in text
@@ -61,9 +66,9 @@ def _is_candidate(text: str) -> bool:
         or "eyJ" in text
     ):
         return True
-    for run in _RUN.findall(text):
-        if len(run) >= 20 or "AKC" in run or "AP" in run:
-            return True
+    runs = text.encode("utf-8", "replace").translate(_RUN_TABLE)
+    if _RUN_20 in runs or (("AKC" in text or "AP" in text) and _RUN_11 in runs):
+        return True
     lowered = text.lower()
     if "pass" in lowered or "pwd" in lowered or "secret" in lowered or "key" in lowered or "token" in lowered:
         return _KEYWORD_ASSIGNMENT.search(lowered) is not None
