@@ -6,7 +6,7 @@
     python -m reference_server.amp11 --list-faults [--json]
 
 Environment: ``AMP11_REFERENCE_FAULTS`` (comma-separated fault names), ``AMP11_REFERENCE_NOT_FOUND``
-(``status`` or ``error``), ``AMP11_REFERENCE_DRAFT`` (``1`` or ``0``).
+(``channel``, ``status`` or ``error``: see ``Settings``), ``AMP11_REFERENCE_DRAFT`` (``1`` or ``0``).
 """
 
 from __future__ import annotations

@@ -16,24 +16,31 @@ SERVER_NAME = "amp11-reference-server"
 SERVER_VERSION = "0.1.0"
 
 
+NOT_FOUND_FORMS = ("channel", "status", "error")
+
+
 class ConfigError(ValueError):
     """A setting that cannot be used; the entry point reports it in one line."""
 
 
 @dataclass(frozen=True)
 class Settings:
-    """``not_found``: how forget/pin/update report an unknown id. ``status`` (the OpenAPI contract and the
-    upstream MCP suite: a result with ``status: not_found``, HTTP 200) or ``error`` (spec §3.5 read
-    literally: ``not_found`` as JSON-RPC -32001 / HTTP 404). ``draft``: also serve the v1.2-draft verbs."""
+    """``not_found``: how forget and pin report an unknown id (the sources disagree, conflict C1).
+    ``channel``: each channel's own contract, in band over MCP (amp.json's ``status: not_found``) and
+    404 over REST (the v1.1 OpenAPI file); ``status``: in band on both (200 over REST, as the v1.2-draft
+    OpenAPI file says); ``error``: a ``not_found`` error on both (-32001 / 404, spec §3.5 read literally).
+    ``draft``: also serve the v1.2-draft verbs."""
 
-    not_found: str = "status"
+    not_found: str = "channel"
     draft: bool = True
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
-        not_found = env.get("AMP11_REFERENCE_NOT_FOUND", "status")
-        if not_found not in ("status", "error"):
-            raise ConfigError(f"AMP11_REFERENCE_NOT_FOUND must be 'status' or 'error', not {not_found!r}")
+        not_found = env.get("AMP11_REFERENCE_NOT_FOUND", "channel")
+        if not_found not in NOT_FOUND_FORMS:
+            raise ConfigError(
+                f"AMP11_REFERENCE_NOT_FOUND must be one of {', '.join(NOT_FOUND_FORMS)}, not {not_found!r}"
+            )
         draft = env.get("AMP11_REFERENCE_DRAFT", "1")
         if draft not in ("0", "1"):
             raise ConfigError(f"AMP11_REFERENCE_DRAFT must be 0 or 1, not {draft!r}")

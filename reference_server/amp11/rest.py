@@ -7,10 +7,11 @@ and the v1.2-draft PATCH /v1/memories/{id} (update) and POST /v1/memories/batch_
 versions disagree on where forget, pin and import take their scope (query parameters or flat keys vs a JSON
 envelope; an NDJSON body vs a JSON ImportRequest): every published form is accepted.
 
-Every non-2xx body is the ``AmpErrorData`` object with the §3.5 HTTP status. forget, pin and update
-answer an unknown id in-band (200 ``{"status": "not_found"}``) unless the server is set to the error
-convention (404). ``X-AMP-Compat: v1.0`` marks a v1.0 client: recall rows then carry the deprecated
-``visibility`` (spec §5.4).
+Every non-2xx body is the ``AmpErrorData`` object (plus the same code as ``code``, the OpenAPI name)
+with the §3.5 HTTP status. forget and pin answer an unknown id with 404 ``not_found`` (the v1.1 OpenAPI
+file), or in band (200 ``{"status": "not_found"}``) when ``AMP11_REFERENCE_NOT_FOUND=status``; the
+draft update answers it in band. ``X-AMP-Compat: v1.0`` marks a v1.0 client: recall rows then carry the
+deprecated ``visibility`` (spec §5.4).
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ def _error_response(backend: Backend, exc: AmpError) -> JSONResponse:
     status = HTTP_STATUSES[exc.code]
     if exc.code == "invalid_request" and faults.on("rest-invalid-request-422"):
         status = 422
-    body: dict[str, Any] = exc.data()
+    # AmpErrorData (amp.json) names the code amp_error_code, the v1.1 OpenAPI ErrorResponse names it code:
+    # the body carries both so it validates against each (conflict C3)
+    body: dict[str, Any] = {**exc.data(), "code": exc.code}
     if faults.on("rest-error-body-framework"):
         body = {"detail": exc.message}
     return JSONResponse(body, status_code=status)
@@ -127,8 +130,11 @@ def create_rest_app(store: Store, faults: Faults = NO_FAULTS, settings: Settings
                     args = _parse_object(await request.body())
                 legacy = request.headers.get("x-amp-compat", "").lower() == "v1.0"
                 result = backend.call(verb, args, legacy=legacy)
-                if point and result.get("status") == "not_found" and faults.on("rest-not-found-400"):
-                    raise invalid("unknown id")
+                if point and result.get("status") == "not_found":
+                    if faults.on("rest-not-found-400"):
+                        raise invalid("unknown id")
+                    if backend.settings.not_found == "channel":
+                        raise AmpError("not_found", f"no memory {args['id']!r} in this scope")
             except AmpError as exc:
                 if exc.code == "not_found" and faults.on("rest-not-found-400"):
                     exc = invalid("unknown id")

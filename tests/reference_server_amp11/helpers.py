@@ -172,3 +172,11 @@ def make_server_now(faults: str = "", settings: Settings | None = None) -> Serve
         McpChannel(Backend(store, parsed, settings)),
         RestChannel(create_rest_app(store, parsed, settings)),
     )
+
+
+def assert_not_found(channel: McpChannel | RestChannel, outcome: Outcome) -> None:
+    """An unknown id under the default setting: in band over MCP, 404 not_found over REST."""
+    if channel.name == "mcp":
+        assert outcome.result == {"status": "not_found"}, outcome
+    else:
+        assert (outcome.error, outcome.code) == ("not_found", 404), outcome

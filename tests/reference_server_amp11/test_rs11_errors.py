@@ -89,7 +89,11 @@ def test_rest_malformed_bodies(server: Server) -> None:
         response = server.rest.request("POST", "/v1/memories", content=body)
         assert response.status_code == 400, body
         assert response.headers["content-type"] == "application/json"
-        assert response.json()["amp_error_code"] == "invalid_request"
+        assert response.json() == {
+            "amp_error_code": "invalid_request",
+            "code": "invalid_request",
+            "message": response.json()["message"],
+        }
 
 
 def test_rest_unknown_routes_and_methods(server: Server) -> None:
@@ -146,3 +150,10 @@ def test_nan_and_deep_nesting_are_not_json(server: Server) -> None:
         assert (response.status_code, response.json()["amp_error_code"]) == (400, "invalid_request")
         answer = server.mcp.session.handle_line(body)
         assert answer is not None and json.loads(answer)["error"]["code"] == -32700
+
+
+def test_in_band_convention_answers_200_over_rest(make_server: ServerFactory) -> None:
+    server = make_server(settings=Settings(not_found="status"))
+    for channel in (server.mcp, server.rest):
+        for verb in ("amp.forget", "amp.pin"):
+            assert channel.call(verb, {"scope": A, "id": "mem_missing"}).get() == {"status": "not_found"}

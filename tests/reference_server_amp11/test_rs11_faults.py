@@ -214,7 +214,7 @@ def test_fault_listing_and_settings() -> None:
     text = list_faults(as_json=False).splitlines()
     assert len(text) == len(FAULTS) + len(MISBEHAVIOURS)
     assert any(line.startswith("mcp-hang") and "[process misbehaviour]" in line for line in text)
-    assert Settings.from_env({}) == Settings(not_found="status", draft=True)
+    assert Settings.from_env({}) == Settings(not_found="channel", draft=True)
     assert Settings.from_env(
         {"AMP11_REFERENCE_NOT_FOUND": "error", "AMP11_REFERENCE_DRAFT": "0"}
     ) == Settings(not_found="error", draft=False)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.reference_server_amp11.helpers import McpChannel, RestChannel, encode, ndjson_rows, recall_ids
+from tests.reference_server_amp11.helpers import (
+    McpChannel,
+    RestChannel,
+    assert_not_found,
+    encode,
+    ndjson_rows,
+    recall_ids,
+)
 
 Channel = McpChannel | RestChannel
 A = {"agent_id": "agent-a"}
@@ -61,8 +68,8 @@ def test_no_cross_scope_effects(channel: Channel) -> None:
     memory = encode(channel, A, "belongs to A")
     duplicate = encode(channel, A, "belongs to a")
     assert recall_ids(channel, B, "belongs") == []
-    assert channel.call("amp.forget", {"scope": B, "id": memory}).get() == {"status": "not_found"}
-    assert channel.call("amp.pin", {"scope": B, "id": memory}).get() == {"status": "not_found"}
+    assert_not_found(channel, channel.call("amp.forget", {"scope": B, "id": memory}))
+    assert_not_found(channel, channel.call("amp.pin", {"scope": B, "id": memory}))
     assert channel.call("amp.stats", {"scope": B}).get()["memory_count"] == 0
     assert channel.call("amp.export", {"scope": B}).get()["count"] == 0
     channel.call("amp.consolidate", {"scope": B}).get()

@@ -8,6 +8,7 @@ from tests.reference_server_amp11.helpers import (
     McpChannel,
     RestChannel,
     Server,
+    assert_not_found,
     encode,
     ndjson_rows,
     recall_ids,
@@ -69,7 +70,7 @@ def test_forget_then_gone(channel: Channel) -> None:
     memory = encode(channel, A, "temporary note")
     assert channel.call("amp.forget", {"scope": A, "id": memory}).get() == {"status": "forgotten"}
     assert recall_ids(channel, A, "temporary note") == []
-    assert channel.call("amp.forget", {"scope": A, "id": memory}).get() == {"status": "not_found"}
+    assert_not_found(channel, channel.call("amp.forget", {"scope": A, "id": memory}))
     assert channel.call("amp.stats", {"scope": A}).get()["memory_count"] == 0
 
 
@@ -96,7 +97,7 @@ def test_pin_is_idempotent_and_reported(channel: Channel) -> None:
         assert channel.call("amp.pin", {"scope": A, "id": memory}).get() == {"status": "pinned"}
     rows = channel.call("amp.recall", {"scope": A, "query": "pin me"}).get()["results"]
     assert rows[0]["status"] == "pinned"
-    assert channel.call("amp.pin", {"scope": A, "id": "mem_nope"}).get() == {"status": "not_found"}
+    assert_not_found(channel, channel.call("amp.pin", {"scope": A, "id": "mem_nope"}))
 
 
 def test_consolidate_archives_superseded_but_never_pinned(channel: Channel) -> None:
