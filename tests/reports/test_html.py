@@ -394,7 +394,20 @@ def test_a_run_whose_html_cannot_be_written_exits_2_with_one_line(
 ) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    outcome = run_against_reference(areas="health", extra={"amp_html": str(blocker / "r.html")})
+    target = blocker / "r.html"
+    outcome = run_against_reference(areas="health", extra={"amp_html": str(target)})
     assert outcome.exit_code == 2
-    lines = [line for line in capsys.readouterr().err.splitlines() if "HTML report" in line]
-    assert len(lines) == 1 and "cannot write the HTML report" in lines[0]
+    err = capsys.readouterr().err
+    assert len([line for line in err.splitlines() if str(blocker) in line]) == 1, err
+    assert "Traceback" not in err and not target.exists()
+
+
+def test_write_html_report_says_why_it_cannot_write(tmp_path: Path) -> None:
+    from amp_conformance.reports.html import write_html_report
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    problem = write_html_report(report([check("pass")]), blocker / "r.html")
+    assert problem is not None and "cannot write the HTML report" in problem and "\n" not in problem
+    assert write_html_report(report([check("pass")]), tmp_path / "ok" / "r.html") is None
+    assert (tmp_path / "ok" / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
