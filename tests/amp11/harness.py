@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import sys
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from amp_conformance.amp11.fixtures import CONTEXT_KEY, SESSION_KEY
@@ -78,7 +80,6 @@ class Collector:
 
 def run_checks(target: Amp11Target, *selection: str, requirements: frozenset[str] = frozenset()) -> Collector:
     collector = Collector(requirements)
-    # the engine's plugin (entry point) is left out: these tests judge the checks themselves
     args = [
         str(CHECKS_DIR),
         "-q",
@@ -91,7 +92,15 @@ def run_checks(target: Amp11Target, *selection: str, requirements: frozenset[str
     ]
     for name in selection:
         args += ["-k", name]
-    pytest.main(args, plugins=[target, collector])
+    previous = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        pytest.main(args, plugins=[target, collector])
+    finally:
+        if previous is None:
+            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = previous
     return collector
 
 
@@ -100,11 +109,73 @@ def mcp_target(faults: str = "", *, timeout: float = 5.0, **env: str) -> Amp11Ta
     return Amp11Target(mcp_command=list(MCP_SERVER), timeout=timeout, deadline=60.0, env=environment)
 
 
+class StreamingASGITransport(httpx.BaseTransport):
+    """Calls an ASGI app in-process, like the engine's transport, but lets streamed bodies finish.
+
+    After the request body, ``receive`` blocks (instead of reporting a disconnect at once), so a
+    Starlette StreamingResponse - the export route's NDJSON - is not cut short."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self._loop = asyncio.new_event_loop()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        body = request.read()
+        url = request.url
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": request.method,
+            "scheme": url.scheme,
+            "path": url.path,
+            "raw_path": url.raw_path.split(b"?")[0],
+            "query_string": url.query,
+            "root_path": "",
+            "headers": [(k.lower(), v) for k, v in request.headers.raw],
+            "client": ("127.0.0.1", 50000),
+            "server": (url.host, url.port or 80),
+        }
+        sent = False
+        status = 500
+        headers: list[tuple[bytes, bytes]] = []
+        chunks: list[bytes] = []
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                await asyncio.Event().wait()  # no disconnect until the app is done
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            nonlocal status, headers
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = list(message.get("headers", []))
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        self._loop.run_until_complete(self.app(scope, receive, send))
+        return httpx.Response(status, headers=headers, content=b"".join(chunks), request=request)
+
+
 @contextmanager
 def rest_target(faults: str = "", *, timeout: float = 5.0) -> Iterator[Amp11Target]:
-    """The reference server's REST app with ``faults``, served by uvicorn on 127.0.0.1 in a thread.
+    """The reference server's REST app with ``faults``, called in-process."""
+    from reference_server.amp11 import Faults, Store, create_rest_app
 
-    A real socket rather than the in-process transport: the export route streams its NDJSON body."""
+    app = create_rest_app(Store(), Faults.parse(faults))
+    http = httpx.Client(transport=StreamingASGITransport(app))
+    try:
+        yield Amp11Target(base_url="http://amp11.test", http=http, timeout=timeout)
+    finally:
+        http.close()
+
+
+@contextmanager
+def rest_server(faults: str = "", *, timeout: float = 5.0) -> Iterator[Amp11Target]:
+    """The reference server's REST app with ``faults``, served by uvicorn on 127.0.0.1 in a thread."""
     import uvicorn
 
     from reference_server.amp11 import Faults, Store, create_rest_app
