@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -188,11 +189,22 @@ PROBES: dict[str, Probe] = {
 }
 
 
-def test_every_fault_has_a_probe_and_a_catalogue_shaped_requirement() -> None:
+CATALOGUE = (
+    Path(__file__).resolve().parents[2] / "amp_conformance" / "amp11" / "contract" / "requirements.json"
+)
+
+
+def test_every_fault_has_a_probe_and_a_requirement_of_the_catalogue() -> None:
     assert set(PROBES) == set(FAULTS)
     assert len(FAULTS) >= 20
+    rows = {row["id"]: row for row in json.loads(CATALOGUE.read_text(encoding="utf-8"))["requirements"]}
     for fault in (*FAULTS.values(), *MISBEHAVIOURS.values()):
-        assert fault.requirement.startswith("AMP11-") and fault.description
+        assert fault.description and fault.requirement in rows, fault
+    # a fault must be able to fail a run: it breaks a MUST of the v1.1 tiers
+    assert all(
+        rows[f.requirement]["level"] == "MUST" and rows[f.requirement]["tier"] != "draft"
+        for f in FAULTS.values()
+    )
 
 
 @pytest.mark.parametrize("name", sorted(FAULTS))
