@@ -167,7 +167,7 @@ _FAULTS: tuple[Fault, ...] = (
 _MISBEHAVIOURS: tuple[Fault, ...] = (
     Fault("mcp-hang", "AMP11-INIT-01", "The MCP process answers initialize, then never answers again."),
     Fault(
-        "mcp-exit", "AMP11-MCP-01", "The MCP process exits at once with status 3, before reading anything."
+        "mcp-exit", "AMP11-INIT-01", "The MCP process exits at once with status 3, before reading anything."
     ),
     Fault(
         "mcp-garbage", "AMP11-INIT-01", "The MCP process writes a non-JSON line instead of every response."
