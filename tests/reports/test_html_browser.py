@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from amp_conformance.reports import render_html
 from amp_conformance.reports.html_model import read_catalogue
 from tests.suite.inprocess import run_against_reference
 
+#: One worker builds the reports and drives the browser (with ``--dist loadgroup``).
+pytestmark = pytest.mark.xdist_group("html-browser")
 CHROMIUM = os.environ.get("AMP_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 #: What the hostile-payloads fault puts in its answers; none of it may run in the page.
 PAYLOAD_MARKERS = ("<script>", "onerror=", "javascript:")
@@ -53,7 +56,7 @@ class Report:
     page: Path
 
 
-def _report(directory: Path, name: str, env: dict[str, str], areas: str) -> Report:
+def _report(directory: Path, name: str, env: dict[str, str], areas: str | None) -> Report:
     """A run writing both reports (--json, --html); the page is checked to be the JSON's page, and
     the same as ``amp-conformance report`` renders from the saved JSON."""
     json_path, page = directory / f"{name}.json", directory / f"{name}.html"
@@ -75,6 +78,8 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
     of the in-process server)."""
     directory = tmp_path_factory.mktemp("html")
     return {
+        # The whole suite (no fuzzing) against the reference server: the page people get most.
+        "selftest": _report(directory, "selftest", {}, None),
         # Two areas with a MUST failure, warnings and passes.
         "failing": _report(directory, "failing", {"AMP_REFERENCE_FAULTS": "get-no-access-count"}, "read,del"),
         # Error answers that carry script, onerror and javascript: payloads.
@@ -85,6 +90,11 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
 @pytest.fixture(scope="session")
 def failing(reports: dict[str, Report]) -> Report:
     return reports["failing"]
+
+
+@pytest.fixture(scope="session")
+def selftest(reports: dict[str, Report]) -> Report:
+    return reports["selftest"]
 
 
 @pytest.fixture(scope="session")
@@ -160,6 +170,20 @@ def test_grid_has_one_cell_per_requirement_and_the_report_counts(visit: Any, fai
     assert "fail" in cell.inner_text().lower()
     cell.focus()
     assert sorted(failed_ids)[0] in page.locator("#grid-hint").inner_text()
+    assert seen.errors == [] and seen.outside == []
+
+
+def test_the_self_test_page_is_one_small_file_matching_its_report(visit: Any, selftest: Report) -> None:
+    text = selftest.page.read_text(encoding="utf-8")
+    assert len(text.encode()) < 2_000_000
+    assert not re.search(r"\ssrc=", text)
+    assert set(re.findall(r'\shref="(.)', text)) <= {"#"}
+    seen = visit(selftest.page)
+    page = seen.page
+    assert selftest.data["summary"]["verdict"] == "pass"
+    assert page.locator(".grid .req").count() == len(read_catalogue(selftest.data).requirements)
+    for outcome, number in selftest.data["summary"]["outcomes"].items():
+        assert page.locator(f'details.check[data-outcome="{outcome}"]').count() == number, outcome
     assert seen.errors == [] and seen.outside == []
 
 
