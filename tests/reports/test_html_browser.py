@@ -23,8 +23,6 @@ from amp_conformance.reports import render_html
 from amp_conformance.reports.html_model import read_catalogue
 from tests.suite.inprocess import run_against_reference
 
-#: One worker builds the reports and drives the browser (with ``--dist loadgroup``).
-pytestmark = pytest.mark.xdist_group("html-browser")
 CHROMIUM = os.environ.get("AMP_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 #: What the hostile-payloads fault puts in its answers; none of it may run in the page.
 PAYLOAD_MARKERS = ("<script>", "onerror=", "javascript:")
