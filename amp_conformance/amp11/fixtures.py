@@ -15,7 +15,9 @@ import pytest
 
 from amp_conformance.amp11.context import Amp11
 from amp_conformance.amp11.session import Amp11Session, Amp11Target
+from amp_conformance.engine.client import Client
 from amp_conformance.engine.marking import MARK, check_info
+from amp_conformance.engine.outcomes import ToolError, TransportFailure
 
 TARGET_KEY = pytest.StashKey[Amp11Target]()
 SESSION_KEY = pytest.StashKey[Amp11Session]()
@@ -60,14 +62,50 @@ def target_of(config: pytest.Config) -> Amp11Target | None:
     return target
 
 
+def session_for(config: pytest.Config) -> Amp11Session | None:
+    """The run's session (created on first call and kept in ``config.stash[SESSION_KEY]``).
+
+    The engine may call this (and :func:`preflight`) at session start; the checks then reuse the
+    MCP process it started. The ``amp11_session`` fixture closes it at the end of the run."""
+    existing = config.stash.get(SESSION_KEY, None)
+    if existing is not None:
+        return existing
+    target = target_of(config)
+    if target is None:
+        return None
+    session = Amp11Session(target)
+    config.stash[SESSION_KEY] = session
+    return session
+
+
+def preflight(session: Amp11Session) -> str | None:
+    """One line saying why no check can run (the MCP command is unusable, the REST URL unreachable),
+    else None. Bounded: an MCP server that hangs costs one timeout, one that exits costs nothing."""
+    target = session.target
+    if target.mcp_command:
+        try:
+            session.mcp()
+        except ToolError as exc:
+            return f"the MCP server is unusable: {exc}"
+    if target.base_url:
+        client = Client(session.connection())
+        try:
+            client.get("/v1/memories/stats", params={"agent_id": session.unique("preflight")}, root=True)
+        except TransportFailure as exc:
+            if exc.unreachable:
+                reason = exc.exchange.error if exc.exchange and exc.exchange.error else str(exc)
+                return f"cannot reach {target.base_url}: {reason}"
+        except ToolError as exc:
+            return f"cannot reach {target.base_url}: {exc}"
+    return None
+
+
 @pytest.fixture(scope="session")
 def amp11_session(request: pytest.FixtureRequest) -> Iterator[Amp11Session]:
     """The run-wide state: one MCP process, one REST connection, cleanup at the end."""
-    target = target_of(request.config)
-    if target is None:
+    session = session_for(request.config)
+    if session is None:
         pytest.skip("an AMP v1.1 check: give an MCP server command and/or a REST base URL")
-    session = Amp11Session(target)
-    request.config.stash[SESSION_KEY] = session
     try:
         yield session
     finally:

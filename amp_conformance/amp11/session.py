@@ -59,6 +59,7 @@ class Amp11Session:
         self.backend_errors: list[VerbResult] = []  # every backend_error any check saw (AMP11-ERR-04)
         self.cleanup_problems: list[str] = []
         self.cleanup_deleted = 0
+        self.cleanup_attempted = 0
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
         self._mcp: McpSession | None = None
@@ -158,10 +159,36 @@ class Amp11Session:
 
     # -- end of run ----------------------------------------------------------------------------------
 
+    def report_info(self) -> dict[str, Any]:
+        """What the report's ``server`` block can say about this run's targets."""
+        info: dict[str, Any] = {"channels": list(self.target.channels())}
+        if self.target.mcp_command:
+            info["mcp_command"] = (
+                self.target.mcp_command
+                if isinstance(self.target.mcp_command, str)
+                else " ".join(self.target.mcp_command)
+            )
+            info["server_info"] = dict(self.server_info)
+            info["declared_level"] = self.server_info.get("amp_conformance")
+            info["unavailable"] = self._mcp_failure
+            info["stderr_tail"] = self._mcp.stderr_tail() if self._mcp is not None else ""
+        if self.target.base_url:
+            info["base_url"] = self.target.base_url
+        return info
+
+    def cleanup_info(self) -> dict[str, Any]:
+        """The report's ``cleanup`` block: memories forgotten at the end, and what went wrong."""
+        return {
+            "attempted": self.cleanup_attempted,
+            "deleted": self.cleanup_deleted,
+            "problems": list(self.cleanup_problems),
+        }
+
     def cleanup(self) -> None:
         """Forget what the checks stored (best effort, through the channel that stored it)."""
         if not self.target.cleanup:
             return
+        self.cleanup_attempted += len(self.created)
         for item in self.created:
             log: list[Exchange] = []
             try:
