@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return report_main(arguments[1:])
     if arguments and arguments[0] == "diff":
-        from amp_conformance.reports.diff import diff_main
+        from amp_conformance.reports.diff_cli import diff_main
 
         return diff_main(arguments[1:])
     parser = _parser()

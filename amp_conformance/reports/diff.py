@@ -1,4 +1,4 @@
-"""``amp-conformance diff OLD.json NEW.json``: what changed between two runs, for a CI gate.
+"""What changed between two runs, for a CI gate (``amp-conformance diff``, see ``diff_cli``).
 
 :func:`diff_reports` returns a dict described by ``contract/diff.schema.json`` (the HTML diff page
 renders the same dict). A *regression* is a check that passed (``pass`` or ``warn``) and now fails,
@@ -9,10 +9,9 @@ protocol).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ BAD = frozenset({"fail", "error", "blocked"})
 SEVERITY = {"uncovered": 0, "skip": 1, "pass": 2, "warn": 3, "blocked": 4, "error": 5, "fail": 6}
 UNCOVERED = "uncovered"
 LISTS = ("regressions", "fixes", "changed", "new", "removed", "requirements", "conventions", "spec")
-PROG = "amp-conformance diff"
 
 
 class DiffInputError(Exception):
@@ -282,48 +280,3 @@ def render(diff: Mapping[str, Any], fmt: str) -> str:
     if fmt == "json":
         return json.dumps(diff, indent=1, ensure_ascii=False) + "\n"
     return render_markdown(diff) if fmt == "markdown" else render_text(diff)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Compare two JSON reports: regressions (passed, now fails or errors), fixes, new and "
-        "removed checks, requirements whose outcome changed, changed conventions and /spec claims. "
-        "Exit 1 when there is a regression, 0 otherwise, 2 when a report cannot be read or compared.",
-    )
-    parser.add_argument("old", metavar="OLD.json")
-    parser.add_argument("new", metavar="NEW.json")
-    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text")
-    parser.add_argument("--output", metavar="PATH", help="write there instead of standard output")
-    parser.add_argument("--html", metavar="PATH", help="also write the diff as a self-contained HTML page")
-    return parser
-
-
-def _write(text: str, path: str) -> None:
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise DiffInputError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def diff_main(argv: Sequence[str]) -> int:
-    """Entry point of the ``diff`` subcommand; returns the exit code."""
-    namespace = _parser().parse_args(list(argv))
-    try:
-        old, new = load_report(namespace.old), load_report(namespace.new)
-        comparable(old, new, namespace.old, namespace.new)
-        diff = diff_reports(old, new)
-        text = render(diff, namespace.format)
-        if namespace.output:
-            _write(text, namespace.output)
-        else:
-            sys.stdout.write(text)
-        if namespace.html:
-            from amp_conformance.reports.html import render_diff_html
-
-            _write(render_diff_html(old, new, diff), namespace.html)
-    except DiffInputError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
-    return 1 if diff["regressed"] else 0

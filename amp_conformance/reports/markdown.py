@@ -133,7 +133,8 @@ def _details(check: Mapping[str, Any]) -> list[str]:
     outcome = str(check.get("outcome") or "?").upper()
     ids = ", ".join(_about(check))
     summary = f"{outcome} {ids} ({check.get('level') or '?'}): {check.get('title') or check.get('id') or ''}"
-    lines = [f"<details><summary>{html_escape(summary)}</summary>", ""]
+    # One line: a blank line would end the HTML block and let the rest be read as Markdown.
+    lines = [f"<details><summary>{html_escape(' '.join(summary.split()))}</summary>", ""]
     lines.append(f"**check** {md_escape(check.get('id'))}  ")
     lines.append(f"**found** {md_escape(check.get('message'))}")
     expectation = check.get("expectation")
@@ -163,7 +164,7 @@ def render_markdown_summary(report: Mapping[str, Any]) -> str:
     run = _dict(report.get("run"))
     passed, musts = must_tally(report)
     lines = [
-        f"## AMP conformance: {md_escape(_VERDICTS.get(verdict, verdict))}",
+        f"## AMP conformance: {_VERDICTS.get(verdict) or md_escape(verdict)}",
         "",
         f"Server {md_escape(server.get('base_url'))}, run {md_escape(run.get('id'))}, "
         f"{md_escape(run.get('duration_seconds'))} s. MUST checks passed: **{passed}/{musts}**.",

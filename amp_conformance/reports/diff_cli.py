@@ -1,0 +1,60 @@
+"""``amp-conformance diff OLD.json NEW.json [--format text|markdown|json] [--output P] [--html P]``.
+
+Exit 1 when there is a regression, 0 otherwise, 2 when a report cannot be read or the two cannot be
+compared (one line on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from amp_conformance.reports.diff import DiffInputError, comparable, diff_reports, load_report, render
+from amp_conformance.reports.html import render_diff_html
+
+PROG = "amp-conformance diff"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Compare two JSON reports: regressions (passed, now fails or errors), fixes, new and "
+        "removed checks, requirements whose outcome changed, changed conventions and /spec claims. "
+        "Exit 1 when there is a regression, 0 otherwise, 2 when a report cannot be read or compared.",
+    )
+    parser.add_argument("old", metavar="OLD.json")
+    parser.add_argument("new", metavar="NEW.json")
+    parser.add_argument("--format", choices=["text", "markdown", "json"], default="text")
+    parser.add_argument("--output", metavar="PATH", help="write there instead of standard output")
+    parser.add_argument("--html", metavar="PATH", help="also write the diff as a self-contained HTML page")
+    return parser
+
+
+def _write(text: str, path: str) -> None:
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise DiffInputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def diff_main(argv: Sequence[str]) -> int:
+    """Entry point of the ``diff`` subcommand; returns the exit code."""
+    namespace = _parser().parse_args(list(argv))
+    try:
+        old, new = load_report(namespace.old), load_report(namespace.new)
+        comparable(old, new, namespace.old, namespace.new)
+        diff = diff_reports(old, new)
+        text = render(diff, namespace.format)
+        if namespace.output:
+            _write(text, namespace.output)
+        else:
+            sys.stdout.write(text)
+        if namespace.html:
+            _write(render_diff_html(old, new, diff), namespace.html)
+    except DiffInputError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    return 1 if diff["regressed"] else 0
