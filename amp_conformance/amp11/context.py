@@ -15,9 +15,21 @@ from amp_conformance.amp11.schemas import VERBS_FULL, output_problems
 from amp_conformance.amp11.session import Amp11Session
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.marking import CheckInfo
-from amp_conformance.engine.outcomes import CheckFailure, Evidence, Warn
+from amp_conformance.engine.outcomes import CheckFailure, Evidence, PreconditionFailed, Warn
 
 LEVEL_REQUIREMENT = "AMP11-INIT-05"
+#: The requirement a verb breaks when it fails as a step of another check (the engine reports such a
+#: check as *blocked* under this root cause; a check citing it fails outright).
+STEP_REQUIREMENTS = {
+    "amp.encode": "AMP11-ENC-01",
+    "amp.recall": "AMP11-REC-01",
+    "amp.forget": "AMP11-FGT-01",
+    "amp.stats": "AMP11-STAT-01",
+    "amp.consolidate": "AMP11-CONS-01",
+    "amp.pin": "AMP11-PIN-01",
+    "amp.export": "AMP11-EXP-01",
+    "amp.import": "AMP11-IMP-02",
+}
 
 
 class Amp11:
@@ -62,7 +74,7 @@ class Amp11:
         self.full_verb_answer(result)
         if not result.ok:
             label = f"{what}: " if what else ""
-            self.fail(f"{label}{result.describe()}", result, expected="a successful result")
+            self.step_failed(verb, f"{label}{result.describe()}", result)
         assert result.value is not None
         return result.value
 
@@ -77,11 +89,12 @@ class Amp11:
             return
         level = self.session.declared_level
         if level == "full":
-            self.fail(
+            raise CheckFailure(
                 f"{LEVEL_REQUIREMENT}: the server declares amp_conformance 'full' but {result.verb} "
                 f"over {result.channel} answered not_supported",
-                result,
                 expected="a Full server serves every Full verb",
+                exchange=result.exchange,
+                requirements=(LEVEL_REQUIREMENT,),
             )
         self.skip(
             f"{result.verb} answered not_supported over {result.channel} (server level: {level or 'unknown'})"
@@ -112,7 +125,7 @@ class Amp11:
         value = self.ok("amp.encode", arguments, on=on, what="storing a memory (precondition)")
         memory_id = value.get("id")
         if value.get("status") not in ("stored", "duplicate", "queued") or not isinstance(memory_id, str):
-            self.fail(f"storing a memory (precondition) answered {json.dumps(value)[:200]}", None)
+            self.step_failed("amp.encode", f"storing a memory answered {json.dumps(value)[:200]}", None)
         if remember:
             self.session.remember(on, {"scope": scope, "id": memory_id})
         return memory_id
@@ -122,7 +135,7 @@ class Amp11:
         value = self.ok("amp.recall", {"scope": scope, "query": query, "top_k": 50, **fields}, on=on)
         results = value.get("results")
         if not isinstance(results, list):
-            self.fail("amp.recall answered no `results` list", None)
+            self.step_failed("amp.recall", "amp.recall answered no `results` list", None)
         return [r for r in results if isinstance(r, dict)]
 
     def find(
@@ -136,7 +149,7 @@ class Amp11:
         value = self.ok("amp.stats", {"scope": scope}, on=on, what="amp.stats (precondition)")
         count = value.get("memory_count")
         if type(count) is not int:
-            self.fail(f"amp.stats answered memory_count {count!r}, not an integer", None)
+            self.step_failed("amp.stats", f"amp.stats answered memory_count {count!r}, not an integer", None)
         return count
 
     def export_rows(self, arguments: dict[str, Any], *, on: str) -> tuple[list[Any], dict[str, Any]]:
@@ -151,7 +164,7 @@ class Amp11:
                 try:
                     rows.append(json.loads(line))
                 except ValueError:
-                    self.fail(f"MXF line {number} is not JSON: {line[:120]!r}", None)
+                    self.step_failed("amp.export", f"MXF line {number} is not JSON: {line[:120]!r}", None)
         return rows, value
 
     # -- expectations --------------------------------------------------------------------------------
@@ -196,6 +209,16 @@ class Amp11:
         if result.channel == REST and result.transport_code != http_status:
             return [f"{result.error_code} came with HTTP {result.transport_code}, not {http_status}"]
         return []
+
+    def step_failed(self, verb: str, message: str, result: VerbResult | Exchange | None) -> NoReturn:
+        """A verb used as a step failed: the check is blocked under that verb's requirement."""
+        raise PreconditionFailed(
+            message,
+            step=verb,
+            requirement=STEP_REQUIREMENTS[verb],
+            expected="a successful result",
+            exchange=self._exchange(result),
+        )
 
     def fail(
         self, message: str, result: VerbResult | Exchange | None, *, expected: str | None = None
