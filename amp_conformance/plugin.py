@@ -16,22 +16,31 @@ import httpx
 import pytest
 
 from amp_conformance.amp01.context import Amp
-from amp_conformance.engine.catalogue import MUST
+from amp_conformance.engine.catalogue import MUST, level_of
 from amp_conformance.engine.client import normalise_base_url
-from amp_conformance.engine.marking import MARK, check_info
+from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.marking import MARK, CheckInfo, check_info
 from amp_conformance.engine.options import OPTION_SPECS, UsageError, build_options
 from amp_conformance.engine.outcomes import (
+    BLOCKED,
     ERROR,
     FAIL,
     PASS,
     SKIP,
     WARN,
     CheckFailure,
+    PreconditionFailed,
     ToolError,
     TransportFailure,
 )
-from amp_conformance.engine.report import build_report, render_failure, render_summary, write_json_report
-from amp_conformance.engine.run import CheckResult, Run
+from amp_conformance.engine.report import (
+    build_report,
+    render_failure,
+    render_summary,
+    resolve_blocked,
+    write_json_report,
+)
+from amp_conformance.engine.run import CheckResult, NotEnoughAgents, Run
 from amp_conformance.reports.html import write_html_report
 
 RUN_KEY = pytest.StashKey[Run]()
@@ -67,6 +76,12 @@ def pytest_configure(config: pytest.Config) -> None:
         normalise_base_url(options.base_url)
     except (UsageError, ValueError) as exc:
         raise pytest.UsageError(f"amp-conformance: {exc}") from None
+    if getattr(config.option, "numprocesses", None) or getattr(config.option, "dist", "no") != "no":
+        pytest.exit(
+            "amp-conformance: parallel runs (pytest-xdist -n/--dist) are not supported by the AMP plugin "
+            "yet: run without -n",
+            2,
+        )
     if options.junit_path is not None and not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(options.junit_path)
     http = next((p.http for p in config.pluginmanager.get_plugins() if isinstance(p, HttpOverride)), None)
@@ -77,14 +92,39 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     run = active_run(session.config)
     if run is None:
         return
-    try:
-        run.client(None).get("/health")
-    except TransportFailure as exc:
-        if exc.unreachable:
-            reason = exc.exchange.error if exc.exchange else str(exc)
-            pytest.exit(f"amp-conformance: cannot reach {run.options.base_url}: {reason}", 2)
-    except ToolError:
-        pass  # the server is there but misbehaving: the checks will say how
+    problem = preflight(run)
+    if problem:
+        pytest.exit(f"amp-conformance: {problem}", 2)
+
+
+def preflight(run: Run) -> str | None:
+    """One clear reason not to start the checks (nothing answers, or what answers is no AMP server),
+    else None: a wrong URL costs one line, not a hundred failures. A server that answers either
+    ``GET /health`` or ``GET /spec`` with a JSON object is checked; its flaws are the checks' business."""
+    if run.options.protocol != "amp-0.1":
+        return None
+    client = run.client(None)
+    seen: list[str] = []
+    for path in ("/health", "/spec"):
+        try:
+            reply = client.get(path)
+        except TransportFailure as exc:
+            reason = exc.exchange.error if exc.exchange and exc.exchange.error else str(exc)
+            return f"cannot reach {run.options.base_url}: {reason}"
+        except ToolError as exc:
+            return f"cannot reach {run.options.base_url}: {exc}"
+        kind = reply.headers.get("content-type", "no content type").split(";")[0]
+        try:
+            body = reply.json() if reply.status == 200 else None
+        except AssertionError:
+            body = None
+        if isinstance(body, dict):
+            return None
+        seen.append(f"GET {reply.exchange.url} answered {reply.status} ({kind})")
+    return (
+        f"{run.options.base_url} does not look like an AMP server: {'; '.join(seen)}. "
+        "Give the server's base URL, with or without /amp/v1."
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -107,6 +147,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             and (options.fuzz or info.area != "fuzz")
         )
         (selected if wanted else deselected).append(item)
+        if wanted:
+            run.selected_requirements.update(info.requirements)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
@@ -149,73 +191,133 @@ def pytest_runtest_makereport(
     if context is not None:
         result.exchanges = list(context.evidence.exchanges)
         result.warnings = [
-            {
-                "message": w.message,
-                "requirements": list(w.requirements),
-                "curl": w.exchange.curl() if w.exchange else None,
-            }
-            for w in context.evidence.warnings
+            _warning_entry(w.message, w.requirements, w.exchange, info) for w in context.evidence.warnings
         ]
         result.notes = list(context.evidence.notes)
     server_errors = [e for e in result.exchanges if e.status is not None and e.status >= 500]
     if server_errors:
         first = server_errors[0]
         result.warnings.append(
-            {
-                "message": f"AMP-ERR-07: {first.method} {first.url} answered {first.status} (a 5xx; "
-                f"{len(server_errors)} in this check)",
-                "requirements": ["AMP-ERR-07"],
-                "curl": first.curl(),
-            }
+            _warning_entry(
+                f"{first.method} {first.url} answered {first.status}, a server error "
+                f"({len(server_errors)} in this check)",
+                ("AMP-ERR-07",),
+                first,
+                info,
+            )
         )
-    excinfo = call.excinfo
-    if report.skipped:
+    _classify(run, info, result, call.excinfo, report, context)
+    report.user_properties.append(("amp_requirements", ",".join(info.requirements)))
+    report.user_properties.append(("amp_level", result.level))
+    report.user_properties.append(("amp_outcome", result.outcome))
+    run.results[item.nodeid] = result
+    return report
+
+
+def _warning_entry(
+    message: str, requirements: tuple[str, ...], exchange: Exchange | None, info: CheckInfo
+) -> dict[str, Any]:
+    return {
+        "message": message,
+        "requirements": list(requirements),
+        "level": _finding_level(info, requirements),
+        "curl": exchange.curl() if exchange else None,
+        "exchange": exchange.as_dict() if exchange else None,
+    }
+
+
+def _finding_level(info: CheckInfo, requirements: tuple[str, ...]) -> str:
+    """A finding about the check's own ids has the check's level (the catalogue's, or the documented
+    stance it names); a finding about other ids has theirs."""
+    if set(requirements) <= set(info.requirements):
+        return info.level
+    return level_of(requirements, default=info.level)
+
+
+def _classify(
+    run: Run,
+    info: CheckInfo,
+    result: CheckResult,
+    excinfo: pytest.ExceptionInfo[BaseException] | None,
+    report: pytest.TestReport,
+    context: Amp | None,
+) -> None:
+    """Turn what happened into one outcome: pass, fail, warn, skip, error or blocked."""
+    error = excinfo.value if excinfo is not None else None
+    if isinstance(error, CheckFailure) and context is not None:
+        error = context.reattribute(error)
+    if isinstance(error, NotEnoughAgents):
+        result.outcome = SKIP
+        result.message = str(error)
+        _as_skipped(report, result.message)
+        return
+    if error is None and report.skipped:
         result.outcome = SKIP
         longrepr = report.longrepr
         result.message = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
         result.message = result.message.removeprefix("Skipped: ")
-    elif excinfo is None:
-        result.outcome = WARN if result.warnings else PASS
+        return
+    if error is None or isinstance(error, pytest.skip.Exception):
+        if isinstance(error, pytest.skip.Exception):
+            result.outcome = SKIP
+            result.message = str(error.msg)
+            return
         if result.warnings:
-            result.message = result.warnings[0]["message"]
-    elif isinstance(excinfo.value, CheckFailure) or (
-        type(excinfo.value) is AssertionError and report.when == "call"
-    ):
-        failure = excinfo.value
+            first = result.warnings[0]
+            result.outcome = WARN
+            result.message = first["message"]
+            result.finding_requirements = tuple(first["requirements"])
+            result.level = first["level"]
+        return
+    if isinstance(error, PreconditionFailed) and error.requirement not in info.requirements:
+        reporter = run.root_causes.get(error.requirement)
+        asked = error.requirement in run.selected_requirements
+        if reporter is not None or asked:
+            result.outcome = BLOCKED
+            result.blocked_by = {"requirement": error.requirement, "step": error.step, "check": reporter}
+            result.message = error.message
+            result.failing_exchange = error.exchange or _last_exchange(context)
+            _as_skipped(report, f"blocked by {error.requirement} ({error.step})")
+            return
+        # no selected check asks about the broken step: this check reports the root cause, once
+    if isinstance(error, CheckFailure) or (type(error) is AssertionError and report.when == "call"):
+        failure = error
         exchange = failure.exchange if isinstance(failure, CheckFailure) else None
-        if exchange is None and context is not None and context.evidence.exchanges:
-            exchange = context.evidence.exchanges[-1]
-        result.failing_exchange = exchange
+        result.failing_exchange = exchange or _last_exchange(context)
         result.message = failure.message if isinstance(failure, CheckFailure) else str(failure)
-        expected = failure.expected if isinstance(failure, CheckFailure) else None
-        if info.level == MUST:
+        result.expected = failure.expected if isinstance(failure, CheckFailure) else None
+        named = failure.requirements if isinstance(failure, CheckFailure) else ()
+        result.finding_requirements = named or info.requirements
+        result.level = _finding_level(info, result.finding_requirements)
+        for rid in result.finding_requirements:
+            run.root_causes.setdefault(rid, result.nodeid)
+        if result.level == MUST:
             result.outcome = FAIL
-            report.longrepr = render_failure(result, expected=expected)
+            report.longrepr = render_failure(result, expected=result.expected)
         else:
             result.outcome = WARN
             report.outcome = "passed"
             report.longrepr = None
             result.warnings.insert(
-                0,
-                {
-                    "message": result.message,
-                    "requirements": list(info.requirements),
-                    "curl": exchange.curl() if exchange else None,
-                },
+                0, _warning_entry(result.message, result.finding_requirements, result.failing_exchange, info)
             )
-    else:
-        result.outcome = ERROR
-        error = excinfo.value
-        kind = "" if isinstance(error, ToolError) else f"{type(error).__name__} in the check: "
-        result.message = f"{kind}{error}"
-        if context is not None and context.evidence.exchanges:
-            result.failing_exchange = context.evidence.exchanges[-1]
-        report.longrepr = render_failure(result)
-    report.user_properties.append(("amp_requirements", ",".join(info.requirements)))
-    report.user_properties.append(("amp_level", info.level))
-    report.user_properties.append(("amp_outcome", result.outcome))
-    run.results[item.nodeid] = result
-    return report
+        return
+    result.outcome = ERROR
+    kind = "" if isinstance(error, ToolError) else f"{type(error).__name__} in the check: "
+    result.message = f"{kind}{error}"
+    result.failing_exchange = _last_exchange(context)
+    report.longrepr = render_failure(result)
+
+
+def _last_exchange(context: Amp | None) -> Exchange | None:
+    return context.evidence.exchanges[-1] if context is not None and context.evidence.exchanges else None
+
+
+def _as_skipped(report: pytest.TestReport, reason: str) -> None:
+    """Show an outcome that is no verdict on the server as a skip to pytest (and JUnit)."""
+    report.outcome = "skipped"
+    location = report.location
+    report.longrepr = (str(location[0]), (location[1] or 0) + 1, reason)
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
@@ -234,6 +336,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if run is None:
         return
     run.clean_up()
+    resolve_blocked(run)
     run.finished_monotonic = time.monotonic()
     if run.options.json_path is not None:
         write_json_report(run, run.options.json_path)

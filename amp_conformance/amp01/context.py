@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any, NoReturn
@@ -14,10 +15,11 @@ from amp_conformance.amp01.envelope import envelope_problems, validation_error_p
 from amp_conformance.engine.client import Client, Reply
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.marking import CheckInfo
-from amp_conformance.engine.outcomes import CheckFailure, Evidence, ToolError, Warn
+from amp_conformance.engine.outcomes import CheckFailure, Evidence, PreconditionFailed, ToolError, Warn
 from amp_conformance.engine.run import Agent, NotEnoughAgents, Run
 
 DEFAULT_MAX_PAGE_SIZE = 100
+_CELL_IN_URL = re.compile(r"/memories/([^/?#]+)")
 KEYS_NEEDED = (
     "the server requires API keys (/spec api_keys_required: true): give the suite keys with "
     "--api-key AGENT=KEY (repeatable) or --api-keys-file"
@@ -92,7 +94,14 @@ class Amp:
 
     @property
     def keys_mode(self) -> bool:
+        """The run was given API keys."""
         return self.run.options.keys_mode
+
+    @property
+    def server_requires_keys(self) -> bool:
+        """The server is held to the keys-mode rules: the run was given keys, or /spec says keys are
+        required (a keys-mode server checked without keys is still a keys-mode server)."""
+        return self.keys_mode or self.capabilities.get("api_keys_required") is True
 
     # what the server claims --------------------------------------------------------------------
 
@@ -104,10 +113,12 @@ class Amp:
             message = f"GET /spec is needed by this check and failed: {self.run.spec_error}"
             if self.run.spec_failed_in_transport:
                 raise ToolError(message)
-            raise CheckFailure(message)
+            raise PreconditionFailed(message, step="reading GET /spec", requirement="AMP-CAP-01")
         capabilities = body.get("capabilities")
         if not isinstance(capabilities, dict):
-            raise CheckFailure("GET /spec has no 'capabilities' object")
+            raise PreconditionFailed(
+                "GET /spec has no capabilities object", step="reading GET /spec", requirement="AMP-CAP-01"
+            )
         return capabilities
 
     @property
@@ -144,19 +155,18 @@ class Amp:
     def create_cell(
         self, overrides: Mapping[str, Any] | None = None, *, as_agent: str = "a", **fields: Any
     ) -> dict[str, Any]:
-        """Create a cell (a precondition: anything but 201 with a cell fails the check)."""
+        """Create a cell. A step, not a question: a 2xx with an id will do (AMP-CRE-01 insists on 201
+        itself); anything else blocks the check under AMP-CRE-01."""
         body = self.cell_body(overrides, **fields)
         reply = self.as_agent(as_agent).post("/memories", body)
-        # any 2xx with a cell will do as a precondition: AMP-CRE-01 itself insists on 201
-        self.expect(
-            200 <= reply.status < 300,
-            f"creating a cell (precondition): expected 201, got {reply.status}",
-            reply,
-            expected="201",
-        )
-        cell = reply.json_object()
-        if not isinstance(cell.get("id"), str):
-            self.fail("the created cell has no string 'id'", reply)
+        cell = reply.json() if 200 <= reply.status < 300 and reply.text else None
+        if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
+            shown = (
+                f"status {reply.status}" if not 200 <= reply.status < 300 else "a body without a string id"
+            )
+            self.precondition_failed(
+                f"creating a cell answered {shown}", reply, step="creating a cell", requirement="AMP-CRE-01"
+            )
         self.remember(cell["id"], as_agent=as_agent)
         return cell
 
@@ -165,15 +175,30 @@ class Amp:
         self.run.remember(cell_id, self.agent(as_agent))
 
     def archive(self, cell_id: str, *, as_agent: str = "a") -> dict[str, Any]:
+        """Archive a cell (a step: anything but 200 with an object blocks the check under AMP-PATCH-10)."""
         reply = self.as_agent(as_agent).patch(f"/memories/{cell_id}", {"lifecycle": {"status": "archived"}})
-        self.expect_status(reply, 200, what="archiving a cell (precondition)")
-        return reply.json_object()
+        body = reply.json() if reply.status == 200 else None
+        if not isinstance(body, dict):
+            self.precondition_failed(
+                f"archiving a cell answered status {reply.status}",
+                reply,
+                step="archiving a cell",
+                requirement="AMP-ACL-08" if self.creator_refused(reply) else "AMP-PATCH-10",
+            )
+        return body
 
     def delete_cell(self, cell_id: str, *, as_agent: str = "a") -> None:
-        """Archive, then delete (a precondition)."""
+        """Archive, then delete (steps: a refusal blocks the check under AMP-PATCH-10 or AMP-DEL-01)."""
         self.archive(cell_id, as_agent=as_agent)
         reply = self.as_agent(as_agent).delete(f"/memories/{cell_id}")
-        self.expect_status(reply, 204, what="deleting an archived cell (precondition)")
+        if reply.status != 204:
+            self.precondition_failed(
+                f"deleting an archived cell answered status {reply.status}",
+                reply,
+                step="deleting an archived cell",
+                requirement="AMP-ACL-08" if self.creator_refused(reply) else "AMP-DEL-01",
+                expected="204",
+            )
 
     def unknown_id(self) -> str:
         """A well-formed id no server has issued, in the server's id form."""
@@ -184,21 +209,128 @@ class Amp:
 
     # verdicts ----------------------------------------------------------------------------------
 
-    def fail(self, message: str, reply: Reply | None = None, *, expected: str | None = None) -> NoReturn:
-        raise CheckFailure(message, expected=expected, exchange=self._exchange(reply))
+    def fail(
+        self,
+        message: str,
+        reply: Reply | None = None,
+        *,
+        expected: str | None = None,
+        requirement: str | None = None,
+    ) -> NoReturn:
+        """End the check with a finding; ``requirement`` names the id it breaks when the check cites
+        several (or it is another id's): the finding is reported at that requirement's level."""
+        raise CheckFailure(
+            message,
+            expected=expected,
+            exchange=self._exchange(reply),
+            requirements=(requirement,) if requirement else (),
+        )
 
     def expect(
-        self, condition: object, message: str, reply: Reply | None = None, *, expected: str | None = None
+        self,
+        condition: object,
+        message: str,
+        reply: Reply | None = None,
+        *,
+        expected: str | None = None,
+        requirement: str | None = None,
     ) -> None:
-        """Fail with ``message`` (what should hold) unless ``condition`` is true."""
+        """Fail with ``message`` (the finding) unless ``condition`` is true."""
         if not condition:
-            self.fail(message, reply, expected=expected)
+            self.fail(message, reply, expected=expected, requirement=requirement)
 
-    def expect_status(self, reply: Reply, *statuses: int, what: str | None = None) -> None:
+    def precondition_failed(
+        self, message: str, reply: Reply | None, *, step: str, requirement: str, expected: str | None = None
+    ) -> NoReturn:
+        """A step the check depends on broke ``requirement``: the check is ``blocked`` under it (or fails,
+        when the check itself asks about that requirement)."""
+        raise PreconditionFailed(
+            message, step=step, requirement=requirement, expected=expected, exchange=self._exchange(reply)
+        )
+
+    def creator_refused(self, reply: Reply) -> bool:
+        """Whether ``reply`` refuses (401/403) the agent that created the cell the request names: the
+        creator's access is AMP-ACL-08's question, a step for every other check."""
+        exchange = reply.exchange
+        if exchange.status not in (401, 403):
+            return False
+        match = _CELL_IN_URL.search(exchange.url)
+        agent = {k.lower(): v for k, v in exchange.request_headers.items()}.get("x-amp-agent-id")
+        return match is not None and agent is not None and self.run.creator_of(match.group(1)) == agent
+
+    def reattribute(self, failure: CheckFailure) -> CheckFailure:
+        """The failure as the root cause it stands for. A list or search by a cell's creator that misses
+        the creator's own cells, on a server that refuses creators their own cells, is AMP-ACL-08's
+        finding: for every other check, a step it depends on is broken."""
+        exchange = failure.exchange
+        if (
+            exchange is None
+            or isinstance(failure, PreconditionFailed)
+            or "AMP-ACL-08" in self.info.requirements
+            or (
+                not (exchange.method == "GET" and "/memories" in exchange.url)
+                and not exchange.url.endswith("/memories/search")
+            )
+        ):
+            return failure
+        agent = {k.lower(): v for k, v in exchange.request_headers.items()}.get("x-amp-agent-id")
+        if agent is None or agent not in {c.agent.id for c in self.run.created} or self._creators_served():
+            return failure
+        return PreconditionFailed(
+            failure.message,
+            step="the creator listing or searching its own cells",
+            requirement="AMP-ACL-08",
+            expected=failure.expected,
+            exchange=exchange,
+        )
+
+    def _creators_served(self) -> bool:
+        """Whether a creator may read its own fresh cell (probed once per run, outside any check)."""
+        known = self.run.cache.get("creator_reads_own_cell")
+        if known is None:
+            agent = self.run.agent("a")
+            client = self.run.run_client(agent)
+            body = {
+                "type": "semantic",
+                "content": {"text": "amp-conformance creator probe"},
+                "identity": {"owner_id": self.run.new_owner(), "owner_type": "user"},
+            }
+            try:
+                created = client.post("/memories", body)
+                cell = created.json() if 200 <= created.status < 300 else None
+                if isinstance(cell, dict) and isinstance(cell.get("id"), str):
+                    self.run.remember(cell["id"], agent)
+                    known = client.get(f"/memories/{cell['id']}").status not in (401, 403)
+                else:
+                    known = True  # nothing to learn: the create's own checks report it
+            except (ToolError, AssertionError):
+                known = True
+            self.run.cache["creator_reads_own_cell"] = known
+        return bool(known)
+
+    def _creator_step_failed(self, message: str, reply: Reply) -> NoReturn:
+        """The creator was refused its own cell: AMP-ACL-08's finding, a broken step for other checks."""
+        message += ": the cell's creator was refused"
+        if "AMP-ACL-08" in self.info.requirements:
+            self.fail(message, reply, requirement="AMP-ACL-08")
+        self.precondition_failed(
+            message, reply, step="the creator acting on its own cell", requirement="AMP-ACL-08"
+        )
+
+    def expect_status(
+        self, reply: Reply, *statuses: int, what: str | None = None, requirement: str | None = None
+    ) -> None:
         if reply.status not in statuses:
             wanted = " or ".join(str(s) for s in statuses)
-            prefix = f"{what}: " if what else ""
-            self.fail(f"{prefix}expected status {wanted}, got {reply.status}", reply, expected=wanted)
+            subject = what or f"{reply.exchange.method} {reply.exchange.url}"
+            if requirement is None and self.creator_refused(reply) and not {401, 403} & set(statuses):
+                self._creator_step_failed(f"{subject} answered {reply.status}, not {wanted}", reply)
+            self.fail(
+                f"{subject} answered {reply.status}, not {wanted}",
+                reply,
+                expected=wanted,
+                requirement=requirement,
+            )
 
     def expect_error(
         self, reply: Reply, status: int | Iterable[int], codes: str | Iterable[str] | None = None
@@ -209,9 +341,11 @@ class Amp:
         expectation = " or ".join(str(s) for s in statuses)
         if wanted_codes:
             expectation += " with code " + " or ".join(wanted_codes)
+        if reply.status not in statuses and not {401, 403} & set(statuses) and self.creator_refused(reply):
+            self._creator_step_failed(f"answered {reply.status}, not {expectation}", reply)
         self.expect(
             reply.status in statuses,
-            f"expected status {expectation}, got {reply.status}",
+            f"answered {reply.status}, not {expectation}",
             reply,
             expected=expectation,
         )
@@ -229,7 +363,7 @@ class Amp:
 
     def expect_validation_error(self, reply: Reply) -> dict[str, Any]:
         """422 ``VALIDATION_ERROR`` with well-formed ``details.errors`` (AMP-ERR-04)."""
-        self.expect(reply.status == 422, f"expected status 422, got {reply.status}", reply, expected="422")
+        self.expect(reply.status == 422, f"answered {reply.status}, not 422", reply, expected="422")
         problems = validation_error_problems(reply.json())
         self.expect(not problems, "422 body: " + "; ".join(problems), reply)
         error: dict[str, Any] = reply.json()["error"]

@@ -50,7 +50,8 @@ def answer_of(reply: Reply) -> tuple[int, str | None]:
 
 
 def label(answer: tuple[int, str | None]) -> str:
-    return f"{answer[0]} {answer[1]}"
+    """``404 NOT_FOUND``; ``200`` alone when the reply carries no error code."""
+    return f"{answer[0]} {answer[1]}" if answer[1] else str(answer[0])
 
 
 @dataclass
@@ -109,7 +110,7 @@ def _detect(run: Run, found: Conventions) -> None:
             "identity": {"owner_id": run.new_owner(), "owner_type": "user"},
         },
     )
-    if created.status != 201:
+    if not 200 <= created.status < 300:
         found.problems.append(f"could not create a probe cell (status {created.status})")
         return
     cell = created.json_object()

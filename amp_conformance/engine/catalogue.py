@@ -104,13 +104,32 @@ def parse_requirements_markdown(text: str) -> list[Requirement]:
 
 
 @cache
-def catalogue() -> dict[str, Requirement]:
-    """The packaged catalogue, by id."""
-    document = load_contract("requirements.json", "amp01")
+def catalogue(protocol: str = "amp01") -> dict[str, Requirement]:
+    """A protocol package's packaged catalogue (``amp01``: AMP v0.1.0; ``amp11``: AMP v1.1), by id."""
+    document = load_contract("requirements.json", protocol)
     return {
         entry["id"]: Requirement(entry["id"], entry["level"], entry["title"])
         for entry in document["requirements"]
     }
+
+
+def protocol_of(requirement_id: str) -> str:
+    """The protocol package whose catalogue holds ``requirement_id`` (``AMP11-...`` or ``AMP-...``)."""
+    return "amp11" if requirement_id.startswith("AMP11-") else "amp01"
+
+
+def requirement(requirement_id: str) -> Requirement | None:
+    """The catalogue entry of any protocol's id, or None for an id no catalogue has."""
+    try:
+        return catalogue(protocol_of(requirement_id)).get(requirement_id)
+    except FileNotFoundError:
+        return None
+
+
+def level_of(requirement_ids: tuple[str, ...] | list[str], default: str = MAY) -> str:
+    """The strongest catalogue level among ``requirement_ids`` (``default`` when none is known)."""
+    found = [r.level for rid in requirement_ids if (r := requirement(rid)) is not None]
+    return min(found, key=LEVELS.index) if found else default
 
 
 def expand_areas(names: str | list[str]) -> set[str]:

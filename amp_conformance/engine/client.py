@@ -103,6 +103,8 @@ class Connection:
         self._max_failures = max_consecutive_failures
         self._consecutive_failures = 0
         self.broken_reason: str | None = None
+        self.requests = 0
+        """How many requests were sent (the JSON report states it)."""
 
     def close(self) -> None:
         self._http.close()
@@ -131,6 +133,7 @@ class Connection:
         if self.broken_reason is not None:
             exchange.error = f"not sent: {self.broken_reason}"
             raise ServerUnavailable(f"request not sent: {self.broken_reason}")
+        self.requests += 1
         timeout = self.timeout
         if deadline is not None:
             remaining = deadline - time.monotonic()

@@ -22,6 +22,7 @@ class CheckInfo:
     title: str
     deadline: float | None = None
     global_effects: bool = False
+    stance: str | None = None
 
 
 def check(
@@ -30,12 +31,17 @@ def check(
     area: str | None = None,
     deadline: float | None = None,
     global_effects: bool = False,
+    stance: str | None = None,
 ) -> Callable[[F], F]:
     """Mark a test as a conformance check of ``requirements`` (AMP-AREA-NN ids) at ``level``.
 
     ``area`` defaults to the area of the first id; ``deadline`` overrides the run's per-check deadline
     for checks that must wait (decay, rate windows); ``global_effects`` marks checks that run
     store-wide operations and therefore need ``--allow-global-effects``.
+
+    ``level`` is the catalogue's (the strongest level of the cited ids, a project test keeps them
+    equal) unless ``stance`` names the requirements.md §2 conflict (``"C-23"``) that documents a
+    softer reading; findings about other ids take those ids' own catalogue levels.
     """
     if not requirements:
         raise ValueError("a check cites at least one requirement id")
@@ -47,6 +53,7 @@ def check(
         area=area or area_of(requirements[0]),
         deadline=deadline,
         global_effects=global_effects,
+        stance=stance,
     )
 
 
@@ -66,4 +73,5 @@ def check_info(item: pytest.Item) -> CheckInfo | None:
         title=title,
         deadline=kwargs.get("deadline"),
         global_effects=bool(kwargs.get("global_effects")),
+        stance=kwargs.get("stance"),
     )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +24,15 @@ class OptionSpec:
         return "amp_" + self.name.replace("-", "_")
 
 
+PROTOCOLS = ("amp-0.1", "amp-1.1")
+
 OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("base-url", "URL of the AMP server, with or without /amp/v1 (enables the suite)"),
+    OptionSpec(
+        "protocol",
+        "the protocol to check: amp-0.1 (AMP v0.1.0 REST, the default) or amp-1.1 (smriti-memcore AMP v1.1)",
+        {"default": "amp-0.1", "choices": list(PROTOCOLS)},
+    ),
     OptionSpec("admin-token", "admin token for POST /lifecycle/run (never printed)"),
     OptionSpec(
         "api-key",
@@ -100,6 +108,7 @@ class SuiteOptions:
     """Validated options of one run."""
 
     base_url: str
+    protocol: str = "amp-0.1"
     admin_token: str | None = None
     api_keys: dict[str, str] = field(default_factory=dict)
     timeout: float = 10.0
@@ -130,6 +139,7 @@ class SuiteOptions:
         """The options as the report shows them: secrets reduced to whether they were given."""
         return {
             "base_url": self.base_url,
+            "protocol": self.protocol,
             "admin_token_given": self.admin_token is not None,
             "api_key_agents": sorted(self.api_keys),
             "timeout": self.timeout,
@@ -186,8 +196,15 @@ def build_options(values: dict[str, Any]) -> SuiteOptions:
         raise UsageError("--allow-global-effects needs --admin-token")
     json_path = values.get("amp_json")
     junit_path = values.get("amp_junit")
+    for flag, dest in _REPORT_PATHS:
+        value = values.get(dest)
+        if value and not (value == "-" and flag == "--json"):
+            problem = unwritable(Path(value))
+            if problem:
+                raise UsageError(f"{flag} {value}: {problem}")
     return SuiteOptions(
         base_url=base_url,
+        protocol=str(values.get("amp_protocol") or "amp-0.1"),
         admin_token=values.get("amp_admin_token"),
         api_keys=_parse_keys(values.get("amp_api_key") or [], values.get("amp_api_keys_file")),
         timeout=float(values.get("amp_timeout", 10.0)),
@@ -214,3 +231,29 @@ def build_options(values: dict[str, Any]) -> SuiteOptions:
 
 def _path(value: Any) -> Path | None:
     return Path(value) if value else None
+
+
+#: Report options whose paths are checked before the run starts (``--json -`` is standard output).
+_REPORT_PATHS = (
+    ("--json", "amp_json"),
+    ("--junit", "amp_junit"),
+    ("--html", "amp_html"),
+    ("--markdown", "amp_markdown"),
+    ("--badge", "amp_badge"),
+    ("--write-expectations", "amp_write_expectations"),
+)
+
+
+def unwritable(path: Path) -> str | None:
+    """Why a report could not be written to ``path`` (None when it can): found out before a run, not
+    after minutes of checks."""
+    if path.is_dir():
+        return "is a directory"
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "cannot be written (permission denied)"
+    return None

@@ -17,17 +17,52 @@ FAIL = "fail"
 WARN = "warn"
 SKIP = "skip"
 ERROR = "error"
-OUTCOMES = (PASS, FAIL, WARN, SKIP, ERROR)
+BLOCKED = "blocked"
+OUTCOMES = (PASS, FAIL, WARN, SKIP, ERROR, BLOCKED)
+"""``blocked``: the check could not reach its own question because a step it depends on broke; the
+step's requirement is the root cause, reported once by the check that asks about it (as WPT and TAP
+tell a failing assertion from a failed harness step)."""
 
 
 class CheckFailure(AssertionError):
-    """The server did not do what a requirement says. Carries the evidence that shows it."""
+    """The server did not do what a requirement says. Carries the evidence that shows it.
 
-    def __init__(self, message: str, *, expected: str | None = None, exchange: Exchange | None = None):
+    ``requirements`` names the ids the finding breaks when they are not simply the check's own (a check
+    citing several ids says which one a finding is about); the finding's level is theirs."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        expected: str | None = None,
+        exchange: Exchange | None = None,
+        requirements: tuple[str, ...] = (),
+    ):
         super().__init__(message)
         self.message = message
         self.expected = expected
         self.exchange = exchange
+        self.requirements = requirements
+
+
+class PreconditionFailed(CheckFailure):
+    """A step the check depends on (create, archive, delete, read back...) broke ``requirement``.
+
+    Raised where the step's helper lives. For a check that cites ``requirement`` this is an ordinary
+    failure; for any other check it is ``blocked`` under that root cause."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: str,
+        requirement: str,
+        expected: str | None = None,
+        exchange: Exchange | None = None,
+    ):
+        super().__init__(message, expected=expected, exchange=exchange, requirements=(requirement,))
+        self.step = step
+        self.requirement = requirement
 
 
 class ToolError(Exception):

@@ -14,24 +14,36 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from amp_conformance._version import __version__
-from amp_conformance.engine.catalogue import AREAS, LEVELS, MUST, catalogue
-from amp_conformance.engine.outcomes import ERROR, FAIL, OUTCOMES, SKIP, WARN
+from amp_conformance.engine.catalogue import (
+    AREAS,
+    LEVELS,
+    MUST,
+    Requirement,
+    catalogue,
+    level_of,
+    requirement,
+)
+from amp_conformance.engine.outcomes import BLOCKED, ERROR, FAIL, OUTCOMES, SKIP, WARN
 
 if TYPE_CHECKING:
     from amp_conformance.engine.run import CheckResult, Run
 
-REPORT_VERSION = "1.0"
+REPORT_VERSION = "2.0"
+PROTOCOL_PACKAGES = {"amp-0.1": "amp01", "amp-1.1": "amp11"}
+
+
+def _requirement_line(rid: str, level: str | None = None) -> str:
+    entry = requirement(rid)
+    title = entry.title if entry else "(not in catalogue)"
+    shown = level or (entry.level if entry else "?")
+    return f"{rid} ({shown}): {title}"
 
 
 def render_failure(result: CheckResult, *, expected: str | None = None) -> str:
     """The text shown for a failed or errored check: requirement, finding, exchange, curl."""
-    known = catalogue()
     lines = [f"{result.outcome.upper()}: {result.title}"]
-    for rid in result.requirements:
-        requirement = known.get(rid)
-        lines.append(
-            f"  {rid} ({result.level}): {requirement.title if requirement else '(not in catalogue)'}"
-        )
+    for rid in result.finding_requirements or result.requirements:
+        lines.append("  " + _requirement_line(rid, result.level if rid in result.requirements else None))
     lines.append(f"  found:    {result.message}")
     if expected:
         lines.append(f"  expected: {expected}")
@@ -45,6 +57,30 @@ def render_failure(result: CheckResult, *, expected: str | None = None) -> str:
     return "\n".join(lines)
 
 
+def resolve_blocked(run: Run) -> None:
+    """Point every blocked check at the check that reports its root cause. A root cause that no check
+    reported (the check asking about it passed, or was not run) is reported by its first blocked check,
+    so a broken step is never silent and never counted twice."""
+    for result in run.results.values():
+        if result.outcome == FAIL or result.outcome == WARN:
+            for rid in result.finding_requirements:
+                run.root_causes.setdefault(rid, result.nodeid)
+    for result in run.results.values():
+        if result.outcome != BLOCKED or result.blocked_by is None:
+            continue
+        rid = result.blocked_by["requirement"]
+        reporter = run.root_causes.get(rid)
+        if reporter is not None and run.results.get(reporter, result).outcome in (FAIL, WARN):
+            result.blocked_by["check"] = reporter
+            continue
+        # nothing else reports it: this check does
+        result.outcome = FAIL if level_of((rid,)) == MUST else WARN
+        result.finding_requirements = (rid,)
+        result.level = level_of((rid,))
+        result.blocked_by = None
+        run.root_causes[rid] = result.nodeid
+
+
 def summarise(run: Run) -> dict[str, Any]:
     results = list(run.results.values())
     outcomes = Counter(r.outcome for r in results)
@@ -53,31 +89,49 @@ def summarise(run: Run) -> dict[str, Any]:
     for result in results:
         by_area.setdefault(result.area, dict.fromkeys(OUTCOMES, 0))[result.outcome] += 1
         by_level.setdefault(result.level, dict.fromkeys(OUTCOMES, 0))[result.outcome] += 1
-    cited = sorted({rid for r in results if r.outcome != SKIP for rid in r.requirements})
+    cited = sorted({rid for r in results if r.outcome not in (SKIP, BLOCKED) for rid in r.requirements})
+    expected = [r for r in results if r.expectation is not None]
     return {
         "total": len(results),
         "outcomes": {outcome: outcomes.get(outcome, 0) for outcome in OUTCOMES},
-        "must_failures": sum(1 for r in results if r.outcome == FAIL and r.level == MUST),
-        "errors": outcomes.get(ERROR, 0),
+        "must_failures": sum(1 for r in results if _counts_as_must_failure(r)),
+        "errors": sum(1 for r in results if r.outcome == ERROR and not _expected(r)),
         "by_area": dict(sorted(by_area.items())),
         "by_level": {level: by_level[level] for level in LEVELS if level in by_level},
         "requirements_cited": cited,
         "verdict": verdict(run),
+        "expected_failures": sum(1 for r in expected if r.expectation and r.expectation.get("met")),
+        "unexpected_passes": sum(
+            1 for r in expected if r.expectation and not r.expectation.get("met") and r.outcome == "pass"
+        ),
     }
 
 
+def _expected(result: CheckResult) -> bool:
+    return bool(result.expectation and result.expectation.get("met"))
+
+
+def _counts_as_must_failure(result: CheckResult) -> bool:
+    return result.outcome == FAIL and result.level == MUST and not _expected(result)
+
+
 def verdict(run: Run) -> str:
-    """``fail`` when a MUST check failed, ``incomplete`` when checks errored, else ``pass``."""
-    results = run.results.values()
-    if any(r.outcome == FAIL and r.level == MUST for r in results):
+    """``fail`` when a MUST check failed, ``incomplete`` when checks errored, else ``pass``.
+
+    Blocked checks never count (their root cause does); failures an expectations file expects don't."""
+    results = list(run.results.values())
+    if not results:
+        return "incomplete"  # an empty selection says nothing about the server
+    if any(_counts_as_must_failure(r) for r in results):
         return "fail"
-    if any(r.outcome == ERROR for r in results):
+    if any(r.outcome == ERROR and not _expected(r) for r in results):
         return "incomplete"
     return "pass"
 
 
 def _check_entry(result: CheckResult) -> dict[str, Any]:
     failing = result.failing_exchange
+    shows_curl = result.outcome in (FAIL, ERROR, BLOCKED, WARN)
     return {
         "id": result.nodeid,
         "name": result.name,
@@ -87,11 +141,30 @@ def _check_entry(result: CheckResult) -> dict[str, Any]:
         "area": result.area,
         "outcome": result.outcome,
         "message": result.message,
+        "expected": result.expected,
+        "finding_requirements": list(result.finding_requirements),
+        "blocked_by": result.blocked_by,
+        "expectation": result.expectation,
         "duration_seconds": round(result.duration, 4),
         "warnings": result.warnings,
         "notes": result.notes,
-        "curl": failing.curl() if failing is not None and result.outcome in (FAIL, ERROR) else None,
+        "curl": failing.curl() if failing is not None and shows_curl else None,
         "exchanges": [exchange.as_dict() for exchange in result.exchanges],
+    }
+
+
+def _catalogue_entry(protocol: str) -> dict[str, Any]:
+    package = PROTOCOL_PACKAGES.get(protocol, "amp01")
+    try:
+        entries: dict[str, Requirement] = catalogue(package)
+    except FileNotFoundError:
+        entries = {}
+    return {
+        "protocol": protocol,
+        "areas": dict(AREAS) if package == "amp01" else {},
+        "requirements": [
+            {"id": r.id, "level": r.level, "title": r.title, "area": r.area} for r in entries.values()
+        ],
     }
 
 
@@ -99,8 +172,11 @@ def build_report(run: Run) -> dict[str, Any]:
     finished = run.finished_monotonic or time.monotonic()
     conventions = run.conventions_if_detected()
     spec = run.fetch_spec() if run.connection.broken_reason is None else None
+    protocol = run.options.protocol
+    total = run.connection.requests
     return {
         "report_version": REPORT_VERSION,
+        "protocol": protocol,
         "tool": {"name": "amp-conformance", "version": __version__},
         "run": {
             "id": str(run.id),
@@ -108,6 +184,12 @@ def build_report(run: Run) -> dict[str, Any]:
             "finished_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
             "duration_seconds": round(finished - run.started_monotonic, 3),
             "options": run.options.public_view(),
+            "requests": {
+                "checks": total - run.cleanup_requests,
+                "cleanup": run.cleanup_requests,
+                "total": total,
+            },
+            "workers": run.workers,
         },
         "server": {
             "base_url": run.connection.api_base,
@@ -116,32 +198,48 @@ def build_report(run: Run) -> dict[str, Any]:
             "unavailable": run.connection.broken_reason,
         },
         "conventions": conventions.as_report() if conventions is not None else None,
+        "catalogue": _catalogue_entry(protocol),
         "summary": summarise(run),
         "checks": [_check_entry(result) for result in run.results.values()],
         "cleanup": dict(run.cleanup),
+        "expectations": run.expectations_report,
     }
 
 
 def write_json_report(run: Run, path: Path) -> None:
+    """Write the JSON report (``-`` is standard output)."""
+    text = json.dumps(build_report(run), indent=1, ensure_ascii=False) + "\n"
+    if str(path) == "-":
+        import sys
+
+        sys.stdout.write(text)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(build_report(run), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
 
 
 def _row(name: str, counts: dict[str, Any]) -> str:
-    cells = "".join(f"{counts[outcome]:>7}" for outcome in OUTCOMES)
+    cells = "".join(f"{counts[outcome]:>8}" for outcome in OUTCOMES)
     return f"  {name:<30}{cells}"
 
 
+def _one_line(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 def render_summary(run: Run) -> str:
-    """The terminal summary: conventions, a table by area, the failures, the verdict."""
+    """The terminal summary: conventions, a table by area, findings with evidence, blocked checks under
+    their causes, skip reasons, the verdict."""
     summary = summarise(run)
+    results = list(run.results.values())
     lines = ["", f"AMP conformance of {run.connection.api_base} (run {run.id})"]
     conventions = run.conventions_if_detected()
     if conventions is not None:
         lines.append("conventions:")
         for name, entry in conventions.as_report().items():
             if name != "problems":
-                lines.append(f"  {name:<13} {entry['value'] or '-'}  ({entry['source']})")
+                lines.append(f"  {name:<13} {entry['value'] or 'undetermined'}  ({entry['source']})")
         lines += [f"  note: {problem}" for problem in conventions.problems]
     lines += ["", _row("area", dict(zip(OUTCOMES, OUTCOMES, strict=True)))]
     for area, counts in summary["by_area"].items():
@@ -149,32 +247,69 @@ def render_summary(run: Run) -> str:
     lines.append(_row("total", summary["outcomes"]))
     for level, counts in summary["by_level"].items():
         lines.append(_row(level, counts))
-    failures = [r for r in run.results.values() if r.outcome in (FAIL, ERROR)]
+    failures = [r for r in results if r.outcome == FAIL]
+    errors = [r for r in results if r.outcome == ERROR]
+    if errors:
+        lines += ["", "errors (the tool or the network failed; no verdict on the server):"]
+        for message, count in Counter(_one_line(r.message) for r in errors).most_common():
+            lines.append(f"  {count:>4} x {message}")
     if failures:
-        lines += ["", "failures and errors:"]
+        lines += ["", "failures:"]
         for result in failures:
-            ids = ",".join(result.requirements)
+            ids = ",".join(result.finding_requirements or result.requirements)
             lines.append(f"  {result.outcome.upper():<5} {ids} ({result.level}) {result.title}")
-            lines.append(f"        {result.message}")
-    warned = [r for r in run.results.values() if r.outcome == WARN]
+            lines.append(f"        {_one_line(result.message)}")
+            if result.failing_exchange is not None:
+                lines.append(f"        reproduce: {_one_line(result.failing_exchange.curl(), 400)}")
+    blocked = [r for r in results if r.outcome == BLOCKED and r.blocked_by]
+    if blocked:
+        lines += ["", "blocked (a step they depend on broke; reported once, by its own check):"]
+        causes: dict[str, list[CheckResult]] = {}
+        for result in blocked:
+            assert result.blocked_by is not None
+            causes.setdefault(result.blocked_by["requirement"], []).append(result)
+        for rid, group in causes.items():
+            reporter = run.results.get(group[0].blocked_by["check"] or "") if group[0].blocked_by else None
+            by = f", reported by {reporter.name}" if reporter else ""
+            lines.append(f"  {rid}{by}: {len(group)} check(s) blocked")
+            for result in group[:8]:
+                lines.append(f"        {result.name}: {result.blocked_by and result.blocked_by['step']}")
+            if len(group) > 8:
+                lines.append(f"        ... and {len(group) - 8} more")
+    warned = [r for r in results if r.outcome == WARN]
     if warned:
         lines += ["", "warnings:"]
         for result in warned:
-            first = result.warnings[0] if result.warnings else {}
-            ids = ",".join(first.get("requirements") or result.requirements)
-            lines.append(f"  WARN  {ids} ({result.level}) {first.get('message', result.message)}")
+            for warning in result.warnings[:1]:
+                ids = ",".join(warning.get("requirements") or result.requirements)
+                level = warning.get("level") or result.level
+                lines.append(f"  WARN  {ids} ({level}) {_one_line(warning.get('message', result.message))}")
+                if warning.get("curl"):
+                    lines.append(f"        reproduce: {_one_line(warning['curl'], 400)}")
+    skipped = [r for r in results if r.outcome == SKIP]
+    if skipped:
+        lines += ["", "skipped:"]
+        reasons = Counter(_one_line(r.message) for r in skipped)
+        for reason, count in reasons.most_common():
+            lines.append(f"  {count:>4} x {reason}")
     if run.cleanup["problems"]:
         lines += ["", "cleanup (not counted against the server):"]
         lines += [f"  {problem}" for problem in run.cleanup["problems"][:10]]
     if run.connection.broken_reason:
         lines += ["", f"server unavailable: {run.connection.broken_reason}"]
-    lines += ["", f"requirements cited: {len(summary['requirements_cited'])}"]
+    lines += [
+        "",
+        f"requirements cited: {len(summary['requirements_cited'])}; requests sent: {run.connection.requests}"
+        f" ({run.cleanup_requests} for cleanup)",
+    ]
     verdict_text = {
         "pass": "PASS: every MUST check passed",
         "fail": f"FAIL: {summary['must_failures']} MUST check(s) failed",
-        "incomplete": f"INCOMPLETE: {summary['errors']} check(s) could not reach a verdict",
+        "incomplete": f"INCOMPLETE: {summary['errors']} check(s) could not reach a verdict"
+        if results
+        else "INCOMPLETE: no check ran (the selection is empty)",
     }[summary["verdict"]]
     lines.append(f"verdict: {verdict_text}")
-    if run.options.json_path is not None:
+    if run.options.json_path is not None and str(run.options.json_path) != "-":
         lines.append(f"JSON report: {run.options.json_path}")
     return "\n".join(lines)

@@ -66,6 +66,14 @@ class CheckResult:
     notes: list[str] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
     failing_exchange: Exchange | None = None
+    finding_requirements: tuple[str, ...] = ()
+    """The ids the fail or warn is about (the check's own unless the finding named others)."""
+    expected: str | None = None
+    """What the check expected, when a failure said so."""
+    blocked_by: dict[str, Any] | None = None
+    """For ``blocked``: ``{"requirement", "step", "check"}``, the root cause and the check reporting it."""
+    expectation: dict[str, Any] | None = None
+    """Set when an expectations file named this check: ``{"outcome", "reason", "link", "met"}``."""
 
 
 @dataclass
@@ -90,8 +98,18 @@ class Run:
         self._agents: dict[str, Agent] = {}
         self._key_agents = list(options.api_keys.items())
         self.created: list[CreatedCell] = []
+        self._creators: dict[str, str] = {}
         self.results: dict[str, CheckResult] = {}
+        self.selected_requirements: set[str] = set()
+        """Every id the selected checks cite: a broken step whose requirement no selected check asks
+        about is reported by the first check it blocks, so a narrow selection still sees it."""
+        self.root_causes: dict[str, str] = {}
+        """Root-cause requirement -> the check that reports it as a failure."""
         self.cleanup: dict[str, Any] = {"attempted": 0, "deleted": 0, "problems": []}
+        self.cleanup_requests = 0
+        self.workers = 1
+        self.expectations_report: dict[str, Any] | None = None
+        """Set when an expectations file was applied: ``{"file", "stale"}``."""
         self.side_log: list[Exchange] = []
         self._spec: dict[str, Any] | None = None
         self._spec_error: str | None = None
@@ -172,9 +190,21 @@ class Run:
 
     def remember(self, cell_id: str, agent: Agent) -> None:
         self.created.append(CreatedCell(cell_id, agent))
+        self._creators.setdefault(cell_id, agent.id)
+
+    def creator_of(self, cell_id: str) -> str | None:
+        """The agent id that created ``cell_id`` in this run, if the run created it."""
+        return self._creators.get(cell_id)
 
     def clean_up(self) -> None:
         """Archive and delete what the run created; problems are reported, never counted as failures."""
+        before = self.connection.requests
+        try:
+            self._clean_up()
+        finally:
+            self.cleanup_requests += self.connection.requests - before
+
+    def _clean_up(self) -> None:
         if self.options.keep_cells:
             if self.created:
                 self.cleanup["problems"].append(f"skipped: --keep-cells left {len(self.created)} cells")

@@ -75,3 +75,27 @@ def test_no_check_is_stricter_than_the_requirements_it_cites() -> None:
         if strength[c["level"]] > max(strength[known[rid].level] for rid in c["requirements"] if rid in known)
     ]
     assert not too_strict
+
+
+def test_a_check_declares_its_requirements_level_or_names_the_stance_that_softens_it() -> None:
+    """Levels come from the catalogue (issue 10 §2): a check is declared at the strongest level of the
+    ids it cites, unless it names the documented stance (a requirements.md §2 conflict or Level line)."""
+    import contextlib
+    import io
+
+    import pytest
+
+    from amp_conformance.cli import CHECKS_DIR, _Capture
+    from amp_conformance.engine.catalogue import LEVELS
+
+    capture = _Capture()
+    with contextlib.redirect_stdout(io.StringIO()):
+        pytest.main([str(CHECKS_DIR), "--collect-only", "-q", "-p", "no:cacheprovider"], plugins=[capture])
+    known = catalogue()
+    wrong = []
+    for nodeid, info in capture.infos:
+        strongest = min((known[rid].level for rid in info.requirements), key=LEVELS.index)
+        if info.level != strongest and not info.stance:
+            wrong.append((nodeid, info.level, strongest))
+    assert capture.infos
+    assert not wrong, f"declared level differs from the catalogue's and names no stance: {wrong}"

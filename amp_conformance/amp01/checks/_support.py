@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, NoReturn
 
 from amp_conformance import Amp
 from amp_conformance.amp01.cells import Problem, TimestampError, parse_utc_timestamp, validate_cell
@@ -49,13 +49,45 @@ def expect_member(amp: Amp, cell: Any, path: str, reply: Reply | None = None) ->
     return current
 
 
-def expect_valid_cell(amp: Amp, cell: object, reply: Reply | None, what: str) -> dict[str, Any]:
-    """Fail unless ``cell`` validates (AMP-CELL-01); a missing scoring/access_policy/provenance member
-    (AMP-CELL-03) or out-of-order timestamps (AMP-CELL-20) are warnings. Returns the cell.
+#: Which requirement a cell problem breaks, by the JSON path it is at (longest prefix wins); any other
+#: problem is the schema's own (AMP-CELL-01).
+_PROBLEM_REQUIREMENTS: tuple[tuple[str, str], ...] = (
+    ("$.id", "AMP-CELL-05"),
+    ("$.amp_version", "AMP-CELL-04"),
+    ("$.type", "AMP-CELL-08"),
+    ("$.identity.owner_type", "AMP-CELL-09"),
+    ("$.lifecycle.status", "AMP-CELL-10"),
+    ("$.lifecycle.", "AMP-CELL-18"),
+    ("$.provenance.", "AMP-CELL-11"),
+    ("$.scoring.importance", "AMP-CELL-12"),
+    ("$.scoring.confidence", "AMP-CELL-12"),
+    ("$.scoring.decay_rate", "AMP-CELL-13"),
+    ("$.scoring.access_count", "AMP-CELL-14"),
+    ("$.content", "AMP-CELL-17"),
+)
 
-    Shared so that every area holds the cells it receives to one and the same rule."""
-    amp.expect(isinstance(cell, dict), f"{what}: the body is a JSON object (a cell)", reply)
-    assert isinstance(cell, dict)  # for the type checker; expect() above already failed otherwise
+
+def problem_requirement(problem: Problem) -> str:
+    """The catalogue id a cell problem breaks (a missing required member: AMP-CELL-02)."""
+    if problem.code == "missing-member":
+        return "AMP-CELL-02"
+    for prefix, rid in _PROBLEM_REQUIREMENTS:
+        if problem.path.startswith(prefix):
+            return rid
+    return "AMP-CELL-01"
+
+
+def expect_valid_cell(amp: Amp, cell: object, reply: Reply | None, what: str) -> dict[str, Any]:
+    """The cell, when it validates; a missing scoring/access_policy/provenance member (AMP-CELL-03) or
+    out-of-order timestamps (AMP-CELL-20) are warnings. Returns the cell.
+
+    A broken rule is reported under the requirement it breaks: a check that asks about cell validity
+    (it cites AMP-CELL-01 or that id) fails with it; any other check is blocked under it, since its own
+    question is about something else. Shared so that every area holds cells to one and the same rule."""
+    if not isinstance(cell, dict):
+        amp.precondition_failed(
+            f"{what}: the body is not a JSON object", reply, step=what, requirement="AMP-CELL-01"
+        )
     problems = validate_cell(cell)
     soft = [
         p
@@ -64,13 +96,19 @@ def expect_valid_cell(amp: Amp, cell: object, reply: Reply | None, what: str) ->
     ]
     hard = [p for p in problems if p not in soft]
     if soft:
-        amp.warn(f"{what}: {_summary(soft)} (AMP-CELL-03 / AMP-CELL-20)", reply)
-    amp.expect(
-        not hard,
-        f"{what} is not a valid cell (AMP-CELL-01): {_summary(hard)}",
-        reply,
-        expected="a cell that validates against memory-cell.schema.json",
-    )
+        amp.warn(
+            f"{what}: {_summary(soft)}",
+            reply,
+            requirements=tuple(
+                sorted({"AMP-CELL-20" if p.code == "timestamp-order" else "AMP-CELL-03" for p in soft})
+            ),
+        )
+    if hard:
+        rid = problem_requirement(hard[0])
+        message = f"{what} is not a valid cell: {_summary(hard)}"
+        if rid in amp.info.requirements or "AMP-CELL-01" in amp.info.requirements:
+            amp.fail(message, reply, expected="a cell valid under memory-cell.schema.json", requirement=rid)
+        amp.precondition_failed(message, reply, step=what, requirement=rid)
     return cell
 
 
@@ -168,19 +206,49 @@ def remember_created(amp: Amp, reply: Reply, role: str) -> None:
 def created(
     amp: Amp, body: Any, *, role: str = "a", what: str = "creating a cell"
 ) -> tuple[dict[str, Any], Reply]:
-    """POST a body that must give 201 and a valid cell."""
+    """POST a body that must give a valid cell: 201 is AMP-CRE-01's question (a check citing it fails
+    on another 2xx); for every other check a 2xx with a cell is the step it needs."""
     reply = post_cell(amp, body, role=role)
-    amp.expect_status(reply, 201, what=what)
-    return expect_valid_cell(amp, reply.json_object(), reply, f"the cell returned by {what}"), reply
+    create_step(amp, reply, what)
+    return expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}"), reply
+
+
+def create_step(amp: Amp, reply: Reply, what: str) -> None:
+    """A create the check needs as a step: not a 2xx blocks the check under AMP-CRE-01; a 2xx other
+    than 201 is AMP-CRE-01's own question (a check citing it fails; others note it and go on)."""
+    if reply.status != 201:
+        if "AMP-CRE-01" in amp.info.requirements or not 200 <= reply.status < 300:
+            step_failed(amp, reply, what, "AMP-CRE-01", "201")
+        amp.note(f"{what} answered {reply.status}, not 201 (AMP-CRE-01 is judged by its own check)")
+
+
+def expect_accepted(amp: Amp, reply: Reply, what: str) -> None:
+    """A create whose acceptance is the check's own question: anything but a 2xx fails the check; a
+    2xx other than 201 is AMP-CRE-01's question, as in :func:`create_step`."""
+    if not 200 <= reply.status < 300:
+        amp.fail(f"{what} answered {reply.status}, not 201", reply, expected="201")
+    create_step(amp, reply, what)
+
+
+def step_failed(amp: Amp, reply: Reply, what: str, requirement: str, wanted: str) -> NoReturn:
+    """A step answered ``reply.status`` instead of ``wanted``: a failure for a check that cites
+    ``requirement``, else the check is blocked under it."""
+    message = f"{what} answered {reply.status}, not {wanted}"
+    if amp.creator_refused(reply):
+        requirement, message = "AMP-ACL-08", f"{message}: the cell's creator was refused"
+    if requirement in amp.info.requirements:
+        amp.fail(message, reply, expected=wanted, requirement=requirement)
+    amp.precondition_failed(message, reply, step=what, requirement=requirement, expected=wanted)
 
 
 def read(
     amp: Amp, cell_id: str, *, role: str = "a", what: str = "reading the cell"
 ) -> tuple[dict[str, Any], Reply]:
-    """GET a cell that must answer 200 with a valid cell."""
+    """GET a cell that must answer 200 with a valid cell (a step under AMP-READ-01)."""
     reply = amp.as_agent(role).get(f"/memories/{cell_id}")
-    amp.expect_status(reply, 200, what=what)
-    return expect_valid_cell(amp, reply.json_object(), reply, f"the cell returned by {what}"), reply
+    if reply.status != 200:
+        step_failed(amp, reply, what, "AMP-READ-01", "200")
+    return expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}"), reply
 
 
 def read_back(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[dict[str, Any], Reply]:
@@ -188,16 +256,37 @@ def read_back(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[dict[str, Any
 
     Note that a read by id is an access: it bumps access_count and restarts the decay clock."""
     reply = amp.as_agent(role).get(f"/memories/{cell_id}")
-    amp.expect_status(reply, 200, what="reading the cell back")
-    return reply.json_object(), reply
+    if reply.status != 200:
+        step_failed(amp, reply, "reading the cell back", "AMP-READ-01", "200")
+    body = reply.json()
+    if not isinstance(body, dict):
+        step_failed(amp, reply, "reading the cell back (a JSON object)", "AMP-READ-01", "a cell")
+    return body, reply
+
+
+def expect_deleted_read(amp: Amp, cell_id: str, what: str) -> None:
+    """GET of a deleted cell answers per the server's convention: 200 with status ``deleted`` or the
+    unknown-id answer. While the convention is undetermined, either documented answer is accepted."""
+    reply = amp.as_agent("a").get(f"/memories/{cell_id}")
+    convention = amp.conventions.deleted_read
+    if reply.status == 200 and convention != "hidden":
+        status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
+        amp.expect(status == "deleted", f"{what}: the deleted cell reads with status {status!r}", reply)
+        return
+    if convention == "readable":
+        amp.expect_status(reply, 200, what=f"{what} (this server keeps deleted cells readable)")
+    amp.expect_unknown_id_answer(reply, what)
 
 
 def list_owner(amp: Amp, owner_id: str, *, role: str = "a", **params: Any) -> tuple[list[Any], Reply]:
     """``GET /memories?owner_id=...`` as ``role``: the ``results`` array (fails when there is none)."""
     reply = amp.as_agent(role).get("/memories", params={"owner_id": owner_id, **params})
-    amp.expect_status(reply, 200, what="listing the owner's cells")
-    results = reply.json_object().get("results")
-    amp.expect(isinstance(results, list), "the list body has a 'results' array", reply)
+    if reply.status != 200:
+        step_failed(amp, reply, "listing the owner's cells", "AMP-LIST-01", "200")
+    body = reply.json()
+    results = body.get("results") if isinstance(body, dict) else None
+    if not isinstance(results, list):
+        step_failed(amp, reply, "listing the owner's cells (a results array)", "AMP-LIST-01", "a page")
     assert isinstance(results, list)
     return results, reply
 
@@ -226,9 +315,11 @@ def run_pass_reply(amp: Amp, *, what: str = PASS_WHAT) -> Reply:
     """One manual pass through ``POST /lifecycle/run`` (skips without leave to run one, see
     ``amp.admin()``): 200 with a ``transitions`` object, or the check fails."""
     reply = amp.admin().post("/lifecycle/run")
-    amp.expect_status(reply, 200, what=what)
-    transitions = reply.json_object().get("transitions")
-    amp.expect(isinstance(transitions, dict), "the pass reports a transitions object", reply)
+    if reply.status != 200:
+        step_failed(amp, reply, what, "AMP-ADMIN-04", "200")
+    body = reply.json()
+    if not isinstance(body, dict) or not isinstance(body.get("transitions"), dict):
+        step_failed(amp, reply, f"{what} (a transitions object)", "AMP-ADMIN-04", "a transitions object")
     return reply
 
 
@@ -272,7 +363,8 @@ def listings_by_status(amp: Amp, owner: str) -> Iterator[tuple[str, Reply]]:
     client = amp.as_agent("a")
     for status in LISTED_STATUSES:
         reply = client.get("/memories", params={"owner_id": owner, "status": status})
-        amp.expect_status(reply, 200, what=f"listing the owner's {status} cells")
+        if reply.status != 200:
+            step_failed(amp, reply, f"listing the owner's {status} cells", "AMP-LIST-03", "200")
         yield status, reply
 
 

@@ -372,7 +372,7 @@ def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
     amp.note(f"refusal code {codes['GET']} ({source}, C-02)")
 
 
-@check("AMP-ACL-11", level=SHOULD)
+@check("AMP-ACL-11", level=SHOULD, stance="C-01: the API reference documents 404 for unknown ids")
 def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
     """A stranger gets the same status, code and message for a forbidden, an unknown and a deleted id."""
     forbidden = amp.create_cell()

@@ -15,6 +15,7 @@ from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.amp01.cells import CellIdError, parse_cell_id
 from amp_conformance.amp01.checks._support import (
     SKEW,
+    create_step,
     created,
     expect_valid_cell,
     expect_validation_error,
@@ -42,7 +43,7 @@ def test_created_and_read_cells_validate(amp: Amp) -> None:
     """Minimal and full cells validate against the schema on create and on read (six required members)."""
     for label, body in (("a minimal create", amp.cell_body()), ("a full create", full_body(amp))):
         reply = post_cell(amp, body)
-        amp.expect_status(reply, 201, what=label)
+        create_step(amp, reply, label)
         cell = reply.json_object()
         missing = [name for name in _REQUIRED if name not in cell]
         amp.expect(not missing, f"{label}: the cell lacks required member(s) {', '.join(missing)}", reply)
@@ -61,7 +62,7 @@ def test_created_and_read_cells_validate(amp: Amp) -> None:
 def test_cell_carries_every_optional_sub_field(amp: Amp) -> None:
     """A minimal cell carries scoring, access_policy and provenance with every sub-field present."""
     reply = post_cell(amp, amp.cell_body())
-    amp.expect_status(reply, 201, what="creating a minimal cell")
+    create_step(amp, reply, "creating a minimal cell")
     cell = reply.json_object()
     missing = []
     for name, fields in _SUB_FIELDS.items():
@@ -84,7 +85,7 @@ def test_amp_version_is_0_1_0_on_every_cell(amp: Amp) -> None:
     body = amp.cell_body()
     owner = body["identity"]["owner_id"]
     reply = post_cell(amp, body)
-    amp.expect_status(reply, 201, what="creating a cell")
+    create_step(amp, reply, "creating a cell")
     cell = reply.json_object()
     amp.expect(
         cell.get("amp_version") == "0.1.0",
@@ -106,7 +107,7 @@ def test_amp_version_is_0_1_0_on_every_cell(amp: Amp) -> None:
 def test_id_is_a_ulid(amp: Amp) -> None:
     """The id is a ULID, bare or behind 'mem_' (C-03: either form passes; the form is reported)."""
     reply = post_cell(amp, amp.cell_body())
-    amp.expect_status(reply, 201, what="creating a cell")
+    create_step(amp, reply, "creating a cell")
     cell_id = reply.json_object().get("id")
     amp.expect(isinstance(cell_id, str), f"id is a string (got {cell_id!r})", reply)
     try:
@@ -123,7 +124,7 @@ def test_ids_are_unique(amp: Amp) -> None:
     last: Reply | None = None
     for index in range(20):
         last = post_cell(amp, amp.cell_body(content={"text": f"uniqueness probe {index}"}))
-        amp.expect_status(last, 201, what=f"creating cell {index + 1} of 20")
+        create_step(amp, last, f"creating cell {index + 1} of 20")
         cell_id = last.json_object().get("id")
         amp.expect(isinstance(cell_id, str), f"cell {index + 1} has a string id", last)
         ids.append(str(cell_id))
@@ -139,7 +140,7 @@ def test_ids_follow_creation_order(amp: Amp) -> None:
         if index:
             time.sleep(0.006)
         reply = post_cell(amp, amp.cell_body(content={"text": f"ordering probe {index}"}))
-        amp.expect_status(reply, 201, what=f"creating cell {index + 1} of 5")
+        create_step(amp, reply, f"creating cell {index + 1} of 5")
         cell = reply.json_object()
         cells.append((str(cell.get("id")), reply, cell))
     ulids = []
@@ -147,7 +148,12 @@ def test_ids_follow_creation_order(amp: Amp) -> None:
         try:
             ulid, _ = parse_cell_id(cell_id)
         except CellIdError as exc:
-            amp.fail(f"id is a ULID: {exc}", reply)
+            amp.precondition_failed(
+                f"the id is not a ULID: {exc}",
+                reply,
+                step="reading the ULID of an id",
+                requirement="AMP-CELL-05",
+            )
         ulids.append(ulid)
         made = timestamp(amp, cell, "created_at", reply)
         if made is not None:
@@ -362,7 +368,7 @@ def test_text_is_required_and_metadata_round_trips(amp: Amp) -> None:
     expect_validation_error(amp, reply, "content.metadata as an array")
 
 
-@check("AMP-CELL-17", level=SHOULD)
+@check("AMP-CELL-17", level=SHOULD, stance="C-23: refusing an empty text is a SHOULD")
 def test_empty_text_is_refused(amp: Amp) -> None:
     """An empty content.text is refused with 422 (C-23: a 201 is a warning)."""
     reply = post_cell(amp, amp.cell_body(content={"text": ""}))

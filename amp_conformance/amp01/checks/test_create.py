@@ -8,6 +8,7 @@ from typing import Any
 from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import (
     created,
+    expect_accepted,
     expect_valid_cell,
     expect_validation_error,
     full_body,
@@ -50,7 +51,7 @@ def test_create_returns_201_with_the_stored_cell(amp: Amp) -> None:
     """A valid create answers 201 with the stored cell: the body equals a later GET but for read counters."""
     for label, body in (("a minimal create", amp.cell_body()), ("a full create", full_body(amp))):
         reply = post_cell(amp, body)
-        amp.expect_status(reply, 201, what=label)
+        expect_accepted(amp, reply, label)
         cell = expect_valid_cell(amp, reply.json_object(), reply, f"the body of {label}")
         stored, got = read(amp, cell["id"], what=f"reading the cell of {label}")
         differ = [p for p in _differences(cell, stored) if p not in _READ_COUNTERS]
@@ -82,7 +83,7 @@ def test_the_server_chooses_the_id(amp: Amp) -> None:
     """An id sent in the create body is not used."""
     for sent in ("mem_00000000000000000000000000", amp.unknown_id()):
         reply = post_cell(amp, amp.cell_body(id=sent))
-        amp.expect_status(reply, 201, what=f"a create carrying id {sent!r}")
+        expect_accepted(amp, reply, f"a create carrying id {sent!r}")
         cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
         amp.expect(cell["id"] != sent, f"the server chose the id: the client's {sent!r} was used", reply)
 
@@ -102,7 +103,7 @@ def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
     sent = datetime.now(UTC)
     reply = post_cell(amp, body)
     received = datetime.now(UTC)
-    amp.expect_status(reply, 201, what="a create carrying lifecycle and amp_version")
+    expect_accepted(amp, reply, "a create carrying lifecycle and amp_version")
     cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
     problems = []
     if cell.get("amp_version") != "0.1.0":
@@ -124,7 +125,7 @@ def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
 def test_unknown_create_members_are_ignored(amp: Amp) -> None:
     """Unknown members (ttl, content.colour) are accepted, not stored and not echoed."""
     reply = post_cell(amp, amp.cell_body(ttl=3600, content={"colour": "x"}))
-    amp.expect_status(reply, 201, what="a create with unknown members ttl and content.colour")
+    expect_accepted(amp, reply, "a create with unknown members ttl and content.colour")
     cell = reply.json_object()
     stored, got = read(amp, str(cell.get("id")))
     for where, body in (("create", reply), ("read", got)):
@@ -196,7 +197,7 @@ def test_body_created_by_is_the_keyless_fallback(amp: Amp) -> None:
         amp.expect_status(reply, 401, what="a create without credentials on a server with API keys")
         amp.expect_error(reply, 401)
         return
-    amp.expect_status(reply, 201, what="a create without X-AMP-Agent-ID but with identity.created_by")
+    expect_accepted(amp, reply, "a create without X-AMP-Agent-ID but with identity.created_by")
     cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
     got = member(cell, "identity.created_by")
     amp.expect(got == body_agent, f"created_by is the body's {body_agent!r} (got {got!r})", reply)

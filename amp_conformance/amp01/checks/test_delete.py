@@ -10,28 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance import MUST, Amp, check
-from amp_conformance.amp01.checks._support import expect_member, read_back
+from amp_conformance.amp01.checks._support import expect_deleted_read, expect_member, read_back
 from amp_conformance.engine.client import Reply
 
 
 def _status_of(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[str, Reply]:
     stored, reply = read_back(amp, cell_id, role=role)
     return expect_member(amp, stored, "lifecycle.status", reply), reply
-
-
-def _expect_deleted_read(amp: Amp, cell_id: str, what: str) -> None:
-    """GET of a deleted cell answers per the server's convention: 200 'deleted' or the unknown-id answer."""
-    reply = amp.as_agent("a").get(f"/memories/{cell_id}")
-    convention = amp.conventions.deleted_read
-    if reply.status == 200 and convention != "hidden":
-        status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
-        amp.expect(
-            status == "deleted", f"{what}: a deleted cell reads with status 'deleted' (got {status!r})", reply
-        )
-        return
-    if convention == "readable":
-        amp.expect_status(reply, 200, what=f"{what} (this server keeps deleted cells readable)")
-    amp.expect_unknown_id_answer(reply, what)
 
 
 def _ids(amp: Amp, reply: Reply) -> list[Any]:
@@ -140,7 +125,7 @@ def test_deleted_cell_reads_as_deleted_or_unknown(amp: Amp) -> None:
     """GET of a deleted cell answers 200 with status 'deleted' or the unknown-id answer, per convention."""
     cell = amp.create_cell()
     amp.delete_cell(cell["id"])
-    _expect_deleted_read(amp, cell["id"], "GET after DELETE")
+    expect_deleted_read(amp, cell["id"], "GET after DELETE")
     amp.note(f"deleted cells: {amp.conventions.deleted_read or 'convention not detected'} (C-05)")
 
 
@@ -167,7 +152,7 @@ def test_deleted_is_terminal(amp: Amp) -> None:
             amp.expect_error(reply, 409, "INVALID_TRANSITION")
         else:
             amp.expect_unknown_id_answer(reply, what)
-    _expect_deleted_read(amp, cell["id"], "GET after the refused attempts")
+    expect_deleted_read(amp, cell["id"], "GET after the refused attempts")
 
 
 @check("AMP-DEL-08", "AMP-READ-10", "AMP-ERR-03", level=MUST)

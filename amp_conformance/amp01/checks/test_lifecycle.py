@@ -18,6 +18,7 @@ import time
 from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import (
     expect_at_least,
+    expect_deleted_read,
     run_pass,
     run_pass_reply,
     scheduler_quiet,
@@ -236,13 +237,7 @@ def test_no_rest_route_purges_a_deleted_cell(amp: Amp) -> None:
             reply,
             expected="a 4xx (404/405 for routes that do not exist)",
         )
-    after = client.get(f"/memories/{cell_id}")
-    if amp.conventions.deleted_read == "readable":
-        amp.expect_status(after, 200, what="reading the deleted cell after the purge probes")
-        status = after.json_object().get("lifecycle", {}).get("status")
-        amp.expect(status == "deleted", f"the cell still reads as deleted (got {status!r})", after)
-    else:
-        amp.expect_unknown_id_answer(after, "reading the deleted cell after the purge probes")
+    expect_deleted_read(amp, cell_id, "reading the deleted cell after the purge probes")
 
 
 @check("AMP-RET-03", "AMP-ADMIN-07", level=SHOULD, global_effects=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
-from amp_conformance.amp01.cells import validate_cell
+from amp_conformance.amp01.checks._support import expect_valid_cell
 from amp_conformance.amp01.conventions import answer_of, label
 from amp_conformance.engine.client import Reply
 
@@ -77,12 +77,7 @@ def test_list_returns_a_page_of_valid_cells(amp: Amp) -> None:
     page = _page(amp, reply)
     amp.expect(_ids(page) == [cell["id"]], f"the owner's one cell is listed (got {_ids(page)})", reply)
     for index, item in enumerate(page["results"]):
-        problems = validate_cell(item)
-        amp.expect(
-            not problems,
-            f"results[{index}] is not a valid cell: " + "; ".join(str(p) for p in problems[:5]),
-            reply,
-        )
+        expect_valid_cell(amp, item, reply, f"results[{index}]")
 
 
 @check("AMP-LIST-02", level=MUST)
@@ -151,7 +146,7 @@ def test_owner_and_type_filters_are_exact(amp: Amp) -> None:
         )
 
 
-@check("AMP-LIST-03", "AMP-LIST-04", level=SHOULD)
+@check("AMP-LIST-03", "AMP-LIST-04", level=SHOULD, stance="C-12: the status filter is a SHOULD")
 def test_status_filter_and_active_default(amp: Amp) -> None:
     """Without status only active cells are listed; status=archived lists the archived one (C-12)."""
     owner = amp.owner()
@@ -194,7 +189,7 @@ def test_limit_bounds_are_enforced_not_clamped(amp: Amp) -> None:
     amp.expect(page["limit"] == maximum, f"limit={maximum} is echoed (got {page['limit']!r})", reply)
 
 
-@check("AMP-LIST-05", level=SHOULD)
+@check("AMP-LIST-05", level=SHOULD, stance="Level line: SHOULD for the default 20")
 def test_limit_defaults_to_20(amp: Amp) -> None:
     """Without limit the page uses (and echoes) limit 20."""
     reply = _list(amp, owner_id=amp.owner())

@@ -71,7 +71,7 @@ def _differences(amp: Amp, codes: set[str]) -> tuple[list[str], Reply]:
     return [str(d) for d in found if d.code in codes], reply
 
 
-@check("AMP-OAS-02", level=SHOULD)
+@check("AMP-OAS-02", level=SHOULD, stance="Level line: SHOULD for servers other than ours")
 def test_the_served_document_has_our_routes_methods_and_statuses(amp: Amp) -> None:
     """The served document has the routes, methods and response statuses of our contract."""
     codes = {"missing-route", "missing-method", "undeclared-status", "extra-route", "extra-method"}

@@ -13,8 +13,7 @@ import time
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.cells import validate_cell
-from amp_conformance.amp01.checks._support import run_pass
+from amp_conformance.amp01.checks._support import expect_valid_cell, run_pass
 from amp_conformance.engine.client import Client, Reply
 
 TEXT = "The user prefers Python for backend development"
@@ -100,8 +99,7 @@ def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp) -> None:
             reply,
         )
     for cell in body["results"]:
-        problems = validate_cell(cell)
-        amp.expect(not problems, f"result {cell.get('id')!r} is not a valid cell: {problems[:3]}", reply)
+        expect_valid_cell(amp, cell, reply, f"search result {cell.get('id')}")
     got = [c.get("id") for c in body["results"]]
     amp.expect(
         sorted(got) == sorted(made), f"the search finds the owner's two cells {made} (got {got})", reply
