@@ -304,3 +304,10 @@ def curl_variables(line: str) -> list[str]:
         if name not in seen:
             seen.append(name)
     return seen
+
+
+def export_hints(replay: ReplayContext | None, lines: Iterable[str]) -> list[str]:
+    """The ``export VAR=...`` lines a reader needs before running ``lines`` (a run's curl lines), each
+    saying what the variable holds and never its value; [] for a run without secrets. For the summary
+    (``export_hints(run.connection.replay, [line])``)."""
+    return replay.secrets.export_hints(lines) if replay is not None else []

@@ -24,7 +24,7 @@ from amp_conformance.engine.outcomes import (
     ServerUnavailable,
     TransportFailure,
 )
-from amp_conformance.engine.replay import ReplayContext, SecretRegistry, key_variable
+from amp_conformance.engine.replay import ReplayContext, SecretRegistry, export_hints, key_variable
 from tests.suite.badservers import answers, free_port, never_answers, raw_server, resets
 
 
@@ -279,3 +279,16 @@ def test_curl_lines_send_exactly_what_the_client_sent(recorder: str, tmp_path: P
         for name in exchange.request_headers:
             assert r_headers.get(name.lower()) == headers.get(name.lower()), (name, line[:300])
         assert ("content-type" in r_headers) == ("content-type" in headers), line[:300]
+
+
+def test_export_hints_name_what_each_variable_holds_and_never_its_value() -> None:
+    line = Exchange(
+        "POST", "http://h/x", {"X-AMP-Admin-Token": ADMIN, "X-AMP-API-Key": "kb"}, None, replay=_replay()
+    ).curl()
+    hints = export_hints(_replay(), [line, line])
+    assert hints == [
+        "export AMP_ADMIN_TOKEN=...  (the admin token given with --admin-token)",
+        "export AMP_API_KEY_B=...  (the API key of agent b)",
+    ]
+    assert export_hints(None, [line]) == []
+    assert not any(value in " ".join(hints) for value in (ADMIN, *KEYS.values()) if len(value) > 2)
