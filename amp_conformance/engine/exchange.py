@@ -69,7 +69,9 @@ class Exchange:
     def curl(self) -> str:
         """A shell line sending exactly this request; each secret comes from its own variable."""
         secrets = self._secrets
-        parts = ["curl", "-sS", "-i", "-X", shell_word(self.method, None), shell_word(self.url, secrets)]
+        # curl -X HEAD would wait for a body that never comes; --head asks for the headers only
+        verb = ["--head"] if self.method == "HEAD" else ["-X", shell_word(self.method, None)]
+        parts = ["curl", "-sS", "-i", *verb, shell_word(self.url, secrets)]
         for name, value in self.request_headers.items():
             variable = SECRET_HEADERS.get(name.lower()) if self.replay is None else None
             if variable:

@@ -227,7 +227,7 @@ class _Recorder(BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    do_GET = do_POST = do_PATCH = do_DELETE = _record
+    do_GET = do_POST = do_PATCH = do_DELETE = do_HEAD = _record
 
     def log_message(self, *args: object) -> None:
         pass
@@ -261,6 +261,7 @@ def test_curl_lines_send_exactly_what_the_client_sent(recorder: str, tmp_path: P
         ("POST", "/memories", {"content": os.urandom(6000)}),
         ("POST", "/lifecycle/run", {"headers": {"X-AMP-Admin-Token": ADMIN + "-x", "X-AMP-API-Key": ""}}),
         ("DELETE", "/memories/mem_2", {"headers": {"X-AMP-Admin-Token": ADMIN.swapcase()}}),
+        ("HEAD", "/health", {}),
     ]
     for method, path, kwargs in requests:
         reply = keyed.request(method, path, **kwargs)
