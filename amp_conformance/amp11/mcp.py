@@ -78,6 +78,17 @@ class McpExchange(Exchange):
         lines = " ".join(shlex.quote(line) for line in [*handshake, sent])
         return f"printf '%s\\n' {lines} | {self.replay_command}"
 
+    def as_dict(self) -> dict[str, Any]:
+        """The report's exchange: the frame sent as the request body, and every line received while
+        waiting (notifications, stray or non-JSON lines, then the reply) as the response body."""
+        entry = super().as_dict()
+        received = "\n".join(self.received)
+        limit = 16384
+        if len(received) > limit:
+            received = f"{received[:limit]}... [{len(received) - limit} more characters]"
+        entry["response_body"] = received
+        return entry
+
     def describe(self) -> str:
         """The frames, ``>`` sent and ``<`` received, for failure messages."""
         shown = [f"> {_clip((self.request_body or b'').decode('utf-8', errors='replace'))}"]

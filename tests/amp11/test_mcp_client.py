@@ -176,3 +176,20 @@ def _gone_or_zombie(pid: int) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_exchange_in_the_report_holds_every_frame(sessions: list[McpSession]) -> None:
+    import jsonschema
+
+    from amp_conformance.engine.resources import load_contract
+
+    session = open_session(sessions, fake("noisy"))
+    exchange = session.initialize()
+    entry = exchange.as_dict()
+    schema = load_contract("report.schema.json")
+    jsonschema.validate(entry, {"$defs": schema["$defs"], "$ref": "#/$defs/exchange"})
+    assert entry["method"] == "initialize" and entry["url"] == "mcp:initialize"
+    assert '"method": "initialize"' in (entry["request_body"] or "")
+    body = entry["response_body"]
+    assert "notifications/message" in body and "banner: not json" in body and '"serverInfo"' in body
+    assert entry["curl"].startswith("printf ")
