@@ -284,8 +284,8 @@ def _faulty_answer(raw: bytes, content_type: str | None, faults: Faults) -> Resp
     except RecursionError:
         return _crash_page() if faults.on("bytes-deep-nesting-500") else None
     except json.JSONDecodeError as exc:
-        at_end = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
-        truncated = at_end and faults.on("bytes-truncated-html")
+        # a body cut off inside a string (an upload that stopped early), not any malformed JSON
+        truncated = exc.msg.startswith("Unterminated string") and faults.on("bytes-truncated-html")
         return HTMLResponse(PROXY_PAGE, status_code=400) if truncated else None
     if faults.on("bytes-duplicate-keys-500"):
         try:

@@ -214,7 +214,7 @@ _ALL: tuple[Fault, ...] = (
     Fault(
         "bytes-truncated-html",
         "AMP-ERR-01",
-        "Truncated JSON is refused by an HTML 400 page (as a proxy in front of the server does).",
+        "JSON cut off inside a string is refused by an HTML 400 page (as a proxy in front of it does).",
     ),
     Fault(
         "bytes-duplicate-keys-500",

@@ -162,7 +162,8 @@ def test_each_byte_fault_answers_its_shape_as_a_real_bug_would(
 
 def test_a_truncation_fault_leaves_other_malformed_json_alone(make_amp: Any) -> None:
     amp = make_amp(faults=frozenset({"bytes-truncated-html"}))
-    amp.error(_send(amp, b"{not json}"), 422, "VALIDATION_ERROR")
+    for body in (b"{not json}", b'{"type": "semantic",', b"not json"):
+        amp.error(_send(amp, body), 422, "VALIDATION_ERROR")
 
 
 def test_the_get_body_fault_needs_a_body(make_amp: Any) -> None:

@@ -234,11 +234,11 @@ def test_byte_order_mark(amp: Amp, route: Route) -> None:
 @check(*IDS, level=MUST, area=AREA)
 @by_route
 def test_truncated_json(amp: Amp, route: Route) -> None:
-    """A body cut off in the middle of its JSON is refused with a 4xx in the envelope."""
+    """A body cut off in the middle of its JSON (inside a string) is refused with a 4xx in the envelope."""
     path = route.path(amp)
-    whole = _valid_bytes(amp, route)
-    reply = _send(amp, route, path, whole[: len(whole) // 2])
-    what = f"{route.label} with JSON cut off halfway"
+    whole = _bytes_with(amp, route, "text", b'"cut off in the mid')
+    reply = _send(amp, route, path, whole[: whole.index(b"cut off in the mid") + len(b"cut off in the mid")])
+    what = f"{route.label} with JSON cut off inside a string"
     _judge(amp, reply, what, refusals=MALFORMED, success="warn", not_json=True, route=route.name)
 
 
