@@ -64,3 +64,18 @@ def test_sources_are_pinned() -> None:
         if source["role"] in {"spec", "schema", "openapi", "peer-suite"}:
             assert re.fullmatch(r"[0-9a-f]{40}", source["commit"]), source
             assert source["stored_id"], source
+
+
+def test_packaged_openapi_is_current_and_valid() -> None:
+    import json
+
+    from openapi_spec_validator import validate
+
+    from amp_conformance.amp11.openapi import openapi_document
+
+    packaged = json.loads((ROOT / "amp_conformance" / "amp11" / "contract" / "openapi.json").read_text())
+    assert packaged == openapi_document(), "run python scripts/build_amp11_catalogue.py"
+    validate(packaged)
+    routes = {(path, method) for path, item in packaged["paths"].items() for method in item}
+    assert ("/v1/memories/{id}", "delete") in routes and ("/v1/memories/import", "post") in routes
+    assert len(routes) == 8
