@@ -22,15 +22,29 @@ import httpx
 import pytest
 
 from amp_conformance._version import __version__
+from amp_conformance.engine.catalogue import expand_areas, levels_up_to
 from amp_conformance.engine.client import normalise_base_url
 from amp_conformance.engine.marking import CheckInfo, check_info
 from amp_conformance.engine.options import COMMAND_OPTION_SPECS, OPTION_SPECS, UsageError, build_options
+from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.report import verdict
 from amp_conformance.engine.run import Run
 from amp_conformance.plugin import HttpOverride, active_run
 
 CHECKS_DIR = Path(__file__).resolve().parent / "amp01" / "checks"
 EXIT_OK, EXIT_MUST_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _metavar(name: str) -> str:
+    """A placeholder that names the kind of value (argparse would print AMP_<NAME>, which reads like an
+    environment variable the command does not read)."""
+    known = {"base-url": "URL", "openapi": "PATH|URL", "api-key": "AGENT=KEY", "server-env": "KEY=VALUE"}
+    known |= {"app": "MODULE:ATTR", "server-cmd": "CMD", "seed": "N", "fuzz-examples": "N", "only": "AREAS"}
+    if name in known:
+        return known[name]
+    if name in ("timeout", "deadline", "fuzz-seconds", "startup-timeout"):
+        return "SECONDS"
+    return "TOKEN" if name.endswith("token") else "PATH"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,10 +56,14 @@ def _parser() -> argparse.ArgumentParser:
         "'report REPORT.json [NEW.json] --html PATH' (see their --help).",
     )
     for spec in (*OPTION_SPECS, *COMMAND_OPTION_SPECS):
-        parser.add_argument(f"--{spec.name}", dest=spec.dest, help=spec.help, **spec.kwargs)
+        kwargs = dict(spec.kwargs)
+        if kwargs.get("action") not in ("store_true", "count") and "choices" not in kwargs:
+            kwargs.setdefault("metavar", _metavar(spec.name))
+        parser.add_argument(f"--{spec.name}", dest=spec.dest, help=spec.help, **kwargs)
     parser.add_argument("--list", action="store_true", help="list every check with its requirement ids")
-    parser.add_argument("--format", choices=["text", "json"], default="text", help="--list output format")
+    parser.add_argument("--format", choices=["text", "json"], help="--list output format (default text)")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="show each check as it runs")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress line, less output")
     parser.add_argument("--version", action="version", version=f"amp-conformance {__version__}")
     return parser
 
@@ -111,13 +129,19 @@ def run_suite(
 ) -> SuiteOutcome:
     """Run the checks through pytest with option ``values`` (keyed by OptionSpec.dest)."""
     capture = _Capture()
-    extra: list[object] = [capture, *plugins]
+    # The command runs pytest with -q: that is its default verbosity, at which the progress line shows.
+    extra: list[object] = [capture, Progress(active_run, default_verbosity=-1), *plugins]
     if http is not None:
         extra.append(HttpOverride(http))
     args = [*_pytest_base_args(), *suite_args(values), "-q" if verbose == 0 else "-v"]
     if quiet:
         args += ["-qq", "--no-header"]
-    code = pytest.main(args, plugins=extra)
+    if values.get("amp_json") == "-":
+        # the JSON report owns standard output; everything else goes to standard error
+        with contextlib.redirect_stdout(sys.stderr):
+            code = pytest.main(args, plugins=extra)
+    else:
+        code = pytest.main(args, plugins=extra)
     run = capture.run
     if code == pytest.ExitCode.USAGE_ERROR or run is None:
         return SuiteOutcome(EXIT_USAGE, run)
@@ -146,8 +170,20 @@ def list_checks() -> list[dict[str, Any]]:
     ]
 
 
-def _print_list(fmt: str) -> None:
-    checks = list_checks()
+def _selected(checks: list[dict[str, Any]], values: dict[str, Any]) -> list[dict[str, Any]]:
+    """The checks ``--only`` and ``--level`` select (as a run would)."""
+    areas = expand_areas(values["amp_only"]) if values.get("amp_only") else None
+    levels = levels_up_to(values.get("amp_level") or "MAY")
+    fuzz = not values.get("amp_no_fuzz")
+    return [
+        c
+        for c in checks
+        if (areas is None or c["area"] in areas) and c["level"] in levels and (fuzz or c["area"] != "fuzz")
+    ]
+
+
+def _print_list(fmt: str, values: dict[str, Any]) -> None:
+    checks = _selected(list_checks(), values)
     if fmt == "json":
         print(json.dumps({"list_version": "1.0", "tool_version": __version__, "checks": checks}, indent=1))
         return
@@ -192,9 +228,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return diff_main(arguments[1:])
     parser = _parser()
     namespace = parser.parse_args(arguments)
+    if namespace.format is not None and not namespace.list:
+        print("amp-conformance: --format goes with --list", file=sys.stderr)
+        return EXIT_USAGE
     if namespace.list:
         try:
-            _print_list(namespace.format)
+            _print_list(namespace.format or "text", vars(namespace))
+        except ValueError as exc:
+            print(f"amp-conformance: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         except BrokenPipeError:  # e.g. `amp-conformance --list | head`
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
@@ -204,7 +246,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         from amp_conformance.engine.server_process import run_with_server
 
         def runner(values: dict[str, Any], http: httpx.Client | None, plugins: list[object]) -> int:
-            return run_suite(values, http=http, verbose=namespace.verbose, plugins=plugins).exit_code
+            return run_suite(
+                values, http=http, verbose=namespace.verbose, quiet=namespace.quiet, plugins=plugins
+            ).exit_code
 
         if values.get("amp_app"):
             return run_with_app(values, runner)
@@ -219,7 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reason:
             print(f"amp-conformance: {reason}", file=sys.stderr)
             return EXIT_USAGE
-        return run_suite(values, verbose=namespace.verbose).exit_code
+        return run_suite(values, verbose=namespace.verbose, quiet=namespace.quiet).exit_code
     from amp_conformance.amp01.selfserve import BundledServer
 
     with BundledServer(keys=True) as server:
@@ -238,4 +282,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         except UsageError as exc:
             print(f"amp-conformance: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        return run_suite(values, verbose=namespace.verbose).exit_code
+        return run_suite(values, verbose=namespace.verbose, quiet=namespace.quiet).exit_code

@@ -7,6 +7,7 @@ validates every report the suite writes against it.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections import Counter
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ from amp_conformance.engine.catalogue import (
     level_of,
     requirement,
 )
+from amp_conformance.engine.expectations import unexpected_passes
 from amp_conformance.engine.outcomes import BLOCKED, ERROR, FAIL, OUTCOMES, SKIP, WARN
 
 if TYPE_CHECKING:
@@ -118,11 +120,14 @@ def _counts_as_must_failure(result: CheckResult) -> bool:
 def verdict(run: Run) -> str:
     """``fail`` when a MUST check failed, ``incomplete`` when checks errored, else ``pass``.
 
-    Blocked checks never count (their root cause does); failures an expectations file expects don't."""
+    Blocked checks never count (their root cause does); failures an expectations file expects don't;
+    under ``--strict-expectations`` an unexpected pass fails the run."""
     results = list(run.results.values())
     if not results:
         return "incomplete"  # an empty selection says nothing about the server
     if any(_counts_as_must_failure(r) for r in results):
+        return "fail"
+    if run.options.strict_expectations and unexpected_passes(results):
         return "fail"
     if any(r.outcome == ERROR and not _expected(r) for r in results):
         return "incomplete"
@@ -210,9 +215,9 @@ def write_json_report(run: Run, path: Path) -> None:
     """Write the JSON report (``-`` is standard output)."""
     text = json.dumps(build_report(run), indent=1, ensure_ascii=False) + "\n"
     if str(path) == "-":
-        import sys
-
-        sys.stdout.write(text)
+        stream = sys.__stdout__ or sys.stdout  # the real one, even while output is redirected
+        stream.write(text)
+        stream.flush()
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -48,7 +48,10 @@ def list_faults(as_json: bool) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.list_faults:
-        print(list_faults(args.json))
+        try:
+            print(list_faults(args.json), flush=True)
+        except BrokenPipeError:  # `--list-faults --json | head`: the reader left, end quietly
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     try:
         settings = Settings.from_env(os.environ)

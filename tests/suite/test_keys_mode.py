@@ -7,6 +7,8 @@ that would lift them.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -116,3 +118,29 @@ def test_too_few_keys_skip_checks_that_need_another_agent(tmp_path: Path) -> Non
     assert skipped, "the owner vectors need a third agent"
     assert all(name.startswith("test_access_matrix[owner-") for name in skipped), skipped
     assert all("--api-key" in message for message in skipped.values()), skipped
+
+
+@pytest.mark.parametrize("given", [0, 1, 2, 6])
+def test_a_keys_mode_server_passes_with_any_number_of_keys(given: int, tmp_path: Path) -> None:
+    """Issue 10 §3: a keys-mode server checked with no, one, two or six keys passes everywhere; a check
+    needing more agents than keys skips naming --api-key (never an error, never a false failure)."""
+    agents = {f"amp-keyed-agent-{n}": f"key-{n}-{'y' * 8}" for n in range(1, 7)}
+    digests = {a: "sha256:" + hashlib.sha256(k.encode()).hexdigest() for a, k in agents.items()}
+    keys_file = tmp_path / "keys.json"
+    keys_file.write_text(json.dumps(digests))
+    chosen = list(agents.items())[:given]
+    outcome = run_against_reference(
+        {"AMP_API_KEYS_FILE": str(keys_file)},
+        extra={"amp_api_key": [f"{agent}={key}" for agent, key in chosen]},
+    )
+    assert outcome.run is not None
+    results = list(outcome.run.results.values())
+    bad = {r.name: f"{r.outcome}: {r.message}" for r in results if r.outcome in ("fail", "error", "blocked")}
+    assert not bad, bad
+    assert outcome.exit_code == 0
+    skipped = [r for r in results if r.outcome == "skip"]
+    if given < 6:
+        assert skipped and all(r.message for r in skipped)
+        assert all("Error" not in r.message and "NotEnoughAgents" not in r.message for r in skipped)
+    if given == 0:
+        assert any("--api-key" in r.message for r in skipped)
