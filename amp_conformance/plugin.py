@@ -19,6 +19,14 @@ from amp_conformance.amp01.context import Amp
 from amp_conformance.engine.catalogue import MUST, level_of
 from amp_conformance.engine.client import normalise_base_url
 from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.expectations import (
+    Expectation,
+    Expectations,
+    ExpectationsError,
+    load_expectations,
+    render_expectations,
+    xfail_marker,
+)
 from amp_conformance.engine.marking import MARK, CheckInfo, check_info
 from amp_conformance.engine.options import OPTION_SPECS, UsageError, build_options
 from amp_conformance.engine.outcomes import (
@@ -33,6 +41,7 @@ from amp_conformance.engine.outcomes import (
     ToolError,
     TransportFailure,
 )
+from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.report import (
     build_report,
     render_failure,
@@ -41,10 +50,13 @@ from amp_conformance.engine.report import (
     write_json_report,
 )
 from amp_conformance.engine.run import CheckResult, NotEnoughAgents, Run
+from amp_conformance.reports.ci_outputs import ci_outputs_wanted, write_ci_outputs
 from amp_conformance.reports.html import write_html_report
 
 RUN_KEY = pytest.StashKey[Run]()
 AMP_KEY = pytest.StashKey[Amp]()
+EXPECTATIONS_KEY = pytest.StashKey[Expectations]()
+EXPECTATION_KEY = pytest.StashKey[Expectation]()
 
 
 class HttpOverride:
@@ -85,7 +97,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if options.junit_path is not None and not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(options.junit_path)
     http = next((p.http for p in config.pluginmanager.get_plugins() if isinstance(p, HttpOverride)), None)
+    if options.expectations_path is not None:
+        try:
+            config.stash[EXPECTATIONS_KEY] = load_expectations(options.expectations_path)
+        except ExpectationsError as exc:
+            raise pytest.UsageError(f"amp-conformance: {exc}") from None
     config.stash[RUN_KEY] = Run(options, http=http)
+    if not any(isinstance(p, Progress) for p in config.pluginmanager.get_plugins()):
+        config.pluginmanager.register(Progress(active_run), "amp-progress")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -129,6 +148,7 @@ def preflight(run: Run) -> str | None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     run = active_run(config)
+    expectations = config.stash.get(EXPECTATIONS_KEY, None)
     selected: list[pytest.Item] = []
     deselected: list[pytest.Item] = []
     for item in items:
@@ -136,6 +156,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if info is None:
             selected.append(item)
             continue
+        expectation = expectations.match(item.nodeid, item.name, info.requirements) if expectations else None
         if run is None:
             item.add_marker(pytest.mark.skip(reason="an AMP check: give --amp-base-url to run it"))
             selected.append(item)
@@ -149,6 +170,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         (selected if wanted else deselected).append(item)
         if wanted:
             run.selected_requirements.update(info.requirements)
+        if wanted and expectation is not None:
+            item.stash[EXPECTATION_KEY] = expectation
+            marker = xfail_marker(expectation, strict=options.strict_expectations)
+            if marker is not None:
+                item.add_marker(marker)
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
@@ -207,6 +233,9 @@ def pytest_runtest_makereport(
             )
         )
     _classify(run, info, result, call.excinfo, report, context)
+    expectation = item.stash.get(EXPECTATION_KEY, None)
+    if expectation is not None:
+        result.expectation = expectation.as_report(result.outcome)
     report.user_properties.append(("amp_requirements", ",".join(info.requirements)))
     report.user_properties.append(("amp_level", result.level))
     report.user_properties.append(("amp_outcome", result.outcome))
@@ -338,11 +367,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run.clean_up()
     resolve_blocked(run)
     run.finished_monotonic = time.monotonic()
+    expectations = session.config.stash.get(EXPECTATIONS_KEY, None)
+    if expectations is not None:
+        run.expectations_report = expectations.report_entry()
     if run.options.json_path is not None:
         write_json_report(run, run.options.json_path)
     if run.options.html_path is not None:
         problem = write_html_report(build_report(run), run.options.html_path)
         if problem:  # one line and exit 2, like a usage error
+            print(f"amp-conformance: {problem}", file=sys.stderr)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+    options = run.options
+    if ci_outputs_wanted(options.markdown_path, options.badge_path, options.write_expectations_path):
+        outputs = (options.markdown_path, options.badge_path, options.write_expectations_path)
+        for problem in write_ci_outputs(build_report(run), *outputs):
             print(f"amp-conformance: {problem}", file=sys.stderr)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
@@ -352,6 +390,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if run is None:
         return
     terminalreporter.write_line(render_summary(run))
+    if run.expectations_report is not None:
+        strict = run.options.strict_expectations
+        terminalreporter.write_line(
+            render_expectations(run.results.values(), run.expectations_report, strict=strict)
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

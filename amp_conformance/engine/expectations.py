@@ -12,7 +12,7 @@ File format::
     # amp-conformance expectations
     [[expect]]
     check = "test_read.py::test_each_read_adds_one_to_access_count"   # or: requirement = "AMP-READ-02"
-    outcome = "fail"                                                  # fail | warn | error | skip | blocked
+    outcome = "fail"                                                  # fail | warn | error | skip
     reason = "access_count is not tracked yet"
     link = "https://example.com/issues/12"                            # optional
 """
@@ -25,17 +25,27 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jsonschema
+import pytest
 
 from amp_conformance.engine.resources import load_contract
 
-EXPECTABLE = ("fail", "warn", "error", "skip", "blocked")
-#: Outcomes a baseline records (what makes a run fail or end incomplete).
-BASELINE_OUTCOMES = ("fail", "error", "blocked")
+EXPECTABLE = ("fail", "warn", "error", "skip")
+#: Outcomes a baseline records: what makes a run fail or end incomplete (a blocked check never does:
+#: its root cause is the failure that counts).
+BASELINE_OUTCOMES = ("fail", "error")
 _HEADER = re.compile(r"^\s*\[\[\s*expect\s*\]\]")
 _TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+class Judged(Protocol):
+    """What the functions below need of a check's result (``engine.run.Judged`` has it)."""
+
+    nodeid: str
+    outcome: str
+    expectation: dict[str, Any] | None
 
 
 class ExpectationsError(ValueError):
@@ -77,7 +87,7 @@ class Expectation:
 
 
 def unexpected_pass(expected: Expectation, actual: str) -> bool:
-    """A check expected to fail, warn, error or be blocked that passed."""
+    """A check expected to fail, warn or error that passed."""
     return actual == "pass" and expected.outcome != "skip"
 
 
@@ -177,8 +187,8 @@ def toml_string(text: str) -> str:
 
 
 def baseline_text(checks: Iterable[Mapping[str, Any]], *, source: str = "") -> str:
-    """An expectations document listing every failing, erroring or blocked check of a report's
-    ``checks`` by its id, the finding as the reason."""
+    """An expectations document listing every failing or erroring check of a report's ``checks`` by
+    its id, the finding as the reason."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%d")
     lines = [
         "# amp-conformance expectations: known gaps of the server under test.",
@@ -207,3 +217,64 @@ def write_baseline(checks: Iterable[Mapping[str, Any]], path: Path, *, source: s
     except OSError as exc:
         return f"cannot write --write-expectations {path}: {exc.strerror or exc}"
     return None
+
+
+# the pytest side ------------------------------------------------------------------------------
+
+
+def xfail_marker(expectation: Expectation, *, strict: bool) -> pytest.MarkDecorator | None:
+    """pytest's own ``xfail`` for a check expected to fail or error, so pytest and JUnit show it as
+    xfailed (and a pass as XPASS, a failure under ``strict``). A check expected to warn or skip gets
+    none: neither fails a pytest run."""
+    if expectation.outcome not in ("fail", "error"):
+        return None
+    reason = f"expected {expectation.outcome}: {expectation.reason}"
+    if expectation.link:
+        reason += f" ({expectation.link})"
+    raises = AssertionError if expectation.outcome == "fail" else None  # a CheckFailure is one
+    return pytest.mark.xfail(strict=strict, reason=reason, raises=raises)
+
+
+def unexpected_passes(results: Iterable[Judged]) -> list[Judged]:
+    return [
+        r
+        for r in results
+        if r.expectation is not None and not r.expectation.get("met") and r.outcome == "pass"
+    ]
+
+
+def render_expectations(results: Iterable[Judged], applied: Mapping[str, Any], *, strict: bool) -> str:
+    """The terminal's expectations section: expected outcomes met, unexpected passes, unmet
+    expectations, stale entries."""
+    results = list(results)
+    expected = [r for r in results if r.expectation is not None]
+    met = [r for r in expected if r.expectation and r.expectation.get("met")]
+    surprises = unexpected_passes(results)
+    unmet = [r for r in expected if r not in met and r not in surprises]
+    lines = [
+        "",
+        f"expectations ({applied.get('file')}): {len(met)} of {len(expected)} matched checks as expected",
+    ]
+    if surprises:
+        effect = (
+            "each fails the run (--strict-expectations)"
+            if strict
+            else "a warning; --strict-expectations fails"
+        )
+        lines.append(f"unexpected passes ({effect}): delete or update their entries")
+        for result in surprises:
+            assert result.expectation is not None
+            lines.append(
+                f"  UNEXPECTED PASS {result.nodeid} (expected {result.expectation['outcome']}: "
+                f"{result.expectation['reason']})"
+            )
+    for result in unmet:
+        assert result.expectation is not None
+        lines.append(
+            f"  NOT AS EXPECTED {result.nodeid}: {result.outcome}, expected {result.expectation['outcome']}"
+        )
+    stale = applied.get("stale") or []
+    if stale:
+        lines.append(f"stale entries (they match no check): {len(stale)}")
+        lines += [f"  line {entry.get('line') or '?'}: {entry.get('target')}" for entry in stale]
+    return "\n".join(lines)

@@ -194,6 +194,13 @@ def build_options(values: dict[str, Any]) -> SuiteOptions:
         raise UsageError("--timeout and --deadline must be positive")
     if values.get("amp_allow_global_effects") and not values.get("amp_admin_token"):
         raise UsageError("--allow-global-effects needs --admin-token")
+    if values.get("amp_expectations"):  # a malformed file is a usage error before anything starts
+        from amp_conformance.engine.expectations import ExpectationsError, load_expectations
+
+        try:
+            load_expectations(Path(values["amp_expectations"]))
+        except ExpectationsError as exc:
+            raise UsageError(str(exc)) from None
     json_path = values.get("amp_json")
     junit_path = values.get("amp_junit")
     for flag, dest in _REPORT_PATHS:

@@ -3,6 +3,7 @@ summary and annotations, and the expectations baseline. One call from the plugin
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,21 @@ from amp_conformance.reports.github import publish
 from amp_conformance.reports.markdown import write_markdown
 
 
+def ci_outputs_wanted(
+    markdown: Path | None, badge: Path | None, baseline: Path | None, environ: Mapping[str, str] | None = None
+) -> bool:
+    """Whether :func:`write_ci_outputs` has anything to do (the report is built only then)."""
+    env = os.environ if environ is None else environ
+    github = bool(env.get("GITHUB_STEP_SUMMARY")) or env.get("GITHUB_ACTIONS") == "true"
+    return github or any(path is not None for path in (markdown, badge, baseline))
+
+
 def write_ci_outputs(
     report: Mapping[str, Any],
-    *,
     markdown: Path | None = None,
     badge: Path | None = None,
     baseline: Path | None = None,
+    *,
     environ: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Write what was asked for; returns problems (one line each: the run then exits 2)."""
