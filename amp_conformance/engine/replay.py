@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +197,8 @@ def header_word(name: str, value: str, secrets: SecretRegistry | None) -> str:
 def segments(data: bytes, min_run: int = MIN_RUN_BYTES) -> list[tuple[bytes, int]]:
     """``data`` as ``(unit, count)`` pieces: runs of a repeated unit (up to 16 bytes) of at least
     ``min_run`` bytes, and literal stretches (count 1) between them."""
+    if len(data) > 4 * min_run and len(zlib.compress(data, 1)) > len(data) * 0.9:
+        return [(data, 1)]  # no repetition worth looking for (and the search is slow on such bytes)
     out: list[tuple[bytes, int]] = []
     position = 0
     for match in _RUN.finditer(data):
@@ -212,19 +215,22 @@ def segments(data: bytes, min_run: int = MIN_RUN_BYTES) -> list[tuple[bytes, int
     return out
 
 
+def _literal_char(byte: int) -> str:
+    char = chr(byte)
+    if char in '"\\':
+        return "\\" + char
+    if 0x20 <= byte < 0x7F and char != "'":
+        return char
+    return f"\\x{byte:02x}"
+
+
+_LITERAL = tuple(_literal_char(byte) for byte in range(256))
+
+
 def bytes_literal(data: bytes) -> str:
     """A Python bytes literal in double quotes with no single quote in it (so the generator fits in
     one single-quoted shell word)."""
-    out = []
-    for byte in data:
-        char = chr(byte)
-        if char in '"\\':
-            out.append("\\" + char)
-        elif 0x20 <= byte < 0x7F and char != "'":
-            out.append(char)
-        else:
-            out.append(f"\\x{byte:02x}")
-    return 'b"' + "".join(out) + '"'
+    return 'b"' + "".join(_LITERAL[byte] for byte in data) + '"'
 
 
 def _generator_expression(data: bytes, secrets: SecretRegistry | None) -> tuple[str, bool]:
