@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
+from amp_conformance.engine.progress import note_fuzz_requests
 from amp_conformance.fuzz._model import CHECK_POLICY, FAIL, FuzzFinding, requirement_for
 
 _SECRET_HEADER: Final = re.compile(r"(key|token|secret|authorization|password|cookie)", re.IGNORECASE)
@@ -113,6 +114,7 @@ class Collector:
     def count(self, requests: int) -> None:
         with self._lock:
             self.examples += requests
+        note_fuzz_requests(requests)  # the progress line shows it while the fuzz area runs
 
     def findings(self) -> list[FuzzFinding]:
         with self._lock:
