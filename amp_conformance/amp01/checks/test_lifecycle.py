@@ -265,7 +265,9 @@ def test_no_automatic_pass_when_the_scheduler_is_off(amp: Amp) -> None:
     """With lifecycle_scheduler.enabled false, a low-score cell stays active (no pass runs by itself)."""
     scheduler = amp.spec.get("lifecycle_scheduler")
     if not isinstance(scheduler, dict) or scheduler.get("enabled") is not False:
-        amp.skip("the scheduler is not advertised as disabled (needs P-QUIET: AMP_LIFECYCLE_ENABLED=false)")
+        amp.skip(
+            "the scheduler is not advertised as disabled (on the reference server: AMP_LIFECYCLE_ENABLED=false)"
+        )
     owner = amp.owner()
     cell_id = _cell(amp, owner, LOW)
     time.sleep(1.0)
@@ -282,7 +284,7 @@ def test_the_scheduler_runs_passes_by_itself(amp: Amp) -> None:
     if not isinstance(interval, int) or isinstance(interval, bool) or interval > 15:
         amp.skip(
             f"interval_seconds is {interval!r}: waiting for a scheduled pass needs an interval of at most "
-            "15 s (P-FAST, e.g. AMP_LIFECYCLE_INTERVAL_SECONDS=10)"
+            "15 s (on the reference server, e.g. AMP_LIFECYCLE_INTERVAL_SECONDS=10)"
         )
     owner = amp.owner()
     cell_id = _cell(amp, owner, LOW)

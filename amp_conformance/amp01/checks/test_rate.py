@@ -58,7 +58,7 @@ def _short_window(amp: Amp) -> tuple[int, int]:
     if window > SHORT_WINDOW:
         amp.skip(
             f"window_seconds is {window}: waiting for the window to pass needs a server with a window of at "
-            f"most {SHORT_WINDOW} s (P-FAST, e.g. AMP_SCORING_PATCH_WINDOW_SECONDS=3)"
+            f"most {SHORT_WINDOW} s (on the reference server, e.g. AMP_SCORING_PATCH_WINDOW_SECONDS=3)"
         )
     return budget, window
 
@@ -289,7 +289,8 @@ def test_no_scoring_patch_is_refused_when_the_limit_is_off(amp: Amp) -> None:
     """With scoring_patch_limit null, three times the default budget of scoring PATCHes all succeed."""
     if _limit_claim(amp) is not None:
         amp.skip(
-            "/spec advertises a scoring_patch_limit: this check needs a server with the limit off (P-NOLIMIT)"
+            "/spec advertises a scoring_patch_limit: this check needs a server with the limit off "
+            "(on the reference server: AMP_SCORING_PATCH_LIMIT=0)"
         )
     cell = amp.create_cell()
     _spend(amp, amp.as_agent("a"), cell["id"], 3 * DEFAULT_BUDGET)
