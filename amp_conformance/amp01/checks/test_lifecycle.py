@@ -266,7 +266,8 @@ def test_no_automatic_pass_when_the_scheduler_is_off(amp: Amp) -> None:
     scheduler = amp.spec.get("lifecycle_scheduler")
     if not isinstance(scheduler, dict) or scheduler.get("enabled") is not False:
         amp.skip(
-            "the scheduler is not advertised as disabled (on the reference server: AMP_LIFECYCLE_ENABLED=false)"
+            "the scheduler is not advertised as disabled "
+            "(on the reference server: AMP_LIFECYCLE_ENABLED=false)"
         )
     owner = amp.owner()
     cell_id = _cell(amp, owner, LOW)
