@@ -32,6 +32,8 @@ from amp_conformance.engine.run import Run
 from amp_conformance.plugin import HttpOverride, active_run
 
 CHECKS_DIR = Path(__file__).resolve().parent / "amp01" / "checks"
+#: The checks of each protocol (``--protocol``); each folder holds its own pytest.ini.
+PROTOCOL_CHECKS = {"amp-0.1": CHECKS_DIR, "amp-1.1": Path(__file__).resolve().parent / "amp11" / "checks"}
 EXIT_OK, EXIT_MUST_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -92,10 +94,11 @@ class _Capture:
         self.run = active_run(session.config)
 
 
-def _pytest_base_args() -> list[str]:
+def _pytest_base_args(protocol: str = "amp-0.1") -> list[str]:
     # --assert=plain: checks judge through amp.expect, and rewriting would warn about modules
     # (this package among them) that are imported before pytest starts.
-    args = [str(CHECKS_DIR), "-p", "no:cacheprovider", "--rootdir", str(CHECKS_DIR), "--assert=plain"]
+    checks = PROTOCOL_CHECKS.get(protocol, CHECKS_DIR)
+    args = [str(checks), "-p", "no:cacheprovider", "--rootdir", str(checks), "--assert=plain"]
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "amp_conformance.plugin"]
     return args
@@ -133,7 +136,8 @@ def run_suite(
     extra: list[object] = [capture, Progress(active_run, default_verbosity=-1), *plugins]
     if http is not None:
         extra.append(HttpOverride(http))
-    args = [*_pytest_base_args(), *suite_args(values), "-q" if verbose == 0 else "-v"]
+    protocol = values.get("amp_protocol") or "amp-0.1"
+    args = [*_pytest_base_args(protocol), *suite_args(values), "-q" if verbose == 0 else "-v"]
     if quiet:
         args += ["-qq", "--no-header"]
     if values.get("amp_json") == "-":
@@ -153,11 +157,11 @@ def run_suite(
     return SuiteOutcome({"pass": EXIT_OK, "fail": EXIT_MUST_FAILED}.get(verdict(run), EXIT_USAGE), run)
 
 
-def list_checks() -> list[dict[str, Any]]:
+def list_checks(protocol: str = "amp-0.1") -> list[dict[str, Any]]:
     """Every check with its requirement ids, level, area and title (validated by list.schema.json)."""
     capture = _Capture()
     with contextlib.redirect_stdout(io.StringIO()):
-        pytest.main([*_pytest_base_args(), "--collect-only", "-q"], plugins=[capture])
+        pytest.main([*_pytest_base_args(protocol), "--collect-only", "-q"], plugins=[capture])
     return [
         {
             "id": nodeid,
@@ -183,7 +187,7 @@ def _selected(checks: list[dict[str, Any]], values: dict[str, Any]) -> list[dict
 
 
 def _print_list(fmt: str, values: dict[str, Any]) -> None:
-    checks = _selected(list_checks(), values)
+    checks = _selected(list_checks(values.get("amp_protocol") or "amp-0.1"), values)
     if fmt == "json":
         print(json.dumps({"list_version": "1.0", "tool_version": __version__, "checks": checks}, indent=1))
         return
@@ -253,6 +257,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         if values.get("amp_app"):
             return run_with_app(values, runner)
         return run_with_server(values, runner, active_run)
+    if values.get("amp_protocol") == "amp-1.1":
+        # AMP v1.1: the target is --base-url (REST) and/or --mcp-command; neither is the self-test of
+        # the bundled server over both channels (the plugin starts it)
+        try:
+            build_options(values)
+        except (UsageError, ValueError) as exc:
+            print(f"amp-conformance: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if not values.get("amp_base_url") and not values.get("amp_mcp_command"):
+            print(
+                "amp-conformance: no target given, checking the bundled AMP v1.1 reference server "
+                "(MCP and REST)"
+            )
+        return run_suite(values, verbose=namespace.verbose, quiet=namespace.quiet).exit_code
     if values.get("amp_base_url"):
         try:
             build_options(values)

@@ -37,6 +37,7 @@ from amp_conformance.engine.outcomes import (
     SKIP,
     WARN,
     CheckFailure,
+    Evidence,
     PreconditionFailed,
     ToolError,
     TransportFailure,
@@ -73,6 +74,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         group.addoption(f"--amp-{spec.name}", dest=spec.dest, help=spec.help, **spec.kwargs)
 
 
+def _enabled(config: pytest.Config) -> bool:
+    """The plugin acts only when given a target: a base URL, an MCP command, or ``--amp-protocol
+    amp-1.1`` alone (the AMP v1.1 self-test)."""
+    return bool(
+        config.getoption("amp_base_url", None)
+        or config.getoption("amp_mcp_command", None)
+        or config.getoption("amp_protocol", None) == "amp-1.1"
+    )
+
+
 def active_run(config: pytest.Config) -> Run | None:
     return config.stash.get(RUN_KEY, None)
 
@@ -80,12 +91,13 @@ def active_run(config: pytest.Config) -> Run | None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARK}(requirements, level, area): an AMP conformance check")
-    if not config.getoption("amp_base_url", None):
+    if not _enabled(config):
         return
     values = {spec.dest: config.getoption(spec.dest) for spec in OPTION_SPECS}
     try:
         options = build_options(values)
-        normalise_base_url(options.base_url)
+        if options.base_url:
+            normalise_base_url(options.base_url)
     except (UsageError, ValueError) as exc:
         raise pytest.UsageError(f"amp-conformance: {exc}") from None
     if getattr(config.option, "numprocesses", None) or getattr(config.option, "dist", "no") != "no":
@@ -111,7 +123,23 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     run = active_run(session.config)
     if run is None:
         return
-    problem = preflight(run)
+    if run.options.protocol == "amp-1.1":
+        from amp_conformance.amp11 import hooks
+
+        options = run.options
+        hooks.configure(
+            session.config,
+            mcp_command=options.mcp_command,
+            base_url=options.base_url,
+            timeout=options.timeout,
+            deadline=options.deadline,
+            run_id=str(run.id),
+            http=run.connection.http_override,
+            keep=options.keep_cells,
+        )
+        problem = hooks.start(session.config)
+    else:
+        problem = preflight(run)
     if problem:
         pytest.exit(f"amp-conformance: {problem}", 2)
 
@@ -204,6 +232,7 @@ def pytest_runtest_makereport(
     if report.when == "teardown" or (report.when == "setup" and report.passed):
         return report
     context = item.stash.get(AMP_KEY, None)
+    evidence = context.evidence if context is not None else _protocol_evidence(run, item)
     result = CheckResult(
         nodeid=item.nodeid,
         name=item.name,
@@ -214,12 +243,12 @@ def pytest_runtest_makereport(
         outcome=PASS,
         duration=report.duration,
     )
-    if context is not None:
-        result.exchanges = list(context.evidence.exchanges)
+    if evidence is not None:
+        result.exchanges = list(evidence.exchanges)
         result.warnings = [
-            _warning_entry(w.message, w.requirements, w.exchange, info) for w in context.evidence.warnings
+            _warning_entry(w.message, w.requirements, w.exchange, info) for w in evidence.warnings
         ]
-        result.notes = list(context.evidence.notes)
+        result.notes = list(evidence.notes)
     server_errors = [e for e in result.exchanges if e.status is not None and e.status >= 500]
     if server_errors:
         first = server_errors[0]
@@ -241,6 +270,15 @@ def pytest_runtest_makereport(
     report.user_properties.append(("amp_outcome", result.outcome))
     run.results[item.nodeid] = result
     return report
+
+
+def _protocol_evidence(run: Run, item: pytest.Item) -> Evidence | None:
+    """A check's evidence kept by a protocol package other than AMP v0.1.0."""
+    if run.options.protocol == "amp-1.1":
+        from amp_conformance.amp11 import hooks
+
+        return hooks.evidence_of(item)
+    return None
 
 
 def _warning_entry(
@@ -305,14 +343,14 @@ def _classify(
             result.outcome = BLOCKED
             result.blocked_by = {"requirement": error.requirement, "step": error.step, "check": reporter}
             result.message = error.message
-            result.failing_exchange = error.exchange or _last_exchange(context)
+            result.failing_exchange = error.exchange or _last_exchange(result)
             _as_skipped(report, f"blocked by {error.requirement} ({error.step})")
             return
         # no selected check asks about the broken step: this check reports the root cause, once
     if isinstance(error, CheckFailure) or (type(error) is AssertionError and report.when == "call"):
         failure = error
         exchange = failure.exchange if isinstance(failure, CheckFailure) else None
-        result.failing_exchange = exchange or _last_exchange(context)
+        result.failing_exchange = exchange or _last_exchange(result)
         result.message = failure.message if isinstance(failure, CheckFailure) else str(failure)
         result.expected = failure.expected if isinstance(failure, CheckFailure) else None
         named = failure.requirements if isinstance(failure, CheckFailure) else ()
@@ -334,12 +372,12 @@ def _classify(
     result.outcome = ERROR
     kind = "" if isinstance(error, ToolError) else f"{type(error).__name__} in the check: "
     result.message = f"{kind}{error}"
-    result.failing_exchange = _last_exchange(context)
+    result.failing_exchange = _last_exchange(result)
     report.longrepr = render_failure(result)
 
 
-def _last_exchange(context: Amp | None) -> Exchange | None:
-    return context.evidence.exchanges[-1] if context is not None and context.evidence.exchanges else None
+def _last_exchange(result: CheckResult) -> Exchange | None:
+    return result.exchanges[-1] if result.exchanges else None
 
 
 def _as_skipped(report: pytest.TestReport, reason: str) -> None:
@@ -365,6 +403,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if run is None:
         return
     run.clean_up()
+    if run.options.protocol == "amp-1.1":
+        from amp_conformance.amp11 import hooks
+
+        run.protocol_blocks = hooks.finish(session.config)
     resolve_blocked(run)
     run.finished_monotonic = time.monotonic()
     expectations = session.config.stash.get(EXPECTATIONS_KEY, None)

@@ -113,6 +113,16 @@ def catalogue(protocol: str = "amp01") -> dict[str, Requirement]:
     }
 
 
+def area_names(protocol: str = "amp01") -> dict[str, str]:
+    """Area code -> display name: a catalogue's own ``areas`` member, else the AMP v0.1.0 table."""
+    try:
+        document = load_contract("requirements.json", protocol)
+    except FileNotFoundError:
+        return {}
+    found = document.get("areas") if isinstance(document, dict) else None
+    return dict(found) if isinstance(found, dict) else dict(AREAS)
+
+
 def protocol_of(requirement_id: str) -> str:
     """The protocol package whose catalogue holds ``requirement_id`` (``AMP11-...`` or ``AMP-...``)."""
     return "amp11" if requirement_id.startswith("AMP11-") else "amp01"

@@ -99,6 +99,8 @@ class Connection:
         """The run's secrets (masked by value in evidence, variables in curl lines) and body folder;
         None: exchanges hide the key and token headers by name."""
         self.timeout = timeout
+        self.http_override = http
+        """The client given instead of sockets (an in-process app), if any."""
         self._http = http or httpx.Client(timeout=timeout, follow_redirects=False)
         self._max_failures = max_consecutive_failures
         self._consecutive_failures = 0

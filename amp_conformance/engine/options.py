@@ -29,6 +29,10 @@ PROTOCOLS = ("amp-0.1", "amp-1.1")
 OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("base-url", "URL of the AMP server, with or without /amp/v1 (enables the suite)"),
     OptionSpec(
+        "mcp-command",
+        "amp-1.1: the MCP server command (stdio); the suite starts and stops it",
+    ),
+    OptionSpec(
         "protocol",
         "the protocol to check: amp-0.1 (AMP v0.1.0 REST, the default) or amp-1.1 (smriti-memcore AMP v1.1)",
         {"default": "amp-0.1", "choices": list(PROTOCOLS)},
@@ -107,8 +111,9 @@ class UsageError(ValueError):
 class SuiteOptions:
     """Validated options of one run."""
 
-    base_url: str
+    base_url: str | None
     protocol: str = "amp-0.1"
+    mcp_command: str | None = None
     admin_token: str | None = None
     api_keys: dict[str, str] = field(default_factory=dict)
     timeout: float = 10.0
@@ -140,6 +145,7 @@ class SuiteOptions:
         return {
             "base_url": self.base_url,
             "protocol": self.protocol,
+            "mcp_command": self.mcp_command,
             "admin_token_given": self.admin_token is not None,
             "api_key_agents": sorted(self.api_keys),
             "timeout": self.timeout,
@@ -183,7 +189,11 @@ def _parse_keys(pairs: list[str], keys_file: str | None) -> dict[str, str]:
 def build_options(values: dict[str, Any]) -> SuiteOptions:
     """Validate raw option values (keyed by :attr:`OptionSpec.dest`) into :class:`SuiteOptions`."""
     base_url = values.get("amp_base_url")
-    if not base_url:
+    protocol = str(values.get("amp_protocol") or "amp-0.1")
+    mcp_command = values.get("amp_mcp_command")
+    if mcp_command and protocol != "amp-1.1":
+        raise UsageError("--mcp-command goes with --protocol amp-1.1")
+    if not base_url and protocol != "amp-1.1":
         raise UsageError("--base-url is required")
     try:
         areas = frozenset(expand_areas(values["amp_only"])) if values.get("amp_only") else None
@@ -211,7 +221,8 @@ def build_options(values: dict[str, Any]) -> SuiteOptions:
                 raise UsageError(f"{flag} {value}: {problem}")
     return SuiteOptions(
         base_url=base_url,
-        protocol=str(values.get("amp_protocol") or "amp-0.1"),
+        protocol=protocol,
+        mcp_command=mcp_command or None,
         admin_token=values.get("amp_admin_token"),
         api_keys=_parse_keys(values.get("amp_api_key") or [], values.get("amp_api_keys_file")),
         timeout=float(values.get("amp_timeout", 10.0)),

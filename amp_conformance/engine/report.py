@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from amp_conformance._version import __version__
 from amp_conformance.engine.catalogue import (
-    AREAS,
     LEVELS,
     MUST,
     Requirement,
+    area_names,
     catalogue,
     level_of,
     requirement,
@@ -166,19 +166,35 @@ def _catalogue_entry(protocol: str) -> dict[str, Any]:
         entries = {}
     return {
         "protocol": protocol,
-        "areas": dict(AREAS) if package == "amp01" else {},
+        "areas": area_names(package),
         "requirements": [
             {"id": r.id, "level": r.level, "title": r.title, "area": r.area} for r in entries.values()
         ],
     }
 
 
+def _server_block(run: Run) -> dict[str, Any]:
+    """What the report says about the server: the REST base URL and ``/spec`` (AMP v0.1.0), or what
+    the protocol package reports about its channels."""
+    supplied = run.protocol_blocks.get("server")
+    if run.options.protocol != "amp-0.1":
+        block = {"base_url": run.options.base_url, "spec": None, "spec_error": None, "unavailable": None}
+        block.update(supplied or {})
+        return block
+    spec = run.fetch_spec() if run.connection.broken_reason is None else None
+    return {
+        "base_url": run.connection.api_base,
+        "spec": spec,
+        "spec_error": run.spec_error,
+        "unavailable": run.connection.broken_reason,
+    }
+
+
 def build_report(run: Run) -> dict[str, Any]:
     finished = run.finished_monotonic or time.monotonic()
     conventions = run.conventions_if_detected()
-    spec = run.fetch_spec() if run.connection.broken_reason is None else None
     protocol = run.options.protocol
-    total = run.connection.requests
+    total = run.connection.requests or sum(len(r.exchanges) for r in run.results.values())
     return {
         "report_version": REPORT_VERSION,
         "protocol": protocol,
@@ -196,17 +212,12 @@ def build_report(run: Run) -> dict[str, Any]:
             },
             "workers": run.workers,
         },
-        "server": {
-            "base_url": run.connection.api_base,
-            "spec": spec,
-            "spec_error": run.spec_error,
-            "unavailable": run.connection.broken_reason,
-        },
+        "server": _server_block(run),
         "conventions": conventions.as_report() if conventions is not None else None,
         "catalogue": _catalogue_entry(protocol),
         "summary": summarise(run),
         "checks": [_check_entry(result) for result in run.results.values()],
-        "cleanup": dict(run.cleanup),
+        "cleanup": dict(run.protocol_blocks.get("cleanup") or run.cleanup),
         "expectations": run.expectations_report,
     }
 
@@ -247,8 +258,9 @@ def render_summary(run: Run) -> str:
                 lines.append(f"  {name:<13} {entry['value'] or 'undetermined'}  ({entry['source']})")
         lines += [f"  note: {problem}" for problem in conventions.problems]
     lines += ["", _row("area", dict(zip(OUTCOMES, OUTCOMES, strict=True)))]
+    names = area_names(PROTOCOL_PACKAGES.get(run.options.protocol, "amp01"))
     for area, counts in summary["by_area"].items():
-        lines.append(_row(f"{area} ({AREAS.get(area, area)})", counts))
+        lines.append(_row(f"{area} ({names.get(area, area)})", counts))
     lines.append(_row("total", summary["outcomes"]))
     for level, counts in summary["by_level"].items():
         lines.append(_row(level, counts))
@@ -304,8 +316,12 @@ def render_summary(run: Run) -> str:
         lines += ["", f"server unavailable: {run.connection.broken_reason}"]
     lines += [
         "",
-        f"requirements cited: {len(summary['requirements_cited'])}; requests sent: {run.connection.requests}"
-        f" ({run.cleanup_requests} for cleanup)",
+        f"requirements cited: {len(summary['requirements_cited'])}"
+        + (
+            f"; requests sent: {run.connection.requests} ({run.cleanup_requests} for cleanup)"
+            if run.connection.requests
+            else ""
+        ),
     ]
     verdict_text = {
         "pass": "PASS: every MUST check passed",

@@ -93,7 +93,11 @@ class Run:
         self.started_monotonic = time.monotonic()
         self.finished_monotonic: float | None = None
         replay = ReplayContext.for_run(options.admin_token, options.api_keys, options.json_path)
-        self.connection = Connection(options.base_url, timeout=options.timeout, http=http, replay=replay)
+        # A protocol that talks through its own channels (AMP v1.1) may have no base URL: the connection
+        # then points nowhere and sends nothing.
+        self.connection = Connection(
+            options.base_url or "http://127.0.0.1:9", timeout=options.timeout, http=http, replay=replay
+        )
         self._owners = itertools.count(1)
         self._agents: dict[str, Agent] = {}
         self._key_agents = list(options.api_keys.items())
@@ -108,6 +112,8 @@ class Run:
         self.cleanup: dict[str, Any] = {"attempted": 0, "deleted": 0, "problems": []}
         self.cleanup_requests = 0
         self.workers = 1
+        self.protocol_blocks: dict[str, Any] = {}
+        """Report blocks a protocol package supplies at the end (``server``, ``cleanup``, ``requests``)."""
         self.expectations_report: dict[str, Any] | None = None
         """Set when an expectations file was applied: ``{"file", "stale"}``."""
         self.side_log: list[Exchange] = []
