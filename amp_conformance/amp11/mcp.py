@@ -32,6 +32,7 @@ MAX_LINE_BYTES = 8 * 1024 * 1024
 MAX_FRAMES_KEPT = 20000
 STDERR_LINES_KEPT = 200
 STOP_GRACE_SECONDS = 2.0
+BROKEN_GRACE_SECONDS = 0.2
 TERM_GRACE_SECONDS = 3.0
 _EOF = b""
 
@@ -222,7 +223,9 @@ class McpSession:
             with contextlib.suppress(OSError, ValueError):
                 process.stdin.close()
         already = process.poll() is not None
-        if self._wait(process, STOP_GRACE_SECONDS):
+        # a server that already stopped answering gets a short grace, a working one a polite one
+        grace = STOP_GRACE_SECONDS if self.broken_reason is None else BROKEN_GRACE_SECONDS
+        if self._wait(process, grace):
             stopped_by = "exited" if already else "stdin"
         else:
             stopped_by = "SIGTERM"
