@@ -325,7 +325,9 @@ def render_summary(run: Run) -> str:
     ]
     verdict_text = {
         "pass": "PASS: every MUST check passed",
-        "fail": f"FAIL: {summary['must_failures']} MUST check(s) failed",
+        "fail": f"FAIL: {summary['must_failures']} MUST check(s) failed"
+        if summary["must_failures"]
+        else f"FAIL: {summary['unexpected_passes']} unexpected pass(es) under --strict-expectations",
         "incomplete": f"INCOMPLETE: {summary['errors']} check(s) could not reach a verdict"
         if results
         else "INCOMPLETE: no check ran (the selection is empty)",
