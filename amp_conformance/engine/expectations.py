@@ -257,9 +257,9 @@ def render_expectations(results: Iterable[Judged], applied: Mapping[str, Any], *
     ]
     if surprises:
         effect = (
-            "each fails the run (--strict-expectations)"
+            "each fails the run under --strict-expectations"
             if strict
-            else "a warning; --strict-expectations fails"
+            else "a warning; --strict-expectations fails the run on them"
         )
         lines.append(f"unexpected passes ({effect}): delete or update their entries")
         for result in surprises:
