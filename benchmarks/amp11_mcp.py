@@ -54,18 +54,16 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     rates = [round_trips(args.calls) for _ in range(args.repeat)]
-    print(
-        f"MCP tools/call round trips: median {statistics.median(rates):.0f}/s over {args.repeat} x {args.calls}"
-    )
+    rate = statistics.median(rates)
+    print(f"MCP tools/call round trips: median {rate:.0f}/s over {args.repeat} x {args.calls}")
     for name in ("mcp", "rest", "both"):
         times = []
         count = 0
         for _ in range(args.repeat):
             seconds, count = check_run(name)
             times.append(seconds)
-        print(
-            f"checks over {name:>4}: {count} checks, median {statistics.median(times):.2f}s (of {args.repeat})"
-        )
+        median = statistics.median(times)
+        print(f"checks over {name:>4}: {count} checks, median {median:.2f}s (of {args.repeat})")
     return 0
 
 
