@@ -204,6 +204,10 @@ def build_options(values: dict[str, Any]) -> SuiteOptions:
         raise UsageError("--timeout and --deadline must be positive")
     if values.get("amp_allow_global_effects") and not values.get("amp_admin_token"):
         raise UsageError("--allow-global-effects needs --admin-token")
+    if (values.get("amp_server_env") or values.get("amp_server_log")) and not (
+        values.get("amp_server_cmd") or values.get("amp_app")
+    ):
+        raise UsageError("--server-env and --server-log go with --server-cmd (or --server-env with --app)")
     if values.get("amp_expectations"):  # a malformed file is a usage error before anything starts
         from amp_conformance.engine.expectations import ExpectationsError, load_expectations
 

@@ -106,6 +106,10 @@ def test_the_log_tail_is_printed_with_the_last_40_lines() -> None:
         (["--server-cmd", "python 'unclosed"], "cannot parse --server-cmd"),
         (["--server-cmd", "true", "--only", "nonsense"], "nonsense"),
         (["--server-cmd", "true", "--app", "x:y"], "--app and --server-cmd"),
+        (
+            ["--base-url", "http://127.0.0.1:1", "--server-env", "A=B"],
+            "--server-env and --server-log go with",
+        ),
     ],
 )
 def test_bad_server_commands_are_one_line_and_exit_2(
