@@ -46,6 +46,7 @@ def test_recall_route(amp11: Amp11) -> None:
 @check("AMP11-REST-03")
 def test_forget_route(amp11: Amp11) -> None:
     """amp.forget is DELETE /v1/memories/{id} with the scope as query parameters."""
+    amp11.require(REST)
     scope = amp11.scope()
     memory_id = amp11.encode(scope, f"delete route {amp11.token()}", on=REST, remember=False)
     reply = _client(amp11).delete(f"/v1/memories/{memory_id}", params=scope, root=True)
@@ -64,6 +65,7 @@ def test_stats_route(amp11: Amp11) -> None:
 @check("AMP11-REST-05")
 def test_pin_route(amp11: Amp11) -> None:
     """amp.pin is PUT /v1/memories/{id}/pin with the scope keys as a flat JSON body."""
+    amp11.require(REST)
     scope = amp11.scope()
     memory_id = amp11.encode(scope, f"pin route {amp11.token()}", on=REST)
     reply = _client(amp11).request("PUT", f"/v1/memories/{memory_id}/pin", json_body=scope, root=True)
@@ -87,6 +89,7 @@ def test_consolidate_route(amp11: Amp11) -> None:
 @check("AMP11-REST-07")
 def test_export_route_streams_ndjson_with_a_cursor_header(amp11: Amp11) -> None:
     """amp.export is POST /v1/memories/export: NDJSON, with X-AMP-Next-Cursor while rows remain."""
+    amp11.require(REST)
     scope = amp11.scope()
     for number in range(3):
         amp11.encode(scope, f"export route {number} {amp11.token()}", on=REST)
