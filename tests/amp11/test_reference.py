@@ -51,3 +51,13 @@ def test_both_channels_pass() -> None:
     with both_channels() as target:
         collector = run_checks(target)
     assert not _problems(collector), "\n".join(_problems(collector))
+
+
+def test_not_found_as_an_error_is_accepted_and_mapped() -> None:
+    """Conflict C1: a server raising not_found errors (instead of in-band statuses) passes too, and the
+    mapping check then has something to judge."""
+    collector = run_checks(mcp_target(AMP11_REFERENCE_NOT_FOUND="error"), "not_found or unknown_id or forget")
+    assert not _problems(collector), "\n".join(_problems(collector))
+    assert collector.results["test_not_found_mapping"].outcome == "passed"
+    notes = collector.results["test_forget_unknown_id_is_not_found"].notes
+    assert any("not_found error" in note for note in notes), notes
