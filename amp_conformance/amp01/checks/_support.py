@@ -7,6 +7,7 @@ helpers used by a single module stay private to that module.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -23,6 +24,14 @@ SKEW = timedelta(seconds=120)
 
 #: Missing members that are a SHOULD (AMP-CELL-03), not a schema failure (see the schema's $comment).
 _SHOULD_MEMBERS = ("$.scoring", "$.access_policy", "$.provenance")
+
+
+def shown(value: Any) -> str:
+    """A value as a message shows it: its JSON spelling (null, true, "text"), never Python's."""
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=False)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def member(cell: Mapping[str, Any], path: str) -> Any:
@@ -44,7 +53,7 @@ def expect_member(amp: Amp, cell: Any, path: str, reply: Reply | None = None) ->
     current = cell
     for part in path.split("."):
         if not isinstance(current, dict) or part not in current:
-            amp.fail(f"the returned cell has no member {path!r}", reply)
+            amp.fail(f"the returned cell has no member {shown(path)}", reply)
         current = current[part]
     return current
 
@@ -124,7 +133,7 @@ def timestamp(amp: Amp, cell: Mapping[str, Any], name: str, reply: Reply | None)
     value = member(cell, f"lifecycle.{name}")
     if value is None:
         return None
-    amp.expect(isinstance(value, str), f"lifecycle.{name} is a string or null (got {value!r})", reply)
+    amp.expect(isinstance(value, str), f"lifecycle.{name} is a string or null (got {shown(value)})", reply)
     try:
         return parse_utc_timestamp(value)
     except TimestampError as exc:
@@ -271,7 +280,7 @@ def expect_deleted_read(amp: Amp, cell_id: str, what: str) -> None:
     convention = amp.conventions.deleted_read
     if reply.status == 200 and convention != "hidden":
         status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
-        amp.expect(status == "deleted", f"{what}: the deleted cell reads with status {status!r}", reply)
+        amp.expect(status == "deleted", f"{what}: the deleted cell reads with status {shown(status)}", reply)
         return
     if convention == "readable":
         amp.expect_status(reply, 200, what=f"{what} (this server keeps deleted cells readable)")
@@ -346,11 +355,11 @@ def expect_at_least(amp: Amp, transitions: dict[str, Any], key: str, least: int)
     """``transitions[key] >= least`` (the pass moved at least the suite's own cells), when quiet."""
     value = transitions.get(key)
     if not scheduler_quiet(amp):
-        amp.note(f"{key} = {value!r} not judged: a scheduled pass may have moved the cells first")
+        amp.note(f"{key} = {shown(value)} not judged: a scheduled pass may have moved the cells first")
         return
     amp.expect(
         isinstance(value, int) and not isinstance(value, bool) and value >= least,
-        f"{key} counts at least the suite's {least} cell(s) (got {value!r})",
+        f"{key} counts at least the suite's {least} cell(s) (got {shown(value)})",
         expected=f">= {least}",
     )
 

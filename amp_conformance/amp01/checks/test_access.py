@@ -24,6 +24,7 @@ import pytest
 from ulid import ULID
 
 from amp_conformance import MUST, SHOULD, Amp, check, load_fixture
+from amp_conformance.amp01.checks._support import shown
 from amp_conformance.engine.client import Reply
 
 MATRIX: dict[str, Any] = load_fixture("access", "matrix.json")
@@ -142,14 +143,14 @@ def _select(value: str, index: str) -> str:
     try:
         return value[int(index)]
     except (IndexError, ValueError):
-        raise Unexpressible(f"{value!r} has no character [{index}]") from None
+        raise Unexpressible(f"{shown(value)} has no character [{index}]") from None
 
 
 def _flip_case(value: str) -> str:
     for position, char in enumerate(value):
         if char.lower() != char.upper():
             return value[:position] + char.swapcase() + value[position + 1 :]
-    raise Unexpressible(f"{value!r} has no letter whose case could be flipped")
+    raise Unexpressible(f"{shown(value)} has no letter whose case could be flipped")
 
 
 def render(template: str, ids: Mapping[str, str]) -> str:
@@ -209,7 +210,7 @@ def expressible(
     vector: Mapping[str, Any], policy: Mapping[str, Any], owner_id: str, creator: str, caller: str
 ) -> str | None:
     """Why the rendered vector does not test what it means to with these ids, or None."""
-    where = f"caller {caller!r}, policy {dict(policy)!r}"
+    where = f"caller {shown(caller)}, policy {shown(dict(policy))}"
     for action in ("read", "write"):
         wanted = vector["expect"][action]["allowed"]
         if expected_decision(policy, owner_id, creator, caller, action) != wanted:
@@ -290,17 +291,19 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     stored = live.get("access_policy")
     amp.expect(
         isinstance(stored, dict) and {k: stored.get(k) for k in policy} == policy,
-        f"precondition: the created cell keeps the access policy as sent {policy!r} (got {stored!r})",
+        f"precondition: the created cell keeps the access policy as sent {shown(policy)} "
+        f"(got {shown(stored)})",
     )
     made_by = (live.get("identity") or {}).get("created_by")
     amp.expect(
-        made_by == creator, f"precondition: created_by is the creating agent {creator!r} (got {made_by!r})"
+        made_by == creator,
+        f"precondition: created_by is the creating agent {shown(creator)} (got {shown(made_by)})",
     )
     doomed = amp.create_cell(body)
     amp.archive(doomed["id"])
 
     client = amp.as_agent(role)
-    who = f"agent {caller!r}"
+    who = f"agent {shown(caller)}"
     reads: dict[str, tuple[bool, Reply]] = {}
     reply = client.get(f"/memories/{live['id']}")
     reads["GET"] = (decision(amp, reply, (200,), f"GET by {who}"), reply)
@@ -315,8 +318,8 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of an archived cell by {who}"), reply)
 
     context = (
-        f"vector {vector['name']}: {vector['description']} Caller {caller!r}, policy {policy!r}, "
-        f"owner {owner_id!r} ({owner_type}), creator {creator!r}"
+        f"vector {vector['name']}: {vector['description']} Caller {shown(caller)}, policy {shown(policy)}, "
+        f"owner {shown(owner_id)} ({owner_type}), creator {shown(creator)}"
     )
     failures: list[tuple[str, Reply]] = []
     for action, observed in (("read", reads), ("write", writes)):
@@ -395,12 +398,12 @@ def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
 
     answers = {name: answer(reply) for name, reply in replies.items()}
     distinct = {value for value in answers.values()}
-    shown = "; ".join(
-        f"{name}: {status} {code} {message!r}" for name, (status, code, message) in answers.items()
+    seen = "; ".join(
+        f"{name}: {status} {code} {shown(message)}" for name, (status, code, message) in answers.items()
     )
     amp.expect(
         len(distinct) == 1,
-        f"forbidden, unknown and deleted ids look the same to a stranger (RFC §5 oracle); got {shown}",
+        f"forbidden, unknown and deleted ids look the same to a stranger (RFC §5 oracle); got {seen}",
         replies["unknown"],
     )
 
@@ -464,7 +467,7 @@ def test_nothing_in_the_body_raises_a_callers_rights(amp: Amp) -> None:
     reply = owner.get(path)
     amp.expect_status(reply, 200, what="the creator reading the cell back")
     got = (reply.json_object().get("identity") or {}).get("created_by")
-    amp.expect(got == creator, f"identity.created_by stays {creator!r} (got {got!r})", reply)
+    amp.expect(got == creator, f"identity.created_by stays {shown(creator)} (got {shown(got)})", reply)
     reply = stranger.get(path)
     amp.expect(
         not decision(amp, reply, (200,), "the stranger's GET after the creator's PATCH"),

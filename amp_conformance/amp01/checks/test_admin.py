@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._support import shown
 from amp_conformance.engine.client import Client, Reply
 
 ADMIN_HEADER = "X-AMP-Admin-Token"
@@ -77,7 +78,7 @@ def expect_no_pass(amp: Amp, cell: dict[str, Any] | None, what: str) -> None:
     amp.expect(
         status == "active",
         f"{what} ran no lifecycle pass: the probe cell with decay score 0.2 is still listed as active "
-        f"(it is listed as {status!r})",
+        f"(it is listed as {shown(status)})",
     )
 
 
@@ -91,7 +92,7 @@ def expect_transitions(amp: Amp, reply: Reply) -> dict[str, Any]:
     body = reply.json_object()
     transitions = body.get("transitions")
     if not isinstance(transitions, dict):
-        amp.fail(f"the body has a 'transitions' object (got {transitions!r})", reply)
+        amp.fail(f"the body has a 'transitions' object (got {shown(transitions)})", reply)
     amp.expect(
         transitions != {},
         "transitions is {}: the API reference says an empty object means the pass failed (AMP-ADMIN-06)",
@@ -236,9 +237,9 @@ def test_a_pass_counts_the_cells_it_moved(amp: Amp) -> None:
     )
     for cell in low:
         status = listed_under(amp, cell)
-        amp.expect(status == "stale", f"a low-score cell is stale after the pass (listed as {status!r})")
+        amp.expect(status == "stale", f"a low-score cell is stale after the pass (listed as {shown(status)})")
     status = listed_under(amp, healthy)
-    amp.expect(status == "active", f"a healthy cell stays active after the pass (listed as {status!r})")
+    amp.expect(status == "active", f"a healthy cell stays active after the pass (listed as {shown(status)})")
 
 
 @check("AMP-ADMIN-07", level=MAY, global_effects=True)
@@ -258,7 +259,7 @@ def test_a_pass_may_report_extra_members(amp: Amp) -> None:
         purged = body["purged"]
         amp.expect(
             isinstance(purged, int) and not isinstance(purged, bool) and purged >= 0,
-            f"'purged' is an integer >= 0 (got {purged!r})",
+            f"'purged' is an integer >= 0 (got {shown(purged)})",
             reply,
         )
 
@@ -288,7 +289,7 @@ def test_a_second_pass_does_not_move_the_cell_again(amp: Amp) -> None:
     cell = amp.create_cell(scoring=LOW_SCORE)
     expect_transitions(amp, run_pass(amp, client))
     status = listed_under(amp, cell)
-    amp.expect(status == "stale", f"the first pass made the low-score cell stale (listed as {status!r})")
+    amp.expect(status == "stale", f"the first pass made the low-score cell stale (listed as {shown(status)})")
     expect_transitions(amp, run_pass(amp, client))
     status = listed_under(amp, cell)
-    amp.expect(status == "stale", f"after a second pass the cell is still stale (listed as {status!r})")
+    amp.expect(status == "stale", f"after a second pass the cell is still stale (listed as {shown(status)})")

@@ -15,7 +15,7 @@ from typing import Any
 from ulid import ULID
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import expect_accepted, listings_by_status
+from amp_conformance.amp01.checks._support import expect_accepted, listings_by_status, shown
 from amp_conformance.amp01.context import KEYS_NEEDED
 from amp_conformance.engine.client import Reply
 
@@ -91,9 +91,9 @@ def same_401(amp: Amp, replies: dict[str, Reply], route: str, codes: tuple[str, 
         amp.expect_error(reply, 401, codes)
     triples = {label: error_triple(reply) for label, reply in replies.items()}
     if len(set(triples.values())) > 1:
-        shown = "; ".join(f"{label}: {s} {c} {m!r}" for label, (s, c, m) in triples.items())
+        seen = "; ".join(f"{label}: {s} {c} {shown(m)}" for label, (s, c, m) in triples.items())
         amp.fail(
-            f"{route}: authentication failures are distinguishable (AMP-AUTH-04: one identical 401): {shown}",
+            f"{route}: authentication failures are distinguishable (AMP-AUTH-04: one identical 401): {seen}",
             next(iter(replies.values())),
         )
     details = {label: reply.json_object()["error"].get("details") for label, reply in replies.items()}
@@ -111,17 +111,19 @@ def test_keyless_server_trusts_any_agent_id(amp: Amp) -> None:
         amp.skip("keyless only: this run uses API keys (AMP-AUTH-03..06 apply instead)")
     claimed = amp.capabilities.get("api_keys_required")
     if claimed is not False:
-        amp.note(f"/spec api_keys_required is {claimed!r}; a keyless server reports false")
+        amp.note(f"/spec api_keys_required is {shown(claimed)}; a keyless server reports false")
     for role in ("Odd.Agent:ID@example.org/x", "z" * 200):
         agent = amp.agent(role)
         cell = amp.create_cell(as_agent=role)
         got = (cell.get("identity") or {}).get("created_by")
-        amp.expect(got == agent.id, f"created_by is the arbitrary agent id {agent.id!r} (got {got!r})")
+        amp.expect(
+            got == agent.id, f"created_by is the arbitrary agent id {shown(agent.id)} (got {shown(got)})"
+        )
         reply = amp.as_agent(role).get(f"/memories/{cell['id']}")
-        amp.expect_status(reply, 200, what=f"agent {agent.id!r} reading its cell without a key")
+        amp.expect_status(reply, 200, what=f"agent {shown(agent.id)} reading its cell without a key")
         owner = cell["identity"]["owner_id"]
         reply = amp.as_agent(role).get("/memories", params={"owner_id": owner})
-        amp.expect_status(reply, 200, what=f"agent {agent.id!r} listing without a key")
+        amp.expect_status(reply, 200, what=f"agent {shown(agent.id)} listing without a key")
         ids = [item.get("id") for item in reply.json_object().get("results", []) if isinstance(item, dict)]
         amp.expect(cell["id"] in ids, "the cell is listed for its creator", reply)
 
@@ -239,7 +241,7 @@ def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp) -> None
         if isinstance(cell_id, str) and amp.keys_mode:
             amp.remember(cell_id, as_agent="a")
         amp.fail(
-            f"a create without credentials was stored as the body's created_by {named!r}: anyone can "
+            f"a create without credentials was stored as the body's created_by {shown(named)}: anyone can "
             "create cells as any agent",
             reply,
             expected="401",
@@ -260,7 +262,8 @@ def test_keys_body_created_by_cannot_impersonate(amp: Amp) -> None:
     got = (cell.get("identity") or {}).get("created_by")
     amp.expect(
         got == caller.id,
-        f"created_by is the authenticated caller {caller.id!r}, not the body's {other!r} (got {got!r}); "
+        f"created_by is the authenticated caller {shown(caller.id)}, not the body's {shown(other)} "
+        f"(got {shown(got)}); "
         "with API keys anything else is impersonation (C-10)",
     )
 
@@ -357,7 +360,7 @@ def test_keys_authentication_comes_before_anything_else(amp: Amp) -> None:
     reply = amp.as_agent("a").get(path)
     amp.expect_status(reply, 200, what="the creator reading the cell back")
     status = (reply.json_object().get("lifecycle") or {}).get("status")
-    amp.expect(status == "active", f"the refused requests changed nothing (status {status!r})", reply)
+    amp.expect(status == "active", f"the refused requests changed nothing (status {shown(status)})", reply)
 
 
 @check("AMP-AUTH-09", level=MUST)
@@ -371,14 +374,16 @@ def test_header_names_are_case_insensitive(amp: Amp) -> None:
         client = amp.with_headers(headers)
         body = amp.cell_body({"content": {"text": f"header case probe {str(ULID()).lower()}"}})
         reply = client.post("/memories", body)
-        shown = ", ".join(headers)
-        expect_accepted(amp, reply, f"a create with the header names {shown}")
+        names = ", ".join(headers)
+        expect_accepted(amp, reply, f"a create with the header names {names}")
         cell = reply.json_object()
         if isinstance(cell.get("id"), str):
             amp.remember(cell["id"], as_agent="a")
         got = (cell.get("identity") or {}).get("created_by")
         amp.expect(
-            got == agent.id, f"created_by is {agent.id!r} with header names {shown} (got {got!r})", reply
+            got == agent.id,
+            f"created_by is {shown(agent.id)} with header names {names} (got {shown(got)})",
+            reply,
         )
         reply = client.get(f"/memories/{cell['id']}")
-        amp.expect_status(reply, 200, what=f"a read with the header names {shown}")
+        amp.expect_status(reply, 200, what=f"a read with the header names {names}")

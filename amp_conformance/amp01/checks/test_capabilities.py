@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, TypeGuard
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._support import shown
 from amp_conformance.engine.client import Reply
 
 CAPABILITY_MEMBERS = (
@@ -36,51 +37,57 @@ def _capability_problems(caps: dict[str, Any]) -> list[str]:
     if missing:
         problems.append(f"missing member(s): {', '.join(missing)}")
     if "mcp_compatible" in caps and not isinstance(caps["mcp_compatible"], bool):
-        problems.append(f"mcp_compatible is not a boolean: {caps['mcp_compatible']!r}")
+        problems.append(f"mcp_compatible is not a boolean: {shown(caps['mcp_compatible'])}")
     if "storage_backends" in caps:
         backends = caps["storage_backends"]
         if not (isinstance(backends, list) and backends and all(isinstance(b, str) for b in backends)):
-            problems.append(f"storage_backends is not a non-empty array of strings: {backends!r}")
+            problems.append(f"storage_backends is not a non-empty array of strings: {shown(backends)}")
     if "api_keys_required" in caps and not isinstance(caps["api_keys_required"], bool):
-        problems.append(f"api_keys_required is not a boolean: {caps['api_keys_required']!r}")
+        problems.append(f"api_keys_required is not a boolean: {shown(caps['api_keys_required'])}")
     if "scoring_patch_limit" in caps and caps["scoring_patch_limit"] is not None:
         limit = caps["scoring_patch_limit"]
         if not isinstance(limit, dict):
-            problems.append(f"scoring_patch_limit is neither null nor an object: {limit!r}")
+            problems.append(f"scoring_patch_limit is neither null nor an object: {shown(limit)}")
         else:
             for name in ("max_patches", "window_seconds"):
                 if not (_is_int(limit.get(name)) and limit[name] > 0):
-                    problems.append(f"scoring_patch_limit.{name} is not an integer > 0: {limit.get(name)!r}")
+                    problems.append(
+                        f"scoring_patch_limit.{name} is not an integer > 0: {shown(limit.get(name))}"
+                    )
     if "embedding" in caps and caps["embedding"] is not None:
         embedding = caps["embedding"]
         if not isinstance(embedding, dict):
-            problems.append(f"embedding is neither null nor an object: {embedding!r}")
+            problems.append(f"embedding is neither null nor an object: {shown(embedding)}")
         else:
             if not isinstance(embedding.get("provider"), str):
-                problems.append(f"embedding.provider is not a string: {embedding.get('provider')!r}")
+                problems.append(f"embedding.provider is not a string: {shown(embedding.get('provider'))}")
             dimensions = embedding.get("dimensions", "missing")
             if dimensions is not None and not _is_int(dimensions):
-                problems.append(f"embedding.dimensions is neither an integer nor null: {dimensions!r}")
+                problems.append(f"embedding.dimensions is neither an integer nor null: {shown(dimensions)}")
     if "max_cell_size_bytes" in caps and not (
         _is_int(caps["max_cell_size_bytes"]) and caps["max_cell_size_bytes"] > 0
     ):
-        problems.append(f"max_cell_size_bytes is not an integer > 0: {caps['max_cell_size_bytes']!r}")
+        problems.append(f"max_cell_size_bytes is not an integer > 0: {shown(caps['max_cell_size_bytes'])}")
     if "retention_days" in caps and not _is_int(caps["retention_days"]):
-        problems.append(f"retention_days is not an integer: {caps['retention_days']!r}")
+        problems.append(f"retention_days is not an integer: {shown(caps['retention_days'])}")
     if "lifecycle_scheduler" in caps:
         scheduler = caps["lifecycle_scheduler"]
         if not isinstance(scheduler, dict):
-            problems.append(f"lifecycle_scheduler is not an object: {scheduler!r}")
+            problems.append(f"lifecycle_scheduler is not an object: {shown(scheduler)}")
         else:
             if not isinstance(scheduler.get("enabled"), bool):
-                problems.append(f"lifecycle_scheduler.enabled is not a boolean: {scheduler.get('enabled')!r}")
+                problems.append(
+                    f"lifecycle_scheduler.enabled is not a boolean: {shown(scheduler.get('enabled'))}"
+                )
             interval = scheduler.get("interval_seconds")
             if not (_is_int(interval) and interval > 0):
-                problems.append(f"lifecycle_scheduler.interval_seconds is not an integer > 0: {interval!r}")
+                problems.append(
+                    f"lifecycle_scheduler.interval_seconds is not an integer > 0: {shown(interval)}"
+                )
             if not isinstance(scheduler.get("manual_run_endpoint"), str):
                 problems.append(
                     "lifecycle_scheduler.manual_run_endpoint is not a string: "
-                    f"{scheduler.get('manual_run_endpoint')!r}"
+                    f"{shown(scheduler.get('manual_run_endpoint'))}"
                 )
     return problems
 
@@ -98,7 +105,7 @@ def _page_size_claim(amp: Amp) -> int:
             "/spec makes no max_page_size claim (C-13): the documented ceiling 100 is checked by SRCH-09"
         )
     if not (_is_int(value) and value > 0):
-        amp.skip(f"/spec max_page_size {value!r} is not a usable number (AMP-CAP-02 reports it)")
+        amp.skip(f"/spec max_page_size {shown(value)} is not a usable number (AMP-CAP-02 reports it)")
     assert isinstance(value, int)
     return value
 
@@ -116,7 +123,7 @@ def test_spec_capabilities_have_the_documented_members_and_types(amp: Amp) -> No
     if page is None:
         amp.warn("capabilities has no max_page_size (C-13): the suite assumes 100", reply)
     elif not (_is_int(page) and page > 0):
-        amp.fail(f"max_page_size is not an integer > 0: {page!r}", reply)
+        amp.fail(f"max_page_size is not an integer > 0: {shown(page)}", reply)
 
 
 @check("AMP-CAP-05", "AMP-CAP-04", level=MUST)
@@ -124,7 +131,7 @@ def test_api_keys_required_matches_behaviour(amp: Amp) -> None:
     """api_keys_required matches behaviour: false serves agents without a key, true answers 401."""
     claim = amp.spec.get("api_keys_required")
     if not isinstance(claim, bool):
-        amp.skip(f"/spec makes no usable api_keys_required claim ({claim!r})")
+        amp.skip(f"/spec makes no usable api_keys_required claim ({shown(claim)})")
     owner = amp.owner()
     keyless = amp.with_headers({"X-AMP-Agent-ID": amp.agent_id("a")})
     reply = keyless.get("/memories", params={"owner_id": owner})
@@ -148,14 +155,14 @@ def test_max_page_size_is_the_exact_ceiling_on_search_and_list(amp: Amp) -> None
     at_limit = client.get("/memories", params={"owner_id": owner, "limit": ceiling})
     amp.expect_status(at_limit, 200, what=f"list with limit = max_page_size ({ceiling})")
     echoed = at_limit.json_object().get("limit")
-    amp.expect(echoed == ceiling, f"list echoes limit {ceiling} (got {echoed!r})", at_limit)
+    amp.expect(echoed == ceiling, f"list echoes limit {ceiling} (got {shown(echoed)})", at_limit)
     over = client.get("/memories", params={"owner_id": owner, "limit": ceiling + 1})
     amp.expect_error(over, 422, "VALIDATION_ERROR")
     body = {"query": "page size probe", "owner_id": owner}
     at_limit = client.post("/memories/search", {**body, "limit": ceiling})
     amp.expect_status(at_limit, 200, what=f"search with limit = max_page_size ({ceiling})")
     echoed = at_limit.json_object().get("limit")
-    amp.expect(echoed == ceiling, f"search echoes limit {ceiling} (got {echoed!r})", at_limit)
+    amp.expect(echoed == ceiling, f"search echoes limit {ceiling} (got {shown(echoed)})", at_limit)
     over = client.post("/memories/search", {**body, "limit": ceiling + 1})
     amp.expect_error(over, 422, "VALIDATION_ERROR")
 
@@ -166,7 +173,7 @@ def test_retention_days_is_at_least_30(amp: Amp) -> None:
     if "retention_days" not in amp.spec:
         amp.skip("/spec makes no retention_days claim (AMP-CAP-02 reports the missing member)")
     days = amp.spec["retention_days"]
-    amp.expect(_is_int(days), f"retention_days is an integer (got {days!r})")
+    amp.expect(_is_int(days), f"retention_days is an integer (got {shown(days)})")
     amp.expect(days >= 30, f"retention_days is at least 30 (got {days})", expected=">= 30")
 
 
@@ -176,7 +183,7 @@ def _manual_run_path(amp: Amp) -> str:
         amp.skip("/spec names no lifecycle_scheduler.manual_run_endpoint")
     path: str = scheduler["manual_run_endpoint"]
     if not path.startswith(("/", "http://", "https://")):
-        amp.fail(f"manual_run_endpoint {path!r} is neither an absolute path nor a URL")
+        amp.fail(f"manual_run_endpoint {shown(path)} is neither an absolute path nor a URL")
     return path
 
 
@@ -212,29 +219,29 @@ def test_deployment_facts_are_well_formed(amp: Amp) -> None:
     """mcp_compatible, storage_backends and embedding are well-formed (HTTP cannot confirm them)."""
     caps = amp.spec
     facts = {name: caps.get(name, "absent") for name in ("mcp_compatible", "storage_backends", "embedding")}
-    amp.note("deployment facts: " + ", ".join(f"{k}={v!r}" for k, v in facts.items()))
+    amp.note("deployment facts: " + ", ".join(f"{k}={shown(v)}" for k, v in facts.items()))
     embedding = caps.get("embedding")
     if isinstance(embedding, dict):
         provider = embedding.get("provider")
         amp.expect(
             isinstance(provider, str) and provider.strip() != "",
-            f"embedding.provider names a provider (got {provider!r})",
+            f"embedding.provider names a provider (got {shown(provider)})",
         )
         dimensions = embedding.get("dimensions")
         amp.expect(
             dimensions is None or (_is_int(dimensions) and dimensions > 0),
-            f"embedding.dimensions is null or a positive integer (got {dimensions!r})",
+            f"embedding.dimensions is null or a positive integer (got {shown(dimensions)})",
         )
     else:
-        amp.expect(embedding is None, f"embedding is an object or null (got {embedding!r})")
+        amp.expect(embedding is None, f"embedding is an object or null (got {shown(embedding)})")
     backends = caps.get("storage_backends")
     amp.expect(
         isinstance(backends, list) and all(isinstance(b, str) and b.strip() for b in backends),
-        f"storage_backends names its backends (got {backends!r})",
+        f"storage_backends names its backends (got {shown(backends)})",
     )
     amp.expect(
         isinstance(caps.get("mcp_compatible"), bool),
-        f"mcp_compatible is a boolean (got {caps.get('mcp_compatible')!r})",
+        f"mcp_compatible is a boolean (got {shown(caps.get('mcp_compatible'))})",
     )
 
 

@@ -25,6 +25,7 @@ from amp_conformance.amp01.checks._support import (
     post_cell,
     read,
     server_now_near,
+    shown,
     timestamp,
     timestamp_set,
 )
@@ -89,18 +90,18 @@ def test_amp_version_is_0_1_0_on_every_cell(amp: Amp) -> None:
     cell = reply.json_object()
     amp.expect(
         cell.get("amp_version") == "0.1.0",
-        f"created: amp_version is '0.1.0' (got {cell.get('amp_version')!r})",
+        f"created: amp_version is '0.1.0' (got {shown(cell.get('amp_version'))})",
         reply,
     )
     got = amp.as_agent("a").get(f"/memories/{cell.get('id')}")
     amp.expect_status(got, 200, what="reading the cell")
     version = got.json_object().get("amp_version")
-    amp.expect(version == "0.1.0", f"read: amp_version is '0.1.0' (got {version!r})", got)
+    amp.expect(version == "0.1.0", f"read: amp_version is '0.1.0' (got {shown(version)})", got)
     results, listed = list_owner(amp, owner)
     amp.expect(results, "the owner's list contains the new cell", listed)
     for item in results:
         version = item.get("amp_version") if isinstance(item, dict) else None
-        amp.expect(version == "0.1.0", f"listed: amp_version is '0.1.0' (got {version!r})", listed)
+        amp.expect(version == "0.1.0", f"listed: amp_version is '0.1.0' (got {shown(version)})", listed)
 
 
 @check("AMP-CELL-05", level=MUST)
@@ -109,7 +110,7 @@ def test_id_is_a_ulid(amp: Amp) -> None:
     reply = post_cell(amp, amp.cell_body())
     create_step(amp, reply, "creating a cell")
     cell_id = reply.json_object().get("id")
-    amp.expect(isinstance(cell_id, str), f"id is a string (got {cell_id!r})", reply)
+    amp.expect(isinstance(cell_id, str), f"id is a string (got {shown(cell_id)})", reply)
     try:
         _, form = parse_cell_id(str(cell_id))
     except CellIdError as exc:
@@ -175,7 +176,7 @@ def test_type_is_one_of_the_three_memory_types(amp: Amp) -> None:
         cell, reply = created(amp, amp.cell_body(type=memory_type), what=f"creating a {memory_type} cell")
         amp.expect(
             cell.get("type") == memory_type,
-            f"type {memory_type!r} is stored (got {cell.get('type')!r})",
+            f"type {shown(memory_type)} is stored (got {shown(cell.get('type'))})",
             reply,
         )
     reply = post_cell(amp, amp.cell_body(type="literal"))
@@ -187,10 +188,10 @@ def test_owner_type_is_user_agent_or_organization(amp: Amp) -> None:
     """owner_type user, agent and organization are accepted and echoed; 'team' is 422."""
     for owner_type in ("user", "agent", "organization"):
         cell, reply = created(
-            amp, amp.cell_body(identity={"owner_type": owner_type}), what=f"owner_type {owner_type!r}"
+            amp, amp.cell_body(identity={"owner_type": owner_type}), what=f"owner_type {shown(owner_type)}"
         )
         got = member(cell, "identity.owner_type")
-        amp.expect(got == owner_type, f"owner_type {owner_type!r} is stored (got {got!r})", reply)
+        amp.expect(got == owner_type, f"owner_type {shown(owner_type)} is stored (got {shown(got)})", reply)
     reply = post_cell(amp, amp.cell_body(identity={"owner_type": "team"}))
     expect_validation_error(amp, reply, "owner_type 'team'")
 
@@ -202,14 +203,14 @@ def test_status_is_one_of_the_four_lifecycle_states(amp: Amp) -> None:
     status = member(cell, "lifecycle.status")
     amp.expect(
         status in ("active", "stale", "archived", "deleted"),
-        f"status is a lifecycle state (got {status!r})",
+        f"status is a lifecycle state (got {shown(status)})",
         reply,
     )
     patched = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "expired"}})
     expect_validation_error(amp, patched, "PATCH lifecycle.status 'expired'")
     after, got = read(amp, cell["id"])
     status = member(after, "lifecycle.status")
-    amp.expect(status == "active", f"the refused PATCH left the status 'active' (got {status!r})", got)
+    amp.expect(status == "active", f"the refused PATCH left the status 'active' (got {shown(status)})", got)
 
 
 @check("AMP-CELL-11", level=MUST)
@@ -225,10 +226,10 @@ def test_provenance_enumerations(amp: Amp) -> None:
         sent = {"source_type": source_type, "source_ref": None, "extraction_method": method}
         cell, reply = created(amp, amp.cell_body(provenance=sent), what=f"provenance {source_type}/{method}")
         got = cell.get("provenance")
-        amp.expect(got == sent, f"provenance {sent} round-trips (got {got!r})", reply)
+        amp.expect(got == sent, f"provenance {sent} round-trips (got {shown(got)})", reply)
     for field, value in (("source_type", "telepathy"), ("extraction_method", "guesswork")):
         reply = post_cell(amp, amp.cell_body(provenance={field: value}))
-        expect_validation_error(amp, reply, f"provenance.{field} {value!r}")
+        expect_validation_error(amp, reply, f"provenance.{field} {shown(value)}")
 
 
 @check("AMP-CELL-12", level=MUST)
@@ -267,7 +268,7 @@ def test_decay_rate_is_non_negative_and_unbounded(amp: Amp) -> None:
     for rate in (0, 20000):
         cell, reply = created(amp, amp.cell_body(scoring={"decay_rate": rate}), what=f"decay_rate {rate}")
         got = member(cell, "scoring.decay_rate")
-        amp.expect(got == rate, f"decay_rate {rate} is stored (got {got!r})", reply)
+        amp.expect(got == rate, f"decay_rate {rate} is stored (got {shown(got)})", reply)
     reply = post_cell(amp, amp.cell_body(scoring={"decay_rate": -0.01}))
     expect_validation_error(amp, reply, "decay_rate -0.01")
 
@@ -283,7 +284,7 @@ def test_access_count_is_a_non_negative_integer(amp: Amp) -> None:
     for value, where in seen:
         amp.expect(
             isinstance(value, int) and not isinstance(value, bool) and value >= 0,
-            f"access_count is an integer >= 0 (got {value!r})",
+            f"access_count is an integer >= 0 (got {shown(value)})",
             where,
         )
 
@@ -320,7 +321,7 @@ def test_omitted_fields_take_the_documented_defaults(amp: Amp) -> None:
             continue  # an absent scoring/access_policy/provenance member is AMP-CELL-03 (SHOULD)
         value = member(cell, path)
         if value != default or isinstance(value, bool) != isinstance(default, bool):
-            wrong.append(f"{path} is {value!r}, expected {default!r}")
+            wrong.append(f"{path} is {shown(value)}, expected {shown(default)}")
     amp.expect(not wrong, "defaults of a minimal create: " + "; ".join(wrong), reply)
 
 
@@ -354,12 +355,12 @@ def test_text_is_required_and_metadata_round_trips(amp: Amp) -> None:
         amp, amp.cell_body(content={"metadata": _METADATA}), what="a create with rich metadata"
     )
     got = member(cell, "content.metadata")
-    amp.expect(got == _METADATA, f"metadata round-trips on create (got {got!r})", reply)
+    amp.expect(got == _METADATA, f"metadata round-trips on create (got {shown(got)})", reply)
     after, read_reply = read(amp, cell["id"])
     got = member(after, "content.metadata")
-    amp.expect(got == _METADATA, f"metadata round-trips on read (got {got!r})", read_reply)
+    amp.expect(got == _METADATA, f"metadata round-trips on read (got {shown(got)})", read_reply)
     text = member(after, "content.text")
-    amp.expect(isinstance(text, str), f"content.text is a string (got {text!r})", read_reply)
+    amp.expect(isinstance(text, str), f"content.text is a string (got {shown(text)})", read_reply)
     body = amp.cell_body()
     del body["content"]["text"]
     expect_validation_error(amp, post_cell(amp, body), "a create without content.text")
@@ -414,7 +415,7 @@ def test_created_at_is_the_time_of_creation(amp: Amp) -> None:
     amp.expect(
         server_now_near(made, sent, received, reply),
         f"created_at {made.isoformat()} is the time of creation (client clock {sent.isoformat()}, "
-        f"Date {reply.headers.get('date')!r}, allowed skew {SKEW.seconds} s)",
+        f"Date {shown(reply.headers.get('date'))}, allowed skew {SKEW.seconds} s)",
         reply,
     )
 

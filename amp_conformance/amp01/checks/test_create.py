@@ -18,6 +18,7 @@ from amp_conformance.amp01.checks._support import (
     read,
     remember_created,
     server_now_near,
+    shown,
     timestamp,
 )
 
@@ -83,9 +84,9 @@ def test_the_server_chooses_the_id(amp: Amp) -> None:
     """An id sent in the create body is not used."""
     for sent in ("mem_00000000000000000000000000", amp.unknown_id()):
         reply = post_cell(amp, amp.cell_body(id=sent))
-        expect_accepted(amp, reply, f"a create carrying id {sent!r}")
+        expect_accepted(amp, reply, f"a create carrying id {shown(sent)}")
         cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
-        amp.expect(cell["id"] != sent, f"the server chose the id: the client's {sent!r} was used", reply)
+        amp.expect(cell["id"] != sent, f"the server chose the id: the client's {shown(sent)} was used", reply)
 
 
 @check("AMP-CRE-04", level=MUST)
@@ -107,17 +108,17 @@ def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
     cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
     problems = []
     if cell.get("amp_version") != "0.1.0":
-        problems.append(f"amp_version is {cell.get('amp_version')!r}, not '0.1.0'")
+        problems.append(f"amp_version is {shown(cell.get('amp_version'))}, not '0.1.0'")
     status = member(cell, "lifecycle.status")
     if status != "active":
-        problems.append(f"status is {status!r}, not 'active'")
+        problems.append(f"status is {shown(status)}, not 'active'")
     made = timestamp(amp, cell, "created_at", reply)
     if made is None or not server_now_near(made, sent, received, reply):
-        problems.append(f"created_at is {member(cell, 'lifecycle.created_at')!r}, not the server's time")
+        problems.append(f"created_at is {shown(member(cell, 'lifecycle.created_at'))}, not the server's time")
     for name in ("last_accessed_at", "last_updated_at"):
         value = member(cell, f"lifecycle.{name}")
         if value is not None:
-            problems.append(f"{name} is {value!r}, not null")
+            problems.append(f"{name} is {shown(value)}, not null")
     amp.expect(not problems, "the client's lifecycle/amp_version were applied: " + "; ".join(problems), reply)
 
 
@@ -162,7 +163,7 @@ def test_supplied_optional_values_are_stored_as_sent(amp: Amp) -> None:
             "scoring.decay_rate",
         ):
             if _differences(member(body, path), member(value, path)):
-                wrong.append(f"{path} is {member(value, path)!r}, sent {member(body, path)!r}")
+                wrong.append(f"{path} is {shown(member(value, path))}, sent {shown(member(body, path))}")
         amp.expect(not wrong, f"{label}: supplied values are stored as sent: " + "; ".join(wrong), where)
 
 
@@ -172,19 +173,23 @@ def test_created_by_is_the_header_agent(amp: Amp) -> None:
     header_agent, body_agent = amp.agent_id("a"), amp.agent_id("b")
     cell, reply = created(amp, amp.cell_body(), what="a create without identity.created_by")
     got = member(cell, "identity.created_by")
-    amp.expect(got == header_agent, f"created_by is the header agent {header_agent!r} (got {got!r})", reply)
+    amp.expect(
+        got == header_agent, f"created_by is the header agent {shown(header_agent)} (got {shown(got)})", reply
+    )
     cell, reply = created(
         amp, amp.cell_body(identity={"created_by": body_agent}), what="a create naming another creator"
     )
     got = member(cell, "identity.created_by")
     if got == body_agent:
-        message = f"the body's created_by {body_agent!r} won over the header agent {header_agent!r}"
+        message = f"the body's created_by {shown(body_agent)} won over the header agent {shown(header_agent)}"
         if _keys_required(amp):
             amp.fail(message + ": with API keys that is impersonation (C-10)", reply)
         amp.warn(message + " (C-10: keyless body-wins is a warning)", reply)
     else:
         amp.expect(
-            got == header_agent, f"created_by is the header agent {header_agent!r} (got {got!r})", reply
+            got == header_agent,
+            f"created_by is the header agent {shown(header_agent)} (got {shown(got)})",
+            reply,
         )
 
 
@@ -200,7 +205,7 @@ def test_body_created_by_is_the_keyless_fallback(amp: Amp) -> None:
     expect_accepted(amp, reply, "a create without X-AMP-Agent-ID but with identity.created_by")
     cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
     got = member(cell, "identity.created_by")
-    amp.expect(got == body_agent, f"created_by is the body's {body_agent!r} (got {got!r})", reply)
+    amp.expect(got == body_agent, f"created_by is the body's {shown(body_agent)} (got {shown(got)})", reply)
     read(amp, cell["id"], role="b", what="the body-named creator reading the cell")
 
 
@@ -220,7 +225,7 @@ def test_a_new_cell_starts_unread_and_unexpired(amp: Amp) -> None:
     """A new cell has access_count 0 and null last_accessed_at, last_updated_at and expires_at."""
     cell, reply = created(amp, amp.cell_body())
     wrong = [
-        f"{path} is {member(cell, path)!r}"
+        f"{path} is {shown(member(cell, path))}"
         for path, value in (
             ("scoring.access_count", 0),
             ("lifecycle.last_accessed_at", None),
@@ -237,7 +242,7 @@ def test_a_new_cell_starts_unread_and_unexpired(amp: Amp) -> None:
     if count == 7:
         amp.warn("the client-sent scoring.access_count 7 was stored (C-22)", reply)
     else:
-        amp.expect(count == 0, f"access_count of a new cell is 0 (got {count!r})", reply)
+        amp.expect(count == 0, f"access_count of a new cell is 0 (got {shown(count)})", reply)
 
 
 @check("AMP-CRE-09", level=MUST)
@@ -247,7 +252,9 @@ def test_a_new_cell_is_readable_and_listed_at_once(amp: Amp) -> None:
     cell, _ = created(amp, body)
     stored, got = read(amp, cell["id"], what="reading the cell right after creating it")
     amp.expect(
-        stored.get("id") == cell["id"], f"the read returns the created cell (got {stored.get('id')!r})", got
+        stored.get("id") == cell["id"],
+        f"the read returns the created cell (got {shown(stored.get('id'))})",
+        got,
     )
     results, listed = list_owner(amp, body["identity"]["owner_id"])
     ids = [item.get("id") for item in results if isinstance(item, dict)]
@@ -275,7 +282,7 @@ def test_an_oversized_create_is_413_and_stores_nothing(amp: Amp) -> None:
     """A create larger than max_cell_size_bytes is 413 CELL_TOO_LARGE and the owner has no cell afterwards."""
     limit = amp.spec.get("max_cell_size_bytes")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-        amp.skip(f"/spec advertises no max_cell_size_bytes (got {limit!r}); AMP-CAP covers that")
+        amp.skip(f"/spec advertises no max_cell_size_bytes (got {shown(limit)}); AMP-CAP covers that")
     if limit + 1024 > _MAX_PROBE_BYTES:
         amp.skip(f"max_cell_size_bytes {limit} is too large to probe (over {_MAX_PROBE_BYTES} bytes)")
     body = amp.cell_body(content={"text": "x" * (limit + 1024)})

@@ -16,7 +16,13 @@ import time
 from typing import Any
 
 from amp_conformance import MUST, Amp, check, load_fixture
-from amp_conformance.amp01.checks._support import expect_at_least, run_pass, scheduler_quiet, status_by_list
+from amp_conformance.amp01.checks._support import (
+    expect_at_least,
+    run_pass,
+    scheduler_quiet,
+    shown,
+    status_by_list,
+)
 from amp_conformance.amp01.decay import (
     SECONDS_PER_DAY,
     STALE_THRESHOLD,
@@ -94,7 +100,8 @@ def test_the_equality_case_is_not_below_the_threshold(amp: Amp) -> None:
                 point["delta_seconds"] / SECONDS_PER_DAY,
             )
             amp.expect(
-                score == STALE_THRESHOLD, f"example {case['id']}: the score is exactly 0.3 (got {score!r})"
+                score == STALE_THRESHOLD,
+                f"example {case['id']}: the score is exactly 0.3 (got {shown(score)})",
             )
             amp.expect(not is_below_threshold(score), f"example {case['id']}: 0.3 is not below the threshold")
             amp.expect(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance import MUST, Amp, check
-from amp_conformance.amp01.checks._support import expect_deleted_read, expect_member, read_back
+from amp_conformance.amp01.checks._support import expect_deleted_read, expect_member, read_back, shown
 from amp_conformance.engine.client import Reply
 
 
@@ -46,7 +46,7 @@ def test_delete_of_an_active_cell_is_refused(amp: Amp) -> None:
     )
     amp.expect_error(reply, 409, "INVALID_TRANSITION")
     status, got = _status_of(amp, cell["id"])
-    amp.expect(status == "active", f"the cell is still 'active' (got {status!r})", got)
+    amp.expect(status == "active", f"the cell is still 'active' (got {shown(status)})", got)
 
 
 @check("AMP-DEL-03", "AMP-ERR-03", level=MUST)
@@ -62,7 +62,7 @@ def test_delete_of_a_stale_cell_is_refused(amp: Amp) -> None:
     amp.expect(reply.status != 204, "DELETE of a stale cell must be refused, got 204", reply, expected="409")
     amp.expect_error(reply, 409, "INVALID_TRANSITION")
     status, got = _status_of(amp, cell["id"])
-    amp.expect(status == "stale", f"the cell is still 'stale' (got {status!r})", got)
+    amp.expect(status == "stale", f"the cell is still 'stale' (got {shown(status)})", got)
 
 
 @check("AMP-DEL-04", level=MUST)
@@ -76,7 +76,7 @@ def test_delete_needs_write_access(amp: Amp) -> None:
     reply = amp.as_agent("stranger").delete(f"/memories/{archived['id']}")
     amp.expect_refusal(reply, "a stranger's DELETE of an archived cell")
     status, got = _status_of(amp, archived["id"])
-    amp.expect(status == "archived", f"the cell is still 'archived' (got {status!r})", got)
+    amp.expect(status == "archived", f"the cell is still 'archived' (got {shown(status)})", got)
 
 
 @check("AMP-DEL-05", level=MUST)
@@ -97,7 +97,7 @@ def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
             amp.expect_status(reply, 200, what=f"GET {path} status={status}")
             amp.expect(
                 cell["id"] not in _ids(amp, reply),
-                f"the deleted cell is absent from GET {path} status={status}",
+                f"the deleted cell is listed by GET {path} status={status}",
                 reply,
             )
     searches: list[dict[str, Any]] = [
@@ -112,10 +112,10 @@ def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
         reply = client.post("/memories/search", body)
         if "status" in extra and reply.status == 422:
             continue
-        amp.expect_status(reply, 200, what=f"search with {extra or 'default filters'}")
+        amp.expect_status(reply, 200, what=f"search with {shown(extra) if extra else 'default filters'}")
         amp.expect(
             cell["id"] not in _ids(amp, reply),
-            f"the deleted cell is absent from search with {extra or 'default filters'}",
+            f"the deleted cell is returned by search with {shown(extra) if extra else 'default filters'}",
             reply,
         )
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import member, read_back
+from amp_conformance.amp01.checks._support import member, read_back, shown
 from amp_conformance.amp01.envelope import CODE_PATTERN, envelope_problems
 from amp_conformance.engine.client import Reply
 
@@ -57,7 +57,9 @@ def test_create_without_identity_is_401(amp: Amp) -> None:
     listed = amp.as_agent("a").get("/memories", params={"owner_id": owner, "status": "active"})
     amp.expect_status(listed, 200, what="listing the owner's cells afterwards")
     results = listed.json_object().get("results")
-    amp.expect(results == [], f"the refused create stored nothing (got {results!r})", listed, expected="[]")
+    amp.expect(
+        results == [], f"the refused create stored nothing (got {shown(results)})", listed, expected="[]"
+    )
 
 
 @check("AMP-READ-09", "AMP-AUTH-01", level=MUST)
@@ -93,7 +95,7 @@ def test_delete_without_identity_is_401(amp: Amp) -> None:
     reply = amp.anonymous().delete(f"/memories/{cell['id']}")
     _expect_missing_identity(amp, reply, "DELETE /memories/{id}")
     status, back = _status(amp, cell["id"])
-    amp.expect(status == "archived", f"the cell is still archived (got {status!r})", back)
+    amp.expect(status == "archived", f"the cell is still archived (got {shown(status)})", back)
 
 
 @check("AMP-LIST-11", "AMP-AUTH-01", level=MUST)
@@ -233,7 +235,9 @@ def test_every_error_is_the_json_envelope(amp: Amp) -> None:
             continue  # a wrong success is judged by the error-table check
         content_type = reply.headers.get("content-type", "")
         if not content_type.startswith("application/json"):
-            problems.append((f"{case.label}: Content-Type is {content_type!r}, not application/json", reply))
+            problems.append(
+                (f"{case.label}: Content-Type is {shown(content_type)}, not application/json", reply)
+            )
         try:
             body = reply.json()
         except AssertionError:
@@ -278,7 +282,9 @@ def test_each_route_answers_the_documented_status_and_code(amp: Amp) -> None:
             )
             problems.append((f"{case.label}: expected {wanted}, got {case.reply.status} {code}", case.reply))
         elif isinstance(code, str) and not CODE_PATTERN.match(code):
-            problems.append((f"{case.label}: error.code {code!r} is not SCREAMING_SNAKE_CASE", case.reply))
+            problems.append(
+                (f"{case.label}: error.code {shown(code)} is not SCREAMING_SNAKE_CASE", case.reply)
+            )
     _first_problem(amp, problems)
 
 
@@ -300,7 +306,7 @@ def test_validation_errors_name_the_fields(amp: Amp) -> None:
     for name in ("content", "identity"):
         amp.expect(
             name in ends,
-            f"an entry of details.errors has a loc ending in {name!r} (got {sorted(map(str, ends))})",
+            f"an entry of details.errors has a loc ending in {shown(name)} (got {sorted(map(str, ends))})",
             reply,
         )
     reply = amp.as_agent("a").get(
@@ -415,7 +421,9 @@ def test_odd_but_valid_requests_do_not_crash(amp: Amp) -> None:
         if back.status == 200:
             content = back.json_object().get("content")
             text = content.get("text") if isinstance(content, dict) else None
-            amp.expect(text == unicode_text, f"the Unicode text reads back unchanged (got {text!r})", back)
+            amp.expect(
+                text == unicode_text, f"the Unicode text reads back unchanged (got {shown(text)})", back
+            )
     crashes = [(label, reply) for label, reply in replies if reply.status >= 500]
     amp.expect(
         not crashes,

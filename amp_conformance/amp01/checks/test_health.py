@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from amp_conformance import MUST, Amp, check
+from amp_conformance.amp01.checks._support import shown
 
 
 @check("AMP-HEALTH-01", level=MUST)
@@ -11,9 +12,11 @@ def test_health_reports_ok_and_the_protocol_version(amp: Amp) -> None:
     reply = amp.anonymous().get("/health")
     amp.expect_status(reply, 200)
     body = reply.json_object()
-    amp.expect(body.get("status") == "ok", f"status is 'ok' (got {body.get('status')!r})", reply)
+    amp.expect(body.get("status") == "ok", f"status is 'ok' (got {shown(body.get('status'))})", reply)
     amp.expect(
-        body.get("amp_version") == "0.1.0", f"amp_version is '0.1.0' (got {body.get('amp_version')!r})", reply
+        body.get("amp_version") == "0.1.0",
+        f"amp_version is '0.1.0' (got {shown(body.get('amp_version'))})",
+        reply,
     )
 
 
@@ -25,7 +28,7 @@ def test_health_needs_no_identity_and_answers_json(amp: Amp) -> None:
     content_type = reply.headers.get("content-type", "")
     amp.expect(
         content_type.startswith("application/json"),
-        f"Content-Type is application/json (got {content_type!r})",
+        f"Content-Type is application/json (got {shown(content_type)})",
         reply,
     )
     reply.json_object()
@@ -38,7 +41,9 @@ def test_spec_reports_version_and_capabilities(amp: Amp) -> None:
     amp.expect_status(reply, 200)
     body = reply.json_object()
     amp.expect(
-        body.get("amp_version") == "0.1.0", f"amp_version is '0.1.0' (got {body.get('amp_version')!r})", reply
+        body.get("amp_version") == "0.1.0",
+        f"amp_version is '0.1.0' (got {shown(body.get('amp_version'))})",
+        reply,
     )
     amp.expect(isinstance(body.get("capabilities"), dict), "capabilities is an object", reply)
 
@@ -53,7 +58,7 @@ def test_spec_and_health_agree_on_the_version(amp: Amp) -> None:
     versions = (health.json_object().get("amp_version"), spec.json_object().get("amp_version"))
     amp.expect(
         versions[0] == versions[1],
-        f"/health says {versions[0]!r} and /spec says {versions[1]!r}",
+        f"/health says {shown(versions[0])} and /spec says {shown(versions[1])}",
         health,
         expected="the same amp_version at both",
     )

@@ -22,6 +22,7 @@ from amp_conformance.amp01.checks._support import (
     run_pass,
     run_pass_reply,
     scheduler_quiet,
+    shown,
     status_by_list,
 )
 from amp_conformance.engine.client import Reply
@@ -109,7 +110,7 @@ def test_a_scoring_patch_does_not_flip_the_status_by_itself(amp: Amp) -> None:
     )
     amp.expect_status(reply, 200, what="raising the stale cell's importance to 0.9")
     status = reply.json_object().get("lifecycle", {}).get("status")
-    amp.expect(status == "stale", f"the PATCH response still says stale (got {status!r})", reply)
+    amp.expect(status == "stale", f"the PATCH response still says stale (got {shown(status)})", reply)
     if scheduler_quiet(amp):
         _expect_status(amp, owner, cell_id, "stale", "after the scoring PATCH, before any pass")
     run_pass(amp)
@@ -159,7 +160,7 @@ def test_a_stale_cell_can_still_be_read_by_id(amp: Amp) -> None:
     reply = amp.as_agent("a").get(f"/memories/{cell_id}")
     amp.expect_status(reply, 200, what="reading a stale cell by id")
     status = reply.json_object().get("lifecycle", {}).get("status")
-    amp.expect(status == "stale", f"the read shows status stale (got {status!r})", reply)
+    amp.expect(status == "stale", f"the read shows status stale (got {shown(status)})", reply)
 
 
 @check("AMP-LC-14", level=MUST, global_effects=True)
@@ -212,7 +213,9 @@ def test_a_pass_leaves_deleted_cells_deleted_and_kept(amp: Amp) -> None:
         reply, 200, what="reading the deleted cell after a pass (it is kept for retention_days)"
     )
     status = reply.json_object().get("lifecycle", {}).get("status")
-    amp.expect(status == "deleted", f"the deleted cell is still deleted after a pass (got {status!r})", reply)
+    amp.expect(
+        status == "deleted", f"the deleted cell is still deleted after a pass (got {shown(status)})", reply
+    )
 
 
 @check("AMP-RET-02", level=MUST)
@@ -251,7 +254,7 @@ def test_a_pass_purges_nothing_by_default(amp: Amp) -> None:
     purged = body["purged"]
     amp.expect(
         isinstance(purged, int) and not isinstance(purged, bool) and purged >= 0,
-        f"purged is an integer >= 0 (got {purged!r})",
+        f"purged is an integer >= 0 (got {shown(purged)})",
         reply,
     )
     if purged:
@@ -284,8 +287,8 @@ def test_the_scheduler_runs_passes_by_itself(amp: Amp) -> None:
     interval = scheduler.get("interval_seconds")
     if not isinstance(interval, int) or isinstance(interval, bool) or interval > 15:
         amp.skip(
-            f"interval_seconds is {interval!r}: waiting for a scheduled pass needs an interval of at most "
-            "15 s (on the reference server, e.g. AMP_LIFECYCLE_INTERVAL_SECONDS=10)"
+            f"interval_seconds is {shown(interval)}: waiting for a scheduled pass needs an interval "
+            "of at most 15 s (on the reference server, e.g. AMP_LIFECYCLE_INTERVAL_SECONDS=10)"
         )
     owner = amp.owner()
     cell_id = _cell(amp, owner, LOW)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import expect_valid_cell
+from amp_conformance.amp01.checks._support import expect_valid_cell, shown
 from amp_conformance.amp01.conventions import answer_of, label
 from amp_conformance.engine.client import Reply
 
@@ -29,11 +29,13 @@ def _page(amp: Amp, reply: Reply, what: str = "the list response") -> dict[str, 
         value = body[name]
         amp.expect(
             isinstance(value, int) and not isinstance(value, bool),
-            f"{what}: {name} is an integer (got {value!r})",
+            f"{what}: {name} is an integer (got {shown(value)})",
             reply,
         )
     amp.expect(
-        isinstance(body["has_more"], bool), f"{what}: has_more is a boolean (got {body['has_more']!r})", reply
+        isinstance(body["has_more"], bool),
+        f"{what}: has_more is a boolean (got {shown(body['has_more'])})",
+        reply,
     )
     amp.expect(
         all(isinstance(item, dict) for item in body["results"]), f"{what}: every result is an object", reply
@@ -93,7 +95,8 @@ def test_query_alias_answers_like_the_list(amp: Amp) -> None:
         for name in ("returned", "has_more", "offset", "limit"):
             amp.expect(
                 pages[0][name] == pages[1][name],
-                f"{name} agrees ({params}): /memories {pages[0][name]!r}, /memories/query {pages[1][name]!r}",
+                f"{name} agrees ({params}): /memories {shown(pages[0][name])}, "
+                f"/memories/query {shown(pages[1][name])}",
             )
         amp.expect(
             _ids(pages[0]) == _ids(pages[1]),
@@ -186,7 +189,7 @@ def test_limit_bounds_are_enforced_not_clamped(amp: Amp) -> None:
         amp.expect_validation_error(_list(amp, owner_id=owner, limit=bad))
     reply = _list(amp, owner_id=owner, limit=maximum)
     page = _page(amp, reply)
-    amp.expect(page["limit"] == maximum, f"limit={maximum} is echoed (got {page['limit']!r})", reply)
+    amp.expect(page["limit"] == maximum, f"limit={maximum} is echoed (got {shown(page['limit'])})", reply)
 
 
 @check("AMP-LIST-05", level=SHOULD, stance="Level line: SHOULD for the default 20")
@@ -194,7 +197,9 @@ def test_limit_defaults_to_20(amp: Amp) -> None:
     """Without limit the page uses (and echoes) limit 20."""
     reply = _list(amp, owner_id=amp.owner())
     page = _page(amp, reply)
-    amp.expect(page["limit"] == 20, f"the default limit is 20 (got {page['limit']!r})", reply, expected="20")
+    amp.expect(
+        page["limit"] == 20, f"the default limit is 20 (got {shown(page['limit'])})", reply, expected="20"
+    )
 
 
 @check("AMP-LIST-06", level=MUST)
@@ -205,7 +210,7 @@ def test_offset_must_not_be_negative(amp: Amp) -> None:
         amp.expect_validation_error(_list(amp, owner_id=owner, offset=bad))
     reply = _list(amp, owner_id=owner)
     page = _page(amp, reply)
-    amp.expect(page["offset"] == 0, f"the default offset 0 is echoed (got {page['offset']!r})", reply)
+    amp.expect(page["offset"] == 0, f"the default offset 0 is echoed (got {shown(page['offset'])})", reply)
 
 
 @check("AMP-LIST-07", "AMP-ACL-14", level=MUST)
@@ -272,7 +277,9 @@ def test_paging_members_tell_the_truth(amp: Amp) -> None:
         )
     reply = _list(amp, "b", owner_id=owner)
     page = _page(amp, reply)
-    amp.expect(page["offset"] == 0, f"without offset, offset 0 is echoed (got {page['offset']!r})", reply)
+    amp.expect(
+        page["offset"] == 0, f"without offset, offset 0 is echoed (got {shown(page['offset'])})", reply
+    )
     amp.expect(
         isinstance(page["limit"], int) and page["limit"] >= 5 and page["has_more"] is False,
         f"without limit, the default window holds all 5 cells and has_more is false (got {page['limit']}, "

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._support import shown
 from amp_conformance.engine.client import Reply
 
 
@@ -50,7 +51,7 @@ def test_the_served_document_is_valid_openapi_3_1(amp: Amp) -> None:
     version = document.get("openapi")
     amp.expect(
         isinstance(version, str) and version.startswith("3.1."),
-        f"'openapi' is 3.1.x (got {version!r})",
+        f"'openapi' is 3.1.x (got {shown(version)})",
         reply,
     )
     try:

@@ -14,7 +14,7 @@ from typing import Any
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
-from amp_conformance.amp01.checks._support import expect_member, expect_valid_cell, read_back
+from amp_conformance.amp01.checks._support import expect_member, expect_valid_cell, read_back, shown
 from amp_conformance.engine.client import Reply
 
 CLOCK_SKEW = timedelta(seconds=120)
@@ -28,7 +28,7 @@ def _time(amp: Amp, cell: Any, path: str, reply: Reply | None = None) -> datetim
     """A timestamp member parsed as RFC 3339 UTC (a null or malformed value fails the check)."""
     value = expect_member(amp, cell, path, reply)
     if not isinstance(value, str):
-        amp.fail(f"{path} is {value!r}, expected a date-time string", reply)
+        amp.fail(f"{path} is {shown(value)}, expected a date-time string", reply)
     try:
         return parse_utc_timestamp(value)
     except TimestampError as exc:
@@ -63,7 +63,7 @@ def _server_now(reply: Reply) -> datetime:
 
 def _same(amp: Amp, before: dict[str, Any], after: dict[str, Any], path: str, reply: Reply) -> None:
     old, new = expect_member(amp, before, path), expect_member(amp, after, path, reply)
-    amp.expect(new == old, f"{path} changed from {old!r} to {new!r}", reply, expected=repr(old))
+    amp.expect(new == old, f"{path} changed from {shown(old)} to {shown(new)}", reply, expected=repr(old))
 
 
 # PATCH-01 .. PATCH-05 ------------------------------------------------------------------------
@@ -79,7 +79,9 @@ def test_patch_returns_the_complete_updated_cell(amp: Amp) -> None:
     amp.expect(updated.get("id") == cell["id"], f"the response is cell {cell['id']}", reply)
     text = expect_member(amp, updated, "content.text", reply)
     amp.expect(
-        text == "Now prefers Go for backend development", f"content.text is the new text ({text!r})", reply
+        text == "Now prefers Go for backend development",
+        f"content.text is the new text ({shown(text)})",
+        reply,
     )
     stored, got = read_back(amp, cell["id"])
     amp.expect(
@@ -121,7 +123,7 @@ def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
     amp.expect_status(reply, 200)
     updated = reply.json_object()
     importance = expect_member(amp, updated, "scoring.importance", reply)
-    amp.expect(importance == 0.9, f"scoring.importance is 0.9 (got {importance!r})", reply)
+    amp.expect(importance == 0.9, f"scoring.importance is 0.9 (got {shown(importance)})", reply)
     for key in ("confidence", "decay_rate", "access_count"):
         _same(amp, before, updated, f"scoring.{key}", reply)
 
@@ -140,7 +142,7 @@ def test_access_policy_keys_not_sent_keep_their_values(amp: Amp) -> None:
     amp.expect_status(reply, 200)
     updated = reply.json_object()
     public = expect_member(amp, updated, "access_policy.public", reply)
-    amp.expect(public is True, f"access_policy.public is true (got {public!r})", reply)
+    amp.expect(public is True, f"access_policy.public is true (got {shown(public)})", reply)
     for key in ("readable_by", "writable_by"):
         _same(amp, cell, updated, f"access_policy.{key}", reply)
 
@@ -155,10 +157,10 @@ def test_sent_arrays_replace_the_stored_ones(amp: Amp) -> None:
     reply = _patch(amp, cell["id"], {"access_policy": {"readable_by": [f"{owner}-b"]}})
     amp.expect_status(reply, 200)
     got = expect_member(amp, reply.json_object(), "access_policy.readable_by", reply)
-    amp.expect(got == [f"{owner}-b"], f"readable_by is exactly [{owner}-b] (got {got!r})", reply)
+    amp.expect(got == [f"{owner}-b"], f"readable_by is exactly [{owner}-b] (got {shown(got)})", reply)
     stored, back = read_back(amp, cell["id"])
     got = expect_member(amp, stored, "access_policy.readable_by", back)
-    amp.expect(got == [f"{owner}-b"], f"a GET shows readable_by [{owner}-b] (got {got!r})", back)
+    amp.expect(got == [f"{owner}-b"], f"a GET shows readable_by [{owner}-b] (got {shown(got)})", back)
 
 
 @check("AMP-PATCH-05", level=MUST)
@@ -173,11 +175,11 @@ def test_content_text_and_metadata_are_updated(amp: Amp) -> None:
         expect_member(amp, updated, "content.text", reply) == "new text", "content.text is 'new text'", reply
     )
     metadata = expect_member(amp, updated, "content.metadata", reply)
-    amp.expect(isinstance(metadata, dict), f"content.metadata is an object (got {metadata!r})", reply)
+    amp.expect(isinstance(metadata, dict), f"content.metadata is an object (got {shown(metadata)})", reply)
     for key, value in sent.items():
         amp.expect(
             metadata.get(key) == value,
-            f"content.metadata.{key} is {value!r} (got {metadata.get(key)!r})",
+            f"content.metadata.{key} is {shown(value)} (got {shown(metadata.get(key))})",
             reply,
         )
     # C-20 (Info): whether sent metadata merges into or replaces the stored map.
@@ -357,7 +359,7 @@ def test_status_only_body_archives_the_cell(amp: Amp) -> None:
     amp.expect_status(reply, 200)
     archived = reply.json_object()
     status = expect_member(amp, archived, "lifecycle.status", reply)
-    amp.expect(status == "archived", f"lifecycle.status is 'archived' (got {status!r})", reply)
+    amp.expect(status == "archived", f"lifecycle.status is 'archived' (got {shown(status)})", reply)
     for path in ("lifecycle.created_at", "content", "scoring", "identity", "access_policy"):
         _same(amp, cell, archived, path, reply)
     stale = amp.create_cell()
@@ -368,7 +370,7 @@ def test_status_only_body_archives_the_cell(amp: Amp) -> None:
     reply = _patch(amp, stale["id"], {"lifecycle": {"status": "archived"}})
     amp.expect_status(reply, 200, what="archiving a stale cell")
     status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
-    amp.expect(status == "archived", f"a stale cell archives (status {status!r})", reply)
+    amp.expect(status == "archived", f"a stale cell archives (status {shown(status)})", reply)
 
 
 @check("AMP-PATCH-11", level=MAY)
@@ -378,7 +380,7 @@ def test_setting_the_current_status_again_is_accepted(amp: Amp) -> None:
     reply = _patch(amp, cell["id"], {"lifecycle": {"status": "active"}})
     amp.expect_status(reply, 200)
     status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
-    amp.expect(status == "active", f"lifecycle.status is still 'active' (got {status!r})", reply)
+    amp.expect(status == "active", f"lifecycle.status is still 'active' (got {shown(status)})", reply)
 
 
 @check("AMP-PATCH-11", level=MAY)
@@ -389,7 +391,7 @@ def test_manual_active_stale_transitions_are_accepted(amp: Amp) -> None:
         reply = _patch(amp, cell["id"], {"lifecycle": {"status": target}})
         amp.expect_status(reply, 200, what=f"manual transition to {target}")
         status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
-        amp.expect(status == target, f"lifecycle.status is {target!r} (got {status!r})", reply)
+        amp.expect(status == target, f"lifecycle.status is {shown(target)} (got {shown(status)})", reply)
 
 
 def _expect_invalid_transition(amp: Amp, reply: Reply, what: str) -> None:
@@ -402,7 +404,9 @@ def _expect_invalid_transition(amp: Amp, reply: Reply, what: str) -> None:
 def _expect_status_of(amp: Amp, cell_id: str, wanted: str) -> None:
     stored, got = read_back(amp, cell_id)
     status = expect_member(amp, stored, "lifecycle.status", got)
-    amp.expect(status == wanted, f"the cell is still {wanted!r} (got {status!r})", got, expected=wanted)
+    amp.expect(
+        status == wanted, f"the cell is still {shown(wanted)} (got {shown(status)})", got, expected=wanted
+    )
 
 
 @check("AMP-PATCH-12", "AMP-ERR-03", level=MUST)
@@ -496,7 +500,9 @@ def test_expires_at_can_be_cleared(amp: Amp) -> None:
     reply = _patch(amp, cell["id"], {"lifecycle": {"expires_at": None}})
     amp.expect_status(reply, 200)
     value = expect_member(amp, reply.json_object(), "lifecycle.expires_at", reply)
-    amp.expect(value is None, f"expires_at is null after clearing (got {value!r})", reply, expected="null")
+    amp.expect(
+        value is None, f"expires_at is null after clearing (got {shown(value)})", reply, expected="null"
+    )
 
 
 def _listed_status(amp: Amp, cell: dict[str, Any], status: str) -> bool:
@@ -517,7 +523,9 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
     reply = _patch(amp, cell["id"], {"scoring": {"importance": 0.05}})
     amp.expect_status(reply, 200)
     status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
-    amp.expect(status == "active", f"the PATCH response should still say 'active' (got {status!r})", reply)
+    amp.expect(
+        status == "active", f"the PATCH response should still say 'active' (got {shown(status)})", reply
+    )
     if not _listed_status(amp, cell, "active"):
         amp.warn("the cell left 'active' right after a scoring PATCH, before any lifecycle pass (C-34)")
     stale = amp.create_cell(scoring={"importance": 0.2})
@@ -530,7 +538,7 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
     status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
     amp.expect(
         status == "stale",
-        f"the PATCH response of a stale cell should still say 'stale' (got {status!r})",
+        f"the PATCH response of a stale cell should still say 'stale' (got {shown(status)})",
         reply,
     )
 
@@ -582,7 +590,7 @@ def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
     after = amp.as_agent("a").get(f"/memories/{cell['id']}")
     if after.status == 200:
         status = expect_member(amp, after.json_object(), "lifecycle.status", after)
-        amp.expect(status == "deleted", f"the cell still reads as 'deleted' (got {status!r})", after)
+        amp.expect(status == "deleted", f"the cell still reads as 'deleted' (got {shown(status)})", after)
     else:
         amp.expect_unknown_id_answer(after, "GET of a deleted cell after the refused PATCH")
 

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import read_back
+from amp_conformance.amp01.checks._support import read_back, shown
 from amp_conformance.engine.client import Client, Reply
 
 DEFAULT_BUDGET = 5
@@ -36,7 +36,7 @@ def _limit_claim(amp: Amp) -> dict[str, int] | None:
         for k in ("max_patches", "window_seconds")
     )
     if not usable:
-        amp.skip(f"/spec scoring_patch_limit {claim!r} is not usable (AMP-CAP-02 reports it)")
+        amp.skip(f"/spec scoring_patch_limit {shown(claim)} is not usable (AMP-CAP-02 reports it)")
     return {"max_patches": int(claim["max_patches"]), "window_seconds": int(claim["window_seconds"])}
 
 
@@ -83,7 +83,9 @@ def _retry_after(amp: Amp, reply: Reply, window: int) -> int:
     header = reply.headers.get("retry-after")
     amp.expect(header is not None, "a 429 carries a Retry-After header", reply)
     assert header is not None
-    amp.expect(header.strip().isdigit(), f"Retry-After is a whole number of seconds (got {header!r})", reply)
+    amp.expect(
+        header.strip().isdigit(), f"Retry-After is a whole number of seconds (got {shown(header)})", reply
+    )
     seconds = int(header.strip())
     amp.expect(
         1 <= seconds <= window,
@@ -95,7 +97,7 @@ def _retry_after(amp: Amp, reply: Reply, window: int) -> int:
     detail = details.get("retry_after_seconds") if isinstance(details, dict) else None
     amp.expect(
         detail == seconds,
-        f"error.details.retry_after_seconds ({detail!r}) equals the Retry-After header ({seconds})",
+        f"error.details.retry_after_seconds ({shown(detail)}) equals the Retry-After header ({seconds})",
         reply,
     )
     return seconds
@@ -312,8 +314,8 @@ def test_a_429_changes_nothing(amp: Amp) -> None:
     for section, key in (("content", "text"), ("lifecycle", "last_updated_at"), ("scoring", "importance")):
         amp.expect(
             after[section][key] == before[section][key],
-            f"the refused PATCH left {section}.{key} as it was ({before[section][key]!r}, "
-            f"got {after[section][key]!r})",
+            f"the refused PATCH left {section}.{key} as it was ({shown(before[section][key])}, "
+            f"got {shown(after[section][key])})",
         )
 
 

@@ -17,6 +17,7 @@ from amp_conformance.amp01.checks._support import (
     member,
     read,
     server_now_near,
+    shown,
     timestamp,
     timestamp_set,
 )
@@ -37,7 +38,8 @@ def test_an_allowed_reader_gets_the_full_cell(amp: Amp) -> None:
         for path in ("id", "type", "content", "identity", "access_policy", "provenance"):
             amp.expect(
                 member(stored, path) == member(cell, path),
-                f"{who}: {path} is {member(stored, path)!r}, the created cell has {member(cell, path)!r}",
+                f"{who}: {path} is {shown(member(stored, path))}, "
+                f"the created cell has {shown(member(cell, path))}",
                 reply,
             )
 
@@ -51,7 +53,7 @@ def test_each_read_adds_one_to_access_count(amp: Amp) -> None:
         count = member(stored, "scoring.access_count")
         amp.expect(
             count == expected and not isinstance(count, bool),
-            f"access_count is {expected} after {expected} read(s) (got {count!r})",
+            f"access_count is {expected} after {expected} read(s) (got {shown(count)})",
             reply,
             expected=str(expected),
         )
@@ -95,7 +97,7 @@ def test_each_read_sets_last_accessed_at_to_now(amp: Amp) -> None:
         amp.expect(
             later is not None and later > seen[0],
             "a read 1.1 s later moves last_accessed_at forward "
-            f"(still {member(stored, 'lifecycle.last_accessed_at')!r})",
+            f"(still {shown(member(stored, 'lifecycle.last_accessed_at'))})",
             reply,
         )
 
@@ -109,7 +111,7 @@ def test_a_read_does_not_touch_last_updated_at(amp: Amp) -> None:
         value = member(stored, "lifecycle.last_updated_at")
         amp.expect(
             value is None,
-            f"after read {index} of a never-patched cell, last_updated_at is null (got {value!r})",
+            f"after read {index} of a never-patched cell, last_updated_at is null (got {shown(value)})",
             reply,
         )
 
@@ -129,11 +131,11 @@ def test_a_refused_read_does_not_count(amp: Amp) -> None:
     else:
         value = member(listed_cell, "lifecycle.last_accessed_at")
         amp.expect(
-            value is None, f"after refused reads, last_accessed_at is still null (got {value!r})", listed
+            value is None, f"after refused reads, last_accessed_at is still null (got {shown(value)})", listed
         )
     stored, reply = read(amp, cell["id"], what="the creator's first read after the refused ones")
     count = member(stored, "scoring.access_count")
-    amp.expect(count == 1, f"only the creator's read counted: access_count is 1 (got {count!r})", reply)
+    amp.expect(count == 1, f"only the creator's read counted: access_count is 1 (got {shown(count)})", reply)
 
 
 @check("AMP-READ-06", level=SHOULD)
@@ -162,7 +164,7 @@ def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
     )
     stored, reply = read(amp, cell["id"], what="the first read by id")
     count = member(stored, "scoring.access_count")
-    amp.expect(count == 1, f"the first read by id gives access_count 1 (got {count!r})", reply)
+    amp.expect(count == 1, f"the first read by id gives access_count 1 (got {shown(count)})", reply)
 
 
 @check("AMP-READ-08", level=SHOULD)
@@ -172,7 +174,9 @@ def test_an_archived_cell_is_readable(amp: Amp) -> None:
     amp.archive(cell["id"])
     stored, reply = read(amp, cell["id"], what="reading the archived cell")
     status = member(stored, "lifecycle.status")
-    amp.expect(status == "archived", f"the archived cell reads back as 'archived' (got {status!r})", reply)
+    amp.expect(
+        status == "archived", f"the archived cell reads back as 'archived' (got {shown(status)})", reply
+    )
 
 
 @check("AMP-READ-10", level=MUST)

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import expect_valid_cell, run_pass
+from amp_conformance.amp01.checks._support import expect_valid_cell, run_pass, shown
 from amp_conformance.engine.client import Client, Reply
 
 TEXT = "The user prefers Python for backend development"
@@ -95,7 +95,7 @@ def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp) -> None:
         value = body.get(name)
         amp.expect(
             isinstance(value, kind) and (kind is bool or not isinstance(value, bool)),
-            f"{name} is a {kind.__name__} (got {value!r})",
+            f"{name} is a {kind.__name__} (got {shown(value)})",
             reply,
         )
     for cell in body["results"]:
@@ -126,7 +126,9 @@ def test_owner_filter_returns_only_that_owners_cells(amp: Amp) -> None:
     body = _page(amp, reply, "search with owner_id")
     owners = {c.get("identity", {}).get("owner_id") for c in body["results"] if isinstance(c, dict)}
     amp.expect(
-        owners <= {mine}, f"every result belongs to {mine!r} (found owners {sorted(map(str, owners))})", reply
+        owners <= {mine},
+        f"every result belongs to {shown(mine)} (found owners {sorted(map(str, owners))})",
+        reply,
     )
     _expect_ids(amp, reply, expected, "search with owner_id")
     amp.expect(not set(others) & set(_ids(amp, reply)), "no cell of the other owner is returned", reply)
@@ -225,10 +227,12 @@ def test_search_limit_bounds(amp: Amp) -> None:
     client = amp.as_agent("a")
     ceiling = amp.max_page_size
     default = _page(amp, _search(client, owner), "search without limit")
-    amp.expect(default.get("limit") == 10, f"the default limit 10 is echoed (got {default.get('limit')!r})")
+    amp.expect(
+        default.get("limit") == 10, f"the default limit 10 is echoed (got {shown(default.get('limit'))})"
+    )
     for limit in (1, ceiling):
         body = _page(amp, _search(client, owner, limit=limit), f"search with limit {limit}")
-        amp.expect(body.get("limit") == limit, f"limit {limit} is echoed (got {body.get('limit')!r})")
+        amp.expect(body.get("limit") == limit, f"limit {limit} is echoed (got {shown(body.get('limit'))})")
     for limit in (0, -1, ceiling + 1):
         amp.expect_error(_search(client, owner, limit=limit), 422, "VALIDATION_ERROR")
 
@@ -280,13 +284,14 @@ def test_paging_fields_are_truthful_on_search_and_list(amp: Amp) -> None:
             amp.expect(
                 body.get("returned") == len(body["results"]) == returned,
                 f"{where}: {returned} results and returned {returned} "
-                f"(got {len(body['results'])} and {body.get('returned')!r})",
+                f"(got {len(body['results'])} and {shown(body.get('returned'))})",
                 reply,
             )
             amp.expect(body.get("has_more") is more, f"{where}: has_more is {more}", reply)
             amp.expect(
                 body.get("offset") == offset and body.get("limit") == 2,
-                f"{where}: offset and limit are echoed (got {body.get('offset')!r}, {body.get('limit')!r})",
+                f"{where}: offset and limit are echoed "
+                f"(got {shown(body.get('offset'))}, {shown(body.get('limit'))})",
                 reply,
             )
 
@@ -299,7 +304,7 @@ def test_query_is_echoed_verbatim(amp: Amp) -> None:
     body = _page(amp, reply, "search with a Unicode query")
     amp.expect(
         body.get("query") == query,
-        f"query is echoed verbatim: sent {query!r}, got {body.get('query')!r}",
+        f"query is echoed verbatim: sent {shown(query)}, got {shown(body.get('query'))}",
         reply,
     )
 
@@ -311,7 +316,7 @@ def test_no_matches_is_an_empty_page(amp: Amp) -> None:
     body = _page(amp, reply, "search for an owner without cells")
     amp.expect(
         body["results"] == [] and body.get("returned") == 0 and body.get("has_more") is False,
-        f"empty page (got returned {body.get('returned')!r}, has_more {body.get('has_more')!r})",
+        f"empty page (got returned {shown(body.get('returned'))}, has_more {shown(body.get('has_more'))})",
         reply,
     )
 
@@ -392,10 +397,12 @@ def test_search_is_not_an_access(amp: Amp) -> None:
         amp.expect(
             scoring.get("access_count") == 0 and lifecycle.get("last_accessed_at") is None,
             "a search result still shows access_count 0 and last_accessed_at null after searches "
-            f"(got {scoring.get('access_count')!r}, {lifecycle.get('last_accessed_at')!r})",
+            f"(got {shown(scoring.get('access_count'))}, {shown(lifecycle.get('last_accessed_at'))})",
             reply,
         )
     reply = client.get(f"/memories/{cell}")
     amp.expect_status(reply, 200, what="reading the cell after three searches")
     count = reply.json_object().get("scoring", {}).get("access_count")
-    amp.expect(count == 1, f"the first read after three searches shows access_count 1 (got {count!r})", reply)
+    amp.expect(
+        count == 1, f"the first read after three searches shows access_count 1 (got {shown(count)})", reply
+    )

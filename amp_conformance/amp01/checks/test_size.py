@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import expect_accepted, listings_by_status
+from amp_conformance.amp01.checks._support import expect_accepted, listings_by_status, shown
 from amp_conformance.amp01.context import deep_merge
 from amp_conformance.engine.client import Reply
 
@@ -35,7 +35,7 @@ def _size_claim(amp: Amp) -> int:
     if value is None:
         amp.skip("/spec makes no max_cell_size_bytes claim")
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        amp.skip(f"/spec max_cell_size_bytes {value!r} is not a usable number (AMP-CAP-02 reports it)")
+        amp.skip(f"/spec max_cell_size_bytes {shown(value)} is not a usable number (AMP-CAP-02 reports it)")
     if value > MAX_PROBED_BYTES:
         amp.skip(f"max_cell_size_bytes {value} is above the {MAX_PROBED_BYTES} bytes this suite probes")
     return value
@@ -198,8 +198,8 @@ def test_patch_is_held_to_the_same_limit(amp: Amp) -> None:
     amp.expect(
         stored.get("lifecycle", {}).get("last_updated_at") == current["lifecycle"]["last_updated_at"],
         "the refused PATCH left lifecycle.last_updated_at as it was "
-        f"({current['lifecycle']['last_updated_at']!r}, "
-        f"got {stored.get('lifecycle', {}).get('last_updated_at')!r})",
+        f"({shown(current['lifecycle']['last_updated_at'])}, "
+        f"got {shown(stored.get('lifecycle', {}).get('last_updated_at'))})",
         after,
     )
 
