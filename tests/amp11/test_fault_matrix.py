@@ -12,7 +12,7 @@ import pytest
 from reference_server.amp11 import FAULTS
 from tests.amp11.harness import Collector, both_channels, mcp_target, rest_target, run_checks
 
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")]
 
 MCP_FAULTS = {
     "annotations-missing",

@@ -6,7 +6,7 @@ import pytest
 
 from tests.amp11.harness import Collector, both_channels, mcp_target, rest_server, rest_target, run_checks
 
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")]
 
 
 def _problems(collector: Collector) -> list[str]:
