@@ -200,7 +200,11 @@ def render_markdown_summary(report: Mapping[str, Any]) -> str:
     stale = _list(_dict(report.get("expectations")).get("stale"))
     if stale:
         lines += [f"### Stale expectations ({len(stale)})", ""]
-        lines += [f"- {md_escape(entry.get('id') if isinstance(entry, dict) else entry)}" for entry in stale]
+        lines += ["They match no check of the run: a typo, or a check that was renamed or removed.", ""]
+        for entry in stale:
+            item = _dict(entry)
+            where = f" (line {md_escape(item.get('line'))})" if item.get("line") else ""
+            lines.append(f"- {md_escape(item.get('target') or entry)}{where}")
         lines.append("")
     return "\n".join(lines)
 

@@ -119,3 +119,23 @@ def test_publish_appends_the_step_summary_and_prints_annotations(
     text = summary.read_text()
     assert text.startswith("earlier step\n## AMP conformance: FAIL")
     assert publish(fault_report, {}) == [] and capsys.readouterr().out == ""
+
+
+def test_expectations_appear_in_the_summary(fault_report: dict[str, Any]) -> None:
+    report = copy.deepcopy(fault_report)
+    failing = next(c for c in report["checks"] if c["outcome"] == "fail")
+    passing = next(c for c in report["checks"] if c["outcome"] == "pass")
+    failing["expectation"] = {"outcome": "fail", "reason": "known *gap*", "link": None, "met": True}
+    passing["expectation"] = {"outcome": "fail", "reason": "was broken", "link": None, "met": False}
+    report["summary"]["expected_failures"], report["summary"]["unexpected_passes"] = 1, 1
+    report["expectations"] = {"file": "e.toml", "stale": [{"target": "check test_gone", "line": 7}]}
+    text = render_markdown_summary(report)
+    assert "Expected failures: 1. Unexpected passes: 1." in text
+    assert "**expected** fail: known \\*gap\\*" in text
+    assert "### Expectations not met (1)" in text and "expected fail, got pass" in text
+    assert "### Stale expectations (1)" in text and "- check test\\_gone (line 7)" in text
+    assert not [line for line in annotation_lines(report) if passing["id"] in line and "::error" in line]
+    assert any(line.startswith("::warning") for line in annotation_lines(report))
+    musts = [c for c in report["checks"] if c["outcome"] == "fail" and c["level"] == "MUST"]
+    errors = [line for line in annotation_lines(report) if line.startswith("::error")]
+    assert len(errors) == len(musts) - 1  # the expected failure is no error annotation
