@@ -48,9 +48,13 @@ def configure(
     deadline: float,
     run_id: str | None = None,
     http: httpx.Client | None = None,
+    env: dict[str, str] | None = None,
     keep: bool = False,
 ) -> Amp11Target:
-    """Give the checks their target (self-test when neither channel is given)."""
+    """Give the checks their target (self-test when neither channel is given).
+
+    ``env`` is the MCP server process's whole environment (None: inherit); ``keep`` skips the
+    end-of-run forgetting of what the checks stored; ``http`` sends REST through that client."""
     if not mcp_command and not base_url:
         target = self_test_target(timeout=timeout, deadline=deadline, run_id=run_id)
     else:
@@ -58,6 +62,8 @@ def configure(
         if run_id:
             target.run_id = run_id
         target.http = http
+    if env is not None:
+        target.env = dict(env)
     target.cleanup = not keep
     config.stash[TARGET_KEY] = target
     return target
