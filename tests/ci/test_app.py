@@ -39,8 +39,9 @@ def test_the_reference_app_passes_in_process(tmp_path: Path) -> None:
     assert document["server"]["base_url"] == "http://testserver/amp/v1"
 
 
-def test_the_package_factory_needs_no_arguments(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--app", "reference_server:create_app", "--only", "health,cap,read"]) == 0
+@pytest.mark.parametrize("spec", ["reference_server:create_app", "reference_server:default_app"])
+def test_the_package_factories_need_no_arguments(spec: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--app", spec, "--only", "health,cap,read"]) == 0
     assert "verdict: PASS" in capsys.readouterr().out
 
 
