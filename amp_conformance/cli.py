@@ -54,8 +54,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="amp-conformance",
         description="Check an AMP v0.1.0 server against the spec, requirement by requirement. "
         "Without --base-url the bundled reference server is started and checked (the self-test). "
-        "Subcommands: 'validate PATH...', 'validate-contract PATH|URL' and "
-        "'report REPORT.json [NEW.json] --html PATH' (see their --help).",
+        "Subcommands: 'validate PATH...', 'validate-contract PATH|URL', "
+        "'report REPORT.json [NEW.json] --html PATH' and 'diff OLD.json NEW.json' (see their --help). "
+        "In CI: --server-cmd starts your server, --app checks a Python ASGI app in-process (docs/ci.md).",
     )
     for spec in (*OPTION_SPECS, *COMMAND_OPTION_SPECS):
         kwargs = dict(spec.kwargs)
@@ -147,7 +148,7 @@ def run_suite(
     else:
         code = pytest.main(args, plugins=extra)
     run = capture.run
-    if code == pytest.ExitCode.USAGE_ERROR or run is None:
+    if code == pytest.ExitCode.USAGE_ERROR or run is None or run.preflight_problem:
         return SuiteOutcome(EXIT_USAGE, run)
     if code == pytest.ExitCode.NO_TESTS_COLLECTED or not run.results:
         print("amp-conformance: no checks selected", file=sys.stderr)
