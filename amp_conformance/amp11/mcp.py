@@ -30,6 +30,8 @@ from amp_conformance.engine.outcomes import DeadlineExceeded, ServerUnavailable,
 MCP_PROTOCOL_VERSION = "2025-03-26"
 MAX_LINE_BYTES = 8 * 1024 * 1024
 MAX_FRAMES_KEPT = 20000
+MAX_LINES_PER_EXCHANGE = 500  # lines kept as one request's evidence (a flooding server is cut short)
+MAX_QUEUED_LINES = 10000  # unread stdout lines; beyond this the server blocks on its own writes
 STDERR_LINES_KEPT = 200
 STOP_GRACE_SECONDS = 2.0
 BROKEN_GRACE_SECONDS = 0.2
@@ -67,6 +69,7 @@ class McpExchange(Exchange):
     message: dict[str, Any] | None = None
     received: list[str] = field(default_factory=list)
     stray: list[str] = field(default_factory=list)
+    dropped: int = 0  # lines received beyond MAX_LINES_PER_EXCHANGE
     replay_command: str = ""
 
     def curl(self) -> str:
@@ -143,7 +146,7 @@ class McpSession:
         self.returncode: int | None = None
         self.stopped_by: str | None = None  # "stdin" (exited by itself), "SIGTERM" or "SIGKILL"
         self._process: subprocess.Popen[bytes] | None = None
-        self._lines: queue.Queue[bytes] = queue.Queue()
+        self._lines: queue.Queue[bytes] = queue.Queue(maxsize=MAX_QUEUED_LINES)
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES_KEPT)
         self._next_id = 1
         self._started_at = time.monotonic()
@@ -197,7 +200,8 @@ class McpSession:
         except (OSError, ValueError):
             pass
         finally:
-            self._lines.put(_EOF)
+            with contextlib.suppress(queue.Full):
+                self._lines.put(_EOF, timeout=1.0)
 
     def _pump_stderr(self, stream: Any) -> None:
         try:
@@ -388,10 +392,15 @@ class McpSession:
             except queue.Empty:
                 raise McpTransportError(self._timeout_text(exchange, budget), kind="timeout") from None
             if line == _EOF:
-                self._lines.put(_EOF)  # later readers see the end too
+                with contextlib.suppress(queue.Full):
+                    self._lines.put_nowait(_EOF)  # later readers see the end too
                 raise McpTransportError(self._exit_text("no reply"), kind="exited")
             text = line.decode("utf-8", errors="replace").rstrip("\r\n")
-            exchange.received.append(text)
+            kept = len(exchange.received) < MAX_LINES_PER_EXCHANGE
+            if kept:
+                exchange.received.append(text)
+            else:
+                exchange.dropped += 1
             if not text.strip():
                 self._record("received", text)
                 continue
@@ -399,10 +408,13 @@ class McpSession:
                 message = json.loads(text)
             except (ValueError, RecursionError):
                 self._record("received", text, is_json=False)
-                exchange.stray.append(text)
+                if len(exchange.stray) < MAX_LINES_PER_EXCHANGE:
+                    exchange.stray.append(text)
                 continue
             self._record("received", text)
             if self._is_reply(message, exchange, wait_for):
+                if not kept:  # the reply is always evidence, after a count of what was not kept
+                    exchange.received += [f"... [{exchange.dropped - 1} lines not kept]", text]
                 exchange.message = message
                 exchange.response_body = line.rstrip(b"\r\n")
                 return
@@ -411,7 +423,8 @@ class McpSession:
                 continue
             if isinstance(message, dict) and isinstance(message.get("method"), str):
                 continue  # a notification: tolerated
-            exchange.stray.append(text)
+            if len(exchange.stray) < MAX_LINES_PER_EXCHANGE:
+                exchange.stray.append(text)
 
     @staticmethod
     def _is_reply(message: Any, exchange: McpExchange, wait_for: Any) -> bool:

@@ -193,3 +193,20 @@ def test_exchange_in_the_report_holds_every_frame(sessions: list[McpSession]) ->
     body = entry["response_body"]
     assert "notifications/message" in body and "banner: not json" in body and '"serverInfo"' in body
     assert entry["curl"].startswith("printf ")
+
+
+def test_a_flooding_server_is_cut_short_but_the_reply_kept(sessions: list[McpSession]) -> None:
+    code = (
+        "import json, sys\n"
+        "line = sys.stdin.readline()\n"
+        "for n in range(3000):\n"
+        "    print(json.dumps({'jsonrpc': '2.0', 'method': 'notifications/message', 'params': {'n': n}}))\n"
+        "print(json.dumps({'jsonrpc': '2.0', 'id': json.loads(line)['id'], 'result': {'ok': True}}))\n"
+        "sys.stdout.flush()\n"
+        "sys.stdin.read()\n"
+    )
+    session = open_session(sessions, inline(code))
+    exchange = session.request("flood", {})
+    assert exchange.message is not None and exchange.message["result"] == {"ok": True}
+    assert exchange.dropped > 2000 and len(exchange.received) < 600
+    assert '"ok": true' in exchange.received[-1] and "lines not kept" in exchange.received[-2]
