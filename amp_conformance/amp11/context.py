@@ -79,26 +79,32 @@ class Amp11:
         return result.value
 
     def full_verb_answer(self, result: VerbResult) -> None:
-        """A Full verb answered ``not_supported``: skip on a Core server, fail AMP11-INIT-05 on a Full one."""
+        """A Full verb refused: skip on a Core server, fail AMP11-INIT-05 on a Full one."""
+        how = self.full_verb_refused(result)
+        if how:
+            level = self.session.declared_level or "unknown"
+            self.skip(f"{result.verb} answered {how} over {result.channel} (server level: {level})")
+
+    def full_verb_refused(self, result: VerbResult) -> str | None:
+        """How a Full verb was refused (``not_supported``, or a REST route that is not there), or None.
+
+        A server declaring ``full`` may not refuse: that fails AMP11-INIT-05 (conflict C6)."""
         if result.verb not in VERBS_FULL:
-            return
-        refused = (
-            result.error_code == "not_supported" or (result.value or {}).get("status") == "not_supported"
-        )
-        if not refused:
-            return
-        level = self.session.declared_level
-        if level == "full":
+            return None
+        # a REST server without the route at all (404/405 and no AMP error body) has not implemented it
+        unrouted = result.channel == REST and result.transport_code in (404, 405) and result.error_key is None
+        if not (refused_as_unsupported(result) or unrouted):
+            return None
+        how = "not_supported" if not unrouted else f"HTTP {result.transport_code} (no such route)"
+        if self.session.declared_level == "full":
             raise CheckFailure(
                 f"{LEVEL_REQUIREMENT}: the server declares amp_conformance 'full' but {result.verb} "
-                f"over {result.channel} answered not_supported",
+                f"over {result.channel} answered {how}",
                 expected="a Full server serves every Full verb",
                 exchange=result.exchange,
                 requirements=(LEVEL_REQUIREMENT,),
             )
-        self.skip(
-            f"{result.verb} answered not_supported over {result.channel} (server level: {level or 'unknown'})"
-        )
+        return how
 
     def need_verb(self, verb: str) -> None:
         """Skip a Full-verb check when a Core server does not list the verb over MCP."""
