@@ -148,7 +148,7 @@ def run_suite(
     else:
         code = pytest.main(args, plugins=extra)
     run = capture.run
-    if code == pytest.ExitCode.USAGE_ERROR or run is None:
+    if code == pytest.ExitCode.USAGE_ERROR or run is None or run.preflight_problem:
         return SuiteOutcome(EXIT_USAGE, run)
     if code == pytest.ExitCode.NO_TESTS_COLLECTED or not run.results:
         print("amp-conformance: no checks selected", file=sys.stderr)

@@ -141,7 +141,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     else:
         problem = preflight(run)
     if problem:
-        pytest.exit(f"amp-conformance: {problem}", 2)
+        # one line, no pytest banner: no check is run (all are deselected) and the session ends with 2
+        run.preflight_problem = problem
+        print(f"amp-conformance: {problem}", file=sys.stderr, flush=True)
 
 
 def preflight(run: Run) -> str | None:
@@ -176,6 +178,10 @@ def preflight(run: Run) -> str | None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     run = active_run(config)
+    if run is not None and run.preflight_problem:
+        config.hook.pytest_deselected(items=list(items))
+        items[:] = []
+        return
     expectations = config.stash.get(EXPECTATIONS_KEY, None)
     selected: list[pytest.Item] = []
     deselected: list[pytest.Item] = []
@@ -402,6 +408,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = active_run(session.config)
     if run is None:
         return
+    if run.preflight_problem:
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        if run.options.protocol == "amp-1.1":
+            from amp_conformance.amp11 import hooks
+
+            hooks.finish(session.config)  # stops the MCP process
+        return
     run.clean_up()
     if run.options.protocol == "amp-1.1":
         from amp_conformance.amp11 import hooks
@@ -429,7 +442,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     run = active_run(config)
-    if run is None:
+    if run is None or run.preflight_problem:
         return
     terminalreporter.write_line(render_summary(run))
     if run.expectations_report is not None:

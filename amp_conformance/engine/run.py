@@ -112,6 +112,8 @@ class Run:
         self.cleanup: dict[str, Any] = {"attempted": 0, "deleted": 0, "problems": []}
         self.cleanup_requests = 0
         self.workers = 1
+        self.preflight_problem: str | None = None
+        """Why no check may run (nothing answers, or it is no AMP server); the run then ends with 2."""
         self.protocol_blocks: dict[str, Any] = {}
         """Report blocks a protocol package supplies at the end (``server``, ``cleanup``, ``requests``)."""
         self.expectations_report: dict[str, Any] | None = None
