@@ -190,7 +190,13 @@ def _selected(checks: list[dict[str, Any]], values: dict[str, Any]) -> list[dict
 def _print_list(fmt: str, values: dict[str, Any]) -> None:
     checks = _selected(list_checks(values.get("amp_protocol") or "amp-0.1"), values)
     if fmt == "json":
-        print(json.dumps({"list_version": "1.0", "tool_version": __version__, "checks": checks}, indent=1))
+        document = {
+            "list_version": "1.1",
+            "tool_version": __version__,
+            "protocol": values.get("amp_protocol") or "amp-0.1",
+            "checks": checks,
+        }
+        print(json.dumps(document, indent=1))
         return
     for entry in checks:
         name = entry["id"].rsplit("::", 1)[-1]

@@ -271,6 +271,7 @@ def pytest_runtest_makereport(
     expectation = item.stash.get(EXPECTATION_KEY, None)
     if expectation is not None:
         result.expectation = expectation.as_report(result.outcome)
+    report.user_properties.append(("amp_protocol", run.options.protocol))
     report.user_properties.append(("amp_requirements", ",".join(info.requirements)))
     report.user_properties.append(("amp_level", result.level))
     report.user_properties.append(("amp_outcome", result.outcome))

@@ -38,7 +38,12 @@ def test_every_check_cites_only_ids_that_requirements_md_has(spec_dir: Path) -> 
 def test_the_check_list_validates_against_its_schema() -> None:
     from amp_conformance._version import __version__
 
-    document = {"list_version": "1.0", "tool_version": __version__, "checks": list_checks()}
+    document = {
+        "list_version": "1.1",
+        "tool_version": __version__,
+        "protocol": "amp-0.1",
+        "checks": list_checks(),
+    }
     jsonschema.Draft202012Validator(load_contract("list.schema.json")).validate(document)
     titles = [c["title"] for c in document["checks"]]
     assert all(title and not title.startswith("test_") for title in titles), "every check needs a docstring"
