@@ -54,3 +54,19 @@ def test_full_checks_skip_on_a_core_rest_server(answer: str) -> None:
     assert len(full_skips) >= 15, [o.name for o in full_skips]
     assert collector.results["test_export_emits_one_line_per_memory"].outcome == "skipped"
     assert collector.results["test_recall_honours_top_k"].outcome == "passed"
+
+
+def test_full_checks_skip_on_a_core_mcp_server() -> None:
+    import os
+    import sys
+    from pathlib import Path
+
+    command = [sys.executable, str(Path(__file__).with_name("core_mcp.py"))]
+    collector = run_checks(Amp11Target(mcp_command=command, timeout=5.0, env=dict(os.environ)))
+    bad = {o.name: o.message[:200] for o in collector.results.values() if o.outcome in ("failed", "error")}
+    assert not bad, bad
+    assert collector.results["test_server_behaves_at_its_declared_level"].outcome == "passed"
+    skipped = {o.name: o.message for o in collector.results.values() if o.outcome == "skipped"}
+    assert "not listed by this Core server" in skipped["test_pin_annotations"]
+    assert "not full" in skipped["test_full_verbs_are_listed_by_a_full_server"]
+    assert "Core server" in skipped["test_export_emits_one_line_per_memory"]
