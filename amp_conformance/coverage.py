@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from amp_conformance.engine.catalogue import AREAS, catalogue
+from amp_conformance.engine.catalogue import AREAS, area_names, catalogue
 from amp_conformance.validator.rules import PROFILES, profile_coverage_markdown
 
 
-def coverage_rows(checks: list[dict[str, Any]]) -> list[tuple[str, str, str, list[str]]]:
+def coverage_rows(
+    checks: list[dict[str, Any]], protocol: str = "amp01"
+) -> list[tuple[str, str, str, list[str]]]:
     """(id, level, title, [check names]) for every catalogue requirement, in catalogue order."""
     by_requirement: dict[str, list[str]] = defaultdict(list)
     for entry in checks:
@@ -22,10 +24,24 @@ def coverage_rows(checks: list[dict[str, Any]]) -> list[tuple[str, str, str, lis
         for rid in entry["requirements"]:
             if name not in by_requirement[rid]:
                 by_requirement[rid].append(name)
-    return [(r.id, r.level, r.title, by_requirement.get(r.id, [])) for r in catalogue().values()]
+    return [(r.id, r.level, r.title, by_requirement.get(r.id, [])) for r in catalogue(protocol).values()]
 
 
-def coverage_markdown(checks: list[dict[str, Any]]) -> str:
+def _protocol_table(rows: list[tuple[str, str, str, list[str]]], names: dict[str, str]) -> list[str]:
+    lines: list[str] = []
+    current_area = None
+    for rid, level, title, checks in rows:
+        area = rid.split("-")[1].lower()
+        if area != current_area:
+            current_area = area
+            lines += ["", f"## {names.get(area, area)}", "", "| id | level | checks |", "|---|---|---|"]
+        short = title if len(title) <= 90 else title[:87] + "..."
+        checks_text = ", ".join(f"`{n}`" for n in checks) if checks else "**not covered**"
+        lines.append(f"| {rid} | {level} | {checks_text} <br> {short.replace('|', '/')} |")
+    return lines
+
+
+def coverage_markdown(checks: list[dict[str, Any]], amp11_checks: list[dict[str, Any]] | None = None) -> str:
     rows = coverage_rows(checks)
     covered = sum(1 for row in rows if row[3])
     lines = [
@@ -35,23 +51,26 @@ def coverage_markdown(checks: list[dict[str, Any]]) -> str:
         "",
         f"{covered} of {len(rows)} catalogue requirements are cited by at least one check.",
         "",
+        *_protocol_table(rows, AREAS),
     ]
-    current_area = None
-    for rid, level, title, names in rows:
-        area = rid.split("-")[1].lower()
-        if area != current_area:
-            current_area = area
-            lines += ["", f"## {AREAS.get(area, area)}", "", "| id | level | checks |", "|---|---|---|"]
-        short = title if len(title) <= 90 else title[:87] + "..."
-        checks_text = ", ".join(f"`{n}`" for n in names) if names else "**not covered**"
-        lines.append(f"| {rid} | {level} | {checks_text} <br> {short.replace('|', '/')} |")
+    if amp11_checks is not None:
+        rows11 = coverage_rows(amp11_checks, "amp11")
+        covered11 = sum(1 for row in rows11 if row[3])
+        lines += [
+            "",
+            "# AMP v1.1 (smriti-memcore): `--protocol amp-1.1`",
+            "",
+            f"{covered11} of {len(rows11)} AMP v1.1 catalogue requirements are cited by at least one check "
+            "(the catalogue with its sources and tiers: `docs/amp11-requirements.md`).",
+            *_protocol_table(rows11, area_names("amp11")),
+        ]
     return "\n".join(lines) + "\n" + "".join(profile_coverage_markdown(profile) for profile in PROFILES)
 
 
 def main() -> int:
     from amp_conformance.cli import list_checks
 
-    print(coverage_markdown(list_checks()), end="")
+    print(coverage_markdown(list_checks(), list_checks("amp-1.1")), end="")
     return 0
 
 
