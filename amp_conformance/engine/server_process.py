@@ -407,7 +407,8 @@ def run_with_server(
             except ServerStartError as exc:
                 print(f"amp-conformance: {exc}", file=sys.stderr)
                 return 2
-            print(f"amp-conformance: started the server at {server.url} (log: {server.log_path})", flush=True)
+            where = f"{server.url} (log: {server.log_path})"
+            print(f"amp-conformance: started the server at {where}", file=sys.stderr, flush=True)
             code = runner(values, None, [watch])
     except KeyboardInterrupt:
         print("amp-conformance: interrupted; the server was stopped", file=sys.stderr)

@@ -88,7 +88,7 @@ def test_a_malformed_file_stops_before_anything_starts(tmp_path: Path) -> None:
         and "(entry at line 1)" in result.stderr
         and "'failed'" in result.stderr
     )
-    assert "Traceback" not in result.stderr and "started the server" not in result.stdout
+    assert "Traceback" not in result.stderr and "started the server" not in result.stderr
     assert time.monotonic() - started < 20
 
 
