@@ -148,6 +148,7 @@ class McpSession:
         self._process: subprocess.Popen[bytes] | None = None
         self._lines: queue.Queue[bytes] = queue.Queue(maxsize=MAX_QUEUED_LINES)
         self._stderr: deque[str] = deque(maxlen=STDERR_LINES_KEPT)
+        self._stderr_thread: threading.Thread | None = None
         self._next_id = 1
         self._started_at = time.monotonic()
         self._lock = threading.Lock()
@@ -181,7 +182,10 @@ class McpSession:
             raise McpTransportError(self.broken_reason, kind="start") from None
         assert self._process.stdout is not None and self._process.stderr is not None
         threading.Thread(target=self._pump_stdout, args=(self._process.stdout,), daemon=True).start()
-        threading.Thread(target=self._pump_stderr, args=(self._process.stderr,), daemon=True).start()
+        self._stderr_thread = threading.Thread(
+            target=self._pump_stderr, args=(self._process.stderr,), daemon=True
+        )
+        self._stderr_thread.start()
 
     def _pump_stdout(self, stream: Any) -> None:
         oversize = False
@@ -308,8 +312,16 @@ class McpSession:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 code = process.wait(timeout=1.0)
         detail = f"the server exited (code {code})" if code is not None else "the server closed its stdout"
-        tail = self.stderr_tail(5)
-        return f"{what}: {detail}" + (f"; stderr: {tail}" if tail else "")
+        if self._stderr_thread is not None:
+            self._stderr_thread.join(0.5)  # let the last lines of an exiting server arrive
+        return f"{what}: {detail}" + self.stderr_hint()
+
+    def stderr_hint(self, lines: int = 3, limit: int = 300) -> str:
+        """``; stderr: ...``: the server's last stderr lines on one line (for one-line reasons), or ""."""
+        tail = [line.strip() for line in list(self._stderr)[-lines:] if line.strip()]
+        if not tail:
+            return ""
+        return "; stderr: " + _clip(" | ".join(tail), limit)
 
     def _new_exchange(self, method: str, label: str, frame: bytes, rpc_id: int | None) -> McpExchange:
         return McpExchange(
