@@ -409,6 +409,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = active_run(session.config)
     if run is None:
         return
+    run.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
     if run.preflight_problem:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         if run.options.protocol == "amp-1.1":

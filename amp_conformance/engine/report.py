@@ -129,6 +129,8 @@ def verdict(run: Run) -> str:
         return "fail"
     if run.options.strict_expectations and unexpected_passes(results):
         return "fail"
+    if run.interrupted:
+        return "incomplete"  # the checks that did not run might have failed
     if any(r.outcome == ERROR and not _expected(r) for r in results):
         return "incomplete"
     return "pass"
@@ -328,7 +330,9 @@ def render_summary(run: Run) -> str:
         "fail": f"FAIL: {summary['must_failures']} MUST check(s) failed"
         if summary["must_failures"]
         else f"FAIL: {summary['unexpected_passes']} unexpected pass(es) under --strict-expectations",
-        "incomplete": f"INCOMPLETE: {summary['errors']} check(s) could not reach a verdict"
+        "incomplete": "INCOMPLETE: the run was interrupted"
+        if run.interrupted
+        else f"INCOMPLETE: {summary['errors']} check(s) could not reach a verdict"
         if results
         else "INCOMPLETE: no check ran (the selection is empty)",
     }[summary["verdict"]]

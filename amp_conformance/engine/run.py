@@ -113,6 +113,8 @@ class Run:
         self.cleanup_requests = 0
         self.workers = 1
         self.preflight_problem: str | None = None
+        self.interrupted = False
+        """Set when the session was interrupted (Ctrl-C, a cancelled CI job): the verdict is incomplete."""
         """Why no check may run (nothing answers, or it is no AMP server); the run then ends with 2."""
         self.protocol_blocks: dict[str, Any] = {}
         """Report blocks a protocol package supplies at the end (``server``, ``cleanup``, ``requests``)."""
