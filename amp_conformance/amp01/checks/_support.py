@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any, NoReturn
@@ -16,6 +17,7 @@ from typing import Any, NoReturn
 from amp_conformance import Amp
 from amp_conformance.amp01.cells import Problem, TimestampError, parse_utc_timestamp, validate_cell
 from amp_conformance.engine.client import Reply
+from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed
 
 # cells: members, validity, timestamps -------------------------------------------------------------
 
@@ -248,6 +250,42 @@ def step_failed(amp: Amp, reply: Reply, what: str, requirement: str, wanted: str
     if requirement in amp.info.requirements:
         amp.fail(message, reply, expected=wanted, requirement=requirement)
     amp.precondition_failed(message, reply, step=what, requirement=requirement, expected=wanted)
+
+
+def expect_step(
+    amp: Amp,
+    condition: object,
+    message: str,
+    reply: Reply | None = None,
+    *,
+    step: str,
+    requirement: str,
+    expected: str | None = None,
+) -> None:
+    """A step's condition (``message`` states the finding): when false, a check citing ``requirement``
+    fails with it; any other check is blocked under it, since its own question lies further on."""
+    if condition:
+        return
+    if requirement in amp.info.requirements:
+        amp.fail(message, reply, expected=expected, requirement=requirement)
+    amp.precondition_failed(message, reply, step=step, requirement=requirement, expected=expected)
+
+
+@contextmanager
+def about(requirement: str) -> Iterator[None]:
+    """File the findings raised inside (by ``amp.expect_error`` and the like, which cannot know) under
+    ``requirement``: for a check citing several ids, the one this part of the check asks about.
+    A finding that already names its requirement, and a broken step, keep theirs."""
+    try:
+        yield
+    except PreconditionFailed:
+        raise
+    except CheckFailure as failure:
+        if failure.requirements:
+            raise
+        raise CheckFailure(
+            failure.message, expected=failure.expected, exchange=failure.exchange, requirements=(requirement,)
+        ) from None
 
 
 def read(

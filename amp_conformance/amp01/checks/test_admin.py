@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import shown
+from amp_conformance.amp01.checks._support import about, expect_step, shown
 from amp_conformance.engine.client import Client, Reply
 
 ADMIN_HEADER = "X-AMP-Admin-Token"
@@ -50,17 +50,42 @@ def run_endpoint(amp: Amp) -> tuple[str, bool]:
 
 
 def run_pass(amp: Amp, client: Client) -> Reply:
+    """POST to the manual-run route. A 404 there, when /spec named the route, means /spec names a
+    route that does not exist (AMP-CAP-10): the step every admin check needs is broken."""
     path, root = run_endpoint(amp)
-    return client.post(path, root=root)
+    reply = client.post(path, root=root)
+    advertised = amp.capabilities.get("lifecycle_scheduler")
+    if isinstance(advertised, dict) and advertised.get("manual_run_endpoint"):
+        expect_step(
+            amp,
+            reply.status != 404,
+            f"POST {path}, the manual-run route /spec advertises, answered 404: no such route",
+            reply,
+            step="reaching the manual-run route /spec advertises",
+            requirement="AMP-CAP-10",
+        )
+    return reply
 
 
 def listed_under(amp: Amp, cell: dict[str, Any]) -> str | None:
-    """The status filter under which the owner's lists show the cell (no read by id), or None."""
+    """The status filter under which the owner's lists show the cell (no read by id), or None.
+
+    A list is the suite's way to see a status without touching the cell: a list that fails is a
+    broken step (AMP-LIST-03), not a finding about the admin route."""
     owner = cell["identity"]["owner_id"]
     client = amp.as_agent("a")
     for status in ("active", "stale", "archived"):
         reply = client.get("/memories", params={"owner_id": owner, "status": status, "limit": 100})
-        amp.expect_status(reply, 200, what=f"listing the probe cell's owner with status={status}")
+        what = f"listing the probe cell's owner with status={status}"
+        expect_step(
+            amp,
+            reply.status == 200,
+            f"{what} answered {reply.status}, not 200",
+            reply,
+            step=what,
+            requirement="AMP-LIST-03",
+            expected="200",
+        )
         results = reply.json_object().get("results")
         if isinstance(results, list) and any(
             isinstance(item, dict) and item.get("id") == cell["id"] for item in results
@@ -69,17 +94,24 @@ def listed_under(amp: Amp, cell: dict[str, Any]) -> str | None:
     return None
 
 
-def expect_no_pass(amp: Amp, cell: dict[str, Any] | None, what: str) -> None:
-    """The low-score probe cell is still active: no lifecycle pass ran."""
+def expect_no_pass(amp: Amp, cell: dict[str, Any] | None, what: str, requirement: str) -> None:
+    """The low-score probe cell is still active: no lifecycle pass ran (else ``requirement`` is broken)."""
     if cell is None:
         amp.note(f"{what}: no probe cell (no keys to create one), so 'no pass ran' was not observed")
         return
     status = listed_under(amp, cell)
     amp.expect(
         status == "active",
-        f"{what} ran no lifecycle pass: the probe cell with decay score 0.2 is still listed as active "
-        f"(it is listed as {shown(status)})",
+        f"{what} ran a lifecycle pass: the probe cell with decay score 0.2 is listed as "
+        f"{shown(status) if status else 'nothing'}, not active",
+        requirement=requirement,
     )
+
+
+def gate(amp: Amp) -> str:
+    """The requirement a refused admin request answers to: AMP-ADMIN-03 when the server has a token
+    (the run was given it), AMP-ADMIN-02 when it has none."""
+    return "AMP-ADMIN-03" if amp.run.options.admin_token is not None else "AMP-ADMIN-02"
 
 
 def probe_cell(amp: Amp) -> dict[str, Any] | None:
@@ -87,27 +119,62 @@ def probe_cell(amp: Amp) -> dict[str, Any] | None:
 
 
 def expect_transitions(amp: Amp, reply: Reply) -> dict[str, Any]:
-    """200 with all three transition counts as non-negative integers (AMP-ADMIN-04, -06)."""
-    amp.expect_status(reply, 200, what="a lifecycle pass with the right admin token")
+    """200 with all three transition counts as non-negative integers (AMP-ADMIN-04, -06).
+
+    For a check asking about something else (the counts, a second pass) the report's shape is a step:
+    a wrong one blocks it under the requirement the shape breaks."""
+    step = "a lifecycle pass with the right admin token"
+    status = reply.status
+    expect_step(
+        amp,
+        status == 200,
+        f"{step} answered {status}, not 200",
+        reply,
+        step=step,
+        requirement="AMP-ADMIN-04",
+        expected="200",
+    )
     body = reply.json_object()
     transitions = body.get("transitions")
-    if not isinstance(transitions, dict):
-        amp.fail(f"the body has a 'transitions' object (got {shown(transitions)})", reply)
-    amp.expect(
-        transitions != {},
-        "transitions is {}: the API reference says an empty object means the pass failed (AMP-ADMIN-06)",
+    expect_step(
+        amp,
+        isinstance(transitions, dict),
+        f"the pass report has no 'transitions' object (it has {shown(transitions)})",
         reply,
+        step=step,
+        requirement="AMP-ADMIN-04",
+    )
+    assert isinstance(transitions, dict)
+    expect_step(
+        amp,
+        transitions != {},
+        "transitions is {}: the API reference says an empty object means the pass failed",
+        reply,
+        step=step,
+        requirement="AMP-ADMIN-06",
     )
     missing = [key for key in TRANSITION_KEYS if key not in transitions]
-    amp.expect(
-        not missing, f"transitions has all three keys even when zero; missing: {', '.join(missing)}", reply
+    expect_step(
+        amp,
+        not missing,
+        f"transitions leaves out {', '.join(missing)} (all three keys are required, even when zero)",
+        reply,
+        step=step,
+        requirement="AMP-ADMIN-04",
     )
     wrong = {
         key: transitions[key]
         for key in TRANSITION_KEYS
         if not isinstance(transitions[key], int) or isinstance(transitions[key], bool) or transitions[key] < 0
     }
-    amp.expect(not wrong, f"transition counts are non-negative integers (got {wrong})", reply)
+    expect_step(
+        amp,
+        not wrong,
+        f"transition counts that are not non-negative integers: {shown(wrong)}",
+        reply,
+        step=step,
+        requirement="AMP-ADMIN-04",
+    )
     return transitions
 
 
@@ -121,17 +188,26 @@ def test_run_endpoint_exists_and_refuses_without_a_token(amp: Amp) -> None:
     reply = run_pass(amp, amp.anonymous())
     amp.expect(
         reply.status != 404,
-        "the manual-run endpoint /spec advertises exists: disabled or not, it is never a 404",
+        "the manual-run endpoint /spec advertises answered 404: disabled or not, it must exist",
         reply,
         expected="403",
+        requirement="AMP-ADMIN-01",
     )
-    amp.expect(reply.status != 200, "a POST without an admin token must not run a lifecycle pass", reply)
-    if amp.run.options.admin_token is not None:
-        amp.expect_error(reply, 403, "ACCESS_DENIED")
-    else:
-        error = amp.expect_error(reply, 403, ("ADMIN_DISABLED", "ACCESS_DENIED"))
-        amp.note(f"without a token the endpoint answered 403 {error['code']}")
-    expect_no_pass(amp, cell, "the tokenless POST")
+    # which rule refuses a tokenless POST depends on the server having a token (-03) or not (-02)
+    amp.expect(
+        reply.status != 200,
+        "a POST without an admin token answered 200: it ran a lifecycle pass",
+        reply,
+        expected="403",
+        requirement=gate(amp),
+    )
+    with about(gate(amp)):
+        if amp.run.options.admin_token is not None:
+            amp.expect_error(reply, 403, "ACCESS_DENIED")
+        else:
+            error = amp.expect_error(reply, 403, ("ADMIN_DISABLED", "ACCESS_DENIED"))
+            amp.note(f"without a token the endpoint answered 403 {error['code']}")
+    expect_no_pass(amp, cell, "the tokenless POST", gate(amp))
 
 
 @check("AMP-ADMIN-02", level=MUST)
@@ -166,7 +242,7 @@ def test_server_without_a_token_answers_admin_disabled(amp: Amp) -> None:
             "the endpoint answered 403 ACCESS_DENIED: the server has an admin token configured, so "
             "ADMIN_DISABLED could not be observed (start it without AMP_ADMIN_TOKEN to verify AMP-ADMIN-02)"
         )
-    expect_no_pass(amp, cell, "the refused POSTs")
+    expect_no_pass(amp, cell, "the refused POSTs", "AMP-ADMIN-02")
 
 
 @check("AMP-ADMIN-03", level=MUST)
@@ -180,7 +256,7 @@ def test_a_wrong_token_is_refused_and_runs_no_pass(amp: Amp) -> None:
         reply = run_pass(amp, amp.with_headers({ADMIN_HEADER: wrong}))
         amp.expect(reply.status != 200, f"{label} must not run a lifecycle pass", reply, expected="403")
         amp.expect_error(reply, 403, "ACCESS_DENIED")
-    expect_no_pass(amp, cell, "the POSTs with wrong tokens")
+    expect_no_pass(amp, cell, "the POSTs with wrong tokens", "AMP-ADMIN-03")
 
 
 @check("AMP-ADMIN-10", level=SHOULD)
@@ -198,7 +274,7 @@ def test_the_token_comparison_is_exact(amp: Amp) -> None:
         reply.status != 200, "a case-flipped token must not run a lifecycle pass", reply, expected="403"
     )
     amp.expect_error(reply, 403, "ACCESS_DENIED")
-    expect_no_pass(amp, cell, "the POST with a case-flipped token")
+    expect_no_pass(amp, cell, "the POST with a case-flipped token", "AMP-ADMIN-10")
 
 
 # ------------------------------------------------------------------- with the token (global effects)
@@ -231,15 +307,24 @@ def test_a_pass_counts_the_cells_it_moved(amp: Amp) -> None:
     transitions = expect_transitions(amp, reply)
     amp.expect(
         transitions["active_to_stale"] >= len(low),
-        f"active_to_stale counts at least the suite's {len(low)} low-score cells "
-        f"(got {transitions['active_to_stale']})",
+        f"active_to_stale is {transitions['active_to_stale']}, fewer than the suite's {len(low)} "
+        "low-score cells the pass made stale",
         reply,
+        requirement="AMP-ADMIN-05",
     )
     for cell in low:
         status = listed_under(amp, cell)
-        amp.expect(status == "stale", f"a low-score cell is stale after the pass (listed as {shown(status)})")
+        amp.expect(
+            status == "stale",
+            f"after the pass a low-score cell is listed as {shown(status)}, not stale",
+            requirement="AMP-ADMIN-05",
+        )
     status = listed_under(amp, healthy)
-    amp.expect(status == "active", f"a healthy cell stays active after the pass (listed as {shown(status)})")
+    amp.expect(
+        status == "active",
+        f"after the pass a healthy cell is listed as {shown(status)}, not active",
+        requirement="AMP-ADMIN-05",
+    )
 
 
 @check("AMP-ADMIN-07", level=MAY, global_effects=True)
@@ -289,7 +374,13 @@ def test_a_second_pass_does_not_move_the_cell_again(amp: Amp) -> None:
     cell = amp.create_cell(scoring=LOW_SCORE)
     expect_transitions(amp, run_pass(amp, client))
     status = listed_under(amp, cell)
-    amp.expect(status == "stale", f"the first pass made the low-score cell stale (listed as {shown(status)})")
+    expect_step(
+        amp,
+        status == "stale",
+        f"after the first pass the low-score cell is listed as {shown(status)}, not stale",
+        step="a first pass making a low-score cell stale",
+        requirement="AMP-LC-03",
+    )
     expect_transitions(amp, run_pass(amp, client))
     status = listed_under(amp, cell)
-    amp.expect(status == "stale", f"after a second pass the cell is still stale (listed as {shown(status)})")
+    amp.expect(status == "stale", f"after a second pass the cell is listed as {shown(status)}, not stale")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, TypeGuard
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import shown
+from amp_conformance.amp01.checks._support import about, shown
 from amp_conformance.engine.client import Reply
 
 CAPABILITY_MEMBERS = (
@@ -195,7 +195,12 @@ def test_manual_run_endpoint_exists_and_is_gated(amp: Amp) -> None:
     if not (options.admin_token and options.allow_global_effects):
         # Without leave to run a pass, probe with a method that cannot start one.
         reply = amp.anonymous().get(path, root=True)
-        amp.expect(reply.status != 404, f"GET {path} answers 404: the advertised route is absent", reply)
+        amp.expect(
+            reply.status != 404,
+            f"GET {path} answers 404: the advertised route is absent",
+            reply,
+            requirement="AMP-CAP-10",
+        )
         if reply.status != 405:
             amp.skip(
                 f"GET {path} answered {reply.status}, which does not show the route exists; "
@@ -204,14 +209,26 @@ def test_manual_run_endpoint_exists_and_is_gated(amp: Amp) -> None:
         return
     admin = amp.admin()
     anonymous = amp.anonymous().post(path, root=True)
-    amp.expect(anonymous.status != 404, f"POST {path} answers 404: the advertised route is absent", anonymous)
-    amp.expect_error(anonymous, 403, ("ACCESS_DENIED", "ADMIN_DISABLED"))
-    wrong = amp.with_headers({"X-AMP-Admin-Token": options.admin_token + "-wrong"}).post(path, root=True)
-    amp.expect_error(wrong, 403, ("ACCESS_DENIED", "ADMIN_DISABLED"))
+    amp.expect(
+        anonymous.status != 404,
+        f"POST {path} answers 404: the advertised route is absent",
+        anonymous,
+        requirement="AMP-CAP-10",
+    )
+    # the route exists; refusing callers without the right token is the admin gate's rule
+    with about("AMP-ADMIN-03"):
+        amp.expect_error(anonymous, 403, ("ACCESS_DENIED", "ADMIN_DISABLED"))
+        wrong = amp.with_headers({"X-AMP-Admin-Token": options.admin_token + "-wrong"}).post(path, root=True)
+        amp.expect_error(wrong, 403, ("ACCESS_DENIED", "ADMIN_DISABLED"))
     allowed = admin.post(path, root=True)
-    amp.expect_status(allowed, 200, what=f"POST {path} with the admin token")
+    amp.expect_status(allowed, 200, what=f"POST {path} with the admin token", requirement="AMP-CAP-10")
     transitions = allowed.json_object().get("transitions")
-    amp.expect(isinstance(transitions, dict), "the manual run answers with a transitions object", allowed)
+    amp.expect(
+        isinstance(transitions, dict),
+        f"the manual run answers without a transitions object (it has {shown(transitions)})",
+        allowed,
+        requirement="AMP-ADMIN-04",
+    )
 
 
 @check("AMP-CAP-11", level=MAY)
