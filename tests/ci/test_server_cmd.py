@@ -254,3 +254,14 @@ def test_json_on_standard_output_stays_valid_with_a_started_server() -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout)["summary"]["verdict"] == "pass"
     assert "started the server" in result.stderr
+
+
+def test_the_port_reaches_the_command_the_url_and_the_environment() -> None:
+    server = ServerProcess("srv --port {port} --name x", base_url="http://127.0.0.1:{port}/amp/v1")
+    assert server.argv == ["srv", "--port", str(server.port), "--name", "x"]
+    assert server.url == f"http://127.0.0.1:{server.port}/amp/v1"
+    assert server.health_url == f"http://127.0.0.1:{server.port}/amp/v1/health"
+    assert server.env["PORT"] == str(server.port)
+    fixed = ServerProcess("srv --port {port}", base_url="http://127.0.0.1:8123", env={"PORT": "9"})
+    assert fixed.argv == ["srv", "--port", "8123"] and fixed.url == "http://127.0.0.1:8123"
+    assert fixed.env["PORT"] == "9"  # --server-env wins
