@@ -40,3 +40,10 @@ def clean_report(report_paths: dict[str, Path]) -> dict[str, Any]:
 def fault_report(report_paths: dict[str, Path]) -> dict[str, Any]:
     document: dict[str, Any] = json.loads(report_paths["fault"].read_text())
     return document
+
+
+@pytest.fixture(autouse=True)
+def _not_on_github(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In-process runs must not write to a real CI job's step summary or annotations."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
