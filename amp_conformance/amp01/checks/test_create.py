@@ -7,6 +7,7 @@ from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import (
+    about,
     created,
     expect_accepted,
     expect_valid_cell,
@@ -287,6 +288,13 @@ def test_an_oversized_create_is_413_and_stores_nothing(amp: Amp) -> None:
         amp.skip(f"max_cell_size_bytes {limit} is too large to probe (over {_MAX_PROBE_BYTES} bytes)")
     body = amp.cell_body(content={"text": "x" * (limit + 1024)})
     reply = post_cell(amp, body)
-    amp.expect_error(reply, 413, "CELL_TOO_LARGE")
+    # AMP-CRE-11 restates the size rules: the refusal is AMP-SIZE-01's, storing nothing AMP-SIZE-02's
+    with about("AMP-SIZE-01"):
+        amp.expect_error(reply, 413, "CELL_TOO_LARGE")
     results, listed = list_owner(amp, body["identity"]["owner_id"])
-    amp.expect(not results, "the refused oversized create stored nothing", listed)
+    amp.expect(
+        not results,
+        f"the refused oversized create stored a cell anyway: the owner has {len(results)}",
+        listed,
+        requirement="AMP-SIZE-02",
+    )

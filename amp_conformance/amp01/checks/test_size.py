@@ -15,7 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import expect_accepted, listings_by_status, shown
+from amp_conformance.amp01.checks._support import (
+    about,
+    expect_accepted,
+    expect_step,
+    listings_by_status,
+    read_back,
+    shown,
+)
 from amp_conformance.amp01.context import deep_merge
 from amp_conformance.engine.client import Reply
 
@@ -100,6 +107,18 @@ def _owner_cells(amp: Amp, owner: str) -> list[str]:
     return found
 
 
+def _expect_within_limit(amp: Amp, reply: Reply, limit: int, what: str) -> None:
+    """A 413 for a cell of exactly the advertised size means the server's limit is not the number /spec
+    advertises (AMP-CAP-07); any other refusal is the check's own finding."""
+    amp.expect(
+        reply.status != 413,
+        f"{what} answered 413: the limit enforced is below the {limit} bytes /spec advertises",
+        reply,
+        expected="accepted",
+        requirement="AMP-CAP-07",
+    )
+
+
 def _ids_of(reply: Reply, owner: str) -> list[str]:
     """Ids of the owner's cells in a page (cells of other owners are another check's business)."""
     cells = [c for c in reply.json_object().get("results", []) if isinstance(c, dict)]
@@ -116,7 +135,10 @@ def test_cell_of_exactly_the_advertised_size_is_accepted(amp: Amp) -> None:
     length = _padding(amp, probe, limit, changes)
     for _ in range(ATTEMPTS):
         reply = amp.as_agent("a").post("/memories", _create_body(probe, owner, "x" * length))
-        expect_accepted(amp, reply, f"creating a cell of exactly {limit} bytes (the advertised limit)")
+        what = f"creating a cell of exactly {limit} bytes (the advertised limit)"
+        _expect_within_limit(amp, reply, limit, what)
+        with about("AMP-SIZE-03"):
+            expect_accepted(amp, reply, what)
         created = _created(amp, reply)
         _retire(amp, created["id"])
         size = cell_size(created)
@@ -138,7 +160,8 @@ def test_create_one_byte_over_the_limit_is_refused_with_413(amp: Amp) -> None:
     reply = amp.as_agent("a").post("/memories", _create_body(probe, owner, "x" * length))
     if reply.status == 201:
         _created(amp, reply)
-    amp.expect_error(reply, 413, "CELL_TOO_LARGE")
+    with about("AMP-SIZE-01"):
+        amp.expect_error(reply, 413, "CELL_TOO_LARGE")
 
 
 @check("AMP-SIZE-02", level=MUST)
@@ -169,12 +192,21 @@ def test_patch_is_held_to_the_same_limit(amp: Amp) -> None:
     cell = _probe(amp)
     path = f"/memories/{cell['id']}"
     first = client.patch(path, {"content": {"text": "y"}})
-    amp.expect_status(first, 200, what="a small content PATCH (precondition)")
+    expect_step(
+        amp,
+        first.status == 200,
+        f"a small content PATCH answered {first.status}, not 200",
+        first,
+        step="a small content PATCH",
+        requirement="AMP-PATCH-01",
+    )
     current = first.json_object()
     length = _padding(amp, current, limit, {})
     for _ in range(ATTEMPTS):
         at_limit = client.patch(path, {"content": {"text": "y" * length}})
-        amp.expect_status(at_limit, 200, what=f"a PATCH making the cell exactly {limit} bytes (the limit)")
+        what = f"a PATCH making the cell exactly {limit} bytes (the limit)"
+        _expect_within_limit(amp, at_limit, limit, what)
+        amp.expect_status(at_limit, 200, what=what, requirement="AMP-SIZE-04")
         current = at_limit.json_object()
         size = cell_size(current)
         if size == limit:
@@ -185,22 +217,23 @@ def test_patch_is_held_to_the_same_limit(amp: Amp) -> None:
             f"could not build a cell of exactly {limit} bytes: the server's cells change size between PATCHes"
         )
     over = client.patch(path, {"content": {"text": "z" * (length + 1)}})
-    amp.expect_error(over, 413, "CELL_TOO_LARGE")
-    after = client.get(path)
-    amp.expect_status(after, 200, what="reading the cell after the refused PATCH")
-    stored = after.json_object()
+    with about("AMP-SIZE-04"):
+        amp.expect_error(over, 413, "CELL_TOO_LARGE")
+    stored, after = read_back(amp, cell["id"])
     _retire(amp, cell["id"])
     amp.expect(
         stored.get("content", {}).get("text") == current["content"]["text"],
-        "the refused PATCH left content.text as it was",
+        "the refused PATCH changed content.text",
         after,
+        requirement="AMP-SIZE-04",
     )
     amp.expect(
         stored.get("lifecycle", {}).get("last_updated_at") == current["lifecycle"]["last_updated_at"],
-        "the refused PATCH left lifecycle.last_updated_at as it was "
-        f"({shown(current['lifecycle']['last_updated_at'])}, "
-        f"got {shown(stored.get('lifecycle', {}).get('last_updated_at'))})",
+        "the refused PATCH changed lifecycle.last_updated_at from "
+        f"{shown(current['lifecycle']['last_updated_at'])} "
+        f"to {shown(stored.get('lifecycle', {}).get('last_updated_at'))}",
         after,
+        requirement="AMP-SIZE-04",
     )
 
 
