@@ -4,6 +4,7 @@ the ``limit-clamped`` fault (AMP-LIST-05), run in-process once per session."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,10 @@ def fault_report(report_paths: dict[str, Path]) -> dict[str, Any]:
     return document
 
 
-@pytest.fixture(autouse=True)
-def _not_on_github(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(scope="session", autouse=True)
+def _not_on_github() -> Iterator[None]:
     """In-process runs must not write to a real CI job's step summary or annotations."""
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+        patch.delenv("GITHUB_ACTIONS", raising=False)
+        yield
