@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from amp_conformance import Amp
 from amp_conformance.amp01.cells import Problem, TimestampError, parse_utc_timestamp, validate_cell
+from amp_conformance.amp01.envelope import envelope_problems
 from amp_conformance.engine.client import Reply
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed
 
@@ -271,6 +272,68 @@ def expect_step(
     amp.precondition_failed(message, reply, step=step, requirement=requirement, expected=expected)
 
 
+def expect_envelope(amp: Amp, reply: Reply, what: str) -> dict[str, Any]:
+    """The reply's ``error`` object; a body that is not the AMP envelope is AMP-ERR-01's finding (a
+    framework's own shape, a top-level ``detail``, AMP-ERR-05's), whichever check meets it."""
+    with about("AMP-ERR-01"):
+        body = reply.json()
+    problems = envelope_problems(body, require_details=False)
+    framework = isinstance(body, dict) and "detail" in body and "error" not in body
+    amp.expect(
+        not problems,
+        f"{what}: the error body is not the AMP envelope: " + "; ".join(problems),
+        reply,
+        requirement="AMP-ERR-05" if framework else "AMP-ERR-01",
+    )
+    error: dict[str, Any] = body["error"]
+    return error
+
+
+def expect_transition_refused(amp: Amp, reply: Reply, what: str, requirement: str) -> None:
+    """409 ``INVALID_TRANSITION``. Another status is ``requirement``'s finding (a refused creator is
+    AMP-ACL-08's); a 409 with another code breaks the route status/code table (AMP-ERR-03), which
+    ``requirement`` restates, so the finding is filed there."""
+    wanted = "409 INVALID_TRANSITION"
+    if reply.status != 409:
+        if amp.creator_refused(reply):
+            step_failed(amp, reply, what, requirement, wanted)
+        message = f"{what} answered {reply.status}, not {wanted}"
+        amp.fail(message, reply, expected=wanted, requirement=requirement)
+    code = expect_envelope(amp, reply, what).get("code")
+    amp.expect(
+        code == "INVALID_TRANSITION",
+        f"{what} answered 409 with error code {shown(code)}, not INVALID_TRANSITION",
+        reply,
+        expected=wanted,
+        requirement="AMP-ERR-03",
+    )
+
+
+def expect_scoring_not_limited(amp: Amp, reply: Reply, what: str) -> None:
+    """A scoring PATCH the check needs, within the advertised budget: a 429 is a broken step. Whose?
+    A fresh cell's first scoring PATCH tells: refused too, the budget is not the cell's own
+    (AMP-RATE-07); accepted, this cell's budget is smaller than /spec advertises (AMP-CAP-08)."""
+    if reply.status != 429:
+        return
+    fresh = amp.create_cell()
+    shared = amp.as_agent("a").patch(f"/memories/{fresh['id']}", {"scoring": {"importance": 0.5}})
+    own = shared.status != 429
+    expect_step(
+        amp,
+        False,
+        f"{what} answered 429: "
+        + (
+            "the cell's budget is smaller than the scoring_patch_limit /spec advertises"
+            if own
+            else "a fresh cell's first scoring PATCH is refused too, so the budget is not the cell's own"
+        ),
+        reply,
+        step="a scoring PATCH within the cell's advertised budget",
+        requirement="AMP-CAP-08" if own else "AMP-RATE-07",
+        expected="200",
+    )
+
+
 @contextmanager
 def about(requirement: str) -> Iterator[None]:
     """File the findings raised inside (by ``amp.expect_error`` and the like, which cannot know) under
@@ -390,15 +453,18 @@ def scheduler_quiet(amp: Amp) -> bool:
 
 
 def expect_at_least(amp: Amp, transitions: dict[str, Any], key: str, least: int) -> None:
-    """``transitions[key] >= least`` (the pass moved at least the suite's own cells), when quiet."""
+    """``transitions[key] >= least`` (the pass moved at least the suite's own cells), when quiet.
+
+    The counts are AMP-ADMIN-05's rule, whichever check reads them."""
     value = transitions.get(key)
     if not scheduler_quiet(amp):
         amp.note(f"{key} = {shown(value)} not judged: a scheduled pass may have moved the cells first")
         return
     amp.expect(
         isinstance(value, int) and not isinstance(value, bool) and value >= least,
-        f"{key} counts at least the suite's {least} cell(s) (got {shown(value)})",
+        f"{key} is {shown(value)}, fewer than the suite's {least} cell(s) the pass moved",
         expected=f">= {least}",
+        requirement="AMP-ADMIN-05",
     )
 
 

@@ -13,7 +13,13 @@ import time
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import read_back, shown
+from amp_conformance.amp01.checks._support import (
+    about,
+    expect_scoring_not_limited,
+    expect_step,
+    read_back,
+    shown,
+)
 from amp_conformance.engine.client import Client, Reply
 
 DEFAULT_BUDGET = 5
@@ -68,44 +74,88 @@ def _scoring(index: int) -> dict[str, Any]:
     return {"scoring": {"importance": round(0.3 + (index % 60) / 100, 2)}}
 
 
-def _spend(amp: Amp, client: Client, cell_id: str, count: int, start: int = 0) -> None:
-    """``count`` scoring PATCHes, each of which must be accepted."""
+def _spend(
+    amp: Amp, client: Client, cell_id: str, count: int, start: int = 0, *, counted: str | None = None
+) -> None:
+    """``count`` scoring PATCHes, each of which must be accepted (a 429 is a broken step, see
+    ``expect_scoring_not_limited``). ``counted`` names the PATCHes sent before, when a 429 shows
+    they were counted against the budget: the check's own finding."""
     for index in range(start, start + count):
         reply = client.patch(f"/memories/{cell_id}", _scoring(index))
-        amp.expect_status(
-            reply, 200, what=f"scoring PATCH {index + 1} (within the advertised budget of the cell)"
-        )
+        what = f"scoring PATCH {index + 1} (within the advertised budget of the cell)"
+        if counted is not None:
+            amp.expect(
+                reply.status != 429,
+                f"{what} answered 429 after {counted}: they were counted against the scoring budget",
+                reply,
+                expected="200",
+            )
+        expect_scoring_not_limited(amp, reply, what)
+        amp.expect_status(reply, 200, what=what)
 
 
-def _retry_after(amp: Amp, reply: Reply, window: int) -> int:
-    """The refusal is 429 RATE_LIMITED whose Retry-After (1..W) equals details.retry_after_seconds."""
-    error = amp.expect_error(reply, 429, "RATE_LIMITED")
+def _exhausted(amp: Amp, reply: Reply, budget: int) -> None:
+    """The scoring PATCH after the spent budget is refused with 429: a step for every check but the
+    one asking whether the budget is enforced (AMP-RATE-01)."""
+    expect_step(
+        amp,
+        reply.status == 429,
+        f"scoring PATCH {budget + 1}, one over the advertised budget of {budget}, answered "
+        f"{reply.status}, not 429",
+        reply,
+        step="exhausting the cell's scoring budget",
+        requirement="AMP-RATE-01",
+        expected="429",
+    )
+    with about("AMP-RATE-01"):
+        amp.expect_error(reply, 429, "RATE_LIMITED")
+
+
+def _retry_after(amp: Amp, reply: Reply, window: int, budget: int) -> int:
+    """The refusal is 429 RATE_LIMITED whose Retry-After (1..W) equals details.retry_after_seconds.
+
+    Retry-After is AMP-ERR-06's (present) and AMP-RATE-02's (its value); other checks that read it
+    are blocked when it is broken."""
+    _exhausted(amp, reply, budget)
+    step = "reading the 429's Retry-After"
     header = reply.headers.get("retry-after")
-    amp.expect(header is not None, "a 429 carries a Retry-After header", reply)
+    missing = "the 429 has no Retry-After header"
+    expect_step(amp, header is not None, missing, reply, step=step, requirement="AMP-ERR-06")
     assert header is not None
-    amp.expect(
-        header.strip().isdigit(), f"Retry-After is a whole number of seconds (got {shown(header)})", reply
+    expect_step(
+        amp,
+        header.strip().isdigit(),
+        f"Retry-After {shown(header)} is not a whole number of seconds",
+        reply,
+        step=step,
+        requirement="AMP-RATE-02",
     )
     seconds = int(header.strip())
-    amp.expect(
+    expect_step(
+        amp,
         1 <= seconds <= window,
-        f"Retry-After {seconds} is within 1..window_seconds ({window})",
+        f"Retry-After {seconds} is outside 1..window_seconds ({window})",
         reply,
+        step=step,
+        requirement="AMP-RATE-02",
         expected=f"1..{window}",
     )
-    details = error.get("details")
+    details = reply.json_object()["error"].get("details")
     detail = details.get("retry_after_seconds") if isinstance(details, dict) else None
-    amp.expect(
+    expect_step(
+        amp,
         detail == seconds,
-        f"error.details.retry_after_seconds ({shown(detail)}) equals the Retry-After header ({seconds})",
+        f"error.details.retry_after_seconds is {shown(detail)}, but the Retry-After header says {seconds}",
         reply,
+        step=step,
+        requirement="AMP-RATE-02",
     )
     return seconds
 
 
-def _refused(amp: Amp, client: Client, cell_id: str, index: int, window: int) -> int:
+def _refused(amp: Amp, client: Client, cell_id: str, index: int, window: int, budget: int) -> int:
     reply = client.patch(f"/memories/{cell_id}", _scoring(index))
-    return _retry_after(amp, reply, window)
+    return _retry_after(amp, reply, window, budget)
 
 
 def _text_of(amp: Amp, cell_id: str) -> dict[str, Any]:
@@ -120,7 +170,7 @@ def test_exactly_max_patches_scoring_patches_are_accepted(amp: Amp) -> None:
     client = amp.as_agent("a")
     _spend(amp, client, cell["id"], budget)
     reply = client.patch(f"/memories/{cell['id']}", _scoring(budget))
-    amp.expect_error(reply, 429, "RATE_LIMITED")
+    _exhausted(amp, reply, budget)
 
 
 @check("AMP-RATE-02", "AMP-ERR-06", level=MUST)
@@ -130,7 +180,7 @@ def test_429_carries_a_matching_retry_after(amp: Amp) -> None:
     cell = amp.create_cell()
     client = amp.as_agent("a")
     _spend(amp, client, cell["id"], budget)
-    _refused(amp, client, cell["id"], budget, window)
+    _refused(amp, client, cell["id"], budget, window, budget)
 
 
 @check("AMP-RATE-03", level=SHOULD)
@@ -141,7 +191,7 @@ def test_retry_after_is_the_time_until_the_oldest_edit_leaves(amp: Amp) -> None:
     client = amp.as_agent("a")
     first = time.monotonic()
     _spend(amp, client, cell["id"], budget)
-    seconds = _refused(amp, client, cell["id"], budget, window)
+    seconds = _refused(amp, client, cell["id"], budget, window, budget)
     expected = window - (time.monotonic() - first)
     amp.expect(
         abs(seconds - expected) <= 2.0,
@@ -154,22 +204,28 @@ def test_retry_after_is_the_time_until_the_oldest_edit_leaves(amp: Amp) -> None:
 def test_refused_attempts_are_not_recorded(amp: Amp) -> None:
     """Retrying after a 429 never pushes the deadline back; on a short window the announced wait suffices."""
     budget, window = _limited(amp)
+    short = window <= SHORT_WINDOW
     cell = amp.create_cell()
+    # a control cell, spent at the same time and never hammered, tells a window that never frees
+    # (AMP-RATE-10) from refused retries that count (this check's question)
+    control = amp.create_cell() if short else None
     client = amp.as_agent("a")
     _spend(amp, client, cell["id"], budget)
-    announced = _refused(amp, client, cell["id"], budget, window)
+    if control is not None:
+        _spend(amp, client, control["id"], budget)
+    announced = _refused(amp, client, cell["id"], budget, window, budget)
     free_at = time.monotonic() + announced
     previous = announced
     for attempt in range(4):
         time.sleep(0.3)
-        seconds = _refused(amp, client, cell["id"], budget + 1 + attempt, window)
+        seconds = _refused(amp, client, cell["id"], budget + 1 + attempt, window, budget)
         amp.expect(
             seconds <= previous,
             f"Retry-After grew from {previous} to {seconds} after a refused retry: refused attempts count",
             expected=f"<= {previous}",
         )
         previous = seconds
-    if window > SHORT_WINDOW:
+    if control is None:
         amp.note(f"window_seconds is {window}: the recovery after hammering is checked only on short windows")
         return
     # Hammer again just before the announced time, then the announced wait must be enough.
@@ -179,8 +235,19 @@ def test_refused_attempts_are_not_recorded(amp: Amp) -> None:
         reply = client.patch(f"/memories/{cell['id']}", _scoring(attempt))
         if reply.status == 200:
             return  # the oldest edit already left: nothing more to show
-        _retry_after(amp, reply, window)
+        _retry_after(amp, reply, window, budget)
     time.sleep(max(0.0, free_at - time.monotonic()) + 0.3)
+    freed = client.patch(f"/memories/{control['id']}", _scoring(budget))
+    expect_step(
+        amp,
+        freed.status == 200,
+        f"a scoring PATCH on a cell never hammered answered {freed.status} after the announced "
+        f"{announced} s: the window does not free the budget",
+        freed,
+        step="the window freeing a spent budget",
+        requirement="AMP-RATE-10",
+        expected="200",
+    )
     reply = client.patch(f"/memories/{cell['id']}", _scoring(0))
     amp.expect_status(
         reply,
@@ -205,7 +272,7 @@ def test_non_scoring_patches_cost_nothing(amp: Amp) -> None:
     for index in range(budget):
         reply = client.patch(path, bodies[index % len(bodies)])
         amp.expect_status(reply, 200, what="a non-scoring PATCH")
-    _spend(amp, client, cell["id"], budget)
+    _spend(amp, client, cell["id"], budget, counted=f"{budget} non-scoring PATCHes")
     for body in bodies:
         reply = client.patch(path, body)
         amp.expect_status(reply, 200, what="a non-scoring PATCH on a cell whose scoring budget is spent")
@@ -220,7 +287,7 @@ def test_scoring_null_costs_nothing(amp: Amp) -> None:
     path = f"/memories/{cell['id']}"
     for _ in range(budget):
         amp.expect_status(client.patch(path, {"scoring": None}), 200, what='a {"scoring": null} PATCH')
-    _spend(amp, client, cell["id"], budget)
+    _spend(amp, client, cell["id"], budget, counted=f'{budget} {{"scoring": null}} PATCHes')
     reply = client.patch(path, {"scoring": None})
     amp.expect_status(reply, 200, what='{"scoring": null} on a cell whose scoring budget is spent')
 
@@ -233,8 +300,16 @@ def test_budget_belongs_to_one_cell(amp: Amp) -> None:
     spent = amp.create_cell()
     other = amp.create_cell()
     _spend(amp, client, spent["id"], budget)
-    amp.expect_error(client.patch(f"/memories/{spent['id']}", _scoring(budget)), 429, "RATE_LIMITED")
-    _spend(amp, client, other["id"], budget)
+    _exhausted(amp, client.patch(f"/memories/{spent['id']}", _scoring(budget)), budget)
+    for index in range(budget):
+        reply = client.patch(f"/memories/{other['id']}", _scoring(index))
+        amp.expect(
+            reply.status == 200,
+            f"scoring PATCH {index + 1} of another cell answered {reply.status} once the first cell's "
+            "budget was spent: the budget is not the cell's own",
+            reply,
+            expected="200",
+        )
 
 
 @check("AMP-RATE-08", "AMP-PATCH-20", level=MUST)
@@ -245,14 +320,16 @@ def test_access_is_checked_before_the_budget(amp: Amp) -> None:
     writer, stranger = amp.as_agent("a"), amp.as_agent("b")
     path = f"/memories/{cell['id']}"
     _spend(amp, writer, cell["id"], budget - 1)
-    for index in range(3):
-        amp.expect_refusal(
-            stranger.patch(path, _scoring(index)), "a scoring PATCH by an agent without write access"
-        )
+    with about("AMP-RATE-08"):
+        for index in range(3):
+            amp.expect_refusal(
+                stranger.patch(path, _scoring(index)), "a scoring PATCH by an agent without write access"
+            )
     _spend(amp, writer, cell["id"], 1, start=budget - 1)
-    amp.expect_refusal(
-        stranger.patch(path, _scoring(0)), "a stranger's scoring PATCH on a cell whose budget is spent"
-    )
+    with about("AMP-RATE-08"):
+        amp.expect_refusal(
+            stranger.patch(path, _scoring(0)), "a stranger's scoring PATCH on a cell whose budget is spent"
+        )
 
 
 @check("AMP-RATE-09", level=SHOULD)
@@ -280,10 +357,15 @@ def test_scoring_patches_are_accepted_again_after_the_window(amp: Amp) -> None:
     cell = amp.create_cell()
     client = amp.as_agent("a")
     _spend(amp, client, cell["id"], budget)
-    seconds = _refused(amp, client, cell["id"], budget, window)
+    seconds = _refused(amp, client, cell["id"], budget, window, budget)
     time.sleep(seconds + 0.3)
     reply = client.patch(f"/memories/{cell['id']}", _scoring(budget + 1))
-    amp.expect_status(reply, 200, what=f"a scoring PATCH {seconds} s after the 429 announced that wait")
+    amp.expect_status(
+        reply,
+        200,
+        what=f"a scoring PATCH {seconds} s after the 429 announced that wait",
+        requirement="AMP-RATE-10",
+    )
 
 
 @check("AMP-RATE-11", "AMP-CAP-08", level=MUST)
@@ -309,13 +391,13 @@ def test_a_429_changes_nothing(amp: Amp) -> None:
     reply = client.patch(
         f"/memories/{cell['id']}", {"scoring": {"importance": 0.4}, "content": {"text": "must not be stored"}}
     )
-    amp.expect_error(reply, 429, "RATE_LIMITED")
+    _exhausted(amp, reply, budget)
     after = _text_of(amp, cell["id"])
     for section, key in (("content", "text"), ("lifecycle", "last_updated_at"), ("scoring", "importance")):
         amp.expect(
             after[section][key] == before[section][key],
-            f"the refused PATCH left {section}.{key} as it was ({shown(before[section][key])}, "
-            f"got {shown(after[section][key])})",
+            f"the refused PATCH changed {section}.{key} from {shown(before[section][key])} "
+            f"to {shown(after[section][key])}",
         )
 
 
