@@ -109,6 +109,20 @@ def render_markdown(doc: dict[str, Any] | None = None) -> str:
             f"- Stance: {conflict['stance']}",
             "",
         ]
+    peer = doc.get("peer_suite")
+    if peer:
+        lines += [
+            "## Coverage against the upstream suite",
+            "",
+            f"Peer: {peer['source']}. Checked here and not there: {peer['only_here']}",
+            "",
+            "| upstream test class | our requirements | note |",
+            "|---|---|---|",
+        ]
+        for entry in peer["classes"]:
+            ours = ", ".join(entry["ours"]) or "—"
+            lines.append(f"| {_cell(entry['peer'])} | {ours} | {_cell(entry['note'])} |")
+        lines.append("")
     names: dict[str, str] = doc["areas"]
     current = None
     for row in rows:

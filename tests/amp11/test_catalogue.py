@@ -122,3 +122,12 @@ def test_check_levels_match_the_catalogue() -> None:
             assert level == "MAY", name
         else:
             assert level == rows[ids[0]].level, (name, level, rows[ids[0]].level)
+
+
+def test_peer_suite_mapping_names_known_requirements() -> None:
+    peer = document()["peer_suite"]
+    known = catalogue()
+    mapped = {rid for entry in peer["classes"] for rid in entry["ours"]}
+    assert mapped <= set(known), sorted(mapped - set(known))
+    assert len(peer["classes"]) >= 20
+    assert all(entry["ours"] or entry["note"] for entry in peer["classes"])
