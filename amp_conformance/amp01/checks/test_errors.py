@@ -126,6 +126,8 @@ class Case:
     label: str
     reply: Reply
     answers: tuple[tuple[int, tuple[str, ...]], ...]
+    requirement: str
+    """The route's own rule for this error (a wrong status breaks it; a wrong code breaks the table)."""
 
 
 def _provoke_errors(amp: Amp) -> list[Case]:
@@ -144,76 +146,133 @@ def _provoke_errors(amp: Amp) -> list[Case]:
     owner = active["identity"]["owner_id"] if isinstance(active.get("identity"), dict) else amp.owner()
     missing = amp.unknown_id()
     text = {"content": {"text": "edited"}}
-    requests: list[tuple[str, Callable[[], Reply], tuple[tuple[int, tuple[str, ...]], ...]]] = [
+    requests: list[tuple[str, Callable[[], Reply], tuple[tuple[int, tuple[str, ...]], ...], str]] = [
         (
             "POST /memories without identity",
             lambda: anonymous.post("/memories", amp.cell_body()),
             unauthenticated,
+            "AMP-AUTH-01",
         ),
-        ("POST /memories without content", lambda: a.post("/memories", {"type": "semantic"}), invalid),
+        (
+            "POST /memories without content",
+            lambda: a.post("/memories", {"type": "semantic"}),
+            invalid,
+            "AMP-ERR-04",
+        ),
         (
             "GET /memories without identity",
             lambda: anonymous.get("/memories", params={"owner_id": owner}),
             unauthenticated,
+            "AMP-AUTH-01",
         ),
         (
             "GET /memories limit=0",
             lambda: a.get("/memories", params={"owner_id": owner, "limit": 0}),
             invalid,
+            "AMP-ERR-04",
         ),
         (
             "GET /memories/query without identity",
             lambda: anonymous.get("/memories/query", params={"owner_id": owner}),
             unauthenticated,
+            "AMP-LIST-02",
         ),
         (
             "GET /memories/query type=literal",
             lambda: a.get("/memories/query", params={"type": "literal"}),
             invalid,
+            "AMP-LIST-02",
         ),
         (
             "GET /memories/{id} without identity",
             lambda: anonymous.get(f"/memories/{active['id']}"),
             unauthenticated,
+            "AMP-AUTH-01",
         ),
-        ("GET /memories/{id} by a stranger", lambda: stranger.get(f"/memories/{active['id']}"), refusal),
-        ("GET /memories/{unknown id}", lambda: a.get(f"/memories/{missing}"), unknown),
+        (
+            "GET /memories/{id} by a stranger",
+            lambda: stranger.get(f"/memories/{active['id']}"),
+            refusal,
+            "AMP-ACL-10",
+        ),
+        ("GET /memories/{unknown id}", lambda: a.get(f"/memories/{missing}"), unknown, "AMP-READ-10"),
         (
             "PATCH without identity",
             lambda: anonymous.patch(f"/memories/{active['id']}", text),
             unauthenticated,
+            "AMP-AUTH-01",
         ),
-        ("PATCH by a stranger", lambda: stranger.patch(f"/memories/{active['id']}", text), refusal),
-        ("PATCH of an unknown id", lambda: a.patch(f"/memories/{missing}", text), unknown),
+        (
+            "PATCH by a stranger",
+            lambda: stranger.patch(f"/memories/{active['id']}", text),
+            refusal,
+            "AMP-ACL-10",
+        ),
+        ("PATCH of an unknown id", lambda: a.patch(f"/memories/{missing}", text), unknown, "AMP-ERR-03"),
         (
             "PATCH archived -> active",
             lambda: a.patch(f"/memories/{archived['id']}", {"lifecycle": {"status": "active"}}),
             transition,
+            "AMP-PATCH-12",
         ),
         (
             "PATCH importance 2",
             lambda: a.patch(f"/memories/{active['id']}", {"scoring": {"importance": 2}}),
             invalid,
+            "AMP-ERR-04",
         ),
-        ("DELETE without identity", lambda: anonymous.delete(f"/memories/{archived['id']}"), unauthenticated),
-        ("DELETE by a stranger", lambda: stranger.delete(f"/memories/{archived['id']}"), refusal),
-        ("DELETE of an unknown id", lambda: a.delete(f"/memories/{missing}"), unknown),
-        ("DELETE of an active cell", lambda: a.delete(f"/memories/{active['id']}"), transition),
+        (
+            "DELETE without identity",
+            lambda: anonymous.delete(f"/memories/{archived['id']}"),
+            unauthenticated,
+            "AMP-AUTH-01",
+        ),
+        (
+            "DELETE by a stranger",
+            lambda: stranger.delete(f"/memories/{archived['id']}"),
+            refusal,
+            "AMP-ACL-10",
+        ),
+        ("DELETE of an unknown id", lambda: a.delete(f"/memories/{missing}"), unknown, "AMP-DEL-08"),
+        ("DELETE of an active cell", lambda: a.delete(f"/memories/{active['id']}"), transition, "AMP-DEL-03"),
         (
             "search without identity",
             lambda: anonymous.post("/memories/search", _search_body(owner)),
             unauthenticated,
+            "AMP-AUTH-01",
         ),
-        ("search without query", lambda: a.post("/memories/search", {"owner_id": owner}), invalid),
+        (
+            "search without query",
+            lambda: a.post("/memories/search", {"owner_id": owner}),
+            invalid,
+            "AMP-SRCH-02",
+        ),
     ]
-    return [Case(label, send(), answers) for label, send, answers in requests]
+    return [Case(label, send(), answers, rid) for label, send, answers, rid in requests]
 
 
-def _first_problem(amp: Amp, problems: list[tuple[str, Reply]]) -> None:
+#: A problem: (what is wrong, the reply, the requirement it breaks; None: the check's own).
+Problem = tuple[str, Reply, str | None]
+
+
+def _first_problem(amp: Amp, problems: list[Problem]) -> None:
+    """Fail with every problem listed, filed under the requirement the first one breaks."""
     if problems:
-        message = "; ".join(text for text, _ in problems[:6])
+        message = "; ".join(text for text, _, _ in problems[:6])
         more = f" (and {len(problems) - 6} more)" if len(problems) > 6 else ""
-        amp.fail(f"{len(problems)} error response(s) break the rule: {message}{more}", problems[0][1])
+        _, reply, requirement = problems[0]
+        amp.fail(
+            f"{len(problems)} error response(s) break the rule: {message}{more}",
+            reply,
+            requirement=requirement,
+        )
+
+
+def _envelope_requirement(body: Any) -> str:
+    """A framework's own error shape (a top-level ``detail``) is AMP-ERR-05's; any other AMP-ERR-01's."""
+    return (
+        "AMP-ERR-05" if isinstance(body, dict) and "detail" in body and "error" not in body else "AMP-ERR-01"
+    )
 
 
 def _error_codes_of(reply: Reply) -> Any:
@@ -228,30 +287,34 @@ def _error_codes_of(reply: Reply) -> Any:
 @check("AMP-ERR-01", "AMP-ERR-02", level=MUST)
 def test_every_error_is_the_json_envelope(amp: Amp) -> None:
     """Every provoked 4xx is application/json {"error": {"code", "message"}} with a SCREAMING_SNAKE code."""
-    problems: list[tuple[str, Reply]] = []
+    problems: list[Problem] = []
     for case in _provoke_errors(amp):
         reply = case.reply
-        if reply.status < 400:
-            continue  # a wrong success is judged by the error-table check
+        if not 400 <= reply.status < 500:
+            continue  # a wrong success or a crash is judged by the error-table check (and AMP-ERR-07)
         content_type = reply.headers.get("content-type", "")
-        if not content_type.startswith("application/json"):
-            problems.append(
-                (f"{case.label}: Content-Type is {shown(content_type)}, not application/json", reply)
-            )
         try:
             body = reply.json()
         except AssertionError:
-            problems.append((f"{case.label}: the body is not JSON", reply))
+            body = None
+            problems.append((f"{case.label}: the body is not JSON", reply, "AMP-ERR-01"))
+        rid = _envelope_requirement(body)
+        if not content_type.startswith("application/json"):
+            problems.append(
+                (f"{case.label}: Content-Type is {shown(content_type)}, not application/json", reply, rid)
+            )
+        if body is None:
             continue
-        found = envelope_problems(body, require_details=False)
-        problems += [(f"{case.label}: {problem}", reply) for problem in found]
+        for problem in envelope_problems(body, require_details=False):
+            snake = "SCREAMING_SNAKE" in problem and rid == "AMP-ERR-01"
+            problems.append((f"{case.label}: {problem}", reply, "AMP-ERR-02" if snake else rid))
     _first_problem(amp, problems)
 
 
 @check("AMP-ERR-01", level=SHOULD, stance="Level line: SHOULD for details being present")
 def test_every_error_carries_details(amp: Amp) -> None:
     """Every provoked 4xx envelope also carries an error.details object."""
-    problems: list[tuple[str, Reply]] = []
+    problems: list[Problem] = []
     for case in _provoke_errors(amp):
         if not 400 <= case.reply.status < 500:
             continue
@@ -261,29 +324,42 @@ def test_every_error_carries_details(amp: Amp) -> None:
             continue  # the MUST check reports it
         error = body.get("error") if isinstance(body, dict) else None
         if isinstance(error, dict) and not isinstance(error.get("details"), dict):
-            problems.append((f"{case.label}: error.details is missing or not an object", case.reply))
+            problems.append((f"{case.label}: error.details is missing or not an object", case.reply, None))
     _first_problem(amp, problems)
 
 
 @check("AMP-ERR-03", "AMP-ERR-02", level=MUST)
 def test_each_route_answers_the_documented_status_and_code(amp: Amp) -> None:
     """Each provoked error answers the (status, code) pair the table gives for its route (C-01/02/15)."""
-    problems: list[tuple[str, Reply]] = []
+    problems: list[Problem] = []
     for case in _provoke_errors(amp):
-        code = _error_codes_of(case.reply)
+        reply = case.reply
+        code = _error_codes_of(reply)
+        statuses = {status for status, _ in case.answers}
         allowed = [
             (status, codes)
             for status, codes in case.answers
-            if case.reply.status == status and (not codes or code in codes)
+            if reply.status == status and (not codes or code in codes)
         ]
-        if not allowed:
-            wanted = " or ".join(
-                f"{status} {'/'.join(codes) or '(any code)'}" for status, codes in case.answers
+        wanted = " or ".join(f"{status} {'/'.join(codes) or '(any code)'}" for status, codes in case.answers)
+        got = f"{reply.status} with error code {shown(code)}" if code is not None else f"{reply.status}"
+        if reply.status not in statuses:
+            # the wrong status breaks the route's own rule
+            problems.append((f"{case.label}: answered {got}, not {wanted}", reply, case.requirement))
+        elif not allowed:
+            # the right status with the wrong code breaks the table; no code at all, the envelope
+            try:
+                body = reply.json()
+            except AssertionError:
+                body = None
+            rid = "AMP-ERR-03" if code is not None else _envelope_requirement(body)
+            shown_code = "no error code" if code is None else f"error code {shown(code)}"
+            problems.append(
+                (f"{case.label}: answered {reply.status} with {shown_code}, not {wanted}", reply, rid)
             )
-            problems.append((f"{case.label}: expected {wanted}, got {case.reply.status} {code}", case.reply))
         elif isinstance(code, str) and not CODE_PATTERN.match(code):
             problems.append(
-                (f"{case.label}: error.code {shown(code)} is not SCREAMING_SNAKE_CASE", case.reply)
+                (f"{case.label}: error.code {shown(code)} is not SCREAMING_SNAKE_CASE", reply, "AMP-ERR-02")
             )
     _first_problem(amp, problems)
 
