@@ -45,7 +45,9 @@ class ASGITransport(httpx.BaseTransport):
         async def receive() -> dict[str, Any]:
             nonlocal received
             if received:
-                return {"type": "http.disconnect"}
+                # the client stays connected until the app is done: answering "disconnect" here would
+                # cut a streamed response (Starlette's StreamingResponse listens for it) short
+                await asyncio.Event().wait()
             received = True
             return {"type": "http.request", "body": body, "more_body": False}
 
