@@ -267,6 +267,15 @@ def expect_step(
     fails with it; any other check is blocked under it, since its own question lies further on."""
     if condition:
         return
+    if reply is not None and amp.creator_refused(reply):
+        step_failed(amp, reply, step, requirement, expected or "success")
+    exchange = reply.exchange if reply is not None else None
+    if exchange is None and amp.evidence.exchanges:
+        exchange = amp.evidence.exchanges[-1]
+    # a creator's list that misses its own cells, on a server refusing creators, is AMP-ACL-08's
+    cause = amp.reattribute(CheckFailure(message, expected=expected, exchange=exchange))
+    if isinstance(cause, PreconditionFailed):
+        requirement, step = cause.requirement, cause.step
     if requirement in amp.info.requirements:
         amp.fail(message, reply, expected=expected, requirement=requirement)
     amp.precondition_failed(message, reply, step=step, requirement=requirement, expected=expected)

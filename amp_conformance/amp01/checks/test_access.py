@@ -24,7 +24,7 @@ import pytest
 from ulid import ULID
 
 from amp_conformance import MUST, SHOULD, Amp, check, load_fixture
-from amp_conformance.amp01.checks._support import shown
+from amp_conformance.amp01.checks._support import about, expect_step, shown
 from amp_conformance.engine.client import Reply
 
 MATRIX: dict[str, Any] = load_fixture("access", "matrix.json")
@@ -99,7 +99,8 @@ def decision(amp: Amp, reply: Reply, allowed: tuple[int, ...], what: str) -> boo
     if reply.status in allowed:
         return True
     if reply.status == 403:
-        amp.expect_refusal(reply, what)
+        with about("AMP-ACL-10"):  # the refusal's shape: 403 with the server's refusal code
+            amp.expect_refusal(reply, what)
         return False
     wanted = " or ".join(str(s) for s in allowed)
     hint = (
@@ -108,9 +109,10 @@ def decision(amp: Amp, reply: Reply, allowed: tuple[int, ...], what: str) -> boo
         else ""
     )
     amp.fail(
-        f"{what}: expected {wanted} (allowed) or 403 (refused), got {reply.status}{hint}",
+        f"{what} answered {reply.status}, neither {wanted} (allowed) nor 403 (refused){hint}",
         reply,
         expected=f"{wanted} or 403",
+        requirement="AMP-ACL-10",
     )
 
 
@@ -244,8 +246,8 @@ def _describe(observed: Mapping[str, tuple[bool, Reply]]) -> str:
     return ", ".join(f"{surface} {'allowed' if ok else 'refused'}" for surface, (ok, _) in observed.items())
 
 
-def _disagreement(action: str, observed: Mapping[str, tuple[bool, Reply]]) -> tuple[str, Reply] | None:
-    """A message (and the odd reply) when the surfaces of one action disagree."""
+def _disagreement(action: str, observed: Mapping[str, tuple[bool, Reply]]) -> tuple[str, Reply, str] | None:
+    """A message, the odd reply and the requirement broken, when the surfaces of one action disagree."""
     values = {ok for ok, _ in observed.values()}
     if len(values) < 2:
         return None
@@ -254,14 +256,15 @@ def _disagreement(action: str, observed: Mapping[str, tuple[bool, Reply]]) -> tu
         odd = [surface for surface, (ok, _) in observed.items() if ok != reference]
         rules = []
         if "search" in odd:
-            rules.append("AMP-SRCH-15: search must apply the same read rule as GET")
+            rules.append(("AMP-SRCH-15", "search does not apply the read rule GET applies"))
         if "list" in odd:
-            rules.append("AMP-ACL-14/AMP-LIST-07: list must apply the same read rule as GET")
+            rules.append(("AMP-ACL-14", "list does not apply the read rule GET applies (AMP-LIST-07)"))
         reply = observed[odd[0]][1]
     else:
-        rules = ["AMP-ACL-02: PATCH and DELETE are both writes and must get the same decision"]
+        rules = [("AMP-ACL-02", "PATCH and DELETE, both writes, get different decisions")]
         reply = observed["DELETE"][1]
-    return f"the surfaces disagree on {action} ({_describe(observed)}); " + "; ".join(rules), reply
+    message = f"the surfaces disagree on {action} ({_describe(observed)}): " + "; ".join(t for _, t in rules)
+    return message, reply, rules[0][0]
 
 
 @pytest.mark.parametrize("vector", [pytest.param(v, id=v["name"], marks=_marks(v)) for v in VECTORS])
@@ -289,15 +292,20 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     }
     live = amp.create_cell(body)
     stored = live.get("access_policy")
-    amp.expect(
+    expect_step(
+        amp,
         isinstance(stored, dict) and {k: stored.get(k) for k in policy} == policy,
-        f"precondition: the created cell keeps the access policy as sent {shown(policy)} "
-        f"(got {shown(stored)})",
+        f"the created cell's access policy is {shown(stored)}, not the one sent, {shown(policy)}",
+        step="creating a cell with the vector's access policy",
+        requirement="AMP-CRE-06",
     )
     made_by = (live.get("identity") or {}).get("created_by")
-    amp.expect(
+    expect_step(
+        amp,
         made_by == creator,
-        f"precondition: created_by is the creating agent {shown(creator)} (got {shown(made_by)})",
+        f"the created cell's created_by is {shown(made_by)}, not the creating agent {shown(creator)}",
+        step="creating a cell with the vector's access policy",
+        requirement="AMP-CRE-07",
     )
     doomed = amp.create_cell(body)
     amp.archive(doomed["id"])
@@ -321,7 +329,7 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
         f"vector {vector['name']}: {vector['description']} Caller {shown(caller)}, policy {shown(policy)}, "
         f"owner {shown(owner_id)} ({owner_type}), creator {shown(creator)}"
     )
-    failures: list[tuple[str, Reply]] = []
+    failures: list[tuple[str, Reply, str]] = []
     for action, observed in (("read", reads), ("write", writes)):
         split = _disagreement(action, observed)
         if split:
@@ -331,17 +339,31 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
         got, reply = next(iter(observed.values()))
         if got == expected["allowed"]:
             continue
+        rule = _broken_rule(expected, caller, owner_id, creator)
         verb = "allowed" if expected["allowed"] else "refused"
         message = (
-            f"{action} by {who} should be {verb} ({expected['requirement']}), but every surface "
-            f"{'allowed' if got else 'refused'} it ({', '.join(observed)})"
+            f"every surface {'allowed' if got else 'refused'} the {action} by {who} "
+            f"({', '.join(observed)}); {rule} has it {verb}"
         )
         if expected["stance"] == "warn":
-            amp.warn(f"{message} (requirements.md makes this a warning) [{context}]", reply)
+            amp.warn(
+                f"{message} (requirements.md makes this a warning) [{context}]", reply, requirements=(rule,)
+            )
         else:
-            failures.append((message, reply))
+            failures.append((message, reply, rule))
     if failures:
-        amp.fail("; ".join(message for message, _ in failures) + f" [{context}]", failures[0][1])
+        message = "; ".join(message for message, _, _ in failures) + f" [{context}]"
+        amp.fail(message, failures[0][1], requirement=failures[0][2])
+
+
+def _broken_rule(expected: Mapping[str, Any], caller: str, owner_id: str, creator: str) -> str:
+    """The requirement a wrong decision breaks: the vector's, except that a refused owner or creator
+    breaks the owner (AMP-ACL-07) or creator (AMP-ACL-08) bypass, whatever policy the vector tries."""
+    if expected["allowed"] and caller == owner_id:
+        return "AMP-ACL-07"
+    if expected["allowed"] and caller == creator:
+        return "AMP-ACL-08"
+    return str(expected["requirement"])
 
 
 # ------------------------------------------------------------------------ the other ACL checks
@@ -418,21 +440,41 @@ def test_policy_changes_take_effect_at_once(amp: Amp) -> None:
     path = f"/memories/{cell['id']}"
     b = amp.as_agent("b")
     a = amp.as_agent("a")
-    amp.expect(not decision(amp, b.get(path), (200,), "b's GET before it is named"), "b may not read yet")
+    amp.expect(
+        not decision(amp, b.get(path), (200,), "b's GET before it is named"),
+        "b reads the cell before the policy names it",
+        requirement="AMP-ACL-12",
+    )
 
     reply = a.patch(path, {"access_policy": {"readable_by": [reader]}})
     amp.expect_status(reply, 200, what="the creator naming b in readable_by")
     reply = b.get(path)
-    amp.expect(decision(amp, reply, (200,), "b's GET once named"), "b reads the cell at once", reply)
+    amp.expect(
+        decision(amp, reply, (200,), "b's GET once named"),
+        "b is refused right after the policy names it",
+        reply,
+        requirement="AMP-ACL-12",
+    )
     found, reply = listed(amp, "b", owner, cell["id"])
-    amp.expect(found, "the cell is in b's list at once", reply)
+    amp.expect(found, "the cell is missing from b's list right after the policy names b", reply)
 
     reply = a.patch(path, {"access_policy": {"readable_by": []}})
     amp.expect_status(reply, 200, what="the creator removing b from readable_by")
     reply = b.get(path)
-    amp.expect(not decision(amp, reply, (200,), "b's GET after removal"), "b is refused at once", reply)
+    amp.expect(
+        not decision(amp, reply, (200,), "b's GET after removal"),
+        "b still reads the cell right after its removal from the policy",
+        reply,
+        requirement="AMP-ACL-12",
+    )
     found, reply = listed(amp, "b", owner, cell["id"])
-    amp.expect(not found, "the cell is gone from b's list at once", reply)
+    # a list showing what GET refuses breaks the list's read rule (AMP-ACL-14), not the policy's timing
+    amp.expect(
+        not found,
+        "the cell is still in b's list, though b's GET is refused",
+        reply,
+        requirement="AMP-ACL-14",
+    )
 
 
 @check("AMP-ACL-13", level=MUST)

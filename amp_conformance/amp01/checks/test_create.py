@@ -216,9 +216,11 @@ def test_create_without_any_identity_is_401(amp: Amp) -> None:
     body = amp.cell_body()
     reply = post_cell(amp, body, role=None)
     codes = ("MISSING_AGENT_ID", "UNAUTHENTICATED") if _keys_required(amp) else ("MISSING_AGENT_ID",)
-    amp.expect_error(reply, 401, codes)
+    # with no created_by to fall back on, this is AMP-AUTH-01's rule: every agent route needs an identity
+    with about("AMP-AUTH-01"):
+        amp.expect_error(reply, 401, codes)
     results, listed = list_owner(amp, body["identity"]["owner_id"])
-    amp.expect(not results, "the refused create stored nothing", listed)
+    amp.expect(not results, f"the refused create stored a cell anyway: the owner has {len(results)}", listed)
 
 
 @check("AMP-CRE-08", level=MUST)

@@ -11,6 +11,7 @@ from typing import Any
 
 from amp_conformance import MUST, Amp, check
 from amp_conformance.amp01.checks._support import (
+    about,
     expect_deleted_read,
     expect_member,
     expect_transition_refused,
@@ -177,11 +178,16 @@ def test_unknown_id_gets_the_same_answer_on_get_patch_and_delete(amp: Amp) -> No
         "PATCH": client.patch(f"/memories/{unknown}", {"content": {"text": "nobody here"}}),
         "DELETE": client.delete(f"/memories/{unknown}"),
     }
+    # GET is AMP-READ-10's rule, DELETE AMP-DEL-08's, PATCH the route table's (AMP-ERR-03)
+    rules = {"GET": "AMP-READ-10", "PATCH": "AMP-ERR-03", "DELETE": "AMP-DEL-08"}
     for method, reply in replies.items():
-        amp.expect_unknown_id_answer(reply, f"{method} of an unknown id")
+        with about(rules[method]):
+            amp.expect_unknown_id_answer(reply, f"{method} of an unknown id")
     statuses = {method: reply.status for method, reply in replies.items()}
     amp.expect(
         len(set(statuses.values())) == 1,
-        f"GET, PATCH and DELETE answer an unknown id alike (got {statuses})",
+        "GET, PATCH and DELETE answer an unknown id differently: "
+        + ", ".join(f"{method} {status}" for method, status in statuses.items()),
         replies["DELETE"],
+        requirement="AMP-DEL-08",
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import member, read_back, shown
+from amp_conformance.amp01.checks._support import about, member, read_back, shown
 from amp_conformance.amp01.envelope import CODE_PATTERN, envelope_problems
 from amp_conformance.engine.client import Reply
 
@@ -27,13 +27,17 @@ def _missing_identity_codes(amp: Amp) -> tuple[str, ...]:
 
 
 def _expect_missing_identity(amp: Amp, reply: Reply, what: str) -> None:
+    """401 MISSING_AGENT_ID. Each route's own id restates AMP-AUTH-01 (every agent route needs an
+    identity), so the finding is filed under AMP-AUTH-01."""
     amp.expect(
         reply.status == 401,
-        f"{what} without X-AMP-Agent-ID: expected 401, got {reply.status}",
+        f"{what} without X-AMP-Agent-ID answered {reply.status}, not 401",
         reply,
         expected="401 " + " or ".join(_missing_identity_codes(amp)),
+        requirement="AMP-AUTH-01",
     )
-    amp.expect_error(reply, 401, _missing_identity_codes(amp))
+    with about("AMP-AUTH-01"):
+        amp.expect_error(reply, 401, _missing_identity_codes(amp))
 
 
 def _search_body(owner: str) -> dict[str, Any]:

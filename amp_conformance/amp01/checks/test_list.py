@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import expect_valid_cell, shown
+from amp_conformance.amp01.checks._support import expect_step, expect_valid_cell, shown
 from amp_conformance.amp01.conventions import answer_of, label
 from amp_conformance.engine.client import Reply
 
@@ -222,23 +222,43 @@ def test_pages_hold_only_readable_cells_and_count_them(amp: Amp) -> None:
         reply = _list(amp, "b", owner_id=owner, limit=2, offset=offset)
         page = _page(amp, reply)
         leaked = [cell_id for cell_id in _ids(page) if cell_id in invisible]
+        # listing only readable cells is the read rule (AMP-ACL-14, restated by AMP-LIST-07)
         amp.expect(
-            not leaked, f"the page holds only readable cells (unreadable ones listed: {leaked})", reply
+            not leaked,
+            f"the page lists {len(leaked)} cell(s) the caller may not read: {shown(leaked)}",
+            reply,
+            requirement="AMP-ACL-14",
         )
         amp.expect(
             len(page["results"]) == expected,
-            f"offset={offset}, limit=2 holds {expected} readable cells (got {len(page['results'])})",
+            f"offset={offset}, limit=2 holds {len(page['results'])} readable cells, not {expected}",
             reply,
             expected=str(expected),
+            requirement="AMP-LIST-07",
         )
         seen += _ids(page)
-    amp.expect(set(seen) == visible, f"the pages hold the 5 readable cells (got {seen})")
+    amp.expect(
+        set(seen) == visible,
+        f"the pages hold {len(set(seen) & visible)} of the 5 readable cells",
+        requirement="AMP-LIST-07",
+    )
 
 
 @check("AMP-LIST-08", level=MUST)
 def test_paging_members_tell_the_truth(amp: Amp) -> None:
     """returned = len(results) <= limit, has_more exactly when a next page holds something, window echoed."""
-    owner, _, _ = _seed_readable(amp, readable=5, hidden=4, reader="b")
+    owner, _, invisible = _seed_readable(amp, readable=5, hidden=4, reader="b")
+    # the counts below presume the list shows b only what b may read (AMP-ACL-14)
+    reply = _list(amp, "b", owner_id=owner, limit=10)
+    leaked = [cell_id for cell_id in _ids(_page(amp, reply)) if cell_id in invisible]
+    expect_step(
+        amp,
+        not leaked,
+        f"the list shows the caller {len(leaked)} cell(s) it may not read",
+        reply,
+        step="a list showing the caller only its readable cells",
+        requirement="AMP-ACL-14",
+    )
     cases = (  # offset, limit, returned, has_more
         (0, 2, 2, True),
         (2, 2, 2, True),

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import expect_valid_cell, run_pass, shown
+from amp_conformance.amp01.checks._support import expect_step, expect_valid_cell, run_pass, shown
 from amp_conformance.engine.client import Client, Reply
 
 TEXT = "The user prefers Python for backend development"
@@ -247,18 +247,40 @@ def test_offset_counts_only_results_the_caller_may_read(amp: Amp) -> None:
         _cell(amp, owner, as_agent="b", **_ranked(theirs), **hidden)
         readable.append(_cell(amp, owner, **_ranked(mine)))
     client = amp.as_agent("a")
+    # the question presumes search shows the caller only what it may read (AMP-SRCH-15)
+    reply = _search(client, owner, limit=10)
+    shown_ids = [c.get("id") for c in _page(amp, reply, "search of the owner").get("results", [])]
+    expect_step(
+        amp,
+        set(shown_ids) <= set(readable),
+        f"search shows the caller {len(set(shown_ids) - set(readable))} cell(s) it may not read",
+        reply,
+        step="a search showing the caller only its readable cells",
+        requirement="AMP-SRCH-15",
+    )
     for offset, expected in enumerate(readable):
         reply = _search(client, owner, limit=1, offset=offset)
         body = _page(amp, reply, f"search with limit 1, offset {offset}")
         _expect_ids(amp, reply, [expected], f"limit 1, offset {offset} (the caller's cell #{offset + 1})")
         more = offset < len(readable) - 1
-        amp.expect(body.get("has_more") is more, f"offset {offset}: has_more is {more}", reply)
+        amp.expect(
+            body.get("has_more") is more,
+            f"offset {offset}: has_more is {shown(body.get('has_more'))}, not {shown(more)}",
+            reply,
+            requirement="AMP-SRCH-11",
+        )
     reply = _search(client, owner, limit=1, offset=len(readable))
     body = _page(amp, reply, "search past the caller's last cell")
     amp.expect(
-        body["results"] == [] and body.get("has_more") is False,
-        "past the end: no results, has_more false",
+        body["results"] == [],
+        f"past the caller's last cell the search still returns {len(body['results'])} result(s)",
         reply,
+    )
+    amp.expect(
+        body.get("has_more") is False,
+        f"past the end has_more is {shown(body.get('has_more'))}, not false",
+        reply,
+        requirement="AMP-SRCH-11",
     )
     amp.expect_error(_search(client, owner, offset=-1), 422, "VALIDATION_ERROR")
 
@@ -281,18 +303,26 @@ def test_paging_fields_are_truthful_on_search_and_list(amp: Amp) -> None:
             reply = fetch(name, offset)
             body = _page(amp, reply, f"{name} with offset {offset}, limit 2")
             where = f"{name} offset {offset}, limit 2 over 3 cells"
+            rule = "AMP-SRCH-11" if name == "search" else "AMP-LIST-08"
             amp.expect(
                 body.get("returned") == len(body["results"]) == returned,
-                f"{where}: {returned} results and returned {returned} "
-                f"(got {len(body['results'])} and {shown(body.get('returned'))})",
+                f"{where}: {len(body['results'])} results and returned {shown(body.get('returned'))}, "
+                f"not {returned} and {returned}",
                 reply,
+                requirement=rule,
             )
-            amp.expect(body.get("has_more") is more, f"{where}: has_more is {more}", reply)
+            amp.expect(
+                body.get("has_more") is more,
+                f"{where}: has_more is {shown(body.get('has_more'))}, not {shown(more)}",
+                reply,
+                requirement=rule,
+            )
             amp.expect(
                 body.get("offset") == offset and body.get("limit") == 2,
-                f"{where}: offset and limit are echoed "
-                f"(got {shown(body.get('offset'))}, {shown(body.get('limit'))})",
+                f"{where}: offset and limit echoed as {shown(body.get('offset'))} and "
+                f"{shown(body.get('limit'))}, not {offset} and 2",
                 reply,
+                requirement=rule,
             )
 
 
