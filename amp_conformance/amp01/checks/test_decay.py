@@ -18,6 +18,8 @@ from typing import Any
 from amp_conformance import MUST, Amp, check, load_fixture
 from amp_conformance.amp01.checks._support import (
     expect_at_least,
+    expect_scoring_not_limited,
+    expect_step,
     run_pass,
     scheduler_quiet,
     shown,
@@ -123,6 +125,11 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
     )
     created = time.monotonic()
     cell_id = str(cell["id"])
+    # a control cell a pass makes stale and a scoring lift brings back: tells a server whose stale
+    # cells never recover (AMP-LC-05) from one whose reads do not restart the clock
+    control = amp.create_cell(
+        {"identity": {"owner_id": owner}, "scoring": {"importance": 0.2, "confidence": 1.0, "decay_rate": 0}}
+    )
     time.sleep(max(0.0, created + WAIT_SECONDS - time.monotonic()))
     expected = decay_score(1.0, 1.0, FAST_DECAY_RATE, WAIT_SECONDS / SECONDS_PER_DAY)
     before = status_by_list(amp, owner, cell_id)
@@ -135,9 +142,20 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
     stale = status_by_list(amp, owner, cell_id)
     amp.expect(
         stale == "stale",
-        f"{WAIT_SECONDS} s after creation (score ≈ {expected:.3f} < 0.3) a pass makes the cell stale "
-        f"(list: {stale})",
+        f"{WAIT_SECONDS} s after creation (score ≈ {expected:.3f} < 0.3) a pass left the cell "
+        f"{shown(stale) if stale else 'unlisted'}, not stale",
         expected="stale",
+        requirement="AMP-LC-01",
+    )
+    lift = amp.as_agent("a").patch(f"/memories/{control['id']}", {"scoring": {"importance": 0.9}})
+    expect_scoring_not_limited(amp, lift, "raising the control cell's importance to 0.9")
+    expect_step(
+        amp,
+        lift.status == 200,
+        f"raising the control cell's importance to 0.9 answered {lift.status}, not 200",
+        lift,
+        step="a scoring PATCH of the control cell",
+        requirement="AMP-PATCH-01",
     )
     if before == "active":
         expect_at_least(amp, transitions, "active_to_stale", 1)
@@ -151,12 +169,23 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
         amp.skip(
             f"the pass came {elapsed:.2f} s after the read, too late to show the reset (score {score:.3f})"
         )
+    revived = status_by_list(amp, owner, str(control["id"]))
+    expect_step(
+        amp,
+        revived == "active",
+        f"a stale cell lifted to importance 0.9 is {shown(revived) if revived else 'unlisted'} after the "
+        "next pass, not active: stale cells do not recover",
+        step="a stale cell with a high score recovering at a pass",
+        requirement="AMP-LC-05",
+    )
     after = status_by_list(amp, owner, cell_id)
     amp.expect(
         after == "active",
-        f"a pass {elapsed:.2f} s after the read (score ≈ {score:.3f}, the clock restarted) makes the cell "
-        f"active again (list: {after}); without the reset its score would be ≈ "
-        f"{math.exp(-FAST_DECAY_RATE * (time.monotonic() - created) / SECONDS_PER_DAY):.3f}",
+        f"a pass {elapsed:.2f} s after the read (score ≈ {score:.3f} had the clock restarted) left the cell "
+        f"{shown(after) if after else 'unlisted'}, not active: the read did not restart its clock (without "
+        f"the reset its score is ≈ "
+        f"{math.exp(-FAST_DECAY_RATE * (time.monotonic() - created) / SECONDS_PER_DAY):.3f})",
         expected="active",
+        requirement="AMP-LC-06",
     )
     expect_at_least(amp, transitions, "stale_to_active", 1)

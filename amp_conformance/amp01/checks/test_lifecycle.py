@@ -229,16 +229,21 @@ def test_stale_cells_leave_default_search_and_list(amp: Amp) -> None:
             c.get("id") == cell_id for c in reply.json_object().get("results", []) if isinstance(c, dict)
         )
 
+    # AMP-LC-14 restates the search rules: each finding is filed under the rule it breaks
     amp.expect(
-        not found(client.post("/memories/search", query), "default search"), "default search leaves it out"
+        not found(client.post("/memories/search", query), "default search"),
+        "default search returns the stale cell",
+        requirement="AMP-SRCH-05",
     )
     amp.expect(
         found(client.post("/memories/search", {**query, "include_stale": True}), "search, include_stale"),
-        "search with include_stale: true returns it",
+        "search with include_stale: true leaves the stale cell out",
+        requirement="AMP-SRCH-06",
     )
     amp.expect(
         found(client.post("/memories/search", {**query, "status": ["stale"]}), 'search, status ["stale"]'),
-        'search with status ["stale"] returns it',
+        'search with status ["stale"] leaves the stale cell out',
+        requirement="AMP-SRCH-07",
     )
     if found(client.get("/memories", params={"owner_id": owner}), "default list"):
         amp.warn("the default list shows a stale cell (AMP-LIST-04 and C-12: only active by default)")

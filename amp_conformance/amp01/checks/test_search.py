@@ -48,14 +48,38 @@ def _ranked(importance: float, confidence: float = 1.0) -> dict[str, Any]:
     return {"scoring": {"importance": importance, "confidence": confidence, "decay_rate": 0}}
 
 
-def _expect_ids(amp: Amp, reply: Reply, expected: list[str], what: str, *, ordered: bool = False) -> None:
+def _expect_ids(
+    amp: Amp,
+    reply: Reply,
+    expected: list[str],
+    what: str,
+    *,
+    ordered: bool = False,
+    requirement: str | None = None,
+) -> None:
+    """The search returned exactly ``expected`` (in that order, when ``ordered``); ``requirement``
+    names the rule the results break when the check cites several."""
     got = _ids(amp, reply, what)
     if ordered:
-        amp.expect(got == expected, f"{what}: expected {expected} in this order, got {got}", reply)
-    else:
         amp.expect(
-            sorted(got) == sorted(expected), f"{what}: expected exactly {sorted(expected)}, got {got}", reply
+            got == expected,
+            f"{what}: the results are {shown(got)}, not {shown(expected)} in this order",
+            reply,
+            requirement=requirement,
         )
+        return
+    extra = sorted(set(got) - set(expected))
+    missing = sorted(set(expected) - set(got))
+    wrong = "; ".join(
+        part
+        for part in (
+            f"{len(extra)} unexpected: {shown(extra)}" if extra else "",
+            f"{len(missing)} missing: {shown(missing)}" if missing else "",
+            f"duplicates in {shown(got)}" if not extra and not missing else "",
+        )
+        if part
+    )
+    amp.expect(sorted(got) == sorted(expected), f"{what}: {wrong}", reply, requirement=requirement)
 
 
 # lifecycle helpers (stale cells need a pass) ---------------------------------------------------------
@@ -73,9 +97,12 @@ def _active_and_stale(amp: Amp) -> tuple[str, str, str]:
     stale = _cell(amp, owner, **_ranked(0.2))
     active = _cell(amp, owner, **_ranked(0.9))
     run_pass(amp, what="a lifecycle pass with the admin token (precondition)")
-    amp.expect(
+    expect_step(
+        amp,
         stale in _listed(amp, owner, "stale") and active in _listed(amp, owner, "active"),
-        "precondition: after a pass the cell with importance 0.2 is stale and the 0.9 one active (AMP-LC-03)",
+        "after a pass the cell with importance 0.2 is not listed as stale, or the 0.9 one not as active",
+        step="a pass making the low-score cell stale",
+        requirement="AMP-LC-03",
     )
     return owner, active, stale
 
@@ -158,7 +185,7 @@ def test_types_filter_restricts_results(amp: Amp) -> None:
 def test_default_search_leaves_stale_cells_out(amp: Amp) -> None:
     """Without status or include_stale, search returns active cells only (a stale twin is left out)."""
     owner, active, _stale = _active_and_stale(amp)
-    _expect_ids(amp, _search(amp.as_agent("a"), owner), [active], "default search")
+    _expect_ids(amp, _search(amp.as_agent("a"), owner), [active], "default search", requirement="AMP-SRCH-05")
 
 
 @check("AMP-SRCH-06", "AMP-LC-14", level=MUST, global_effects=True)
@@ -166,12 +193,19 @@ def test_include_stale_adds_stale_cells(amp: Amp) -> None:
     """include_stale: true adds stale to the statuses searched (default and explicit ["active"])."""
     owner, active, stale = _active_and_stale(amp)
     client = amp.as_agent("a")
-    _expect_ids(amp, _search(client, owner, include_stale=True), [active, stale], "include_stale: true")
+    _expect_ids(
+        amp,
+        _search(client, owner, include_stale=True),
+        [active, stale],
+        "include_stale: true",
+        requirement="AMP-SRCH-06",
+    )
     _expect_ids(
         amp,
         _search(client, owner, status=["active"], include_stale=True),
         [active, stale],
         'status ["active"] with include_stale: true',
+        requirement="AMP-SRCH-06",
     )
 
 
