@@ -225,9 +225,17 @@ def test_stale_cells_leave_default_search_and_list(amp: Amp) -> None:
 
     def found(reply: Reply, what: str) -> bool:
         amp.expect_status(reply, 200, what=what)
-        return any(
-            c.get("id") == cell_id for c in reply.json_object().get("results", []) if isinstance(c, dict)
+        results = [c for c in reply.json_object().get("results", []) if isinstance(c, dict)]
+        others = [c for c in results if (c.get("identity") or {}).get("owner_id") != owner]
+        expect_step(
+            amp,
+            not others,
+            f"{what}: a request for one owner's cells returned {len(others)} cell(s) of other owners",
+            reply,
+            step="a search or list restricted to one owner",
+            requirement="AMP-SRCH-03" if "search" in what else "AMP-LIST-03",
         )
+        return any(c.get("id") == cell_id for c in results)
 
     # AMP-LC-14 restates the search rules: each finding is filed under the rule it breaks
     amp.expect(

@@ -9,6 +9,7 @@ control through search (AMP-SRCH-15) and the 401 (AMP-SRCH-16) are checked with 
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -25,11 +26,41 @@ def _search(client: Client, owner: str, query: str = TEXT, **fields: Any) -> Rep
 
 
 def _page(amp: Amp, reply: Reply, what: str) -> dict[str, Any]:
+    """A 200 search page with a results array. Every check here searches one owner's cells: results
+    of other owners mean the owner filter (AMP-SRCH-03) is broken, a step the others rely on."""
     amp.expect_status(reply, 200, what=what)
     body = reply.json_object()
     results = body.get("results")
-    amp.expect(isinstance(results, list), f"{what}: results is an array", reply)
+    if not isinstance(results, list):
+        amp.fail(f"{what}: results is not an array", reply)
+    owner = _owner_asked(reply)
+    if owner is not None:
+        others = [c.get("id") for c in results if isinstance(c, dict) and _owner_of(c) != owner]
+        expect_step(
+            amp,
+            not others,
+            f"{what}: a search for one owner's cells returned {len(others)} cell(s) of other owners",
+            reply,
+            step="a search restricted to one owner",
+            requirement="AMP-SRCH-03",
+        )
     return body
+
+
+def _owner_of(cell: dict[str, Any]) -> Any:
+    identity = cell.get("identity")
+    return identity.get("owner_id") if isinstance(identity, dict) else None
+
+
+def _owner_asked(reply: Reply) -> str | None:
+    """The owner_id the search request named, if any."""
+    sent = reply.exchange.request_body
+    try:
+        request = json.loads(sent) if sent else None
+    except ValueError:
+        return None
+    owner = request.get("owner_id") if isinstance(request, dict) else None
+    return owner if isinstance(owner, str) else None
 
 
 def _ids(amp: Amp, reply: Reply, what: str = "search") -> list[str]:
