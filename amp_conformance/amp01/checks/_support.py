@@ -412,13 +412,27 @@ def list_owner(amp: Amp, owner_id: str, *, role: str = "a", **params: Any) -> tu
 
 def expect_validation_error(amp: Amp, reply: Reply, what: str) -> None:
     """422 ``VALIDATION_ERROR`` in the error envelope (the shape of ``details.errors`` is AMP-ERR-04's)."""
-    amp.expect(
-        reply.status == 422,
-        f"{what}: expected 422 VALIDATION_ERROR, got {reply.status}",
-        reply,
-        expected="422 VALIDATION_ERROR",
-    )
-    amp.expect_error(reply, 422, "VALIDATION_ERROR")
+    expect_refused_as_invalid(amp, reply, what)
+
+
+def expect_refused_as_invalid(
+    amp: Amp, reply: Reply, what: str = "", *, details: bool = False, rule: str | None = None
+) -> dict[str, Any]:
+    """422 ``VALIDATION_ERROR``; returns the ``error`` object.
+
+    Another status is the check's own finding, or ``rule``'s (a step, when the check asks something
+    else of the refusal). A body that is not the envelope is AMP-ERR-01's, a framework's own shape
+    AMP-ERR-05's; the code and, with ``details``, ``details.errors`` are AMP-ERR-04's."""
+    what = what or f"{reply.exchange.method} {reply.exchange.url}"
+    message = f"{what} answered {reply.status}, not 422 VALIDATION_ERROR"
+    if rule is not None:
+        expect_step(amp, reply.status == 422, message, reply, step=what, requirement=rule, expected="422")
+    amp.expect(reply.status == 422, message, reply, expected="422 VALIDATION_ERROR")
+    expect_envelope(amp, reply, what)
+    with about("AMP-ERR-04"):
+        if details:
+            return amp.expect_validation_error(reply)
+        return amp.expect_error(reply, 422, "VALIDATION_ERROR")
 
 
 # lifecycle passes ---------------------------------------------------------------------------------

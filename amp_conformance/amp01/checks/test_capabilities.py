@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, TypeGuard
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import about, shown
+from amp_conformance.amp01.checks._support import about, expect_refused_as_invalid, shown
 from amp_conformance.engine.client import Reply
 
 CAPABILITY_MEMBERS = (
@@ -157,14 +157,16 @@ def test_max_page_size_is_the_exact_ceiling_on_search_and_list(amp: Amp) -> None
     echoed = at_limit.json_object().get("limit")
     amp.expect(echoed == ceiling, f"list echoes limit {ceiling} (got {shown(echoed)})", at_limit)
     over = client.get("/memories", params={"owner_id": owner, "limit": ceiling + 1})
-    amp.expect_error(over, 422, "VALIDATION_ERROR")
+    with about("AMP-LIST-05"):
+        expect_refused_as_invalid(amp, over)
     body = {"query": "page size probe", "owner_id": owner}
     at_limit = client.post("/memories/search", {**body, "limit": ceiling})
     amp.expect_status(at_limit, 200, what=f"search with limit = max_page_size ({ceiling})")
     echoed = at_limit.json_object().get("limit")
     amp.expect(echoed == ceiling, f"search echoes limit {ceiling} (got {shown(echoed)})", at_limit)
     over = client.post("/memories/search", {**body, "limit": ceiling + 1})
-    amp.expect_error(over, 422, "VALIDATION_ERROR")
+    with about("AMP-SRCH-09"):
+        expect_refused_as_invalid(amp, over)
 
 
 @check("AMP-CAP-09", level=MUST)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import about, member, read_back, shown
+from amp_conformance.amp01.checks._support import about, expect_refused_as_invalid, member, read_back, shown
 from amp_conformance.amp01.envelope import CODE_PATTERN, envelope_problems
 from amp_conformance.engine.client import Reply
 
@@ -381,7 +381,7 @@ def _locs(error: dict[str, Any]) -> list[list[Any]]:
 def test_validation_errors_name_the_fields(amp: Amp) -> None:
     """422 VALIDATION_ERROR carries details.errors of {type, loc, msg, input} naming the bad fields."""
     reply = amp.as_agent("a").post("/memories", {"type": "semantic"})
-    error = amp.expect_validation_error(reply)
+    error = expect_refused_as_invalid(amp, reply, details=True, rule="AMP-CRE-02")
     ends = {loc[-1] for loc in _locs(error) if loc}
     for name in ("content", "identity"):
         amp.expect(
@@ -392,7 +392,7 @@ def test_validation_errors_name_the_fields(amp: Amp) -> None:
     reply = amp.as_agent("a").get(
         "/memories", params={"owner_id": amp.owner(), "limit": amp.max_page_size + 1}
     )
-    error = amp.expect_validation_error(reply)
+    error = expect_refused_as_invalid(amp, reply, details=True, rule="AMP-LIST-05")
     amp.expect(
         any("limit" in loc for loc in _locs(error)),
         "an entry of details.errors has 'limit' in its loc",
@@ -400,14 +400,14 @@ def test_validation_errors_name_the_fields(amp: Amp) -> None:
     )
     cell = amp.create_cell()
     reply = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"scoring": {"confidence": 1.5}})
-    error = amp.expect_validation_error(reply)
+    error = expect_refused_as_invalid(amp, reply, details=True, rule="AMP-PATCH-17")
     amp.expect(
         any("confidence" in loc for loc in _locs(error)),
         "an entry of details.errors has 'confidence' in its loc",
         reply,
     )
     reply = amp.as_agent("a").post("/memories/search", {"owner_id": amp.owner()})
-    error = amp.expect_validation_error(reply)
+    error = expect_refused_as_invalid(amp, reply, details=True, rule="AMP-SRCH-02")
     amp.expect(
         any("query" in loc for loc in _locs(error)),
         "an entry of details.errors has 'query' in its loc",
@@ -445,7 +445,7 @@ def test_validation_failures_never_use_a_framework_shape(amp: Amp) -> None:
         problems = envelope_problems(body, require_details=False)
         amp.expect(not problems, f"{label}: not the AMP envelope: " + "; ".join(problems), reply)
         if reply.status == 422:
-            amp.expect_validation_error(reply)
+            expect_refused_as_invalid(amp, details=True, reply=reply)
 
 
 # robustness (AMP-ERR-07) ---------------------------------------------------------------------

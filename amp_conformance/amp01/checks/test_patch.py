@@ -16,6 +16,7 @@ from amp_conformance import MAY, MUST, SHOULD, Amp, check
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
 from amp_conformance.amp01.checks._support import (
     expect_member,
+    expect_refused_as_invalid,
     expect_scoring_not_limited,
     expect_transition_refused,
     expect_valid_cell,
@@ -447,7 +448,7 @@ def test_unknown_status_is_a_validation_error(amp: Amp) -> None:
     """PATCH lifecycle.status 'expired' (not a status) is 422 VALIDATION_ERROR; the cell stays active."""
     cell = amp.create_cell()
     reply = _patch(amp, cell["id"], {"lifecycle": {"status": "expired"}})
-    amp.expect_validation_error(reply)
+    expect_refused_as_invalid(amp, details=True, reply=reply)
     _expect_status_of(amp, cell["id"], "active")
 
 
@@ -490,7 +491,7 @@ def test_expires_at_can_be_set(amp: Amp) -> None:
         _time(amp, stored, "lifecycle.expires_at", back) == wanted, "a GET shows the same expires_at", back
     )
     reply = _patch(amp, cell["id"], {"lifecycle": {"expires_at": "tomorrow"}})
-    amp.expect_validation_error(reply)
+    expect_refused_as_invalid(amp, details=True, reply=reply)
     stored, back = read_back(amp, cell["id"])
     amp.expect(
         _time(amp, stored, "lifecycle.expires_at", back) == wanted,
@@ -572,7 +573,7 @@ def test_out_of_range_or_mistyped_values_are_refused(amp: Amp) -> None:
     )
     for body in bad_bodies:
         reply = _patch(amp, cell["id"], body)
-        amp.expect_validation_error(reply)
+        expect_refused_as_invalid(amp, details=True, reply=reply)
     stored, got = read_back(amp, cell["id"])
     for path in (
         "scoring.importance",

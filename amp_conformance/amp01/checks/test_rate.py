@@ -15,6 +15,7 @@ from typing import Any
 from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import (
     about,
+    expect_refused_as_invalid,
     expect_scoring_not_limited,
     expect_step,
     read_back,
@@ -409,5 +410,5 @@ def test_a_scoring_patch_refused_by_validation_uses_no_budget(amp: Amp) -> None:
     client = amp.as_agent("a")
     for _ in range(budget):
         reply = client.patch(f"/memories/{cell['id']}", {"scoring": {"importance": 2}})
-        amp.expect_error(reply, 422, "VALIDATION_ERROR")
+        expect_refused_as_invalid(amp, reply)
     _spend(amp, client, cell["id"], budget)
