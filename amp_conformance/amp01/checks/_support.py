@@ -136,11 +136,20 @@ def timestamp(amp: Amp, cell: Mapping[str, Any], name: str, reply: Reply | None)
     value = member(cell, f"lifecycle.{name}")
     if value is None:
         return None
-    amp.expect(isinstance(value, str), f"lifecycle.{name} is a string or null (got {shown(value)})", reply)
+    expect_step(
+        amp,
+        isinstance(value, str),
+        f"lifecycle.{name} is {shown(value)}, neither a string nor null",
+        reply,
+        step=f"reading lifecycle.{name}",
+        requirement="AMP-CELL-18",
+    )
     try:
         return parse_utc_timestamp(value)
     except TimestampError as exc:
-        amp.fail(f"lifecycle.{name} is an RFC 3339 UTC timestamp (AMP-CELL-18): {exc}", reply)
+        message = f"lifecycle.{name} is not an RFC 3339 UTC timestamp: {exc}"
+        expect_step(amp, False, message, reply, step=f"reading lifecycle.{name}", requirement="AMP-CELL-18")
+        raise AssertionError("unreachable") from exc
 
 
 def timestamp_set(amp: Amp, cell: Mapping[str, Any], name: str, reply: Reply | None, what: str) -> datetime:

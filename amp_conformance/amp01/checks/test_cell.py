@@ -17,6 +17,7 @@ from amp_conformance.amp01.checks._support import (
     SKEW,
     create_step,
     created,
+    expect_step,
     expect_valid_cell,
     expect_validation_error,
     full_body,
@@ -397,11 +398,20 @@ def test_every_timestamp_is_utc(amp: Amp) -> None:
             timestamp(amp, body, "created_at", where) is not None, f"{label}: created_at is set", where
         )
     last = seen[-1][2]
-    for name in ("last_accessed_at", "last_updated_at", "expires_at"):
-        amp.expect(
+    # whether a read and a PATCH set these is their own rules'; this check needs them set to judge them
+    setters = {
+        "last_accessed_at": "AMP-READ-03",
+        "last_updated_at": "AMP-PATCH-06",
+        "expires_at": "AMP-PATCH-14",
+    }
+    for name, rule in setters.items():
+        expect_step(
+            amp,
             timestamp(amp, last, name, patched) is not None,
-            f"after a read and a patch, {name} is set",
+            f"after a read and a PATCH, {name} is still null",
             patched,
+            step=f"a read and a PATCH setting {name}",
+            requirement=rule,
         )
 
 

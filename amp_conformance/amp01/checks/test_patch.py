@@ -18,6 +18,7 @@ from amp_conformance.amp01.checks._support import (
     expect_member,
     expect_refused_as_invalid,
     expect_scoring_not_limited,
+    expect_step,
     expect_transition_refused,
     expect_valid_cell,
     read_back,
@@ -40,7 +41,9 @@ def _time(amp: Amp, cell: Any, path: str, reply: Reply | None = None) -> datetim
     try:
         return parse_utc_timestamp(value)
     except TimestampError as exc:
-        amp.fail(f"{path}: {exc}", reply)
+        # the timestamp format is AMP-CELL-18's rule: a step for the checks reading the time
+        expect_step(amp, False, f"{path}: {exc}", reply, step=f"reading {path}", requirement="AMP-CELL-18")
+        raise AssertionError("unreachable") from exc
 
 
 def _valid_cell(amp: Amp, reply: Reply, what: str) -> dict[str, Any]:
