@@ -406,6 +406,20 @@ def expect_deleted_read(amp: Amp, cell_id: str, what: str) -> None:
     amp.expect_unknown_id_answer(reply, what)
 
 
+def expect_reads_as_deleted(amp: Amp, cell_id: str) -> None:
+    """Right after a delete, the cell reads as deleted (AMP-DEL-06): the baseline a check needs before
+    it asks whether something later changed the deleted cell. A wrong read blocks it under AMP-DEL-06."""
+    step = "reading the cell right after its delete"
+    try:
+        expect_deleted_read(amp, cell_id, step)
+    except PreconditionFailed:
+        raise
+    except CheckFailure as failure:
+        expect_step(
+            amp, False, failure.message, None, step=step, requirement="AMP-DEL-06", expected=failure.expected
+        )
+
+
 def list_owner(amp: Amp, owner_id: str, *, role: str = "a", **params: Any) -> tuple[list[Any], Reply]:
     """``GET /memories?owner_id=...`` as ``role``: the ``results`` array (fails when there is none)."""
     reply = amp.as_agent(role).get("/memories", params={"owner_id": owner_id, **params})

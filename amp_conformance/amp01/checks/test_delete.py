@@ -14,6 +14,7 @@ from amp_conformance.amp01.checks._support import (
     about,
     expect_deleted_read,
     expect_member,
+    expect_reads_as_deleted,
     expect_transition_refused,
     read_back,
     shown,
@@ -138,7 +139,8 @@ def test_deleted_cell_reads_as_deleted_or_unknown(amp: Amp) -> None:
     """GET of a deleted cell answers 200 with status 'deleted' or the unknown-id answer, per convention."""
     cell = amp.create_cell()
     amp.delete_cell(cell["id"])
-    expect_deleted_read(amp, cell["id"], "GET after DELETE")
+    with about("AMP-DEL-06"):  # the read's answer is AMP-DEL-06's; AMP-DEL-02 is what it shows
+        expect_deleted_read(amp, cell["id"], "GET after DELETE")
     amp.note(f"deleted cells: {amp.conventions.deleted_read or 'convention not detected'} (C-05)")
 
 
@@ -147,6 +149,7 @@ def test_deleted_is_terminal(amp: Amp) -> None:
     """A second DELETE is refused, PATCHes back to archived or active are refused, the cell stays deleted."""
     cell = amp.create_cell()
     amp.delete_cell(cell["id"])
+    expect_reads_as_deleted(amp, cell["id"])
     hidden = amp.conventions.deleted_read == "hidden"
     attempts: list[tuple[str, Reply]] = [
         ("a second DELETE", amp.as_agent("a").delete(f"/memories/{cell['id']}")),

@@ -19,6 +19,7 @@ from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import (
     expect_at_least,
     expect_deleted_read,
+    expect_reads_as_deleted,
     expect_step,
     expect_transition_refused,
     run_pass,
@@ -290,6 +291,7 @@ def test_no_rest_route_purges_a_deleted_cell(amp: Amp) -> None:
     cell = amp.create_cell()
     cell_id = cell["id"]
     amp.delete_cell(cell_id)
+    expect_reads_as_deleted(amp, cell_id)
     client = amp.as_agent("a")
     probes = (
         ("DELETE", f"/memories/{cell_id}", {"purge": "true"}),

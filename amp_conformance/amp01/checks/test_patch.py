@@ -16,6 +16,7 @@ from amp_conformance import MAY, MUST, SHOULD, Amp, check
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
 from amp_conformance.amp01.checks._support import (
     expect_member,
+    expect_reads_as_deleted,
     expect_refused_as_invalid,
     expect_scoring_not_limited,
     expect_step,
@@ -596,6 +597,7 @@ def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
     """PATCH of a deleted cell is refused (unknown-id answer, or 409 where deleted cells stay readable)."""
     cell = amp.create_cell()
     amp.delete_cell(cell["id"])
+    expect_reads_as_deleted(amp, cell["id"])
     readable = amp.conventions.deleted_read
     for body in ({"content": {"text": "back from the dead"}}, {"lifecycle": {"status": "active"}}):
         reply = _patch(amp, cell["id"], body)
@@ -607,7 +609,11 @@ def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
     after = amp.as_agent("a").get(f"/memories/{cell['id']}")
     if after.status == 200:
         status = expect_member(amp, after.json_object(), "lifecycle.status", after)
-        amp.expect(status == "deleted", f"the cell still reads as 'deleted' (got {shown(status)})", after)
+        amp.expect(
+            status == "deleted",
+            f'after the refused PATCHes the cell reads with status {shown(status)}, not "deleted"',
+            after,
+        )
     else:
         amp.expect_unknown_id_answer(after, "GET of a deleted cell after the refused PATCH")
 

@@ -272,7 +272,10 @@ def test_deleted_cells_are_never_returned(amp: Amp) -> None:
     gone = _cell(amp, owner)
     amp.delete_cell(gone)
     client = amp.as_agent("a")
-    _expect_ids(amp, _search(client, owner), [kept], "default search after a delete")
+    # AMP-SRCH-08 restates AMP-DEL-05 (a deleted cell never appears in search or list) for search
+    _expect_ids(
+        amp, _search(client, owner), [kept], "default search after a delete", requirement="AMP-DEL-05"
+    )
     variants: list[dict[str, Any]] = [
         {"include_stale": True},
         {"status": ["deleted"]},
@@ -284,8 +287,13 @@ def test_deleted_cells_are_never_returned(amp: Amp) -> None:
         if reply.status == 422 and "deleted" in fields.get("status", []):
             expect_refused_as_invalid(amp, reply)
             continue
-        ids = _ids(amp, reply, f"search with {fields}")
-        amp.expect(gone not in ids, f"search with {fields} returned the deleted cell {gone}", reply)
+        ids = _ids(amp, reply, f"search with {shown(fields)}")
+        amp.expect(
+            gone not in ids,
+            f"search with {shown(fields)} returned the deleted cell {gone}",
+            reply,
+            requirement="AMP-DEL-05",
+        )
 
 
 # paging and limits -------------------------------------------------------------------------------------
