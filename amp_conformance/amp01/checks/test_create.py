@@ -200,8 +200,10 @@ def test_body_created_by_is_the_keyless_fallback(amp: Amp) -> None:
     body_agent = amp.agent_id("b")
     reply = post_cell(amp, amp.cell_body(identity={"created_by": body_agent}), role=None, remember_as="b")
     if _keys_required(amp):
-        amp.expect_status(reply, 401, what="a create without credentials on a server with API keys")
-        amp.expect_error(reply, 401)
+        # in keys mode the body's created_by is no fallback: AMP-AUTH-06's rule, restated here
+        with about("AMP-AUTH-06"):
+            amp.expect_status(reply, 401, what="a create without credentials on a server with API keys")
+            amp.expect_error(reply, 401)
         return
     expect_accepted(amp, reply, "a create without X-AMP-Agent-ID but with identity.created_by")
     cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
