@@ -24,7 +24,7 @@ import pytest
 from ulid import ULID
 
 from amp_conformance import MUST, SHOULD, Amp, check, load_fixture
-from amp_conformance.amp01.checks._support import about, expect_step, shown
+from amp_conformance.amp01.checks._support import about, expect_refusal, expect_step, shown
 from amp_conformance.engine.client import Reply
 
 MATRIX: dict[str, Any] = load_fixture("access", "matrix.json")
@@ -100,7 +100,7 @@ def decision(amp: Amp, reply: Reply, allowed: tuple[int, ...], what: str) -> boo
         return True
     if reply.status == 403:
         with about("AMP-ACL-10"):  # the refusal's shape: 403 with the server's refusal code
-            amp.expect_refusal(reply, what)
+            expect_refusal(amp, reply, what)
         return False
     wanted = " or ".join(str(s) for s in allowed)
     hint = (
@@ -386,7 +386,7 @@ def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
         what = f"a stranger's {name} under the default policy"
         if reply.status == 404:
             amp.fail(f"{what}: 404 for an existing cell; C-02 requires 403", reply, expected="403")
-        amp.expect_refusal(reply, what)
+        expect_refusal(amp, reply, what)
         codes[name] = reply.json_object()["error"]["code"]
     amp.expect(
         len(set(codes.values())) == 1,

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import about, expect_step, shown
+from amp_conformance.amp01.checks._support import about, expect_error, expect_step, shown
 from amp_conformance.engine.client import Client, Reply
 
 ADMIN_HEADER = "X-AMP-Admin-Token"
@@ -203,9 +203,9 @@ def test_run_endpoint_exists_and_refuses_without_a_token(amp: Amp) -> None:
     )
     with about(gate(amp)):
         if amp.run.options.admin_token is not None:
-            amp.expect_error(reply, 403, "ACCESS_DENIED")
+            expect_error(amp, reply, 403, "ACCESS_DENIED")
         else:
-            error = amp.expect_error(reply, 403, ("ADMIN_DISABLED", "ACCESS_DENIED"))
+            error = expect_error(amp, reply, 403, ("ADMIN_DISABLED", "ACCESS_DENIED"))
             amp.note(f"without a token the endpoint answered 403 {error['code']}")
     expect_no_pass(amp, cell, "the tokenless POST", gate(amp))
 
@@ -228,7 +228,7 @@ def test_server_without_a_token_answers_admin_disabled(amp: Amp) -> None:
         amp.expect(
             reply.status != 200, f"a POST with {label} must not run a lifecycle pass", reply, expected="403"
         )
-        codes[label] = amp.expect_error(reply, 403, ("ADMIN_DISABLED", "ACCESS_DENIED"))["code"]
+        codes[label] = expect_error(amp, reply, 403, ("ADMIN_DISABLED", "ACCESS_DENIED"))["code"]
     amp.expect(
         len(set(codes.values())) == 1,
         f"the refusal does not depend on the token sent (got {codes})",
@@ -255,7 +255,7 @@ def test_a_wrong_token_is_refused_and_runs_no_pass(amp: Amp) -> None:
     for label, wrong in (("a wrong token", f"{secret}-wrong"), ("an empty token", "")):
         reply = run_pass(amp, amp.with_headers({ADMIN_HEADER: wrong}))
         amp.expect(reply.status != 200, f"{label} must not run a lifecycle pass", reply, expected="403")
-        amp.expect_error(reply, 403, "ACCESS_DENIED")
+        expect_error(amp, reply, 403, "ACCESS_DENIED")
     expect_no_pass(amp, cell, "the POSTs with wrong tokens", "AMP-ADMIN-03")
 
 
@@ -273,7 +273,7 @@ def test_the_token_comparison_is_exact(amp: Amp) -> None:
     amp.expect(
         reply.status != 200, "a case-flipped token must not run a lifecycle pass", reply, expected="403"
     )
-    amp.expect_error(reply, 403, "ACCESS_DENIED")
+    expect_error(amp, reply, 403, "ACCESS_DENIED")
     expect_no_pass(amp, cell, "the POST with a case-flipped token", "AMP-ADMIN-10")
 
 

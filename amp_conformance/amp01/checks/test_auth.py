@@ -15,7 +15,7 @@ from typing import Any
 from ulid import ULID
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import expect_accepted, listings_by_status, shown
+from amp_conformance.amp01.checks._support import expect_accepted, expect_error, listings_by_status, shown
 from amp_conformance.amp01.context import KEYS_NEEDED
 from amp_conformance.engine.client import Reply
 
@@ -88,7 +88,7 @@ def same_401(amp: Amp, replies: dict[str, Reply], route: str, codes: tuple[str, 
             reply,
             expected="401",
         )
-        amp.expect_error(reply, 401, codes)
+        expect_error(amp, reply, 401, codes)
     triples = {label: error_triple(reply) for label, reply in replies.items()}
     if len(set(triples.values())) > 1:
         seen = "; ".join(f"{label}: {s} {c} {shown(m)}" for label, (s, c, m) in triples.items())
@@ -220,7 +220,7 @@ def test_keys_a_request_without_agent_id_is_401(amp: Amp) -> None:
                 reply,
                 expected="401",
             )
-            error = amp.expect_error(reply, 401, codes)
+            error = expect_error(amp, reply, 401, codes)
             seen.add(error["code"])
     amp.note(f"401 code for a missing agent id in keys mode: {', '.join(sorted(seen))} (C-15)")
 
@@ -246,7 +246,7 @@ def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp) -> None
             reply,
             expected="401",
         )
-    amp.expect_error(reply, 401, ("UNAUTHENTICATED", "MISSING_AGENT_ID"))
+    expect_error(amp, reply, 401, ("UNAUTHENTICATED", "MISSING_AGENT_ID"))
     if amp.keys_mode:
         empty, listed = empty_for_owner(amp, owner)
         amp.expect(empty, "the refused create stored nothing", listed)
@@ -313,7 +313,7 @@ def test_keys_a_public_cell_needs_an_authenticated_caller(amp: Amp) -> None:
                 reply,
                 expected="401",
             )
-            amp.expect_error(reply, 401, ("UNAUTHENTICATED", "MISSING_AGENT_ID"))
+            expect_error(amp, reply, 401, ("UNAUTHENTICATED", "MISSING_AGENT_ID"))
     reader = amp.optional_agent("b")
     if reader is None:
         amp.note("only one keyed agent: an authenticated non-creator read was not tried")

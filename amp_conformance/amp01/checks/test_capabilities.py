@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, TypeGuard
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import about, expect_refused_as_invalid, shown
+from amp_conformance.amp01.checks._support import about, expect_error, expect_refused_as_invalid, shown
 from amp_conformance.engine.client import Reply
 
 CAPABILITY_MEMBERS = (
@@ -136,7 +136,7 @@ def test_api_keys_required_matches_behaviour(amp: Amp) -> None:
     keyless = amp.with_headers({"X-AMP-Agent-ID": amp.agent_id("a")})
     reply = keyless.get("/memories", params={"owner_id": owner})
     if claim:
-        amp.expect_error(reply, 401, "UNAUTHENTICATED")
+        expect_error(amp, reply, 401, "UNAUTHENTICATED")
         if amp.keys_mode:
             keyed = amp.as_agent("a").get("/memories", params={"owner_id": owner})
             amp.expect_status(keyed, 200, what="the same list with the agent's key")
@@ -219,9 +219,9 @@ def test_manual_run_endpoint_exists_and_is_gated(amp: Amp) -> None:
     )
     # the route exists; refusing callers without the right token is the admin gate's rule
     with about("AMP-ADMIN-03"):
-        amp.expect_error(anonymous, 403, ("ACCESS_DENIED", "ADMIN_DISABLED"))
+        expect_error(amp, anonymous, 403, ("ACCESS_DENIED", "ADMIN_DISABLED"))
         wrong = amp.with_headers({"X-AMP-Admin-Token": options.admin_token + "-wrong"}).post(path, root=True)
-        amp.expect_error(wrong, 403, ("ACCESS_DENIED", "ADMIN_DISABLED"))
+        expect_error(amp, wrong, 403, ("ACCESS_DENIED", "ADMIN_DISABLED"))
     allowed = admin.post(path, root=True)
     amp.expect_status(allowed, 200, what=f"POST {path} with the admin token", requirement="AMP-CAP-10")
     transitions = allowed.json_object().get("transitions")

@@ -17,6 +17,7 @@ from amp_conformance.amp01.checks._support import (
     SKEW,
     create_step,
     created,
+    expect_refusal,
     expect_step,
     expect_valid_cell,
     expect_validation_error,
@@ -333,7 +334,7 @@ def test_public_never_defaults_to_true(amp: Amp) -> None:
     public = member(cell, "access_policy.public")
     amp.expect(public is not True, "access_policy.public is not true by default", reply)
     refused = amp.as_agent("stranger").get(f"/memories/{cell['id']}")
-    amp.expect_refusal(refused, "a stranger reading a cell created without access_policy")
+    expect_refusal(amp, refused, "a stranger reading a cell created without access_policy")
 
 
 _METADATA = {

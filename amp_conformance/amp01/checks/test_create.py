@@ -10,6 +10,7 @@ from amp_conformance.amp01.checks._support import (
     about,
     created,
     expect_accepted,
+    expect_error,
     expect_valid_cell,
     expect_validation_error,
     full_body,
@@ -203,7 +204,7 @@ def test_body_created_by_is_the_keyless_fallback(amp: Amp) -> None:
         # in keys mode the body's created_by is no fallback: AMP-AUTH-06's rule, restated here
         with about("AMP-AUTH-06"):
             amp.expect_status(reply, 401, what="a create without credentials on a server with API keys")
-            amp.expect_error(reply, 401)
+            expect_error(amp, reply, 401)
         return
     expect_accepted(amp, reply, "a create without X-AMP-Agent-ID but with identity.created_by")
     cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
@@ -220,7 +221,7 @@ def test_create_without_any_identity_is_401(amp: Amp) -> None:
     codes = ("MISSING_AGENT_ID", "UNAUTHENTICATED") if _keys_required(amp) else ("MISSING_AGENT_ID",)
     # with no created_by to fall back on, this is AMP-AUTH-01's rule: every agent route needs an identity
     with about("AMP-AUTH-01"):
-        amp.expect_error(reply, 401, codes)
+        expect_error(amp, reply, 401, codes)
     results, listed = list_owner(amp, body["identity"]["owner_id"])
     amp.expect(not results, f"the refused create stored a cell anyway: the owner has {len(results)}", listed)
 
@@ -294,7 +295,7 @@ def test_an_oversized_create_is_413_and_stores_nothing(amp: Amp) -> None:
     reply = post_cell(amp, body)
     # AMP-CRE-11 restates the size rules: the refusal is AMP-SIZE-01's, storing nothing AMP-SIZE-02's
     with about("AMP-SIZE-01"):
-        amp.expect_error(reply, 413, "CELL_TOO_LARGE")
+        expect_error(amp, reply, 413, "CELL_TOO_LARGE")
     results, listed = list_owner(amp, body["identity"]["owner_id"])
     amp.expect(
         not results,

@@ -15,7 +15,9 @@ from amp_conformance.amp01.checks._support import (
     expect_deleted_read,
     expect_member,
     expect_reads_as_deleted,
+    expect_refusal,
     expect_transition_refused,
+    expect_unknown_id_answer,
     read_back,
     shown,
 )
@@ -84,11 +86,11 @@ def test_delete_needs_write_access(amp: Amp) -> None:
     """A stranger's DELETE is 403 on an active cell (not 409) and on an archived one; nothing changes."""
     active = amp.create_cell()
     reply = amp.as_agent("stranger").delete(f"/memories/{active['id']}")
-    amp.expect_refusal(reply, "a stranger's DELETE of an active cell")
+    expect_refusal(amp, reply, "a stranger's DELETE of an active cell")
     archived = amp.create_cell()
     amp.archive(archived["id"])
     reply = amp.as_agent("stranger").delete(f"/memories/{archived['id']}")
-    amp.expect_refusal(reply, "a stranger's DELETE of an archived cell")
+    expect_refusal(amp, reply, "a stranger's DELETE of an archived cell")
     status, got = _status_of(amp, archived["id"])
     amp.expect(status == "archived", f"the cell is still 'archived' (got {shown(status)})", got)
 
@@ -167,7 +169,7 @@ def test_deleted_is_terminal(amp: Amp) -> None:
         if reply.status == 409 and not hidden:
             expect_transition_refused(amp, reply, what, "AMP-DEL-07")
         else:
-            amp.expect_unknown_id_answer(reply, what)
+            expect_unknown_id_answer(amp, reply, what)
     expect_deleted_read(amp, cell["id"], "GET after the refused attempts")
 
 
@@ -185,7 +187,7 @@ def test_unknown_id_gets_the_same_answer_on_get_patch_and_delete(amp: Amp) -> No
     rules = {"GET": "AMP-READ-10", "PATCH": "AMP-ERR-03", "DELETE": "AMP-DEL-08"}
     for method, reply in replies.items():
         with about(rules[method]):
-            amp.expect_unknown_id_answer(reply, f"{method} of an unknown id")
+            expect_unknown_id_answer(amp, reply, f"{method} of an unknown id")
     statuses = {method: reply.status for method, reply in replies.items()}
     amp.expect(
         len(set(statuses.values())) == 1,

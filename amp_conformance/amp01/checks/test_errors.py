@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import about, expect_refused_as_invalid, member, read_back, shown
+from amp_conformance.amp01.checks._support import (
+    about,
+    expect_error,
+    expect_refused_as_invalid,
+    member,
+    read_back,
+    shown,
+)
 from amp_conformance.amp01.envelope import CODE_PATTERN, envelope_problems
 from amp_conformance.engine.client import Reply
 
@@ -37,7 +44,7 @@ def _expect_missing_identity(amp: Amp, reply: Reply, what: str) -> None:
         requirement="AMP-AUTH-01",
     )
     with about("AMP-AUTH-01"):
-        amp.expect_error(reply, 401, _missing_identity_codes(amp))
+        expect_error(amp, reply, 401, _missing_identity_codes(amp))
 
 
 def _search_body(owner: str) -> dict[str, Any]:
@@ -435,15 +442,21 @@ def test_validation_failures_never_use_a_framework_shape(amp: Amp) -> None:
         ("search limit 0", a.post("/memories/search", {**_search_body(amp.owner()), "limit": 0})),
     ]
     for label, reply in replies:
-        amp.expect(400 <= reply.status < 500, f"{label}: expected a 4xx refusal, got {reply.status}", reply)
-        body = reply.json()
+        amp.expect(400 <= reply.status < 500, f"{label} answered {reply.status}, not a 4xx refusal", reply)
+        with about("AMP-ERR-01"):  # a body that is not JSON at all is the envelope rule's finding
+            body = reply.json()
         amp.expect(
             not (isinstance(body, dict) and "detail" in body),
-            f"{label}: no framework-style top-level 'detail' in the body",
+            f'{label}: the body has a framework-style top-level "detail"',
             reply,
         )
         problems = envelope_problems(body, require_details=False)
-        amp.expect(not problems, f"{label}: not the AMP envelope: " + "; ".join(problems), reply)
+        amp.expect(
+            not problems,
+            f"{label}: not the AMP envelope: " + "; ".join(problems),
+            reply,
+            requirement="AMP-ERR-01",
+        )
         if reply.status == 422:
             expect_refused_as_invalid(amp, details=True, reply=reply)
 

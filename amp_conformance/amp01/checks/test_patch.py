@@ -17,10 +17,12 @@ from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
 from amp_conformance.amp01.checks._support import (
     expect_member,
     expect_reads_as_deleted,
+    expect_refusal,
     expect_refused_as_invalid,
     expect_scoring_not_limited,
     expect_step,
     expect_transition_refused,
+    expect_unknown_id_answer,
     expect_valid_cell,
     read_back,
     shown,
@@ -605,7 +607,7 @@ def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
         if readable != "hidden" and reply.status == 409:
             expect_transition_refused(amp, reply, "PATCH of a deleted cell", "AMP-PATCH-19")
         else:
-            amp.expect_unknown_id_answer(reply, "PATCH of a deleted cell")
+            expect_unknown_id_answer(amp, reply, "PATCH of a deleted cell")
     after = amp.as_agent("a").get(f"/memories/{cell['id']}")
     if after.status == 200:
         status = expect_member(amp, after.json_object(), "lifecycle.status", after)
@@ -615,7 +617,7 @@ def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
             after,
         )
     else:
-        amp.expect_unknown_id_answer(after, "GET of a deleted cell after the refused PATCH")
+        expect_unknown_id_answer(amp, after, "GET of a deleted cell after the refused PATCH")
 
 
 @check("AMP-PATCH-20", level=SHOULD)
@@ -624,7 +626,7 @@ def test_permission_is_checked_before_the_transition(amp: Amp) -> None:
     cell = amp.create_cell()
     amp.archive(cell["id"])
     reply = _patch(amp, cell["id"], {"lifecycle": {"status": "active"}}, role="stranger")
-    amp.expect_refusal(reply, "a stranger asking archived -> active")
+    expect_refusal(amp, reply, "a stranger asking archived -> active")
     reply = amp.anonymous().patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "active"}})
     amp.expect_status(reply, 401, what="archived -> active without X-AMP-Agent-ID")
 

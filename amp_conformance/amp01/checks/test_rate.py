@@ -15,6 +15,8 @@ from typing import Any
 from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import (
     about,
+    expect_error,
+    expect_refusal,
     expect_refused_as_invalid,
     expect_scoring_not_limited,
     expect_step,
@@ -109,7 +111,7 @@ def _exhausted(amp: Amp, reply: Reply, budget: int) -> None:
         expected="429",
     )
     with about("AMP-RATE-01"):
-        amp.expect_error(reply, 429, "RATE_LIMITED")
+        expect_error(amp, reply, 429, "RATE_LIMITED")
 
 
 def _retry_after(amp: Amp, reply: Reply, window: int, budget: int) -> int:
@@ -323,13 +325,15 @@ def test_access_is_checked_before_the_budget(amp: Amp) -> None:
     _spend(amp, writer, cell["id"], budget - 1)
     with about("AMP-RATE-08"):
         for index in range(3):
-            amp.expect_refusal(
-                stranger.patch(path, _scoring(index)), "a scoring PATCH by an agent without write access"
+            expect_refusal(
+                amp, stranger.patch(path, _scoring(index)), "a scoring PATCH by an agent without write access"
             )
     _spend(amp, writer, cell["id"], 1, start=budget - 1)
     with about("AMP-RATE-08"):
-        amp.expect_refusal(
-            stranger.patch(path, _scoring(0)), "a stranger's scoring PATCH on a cell whose budget is spent"
+        expect_refusal(
+            amp,
+            stranger.patch(path, _scoring(0)),
+            "a stranger's scoring PATCH on a cell whose budget is spent",
         )
 
 
@@ -348,7 +352,7 @@ def test_authorised_agents_share_one_budget(amp: Amp) -> None:
     _spend(amp, amp.as_agent("o"), cell["id"], owner_share)
     _spend(amp, amp.as_agent("a"), cell["id"], budget - owner_share, start=owner_share)
     reply = amp.as_agent("w").patch(f"/memories/{cell['id']}", _scoring(budget))
-    amp.expect_error(reply, 429, "RATE_LIMITED")
+    expect_error(amp, reply, 429, "RATE_LIMITED")
 
 
 @check("AMP-RATE-10", "AMP-CAP-08", level=MUST, deadline=SHORT_WINDOW + 30)

@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import (
     created,
+    expect_refusal,
+    expect_unknown_id_answer,
     expect_valid_cell,
     list_owner,
     member,
@@ -121,7 +123,9 @@ def test_a_refused_read_does_not_count(amp: Amp) -> None:
     """Refused reads (403 stranger, 401 anonymous) change neither access_count nor last_accessed_at."""
     body = amp.cell_body()
     cell, _ = created(amp, body)
-    amp.expect_refusal(amp.as_agent("stranger").get(f"/memories/{cell['id']}"), "a stranger reading the cell")
+    expect_refusal(
+        amp, amp.as_agent("stranger").get(f"/memories/{cell['id']}"), "a stranger reading the cell"
+    )
     anonymous = amp.anonymous().get(f"/memories/{cell['id']}")
     amp.expect_status(anonymous, 401, what="reading without X-AMP-Agent-ID")
     results, listed = list_owner(amp, body["identity"]["owner_id"])
@@ -184,9 +188,9 @@ def test_unknown_and_forbidden_ids(amp: Amp) -> None:
     """An unknown id gets the documented unknown-id answer; a forbidden cell 403 (C-01, C-02)."""
     cell, _ = created(amp, amp.cell_body())
     unknown = amp.as_agent("a").get(f"/memories/{amp.unknown_id()}")
-    amp.expect_unknown_id_answer(unknown, "reading an unknown id")
+    expect_unknown_id_answer(amp, unknown, "reading an unknown id")
     forbidden = amp.as_agent("stranger").get(f"/memories/{cell['id']}")
-    amp.expect_refusal(forbidden, "a stranger reading an existing cell")
+    expect_refusal(amp, forbidden, "a stranger reading an existing cell")
     amp.note(f"unknown id: {label(answer_of(unknown))}; forbidden cell: {label(answer_of(forbidden))}")
     if answer_of(unknown) != answer_of(forbidden):  # AMP-ACL-11's finding, reported by its own check
         amp.note(
@@ -204,4 +208,4 @@ def test_a_malformed_id_is_answered_like_an_unknown_one(amp: Amp) -> None:
         (_other_id_form(cell["id"]), "reading an existing cell's ULID in the other id form"),
     ):
         reply = amp.as_agent("a").get(f"/memories/{probe}")
-        amp.expect_unknown_id_answer(reply, what)
+        expect_unknown_id_answer(amp, reply, what)

@@ -18,6 +18,8 @@ from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import (
     about,
     expect_accepted,
+    expect_error,
+    expect_refusal,
     expect_step,
     listings_by_status,
     read_back,
@@ -161,7 +163,7 @@ def test_create_one_byte_over_the_limit_is_refused_with_413(amp: Amp) -> None:
     if reply.status == 201:
         _created(amp, reply)
     with about("AMP-SIZE-01"):
-        amp.expect_error(reply, 413, "CELL_TOO_LARGE")
+        expect_error(amp, reply, 413, "CELL_TOO_LARGE")
 
 
 @check("AMP-SIZE-02", level=MUST)
@@ -218,7 +220,7 @@ def test_patch_is_held_to_the_same_limit(amp: Amp) -> None:
         )
     over = client.patch(path, {"content": {"text": "z" * (length + 1)}})
     with about("AMP-SIZE-04"):
-        amp.expect_error(over, 413, "CELL_TOO_LARGE")
+        expect_error(amp, over, 413, "CELL_TOO_LARGE")
     stored, after = read_back(amp, cell["id"])
     _retire(amp, cell["id"])
     amp.expect(
@@ -249,7 +251,7 @@ def test_limit_counts_bytes_of_the_whole_cell(amp: Amp) -> None:
     reply = amp.as_agent("a").post("/memories", _create_body(probe, owner, "é" * count))
     if reply.status == 201:
         _created(amp, reply)
-    amp.expect_error(reply, 413, "CELL_TOO_LARGE")
+    expect_error(amp, reply, 413, "CELL_TOO_LARGE")
     reference = deep_merge(probe, {"content": {"text": "x", "metadata": {"pad": ""}}, **changes})
     pad = limit + 1 - cell_size(reference)
     if pad < 1:
@@ -258,7 +260,7 @@ def test_limit_counts_bytes_of_the_whole_cell(amp: Amp) -> None:
     reply = amp.as_agent("a").post("/memories", body)
     if reply.status == 201:
         _created(amp, reply)
-    amp.expect_error(reply, 413, "CELL_TOO_LARGE")
+    expect_error(amp, reply, 413, "CELL_TOO_LARGE")
 
 
 @check("AMP-SIZE-06", level=SHOULD)
@@ -267,4 +269,4 @@ def test_oversized_patch_by_a_stranger_is_403_not_413(amp: Amp) -> None:
     limit = _size_claim(amp)
     cell = _probe(amp)
     reply = amp.as_agent("b").patch(f"/memories/{cell['id']}", {"content": {"text": "x" * (limit + 1)}})
-    amp.expect_refusal(reply, "an oversized PATCH by an agent without write access")
+    expect_refusal(amp, reply, "an oversized PATCH by an agent without write access")
