@@ -41,9 +41,28 @@ PROFILES: dict[str, dict[str, Any]] = {
     "rate-counts-refused": {"env": {"AMP_SCORING_PATCH_WINDOW_SECONDS": "3"}},
 }
 
-#: Faults that break a second requirement besides their declared one, each with the reason (empty
-#: unless a fault cannot be single-rooted without weakening a check).
-ALSO_BREAKS: dict[str, dict[str, str]] = {}
+#: Faults that genuinely break a second requirement besides their declared one, each with the reason:
+#: single-rooting them would need a check to stop judging a rule the fault does break.
+ALSO_BREAKS: dict[str, dict[str, str]] = {
+    "has-more-always-false": {
+        "AMP-SRCH-11": "the fault answers has_more false on search as well as on list (AMP-LIST-08)",
+    },
+    "limit-clamped": {
+        "AMP-SRCH-09": "the fault clamps a too-large limit on search as well as on list (AMP-LIST-05)",
+    },
+    "wildcard-substring": {
+        "AMP-ACL-06": "substring matching also lets a pattern without '*' match inside a longer id, "
+        "which breaks the whole-id rule of exact patterns",
+    },
+    "rate-counts-non-scoring": {
+        "AMP-RATE-06": 'every PATCH counts, so {"scoring": null} (AMP-RATE-06) is counted as well as '
+        "the PATCHes without scoring (AMP-RATE-05)",
+    },
+    "health-version-mismatch": {
+        "AMP-HEALTH-01": "/health reports 0.2.0: wrong by itself (AMP-HEALTH-01 wants 0.1.0) and "
+        "disagreeing with /spec (AMP-CAP-03)",
+    },
+}
 
 SWEPT = tuple(sorted(set(FAULTS) - FUZZ_ONLY))
 
