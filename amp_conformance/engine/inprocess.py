@@ -10,6 +10,7 @@ client per thread. The app's lifespan is not run, so no background task starts.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from typing import Any
 
 import httpx
@@ -60,7 +61,13 @@ class ASGITransport(httpx.BaseTransport):
                 chunks.append(message.get("body", b""))
 
         try:
-            self._loop.run_until_complete(self.app(scope, receive, send))
+            if asyncio.events._get_running_loop() is not None:
+                # another event loop runs in this thread (Jupyter, an async test, a browser driver):
+                # serve this request from a thread of its own rather than fail as a fake 500
+                with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                    pool.submit(asyncio.run, self.app(scope, receive, send)).result()
+            else:
+                self._loop.run_until_complete(self.app(scope, receive, send))
         except Exception:
             if not headers:
                 status, headers, chunks = 500, [(b"content-type", b"text/plain")], [b"Internal Server Error"]

@@ -34,8 +34,10 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(reports: dict[str, Report]) -> Iterator[Any]:
+    """Module-scoped: Playwright's sync API keeps an event loop running in this thread while it is
+    alive, which would break every later in-process run of the suite in the same session."""
     if CHROMIUM is None:
         _unavailable("Debian's chromium is not installed (apt-get install chromium)")
     try:
