@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from amp_conformance.cli import main
-from amp_conformance.engine.resources import load_contract
 from tests.suite.badservers import answers, free_port, never_answers, raw_server
 
 PYTHON = sys.executable
