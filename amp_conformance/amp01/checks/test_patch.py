@@ -134,6 +134,7 @@ def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
     cell = amp.create_cell(scoring={"importance": 0.5, "confidence": 0.95, "decay_rate": 0.05})
     before, _ = read_back(amp, cell["id"])  # access_count 1, so a reset to the default 0 shows
     reply = _patch(amp, cell["id"], {"scoring": {"importance": 0.9}})
+    expect_scoring_not_limited(amp, reply, "a scoring PATCH of a fresh cell")
     amp.expect_status(reply, 200)
     updated = reply.json_object()
     importance = expect_member(amp, updated, "scoring.importance", reply)
@@ -275,6 +276,7 @@ def test_client_cannot_write_access_fields(amp: Amp) -> None:
     """A PATCH cannot set access_count or last_accessed_at (C-21, C-22)."""
     cell = amp.create_cell()
     reply = _patch(amp, cell["id"], {"scoring": {"access_count": 7}})
+    expect_scoring_not_limited(amp, reply, "a scoring PATCH of a fresh cell")
     if reply.status != 422:
         amp.expect_status(reply, 200, what="PATCH scoring.access_count")
         count = expect_member(amp, reply.json_object(), "scoring.access_count", reply)
