@@ -425,7 +425,8 @@ def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
     )
     amp.expect(
         len(distinct) == 1,
-        f"forbidden, unknown and deleted ids look the same to a stranger (RFC §5 oracle); got {seen}",
+        f"forbidden, unknown and deleted ids look different to a stranger (an existence oracle, RFC §5): "
+        f"{seen}",
         replies["unknown"],
     )
 
