@@ -16,6 +16,7 @@ import io
 import multiprocessing
 import os
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -62,6 +63,15 @@ ALSO_BREAKS: dict[str, dict[str, str]] = {
         "AMP-HEALTH-01": "/health reports 0.2.0: wrong by itself (AMP-HEALTH-01 wants 0.1.0) and "
         "disagreeing with /spec (AMP-CAP-03)",
     },
+}
+
+#: Faults whose attribution needs a change outside the checks this sweep's fixes own; strict, so the
+#: entry must go once the change lands (the test then passes unexpectedly and fails).
+NOT_YET: dict[str, str] = {
+    "keys-spec-closed": "GET /spec answering 401 is read by the engine (Amp.spec) as a broken AMP-CAP-01 "
+    "step; it is AMP-AUTH-07's (no key needed for /spec), so Amp.spec should block under AMP-AUTH-07",
+    "no-creator-bypass": "two byte-level PATCH probes (test_bytes.py) take the creator's 403 for a wrong "
+    "status (AMP-ERR-03) instead of a refused creator (AMP-ACL-08, amp.creator_refused)",
 }
 
 SWEPT = tuple(sorted(set(FAULTS) - FUZZ_ONLY))
@@ -137,8 +147,6 @@ class Sweep:
 
 def sweep(fault: str) -> Sweep:
     """A whole ``--no-fuzz`` run against the reference server with ``fault`` on, in its profile."""
-    import time
-
     started = time.perf_counter()
     profile = PROFILES.get(fault, {})
     env = {"AMP_REFERENCE_FAULTS": fault, **profile.get("env", {})}
@@ -183,7 +191,7 @@ def sweep_all(faults: Iterable[str], jobs: int | None = None) -> Iterable[Sweep]
 def swept(request: pytest.FixtureRequest) -> dict[str, Sweep]:
     """The sweeps of every fault this session selected, run together (see :func:`workers`)."""
     selected = [
-        item.callspec.params["fault"]
+        str(item.callspec.params["fault"])
         for item in request.session.items
         if isinstance(item, pytest.Function)
         and hasattr(item, "callspec")
@@ -194,7 +202,13 @@ def swept(request: pytest.FixtureRequest) -> dict[str, Sweep]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fault", SWEPT)
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param(f, marks=pytest.mark.xfail(reason=NOT_YET[f], strict=True)) if f in NOT_YET else f
+        for f in SWEPT
+    ],
+)
 def test_fault_fails_its_root_cause_only(
     fault: str, swept: dict[str, Sweep], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -207,5 +221,5 @@ def test_fault_fails_its_root_cause_only(
 
 def test_every_fault_is_swept_or_left_to_the_fuzz_area() -> None:
     assert set(FAULTS) >= FUZZ_ONLY, f"unknown fuzz-only faults: {sorted(FUZZ_ONLY - set(FAULTS))}"
-    assert set(PROFILES) <= set(SWEPT) and set(ALSO_BREAKS) <= set(SWEPT)
+    assert set(PROFILES) <= set(SWEPT) and set(ALSO_BREAKS) <= set(SWEPT) and set(NOT_YET) <= set(SWEPT)
     assert all(reasons and all(reasons.values()) for reasons in ALSO_BREAKS.values())
