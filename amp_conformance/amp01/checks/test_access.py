@@ -390,7 +390,8 @@ def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
         codes[name] = reply.json_object()["error"]["code"]
     amp.expect(
         len(set(codes.values())) == 1,
-        f"one refusal code on every route (got {codes})",
+        "the refusal code differs between routes: "
+        + ", ".join(f"{route} {code}" for route, code in codes.items()),
         replies["DELETE"],
     )
     source = "the API reference tables" if codes["GET"] == "FORBIDDEN" else "the upstream contract"

@@ -165,7 +165,7 @@ def test_deleted_is_terminal(amp: Amp) -> None:
         ),
     ]
     for what, reply in attempts:
-        amp.expect(reply.status not in (200, 204), f"{what} must be refused, got {reply.status}", reply)
+        amp.expect(reply.status not in (200, 204), f"{what} was accepted ({reply.status})", reply)
         if reply.status == 409 and not hidden:
             expect_transition_refused(amp, reply, what, "AMP-DEL-07")
         else:

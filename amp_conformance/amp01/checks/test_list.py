@@ -289,21 +289,21 @@ def test_paging_members_tell_the_truth(amp: Amp) -> None:
             reply,
         )
         amp.expect(
-            page["returned"] <= limit, f"{where}: returned {page['returned']} is at most the limit", reply
+            page["returned"] <= limit, f"{where}: returned {shown(page['returned'])} exceeds the limit", reply
         )
         amp.expect(
             page["returned"] == returned,
-            f"{where}: returned should be {returned} (got {page['returned']})",
+            f"{where}: returned is {shown(page['returned'])}, not {returned}",
             reply,
         )
         amp.expect(
             page["has_more"] is has_more,
-            f"{where}: has_more should be {has_more} (got {page['has_more']})",
+            f"{where}: has_more is {shown(page['has_more'])}, not {shown(has_more)}",
             reply,
         )
         amp.expect(
             (page["offset"], page["limit"]) == (offset, limit),
-            f"{where}: offset and limit are echoed (got {page['offset']}, {page['limit']})",
+            f"{where}: offset and limit are echoed as {shown(page['offset'])} and {shown(page['limit'])}",
             reply,
         )
     reply = _list(amp, "b", owner_id=owner)
@@ -313,8 +313,8 @@ def test_paging_members_tell_the_truth(amp: Amp) -> None:
     )
     amp.expect(
         isinstance(page["limit"], int) and page["limit"] >= 5 and page["has_more"] is False,
-        f"without limit, the default window holds all 5 cells and has_more is false (got {page['limit']}, "
-        f"{page['has_more']})",
+        f"without limit, the default window (limit {shown(page['limit'])}, has_more "
+        f"{shown(page['has_more'])}) does not hold all 5 cells",
         reply,
     )
 
