@@ -37,6 +37,13 @@ def deep_merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, 
     return merged
 
 
+def _open_route_refused(reply: Reply) -> bool:
+    """``GET /spec`` or ``GET /health`` refused with 401/403: both are open to everyone (AMP-AUTH-07)."""
+    exchange = reply.exchange
+    path = exchange.url.split("?", 1)[0].rstrip("/")
+    return exchange.method == "GET" and exchange.status in (401, 403) and path.endswith(("/spec", "/health"))
+
+
 class Amp:
     """The per-check API. Requests made through it are recorded as the check's evidence."""
 
@@ -113,7 +120,9 @@ class Amp:
             message = f"GET /spec is needed by this check and failed: {self.run.spec_error}"
             if self.run.spec_failed_in_transport:
                 raise ToolError(message)
-            raise PreconditionFailed(message, step="reading GET /spec", requirement="AMP-CAP-01")
+            # /spec refused to a caller without credentials breaks "open to all" (AMP-AUTH-07), not its shape
+            root = "AMP-AUTH-07" if self.run.spec_status in (401, 403) else "AMP-CAP-01"
+            raise PreconditionFailed(message, step="reading GET /spec", requirement=root)
         capabilities = body.get("capabilities")
         if not isinstance(capabilities, dict):
             raise PreconditionFailed(
@@ -308,7 +317,7 @@ class Amp:
             self.run.cache["creator_reads_own_cell"] = known
         return bool(known)
 
-    def _creator_step_failed(self, message: str, reply: Reply) -> NoReturn:
+    def creator_step_failed(self, message: str, reply: Reply) -> NoReturn:
         """The creator was refused its own cell: AMP-ACL-08's finding, a broken step for other checks."""
         message += ": the cell's creator was refused"
         if "AMP-ACL-08" in self.info.requirements:
@@ -324,7 +333,17 @@ class Amp:
             wanted = " or ".join(str(s) for s in statuses)
             subject = what or f"{reply.exchange.method} {reply.exchange.url}"
             if requirement is None and self.creator_refused(reply) and not {401, 403} & set(statuses):
-                self._creator_step_failed(f"{subject} answered {reply.status}, not {wanted}", reply)
+                self.creator_step_failed(f"{subject} answered {reply.status}, not {wanted}", reply)
+            if requirement is None and _open_route_refused(reply) and not {401, 403} & set(statuses):
+                message = f"{subject} answered {reply.status}: an open route asked for credentials"
+                if "AMP-AUTH-07" in self.info.requirements:
+                    self.fail(message, reply, expected=wanted, requirement="AMP-AUTH-07")
+                self.precondition_failed(
+                    message,
+                    reply,
+                    step="reading /spec or /health without credentials",
+                    requirement="AMP-AUTH-07",
+                )
             self.fail(
                 f"{subject} answered {reply.status}, not {wanted}",
                 reply,
@@ -342,7 +361,7 @@ class Amp:
         if wanted_codes:
             expectation += " with code " + " or ".join(wanted_codes)
         if reply.status not in statuses and not {401, 403} & set(statuses) and self.creator_refused(reply):
-            self._creator_step_failed(f"answered {reply.status}, not {expectation}", reply)
+            self.creator_step_failed(f"answered {reply.status}, not {expectation}", reply)
         self.expect(
             reply.status in statuses,
             f"answered {reply.status}, not {expectation}",

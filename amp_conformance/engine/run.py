@@ -125,6 +125,7 @@ class Run:
         self._spec_error: str | None = None
         self.spec_failed_in_transport = False
         self._spec_fetched = False
+        self.spec_status: int | None = None
         self.spec_at_end: dict[str, Any] | None = None
         self.conventions: ConventionsReport | None = None
         """Set once by the protocol package when it has detected the server's conventions."""
@@ -182,6 +183,7 @@ class Run:
             except AssertionError as exc:
                 self._spec_error = f"GET /spec did not return JSON: {exc}"
                 return None
+            self.spec_status = reply.status
             if isinstance(body, dict):
                 self._spec = body
             else:

@@ -67,12 +67,7 @@ ALSO_BREAKS: dict[str, dict[str, str]] = {
 
 #: Faults whose attribution needs a change outside the checks this sweep's fixes own; strict, so the
 #: entry must go once the change lands (the test then passes unexpectedly and fails).
-NOT_YET: dict[str, str] = {
-    "keys-spec-closed": "GET /spec answering 401 is read by the engine (Amp.spec) as a broken AMP-CAP-01 "
-    "step; it is AMP-AUTH-07's (no key needed for /spec), so Amp.spec should block under AMP-AUTH-07",
-    "no-creator-bypass": "two byte-level PATCH probes (test_bytes.py) take the creator's 403 for a wrong "
-    "status (AMP-ERR-03) instead of a refused creator (AMP-ACL-08, amp.creator_refused)",
-}
+NOT_YET: dict[str, str] = {}
 
 SWEPT = tuple(sorted(set(FAULTS) - FUZZ_ONLY))
 

@@ -150,6 +150,8 @@ def _judge(
             requirement="AMP-ERR-03",
         )
     _expect_envelope(amp, reply, what)
+    if status not in refusals and amp.creator_refused(reply):
+        amp.creator_step_failed(f"{what} answered {status}", reply)  # AMP-ACL-08's, not this check's
     amp.expect(
         status in refusals,
         f"{what} was refused with {status}, which no source documents for it",
