@@ -1,12 +1,7 @@
-"""The bundled reference servers, one package per protocol: ``amp01`` (AMP v0.1.0) and ``amp11``.
+"""The bundled reference servers, one package per protocol: ``amp01`` (AMP v0.1.0) and ``amp11`` (AMP v1.1).
 
-The names below are the AMP v0.1.0 server's (``reference_server.amp01``), re-exported for brevity.
-
-Typical use: ``create_app(Settings.from_env(os.environ), clock=ManualClock())``; the app's
-``state.amp`` is the ``ServerState`` (store, lifecycle engine, clock, settings).
-
-The names below are loaded on first use, so ``python -m reference_server.amp01.auth`` does not import the
-whole server (and its own module) before running.
+The names below are the AMP v0.1.0 server's (``reference_server.amp01``), re-exported for brevity and
+loaded on first use, so ``python -m reference_server.amp01.auth`` stays light.
 """
 
 from __future__ import annotations
@@ -15,28 +10,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from reference_server.amp01.app import create_app, default_app
-    from reference_server.amp01.clock import Clock, ManualClock, SystemClock
-    from reference_server.amp01.config import Settings
-    from reference_server.amp01.config_error import ConfigError
-    from reference_server.amp01.faults import FAULTS, Fault, Faults
-    from reference_server.amp01.service import ServerState
-    from reference_server.amp01.store import RetentionWindowError
-
-_EXPORTS = {
-    "FAULTS": "reference_server.amp01.faults",
-    "Clock": "reference_server.amp01.clock",
-    "ConfigError": "reference_server.amp01.config_error",
-    "Fault": "reference_server.amp01.faults",
-    "Faults": "reference_server.amp01.faults",
-    "ManualClock": "reference_server.amp01.clock",
-    "RetentionWindowError": "reference_server.amp01.store",
-    "ServerState": "reference_server.amp01.service",
-    "Settings": "reference_server.amp01.config",
-    "SystemClock": "reference_server.amp01.clock",
-    "create_app": "reference_server.amp01.app",
-    "default_app": "reference_server.amp01.app",
-}
+    from reference_server.amp01 import (
+        FAULTS,
+        Clock,
+        ConfigError,
+        Fault,
+        Faults,
+        ManualClock,
+        RetentionWindowError,
+        ServerState,
+        Settings,
+        SystemClock,
+        create_app,
+        default_app,
+    )
 
 __all__ = [
     "FAULTS",
@@ -55,10 +42,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    if name not in __all__:
         raise AttributeError(f"module 'reference_server' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module("reference_server.amp01"), name)
     globals()[name] = value
     return value
 

@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from reference_server.amp01.app import create_app
+    from reference_server.amp01.app import create_app, default_app
     from reference_server.amp01.clock import Clock, ManualClock, SystemClock
     from reference_server.amp01.config import Settings
     from reference_server.amp01.config_error import ConfigError
@@ -33,6 +33,7 @@ _EXPORTS = {
     "Settings": "reference_server.amp01.config",
     "SystemClock": "reference_server.amp01.clock",
     "create_app": "reference_server.amp01.app",
+    "default_app": "reference_server.amp01.app",
 }
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "Settings",
     "SystemClock",
     "create_app",
+    "default_app",
 ]
 
 

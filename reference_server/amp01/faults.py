@@ -7,19 +7,12 @@ requirement fails. Faults are off unless named in ``AMP_REFERENCE_FAULTS``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from types import MappingProxyType
 
+from reference_server._faults import Fault, FaultSwitches, UnknownFaultError
 
-@dataclass(frozen=True)
-class Fault:
-    """One deliberate bug: its kebab-case name, the catalogue id it breaks, and what it does."""
-
-    name: str
-    requirement: str
-    description: str
-
+__all__ = ["FAULTS", "Fault", "Faults", "UnknownFaultError"]
 
 _ALL: tuple[Fault, ...] = (
     # Read by id
@@ -265,46 +258,9 @@ FAULTS: Mapping[str, Fault] = MappingProxyType({fault.name: fault for fault in _
 """Every known fault by name, in a stable order."""
 
 
-class UnknownFaultError(ValueError):
-    """A fault name that is not in ``FAULTS``."""
-
-
-class Faults:
+class Faults(FaultSwitches):
     """The set of faults switched on for one server; ``on(name)`` is how the code asks."""
 
-    __slots__ = ("_names",)
-
-    def __init__(self, names: Iterable[str] = ()) -> None:
-        names = frozenset(names)
-        unknown = sorted(names - FAULTS.keys())
-        if unknown:
-            raise UnknownFaultError(
-                f"unknown fault name(s): {', '.join(unknown)} (see python -m reference_server --list-faults)"
-            )
-        self._names = names
-
-    @classmethod
-    def parse(cls, value: str | None) -> Faults:
-        """Parse the comma-separated ``AMP_REFERENCE_FAULTS`` value."""
-        if not value:
-            return cls()
-        return cls(part.strip() for part in value.split(",") if part.strip())
-
-    def on(self, name: str) -> bool:
-        """Whether the fault is switched on. An unknown name is a bug in the caller, not a config error."""
-        if name not in FAULTS:
-            raise KeyError(f"no fault named {name!r}")
-        return name in self._names
-
-    @property
-    def names(self) -> frozenset[str]:
-        return self._names
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._names))
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-    def __repr__(self) -> str:
-        return f"Faults({sorted(self._names)!r})"
+    known = FAULTS
+    listing = "python -m reference_server --list-faults"
+    __slots__ = ()

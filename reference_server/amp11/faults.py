@@ -8,20 +8,14 @@ not in a failed check. Both are off unless named in ``AMP11_REFERENCE_FAULTS``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from types import MappingProxyType
 
+from reference_server._faults import Fault, FaultSwitches, UnknownFaultError
+
+__all__ = ["ENV_VAR", "FAULTS", "MISBEHAVIOURS", "NO_FAULTS", "Fault", "Faults", "UnknownFaultError"]
+
 ENV_VAR = "AMP11_REFERENCE_FAULTS"
-
-
-@dataclass(frozen=True)
-class Fault:
-    """One deliberate bug: its kebab-case name, the AMP11 catalogue id it breaks, and what it does."""
-
-    name: str
-    requirement: str
-    description: str
 
 
 _FAULTS: tuple[Fault, ...] = (
@@ -183,50 +177,12 @@ MISBEHAVIOURS: Mapping[str, Fault] = MappingProxyType({fault.name: fault for fau
 _KNOWN: Mapping[str, Fault] = MappingProxyType({**FAULTS, **MISBEHAVIOURS})
 
 
-class UnknownFaultError(ValueError):
-    """A fault name that is neither in ``FAULTS`` nor in ``MISBEHAVIOURS``."""
-
-
-class Faults:
+class Faults(FaultSwitches):
     """The set of faults switched on for one server; ``on(name)`` is how the code asks."""
 
-    __slots__ = ("_names",)
-
-    def __init__(self, names: Iterable[str] = ()) -> None:
-        names = frozenset(names)
-        unknown = sorted(names - _KNOWN.keys())
-        if unknown:
-            raise UnknownFaultError(
-                f"unknown fault name(s): {', '.join(unknown)} "
-                "(see python -m reference_server.amp11 --list-faults)"
-            )
-        self._names = names
-
-    @classmethod
-    def parse(cls, value: str | None) -> Faults:
-        """Parse a comma-separated ``AMP11_REFERENCE_FAULTS`` value."""
-        if not value:
-            return cls()
-        return cls(part.strip() for part in value.split(",") if part.strip())
-
-    def on(self, name: str) -> bool:
-        """Whether the fault is switched on. An unknown name is a bug in the caller, not a config error."""
-        if name not in _KNOWN:
-            raise KeyError(f"no fault named {name!r}")
-        return name in self._names
-
-    @property
-    def names(self) -> frozenset[str]:
-        return self._names
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._names))
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-    def __repr__(self) -> str:
-        return f"Faults({sorted(self._names)!r})"
+    known = _KNOWN
+    listing = "python -m reference_server.amp11 --list-faults"
+    __slots__ = ()
 
 
 NO_FAULTS = Faults()
