@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import sys
@@ -19,6 +18,7 @@ import pytest
 
 from amp_conformance.amp11.fixtures import CONTEXT_KEY, SESSION_KEY
 from amp_conformance.amp11.session import Amp11Session, Amp11Target
+from amp_conformance.engine.inprocess import ASGITransport
 from amp_conformance.engine.marking import check_info
 
 CHECKS_DIR = Path(__file__).resolve().parents[2] / "amp_conformance" / "amp11" / "checks"
@@ -109,55 +109,8 @@ def mcp_target(faults: str = "", *, timeout: float = 5.0, **env: str) -> Amp11Ta
     return Amp11Target(mcp_command=list(MCP_SERVER), timeout=timeout, deadline=60.0, env=environment)
 
 
-class StreamingASGITransport(httpx.BaseTransport):
-    """Calls an ASGI app in-process, like the engine's transport, but lets streamed bodies finish.
-
-    After the request body, ``receive`` blocks (instead of reporting a disconnect at once), so a
-    Starlette StreamingResponse - the export route's NDJSON - is not cut short."""
-
-    def __init__(self, app: Any):
-        self.app = app
-        self._loop = asyncio.new_event_loop()
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        body = request.read()
-        url = request.url
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": request.method,
-            "scheme": url.scheme,
-            "path": url.path,
-            "raw_path": url.raw_path.split(b"?")[0],
-            "query_string": url.query,
-            "root_path": "",
-            "headers": [(k.lower(), v) for k, v in request.headers.raw],
-            "client": ("127.0.0.1", 50000),
-            "server": (url.host, url.port or 80),
-        }
-        sent = False
-        status = 500
-        headers: list[tuple[bytes, bytes]] = []
-        chunks: list[bytes] = []
-
-        async def receive() -> dict[str, Any]:
-            nonlocal sent
-            if sent:
-                await asyncio.Event().wait()  # no disconnect until the app is done
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        async def send(message: dict[str, Any]) -> None:
-            nonlocal status, headers
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                headers = list(message.get("headers", []))
-            elif message["type"] == "http.response.body":
-                chunks.append(message.get("body", b""))
-
-        self._loop.run_until_complete(self.app(scope, receive, send))
-        return httpx.Response(status, headers=headers, content=b"".join(chunks), request=request)
+#: The engine's in-process transport serves streamed responses (the export route's NDJSON) whole.
+StreamingASGITransport = ASGITransport
 
 
 @contextmanager
