@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 import re
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 
@@ -19,6 +20,7 @@ from amp_conformance.engine.outcomes import CheckFailure, Evidence, Precondition
 from amp_conformance.engine.run import Agent, NotEnoughAgents, Run
 
 DEFAULT_MAX_PAGE_SIZE = 100
+T = TypeVar("T")
 _CELL_IN_URL = re.compile(r"/memories/([^/?#]+)")
 KEYS_NEEDED = (
     "the server requires API keys (/spec api_keys_required: true): give the suite keys with "
@@ -208,6 +210,53 @@ class Amp:
                 requirement="AMP-ACL-08" if self.creator_refused(reply) else "AMP-DEL-01",
                 expected="204",
             )
+
+    def shared(self, name: str, make: Callable[[Amp], T]) -> T:
+        """``make(amp)`` once per run (per worker), for the read-only checks that can share what it made
+        (cells a check only reads, lists and searches): every later check gets the same value, the
+        requests that made it as evidence (not sent again), and the same agents in the same roles.
+
+        Call it before the check acts as any agent of its own. What ``make`` returns must never be
+        changed by a check. A step that broke while making it blocks every check sharing it; a finding
+        while making it is the first check's failure and a broken step for the others.
+        """
+        made: dict[str, _Shared] = self.run.cache.setdefault("amp01-shared", {})
+        entry = made.get(name)
+        if entry is None:
+            roles_before = dict(self._roles)
+            start = len(self.evidence.exchanges)
+            try:
+                value: Any = make(self)
+                error: BaseException | None = None
+            except (CheckFailure, pytest.skip.Exception, ToolError) as exc:
+                value, error = None, exc
+            roles = {r: a for r, a in self._roles.items() if roles_before.get(r) != a}
+            exchanges = self.evidence.exchanges[start:]
+            entry = _Shared(value, error, exchanges, roles, self.info.title, self.info.requirements)
+            made[name] = entry
+            if error is not None:
+                raise error
+            return value  # type: ignore[no-any-return]
+        for role, agent in entry.roles.items():
+            taken = role not in self._roles and agent in self._roles.values()
+            if self._roles.get(role, agent) != agent or taken:
+                raise ToolError(f"shared {name!r}: call amp.shared before acting as another agent")
+            self._roles[role] = agent
+        self.evidence.exchanges.extend(entry.exchanges)
+        self.evidence.notes.append(f"uses {name!r}, made once by the check {entry.maker!r} (requests shown)")
+        error = entry.error
+        if isinstance(error, CheckFailure) and not isinstance(error, PreconditionFailed):
+            requirement = (error.requirements or entry.requirements)[0]
+            raise PreconditionFailed(
+                error.message,
+                step=f"making {name!r}",
+                requirement=requirement,
+                expected=error.expected,
+                exchange=error.exchange,
+            )
+        if error is not None:
+            raise error
+        return copy.deepcopy(entry.value)  # type: ignore[no-any-return]
 
     def unknown_id(self) -> str:
         """A well-formed id no server has issued, in the server's id form."""
@@ -436,3 +485,15 @@ class Amp:
         if reply is not None:
             return reply.exchange
         return self.evidence.exchanges[-1] if self.evidence.exchanges else None
+
+
+@dataclass
+class _Shared:
+    """What :meth:`Amp.shared` made once: the value (or what stopped it) and how it was made."""
+
+    value: Any
+    error: BaseException | None
+    exchanges: list[Exchange]
+    roles: dict[str, Agent]
+    maker: str
+    requirements: tuple[str, ...]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -107,6 +107,8 @@ class Connection:
         self.broken_reason: str | None = None
         self.requests = 0
         """How many requests were sent (the JSON report states it)."""
+        self.observers: list[Callable[[Exchange], None]] = []
+        """Called with every exchange that got an answer (the run tracks its cells' states with it)."""
 
     def close(self) -> None:
         self._http.close()
@@ -154,6 +156,8 @@ class Connection:
             failure.unreachable = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
             raise failure from None
         self._consecutive_failures = 0
+        for observe in self.observers:
+            observe(exchange)
         return exchange
 
     def _receive(self, exchange: Exchange, timeout: float, started: float) -> None:

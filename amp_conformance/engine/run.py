@@ -7,7 +7,11 @@ never see each other's data, and everything the run created can be cleaned up at
 from __future__ import annotations
 
 import itertools
+import json
+import re
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -82,6 +86,12 @@ class CreatedCell:
     agent: Agent
 
 
+#: ``/memories/{id}`` at the end of a URL (no query): the exchanges that can change a created cell's state.
+_CELL_URL = re.compile(r"/memories/([^/?#]+)$")
+#: Cleanup requests in flight at once (one connection each); a server sees at most this many.
+CLEANUP_CONCURRENCY = 8
+
+
 class Run:
     """The session-wide state behind the ``amp`` fixture."""
 
@@ -103,6 +113,10 @@ class Run:
         self._key_agents = list(options.api_keys.items())
         self.created: list[CreatedCell] = []
         self._creators: dict[str, str] = {}
+        self._states: dict[str, str] = {}
+        """Created cell id -> ``archived`` or ``deleted`` as the server last confirmed it: cleanup skips
+        what a check already did."""
+        self.connection.observers.append(self._track)
         self.results: dict[str, CheckResult] = {}
         self.selected_requirements: set[str] = set()
         """Every id the selected checks cite: a broken step whose requirement no selected check asks
@@ -208,8 +222,25 @@ class Run:
         """The agent id that created ``cell_id`` in this run, if the run created it."""
         return self._creators.get(cell_id)
 
+    def _track(self, exchange: Exchange) -> None:
+        """Note a created cell archived (PATCH answered 200 with status archived) or deleted (DELETE
+        answered 204), whoever asked."""
+        match = _CELL_URL.search(exchange.url)
+        if match is None or match.group(1) not in self._creators:
+            return
+        cell_id = match.group(1)
+        if exchange.method == "DELETE" and exchange.status == 204:
+            self._states[cell_id] = "deleted"
+        elif exchange.method == "PATCH" and exchange.status == 200 and _archived(exchange.response_body):
+            self._states.setdefault(cell_id, "archived")
+
+    def state_of(self, cell_id: str) -> str | None:
+        """``archived`` or ``deleted`` when the server confirmed it for a created cell, else None."""
+        return self._states.get(cell_id)
+
     def clean_up(self) -> None:
-        """Archive and delete what the run created; problems are reported, never counted as failures."""
+        """Archive and delete what the run created and is not deleted yet (several at a time);
+        problems are reported, never counted as failures."""
         before = self.connection.requests
         try:
             self._clean_up()
@@ -227,29 +258,57 @@ class Run:
                     f"skipped: {len(self.created)} cells left ({self.connection.broken_reason})"
                 )
             return
-        seen: set[str] = set()
+        pending: dict[str, CreatedCell] = {}
         for cell in self.created:
-            if cell.id in seen:
-                continue
-            seen.add(cell.id)
-            self.cleanup["attempted"] += 1
-            client = self.run_client(cell.agent)
-            try:
+            pending.setdefault(cell.id, cell)
+        self.cleanup["attempted"] += len(pending)
+        left = [cell for cell in pending.values() if self._states.get(cell.id) != "deleted"]
+        self.cleanup["deleted"] += len(pending) - len(left)
+        lock = threading.Lock()
+        if self.connection.http_override is not None or len(left) < 2:
+            for cell in left:
+                if not self._remove(cell, lock):
+                    break
+            return
+        with ThreadPoolExecutor(max_workers=CLEANUP_CONCURRENCY, thread_name_prefix="amp-cleanup") as pool:
+            list(pool.map(lambda cell: self._remove(cell, lock), left))
+
+    def _remove(self, cell: CreatedCell, lock: threading.Lock) -> bool:
+        """Archive (unless already archived) and delete one cell; False once the server is gone."""
+        if self.connection.broken_reason:
+            return False
+        client = self.run_client(cell.agent)
+        problem: str | None = None
+        deleted = False
+        try:
+            if self._states.get(cell.id) != "archived":
                 archived = client.patch(f"/memories/{cell.id}", {"lifecycle": {"status": "archived"}})
                 if archived.status != 200:
-                    continue  # already deleted or gone: nothing left to do
-                reply = client.delete(f"/memories/{cell.id}")
-                if reply.status == 204:
-                    self.cleanup["deleted"] += 1
-                else:
-                    self.cleanup["problems"].append(f"DELETE {cell.id} answered {reply.status}")
-            except ToolError as exc:
-                self.cleanup["problems"].append(f"{cell.id}: {exc}")
-                if self.connection.broken_reason:
-                    break
+                    return True  # already deleted or gone: nothing left to do
+            reply = client.delete(f"/memories/{cell.id}")
+            deleted = reply.status == 204
+            if not deleted:
+                problem = f"DELETE {cell.id} answered {reply.status}"
+        except ToolError as exc:
+            problem = f"{cell.id}: {exc}"
+        with lock:
+            if deleted:
+                self.cleanup["deleted"] += 1
+            if problem:
+                self.cleanup["problems"].append(problem)
+        return not self.connection.broken_reason
 
     def run_client(self, agent: Agent) -> Client:
         return self.client(agent, log=[], deadline=time.monotonic() + self.options.timeout * 3)
 
     def close(self) -> None:
         self.connection.close()
+
+
+def _archived(body: bytes) -> bool:
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return False
+    lifecycle = document.get("lifecycle") if isinstance(document, dict) else None
+    return isinstance(lifecycle, dict) and lifecycle.get("status") == "archived"
