@@ -249,6 +249,8 @@ def pytest_runtest_makereport(
         outcome=PASS,
         duration=report.duration,
     )
+    if context is not None:
+        result.requests = run.connection.requests - context.requests_at_start
     if evidence is not None:
         result.exchanges = list(evidence.exchanges)
         result.warnings = [

@@ -54,6 +54,8 @@ class Amp:
         self.info = info
         self.evidence = Evidence()
         self.deadline = time.monotonic() + (info.deadline or run.options.deadline)
+        self.requests_at_start = run.connection.requests
+        """The run's request count when the check began (the report states what each check sent)."""
         self._roles: dict[str, Agent] = {}
 
     # identities ------------------------------------------------------------------------------

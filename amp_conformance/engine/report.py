@@ -153,6 +153,7 @@ def _check_entry(result: CheckResult) -> dict[str, Any]:
         "blocked_by": result.blocked_by,
         "expectation": result.expectation,
         "duration_seconds": round(result.duration, 4),
+        "requests": result.requests,
         "warnings": result.warnings,
         "notes": result.notes,
         "curl": failing.curl() if failing is not None and shows_curl else None,

@@ -74,6 +74,8 @@ class CheckResult:
     """The ids the fail or warn is about (the check's own unless the finding named others)."""
     expected: str | None = None
     """What the check expected, when a failure said so."""
+    requests: int | None = None
+    """Requests the check sent itself (None when its protocol does not count them)."""
     blocked_by: dict[str, Any] | None = None
     """For ``blocked``: ``{"requirement", "step", "check"}``, the root cause and the check reporting it."""
     expectation: dict[str, Any] | None = None
