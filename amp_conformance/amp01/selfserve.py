@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import os
@@ -12,6 +13,7 @@ import time
 from types import TracebackType
 
 import uvicorn
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
 class BundledServer:
@@ -20,7 +22,9 @@ class BundledServer:
     The reference server reads its usual ``AMP_*`` environment (so ``AMP_REFERENCE_FAULTS=...``
     shows the suite catching a fault), except that the admin token is always a fresh secret and, with
     ``keys=True`` (the self-test), API keys are required and issued fresh for a few agents: keys mode
-    exercises authentication as well as everything else.
+    exercises authentication as well as everything else. ``delay`` (seconds) holds every HTTP response
+    back that long before it starts, without blocking the others: a distant server, for
+    ``benchmarks/latency.py``.
     """
 
     def __init__(
@@ -30,6 +34,7 @@ class BundledServer:
         keys: bool = False,
         agents: int = 6,
         start_timeout: float = 10.0,
+        delay: float = 0.0,
     ):
         from reference_server import Settings, create_app
 
@@ -51,7 +56,9 @@ class BundledServer:
         self.settings = dataclasses.replace(
             settings, admin_token=self.admin_token, api_keys=digests, api_keys_file=None
         )
-        self._app = create_app(self.settings)
+        self._app: ASGIApp = create_app(self.settings)
+        if delay > 0:
+            self._app = _Delayed(self._app, delay)
         self._start_timeout = start_timeout
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -86,3 +93,23 @@ class BundledServer:
         self._server.should_exit = True
         self._thread.join(timeout=5)
         self._socket.close()
+
+
+class _Delayed:
+    """ASGI middleware: each HTTP response starts ``delay`` seconds late; concurrent requests overlap."""
+
+    def __init__(self, app: ASGIApp, delay: float):
+        self._app = app
+        self._delay = delay
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+
+        async def delayed_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                await asyncio.sleep(self._delay)
+            await send(message)
+
+        await self._app(scope, receive, delayed_send)

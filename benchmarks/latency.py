@@ -1,0 +1,195 @@
+"""Wall time of a ``--no-fuzz`` run against a distant server, serial and with workers.
+
+Starts the bundled AMP v0.1 reference server (keys mode, as the self-test) behind an added delay per
+response, a fresh server for every (delay, workers) row so runs share no state, and runs
+
+    amp-conformance --base-url URL --api-key A=K ... --admin-token T --allow-global-effects
+                    --no-fuzz [--workers N] --json PATH -q
+
+as a separate process. Prints per row: the delay, the workers, wall seconds (interpreter start-up
+included), the requests the run sent (the report's ``run.requests.total``), the verdict and exit code,
+the speed-up over the 1-worker row of the same delay, and the ratio of wall time to the critical-path
+bound: the longest request chain of a single check (the report's per-check ``requests``, max over
+checks) times the delay, the least a run could take however many workers it had.
+
+    python benchmarks/latency.py                       # delays 50 and 200 ms; 1, 4 and 8 workers
+    python benchmarks/latency.py --delay 100 --workers 1,8   # issue 13's bar: 8 workers >= 4x faster
+    python benchmarks/latency.py --delays 50 --workers 1 --only crud
+
+Figures are printed, never asserted. A serial 200 ms row takes several minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# This folder holds a script named reference_server.py: put the repository first so that
+# ``import reference_server`` finds the package, not the benchmark.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from amp_conformance.amp01.selfserve import BundledServer
+
+RUN_TIMEOUT = 3600.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One run's figures; ``None`` where the run left no report to read them from."""
+
+    delay_ms: int
+    workers: int
+    wall: float
+    exit_code: int
+    verdict: str | None
+    requests: int | None
+    chain: int | None
+    slowest: str | None
+    problem: str | None
+
+    @property
+    def bound(self) -> float | None:
+        """The critical-path bound in seconds: the slowest check's request chain times the delay."""
+        return None if self.chain is None else self.chain * self.delay_ms / 1000
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
+    if not values or any(value < 0 for value in values):
+        raise argparse.ArgumentTypeError(f"expected non-negative integers: {text!r}")
+    return values
+
+
+def _command(server: BundledServer, workers: int, report: Path, only: str | None) -> list[str]:
+    command = [sys.executable, "-m", "amp_conformance", "--base-url", server.url]
+    for agent, key in server.api_keys.items():
+        command += ["--api-key", f"{agent}={key}"]
+    command += ["--admin-token", server.admin_token, "--allow-global-effects", "--no-fuzz"]
+    if workers > 1:  # a serial run needs no --workers (and works before the option exists)
+        command += ["--workers", str(workers)]
+    if only:
+        command += ["--only", only]
+    return [*command, "--json", str(report), "-q"]
+
+
+def _last_line(*texts: str) -> str:
+    for text in texts:
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if lines:
+            return lines[-1][:300]
+    return "no output"
+
+
+def _run(command: list[str]) -> tuple[int, str, str, float]:
+    """Run ``command`` in its own process group; every way out stops the whole group."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=RUN_TIMEOUT)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+    return process.returncode, stdout, stderr, time.perf_counter() - started
+
+
+def measure(delay_ms: int, workers: int, only: str | None) -> Row:
+    """One row: a fresh delayed server, one run of the command against it."""
+    with tempfile.TemporaryDirectory() as folder, BundledServer(keys=True, delay=delay_ms / 1000) as server:
+        report_path = Path(folder) / "report.json"
+        code, stdout, stderr, wall = _run(_command(server, workers, report_path, only))
+        report: dict[str, Any] | None = None
+        if report_path.exists():
+            with contextlib.suppress(ValueError):
+                report = json.loads(report_path.read_text())
+    if report is None:
+        missing = f"no JSON report (exit {code}): {_last_line(stderr, stdout)}"
+        return Row(delay_ms, workers, wall, code, None, None, None, None, missing)
+    checks: list[dict[str, Any]] = report.get("checks") or []
+    slowest = max(checks, key=lambda c: c.get("requests") or 0, default=None)
+    verdict = str(report.get("summary", {}).get("verdict"))
+    problem = None if code == 0 else f"exit {code}, verdict {verdict}: {_last_line(stdout, stderr)}"
+    return Row(
+        delay_ms,
+        workers,
+        wall,
+        code,
+        verdict,
+        report.get("run", {}).get("requests", {}).get("total"),
+        None if slowest is None else slowest.get("requests") or 0,
+        None if slowest is None else str(slowest.get("id")),
+        problem,
+    )
+
+
+HEADER = (
+    f"{'delay ms':>8}{'workers':>8}{'wall s':>9}{'requests':>9}  {'verdict (exit)':<15}"
+    f"{'speed-up':>9}{'chain':>6}{'bound s':>8}{'wall/bound':>11}"
+)
+
+
+def format_row(row: Row, serial: Row | None) -> str:
+    """One table line; ``-`` where a figure is unknown (no report, no successful 1-worker row)."""
+    speed_up = "-"
+    if serial is not None and serial.exit_code == 0 and row.exit_code == 0:
+        speed_up = f"{serial.wall / row.wall:.2f}x"
+    bound = row.bound
+    outcome = f"{row.verdict or '-'} ({row.exit_code})"
+    return (
+        f"{row.delay_ms:>8}{row.workers:>8}{row.wall:>9.1f}"
+        f"{'-' if row.requests is None else row.requests:>9}  "
+        f"{outcome:<15}{speed_up:>9}"
+        f"{'-' if row.chain is None else row.chain:>6}{'-' if bound is None else f'{bound:.1f}':>8}"
+        f"{'-' if not bound else f'{row.wall / bound:.2f}':>11}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    delays = parser.add_mutually_exclusive_group()
+    delays.add_argument(
+        "--delays", type=_int_list, default=[50, 200], help="ms per response (default 50,200)"
+    )
+    delays.add_argument("--delay", type=int, help="one delay in ms (e.g. 100, the issue's bar)")
+    parser.add_argument("--workers", type=_int_list, default=[1, 4, 8], help="worker counts (default 1,4,8)")
+    parser.add_argument("--only", help="areas to run (as amp-conformance --only); default all but fuzz")
+    args = parser.parse_args()
+    chosen: list[int] = [args.delay] if args.delay is not None else args.delays
+    worker_counts = sorted(set(args.workers))
+    if 0 in worker_counts:
+        parser.error("--workers: each count must be at least 1")
+    print(HEADER, flush=True)
+    rows: list[Row] = []
+    for delay_ms in chosen:
+        serial: Row | None = None
+        for workers in worker_counts:
+            row = measure(delay_ms, workers, args.only)
+            rows.append(row)
+            if workers == 1:
+                serial = row
+            print(format_row(row, serial), flush=True)
+            if row.problem:
+                print(f"  run failed: delay {delay_ms} ms, {workers} worker(s): {row.problem}", flush=True)
+    for chain, slowest in sorted({(row.chain, row.slowest) for row in rows if row.slowest is not None}):
+        print(f"longest chain: {chain} requests, {slowest}")
+    return 1 if any(row.problem for row in rows) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
