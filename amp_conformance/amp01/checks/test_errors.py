@@ -8,7 +8,6 @@ request, so the answer cannot depend on whether the server validates the body fi
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,8 +17,8 @@ from amp_conformance.amp01.checks._support import (
     expect_error,
     expect_refused_as_invalid,
     member,
-    read_back,
     shown,
+    step_failed,
 )
 from amp_conformance.amp01.envelope import CODE_PATTERN, envelope_problems
 from amp_conformance.engine.client import Reply
@@ -51,83 +50,7 @@ def _search_body(owner: str) -> dict[str, Any]:
     return {"query": "what does the user prefer?", "owner_id": owner, "limit": 5}
 
 
-def _status(amp: Amp, cell_id: str) -> tuple[Any, Reply]:
-    stored, reply = read_back(amp, cell_id)
-    return member(stored, "lifecycle.status"), reply
-
-
-# 401 MISSING_AGENT_ID on every memories route (AMP-AUTH-01) ----------------------------------
-
-
-@check("AMP-AUTH-01", level=MUST)
-def test_create_without_identity_is_401(amp: Amp) -> None:
-    """POST /memories with a valid body but no X-AMP-Agent-ID and no created_by is 401 MISSING_AGENT_ID."""
-    owner = amp.owner()
-    reply = amp.anonymous().post("/memories", amp.cell_body(identity={"owner_id": owner}))
-    _expect_missing_identity(amp, reply, "POST /memories")
-    listed = amp.as_agent("a").get("/memories", params={"owner_id": owner, "status": "active"})
-    amp.expect_status(listed, 200, what="listing the owner's cells afterwards")
-    results = listed.json_object().get("results")
-    amp.expect(
-        results == [], f"the refused create stored nothing (got {shown(results)})", listed, expected="[]"
-    )
-
-
-@check("AMP-READ-09", "AMP-AUTH-01", level=MUST)
-def test_read_without_identity_is_401(amp: Amp) -> None:
-    """GET /memories/{id} of an existing cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""
-    cell = amp.create_cell(access_policy={"public": True})
-    reply = amp.anonymous().get(f"/memories/{cell['id']}")
-    _expect_missing_identity(amp, reply, "GET /memories/{id}")
-
-
-@check("AMP-PATCH-18", "AMP-AUTH-01", level=MUST)
-def test_patch_without_identity_is_401(amp: Amp) -> None:
-    """PATCH with a valid body but no X-AMP-Agent-ID is 401 MISSING_AGENT_ID and changes nothing."""
-    original = "text before the anonymous edit"
-    cell = amp.create_cell(content={"text": original}, access_policy={"public": True})
-    reply = amp.anonymous().patch(f"/memories/{cell['id']}", {"content": {"text": "anonymous edit"}})
-    _expect_missing_identity(amp, reply, "PATCH /memories/{id}")
-    back = amp.as_agent("a").get(f"/memories/{cell['id']}")
-    amp.expect_status(back, 200, what="reading the cell back")
-    content = back.json_object().get("content")
-    amp.expect(
-        isinstance(content, dict) and content.get("text") == original,
-        "the refused PATCH changed nothing",
-        back,
-    )
-
-
-@check("AMP-DEL-08", "AMP-AUTH-01", level=MUST)
-def test_delete_without_identity_is_401(amp: Amp) -> None:
-    """DELETE of an archived cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID; the cell stays archived."""
-    cell = amp.create_cell(access_policy={"public": True})
-    amp.archive(cell["id"])
-    reply = amp.anonymous().delete(f"/memories/{cell['id']}")
-    _expect_missing_identity(amp, reply, "DELETE /memories/{id}")
-    status, back = _status(amp, cell["id"])
-    amp.expect(status == "archived", f"the cell is still archived (got {shown(status)})", back)
-
-
-@check("AMP-LIST-11", "AMP-AUTH-01", level=MUST)
-def test_list_without_identity_is_401(amp: Amp) -> None:
-    """GET /memories and GET /memories/query without X-AMP-Agent-ID are 401 MISSING_AGENT_ID."""
-    owner = amp.owner()
-    amp.create_cell(identity={"owner_id": owner}, access_policy={"public": True})
-    for path in ("/memories", "/memories/query"):
-        reply = amp.anonymous().get(path, params={"owner_id": owner, "limit": 10})
-        _expect_missing_identity(amp, reply, f"GET {path}")
-
-
-@check("AMP-SRCH-16", "AMP-AUTH-01", level=MUST)
-def test_search_without_identity_is_401(amp: Amp) -> None:
-    """POST /memories/search with a complete body but no X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""
-    owner = amp.owner()
-    reply = amp.anonymous().post("/memories/search", _search_body(owner))
-    _expect_missing_identity(amp, reply, "POST /memories/search")
-
-
-# the error table, the envelope and its code (AMP-ERR-01..03) ---------------------------------
+# the provoked errors, gathered once (amp.shared) and judged by each check -------------------------
 
 
 @dataclass
@@ -141,8 +64,28 @@ class Case:
     """The route's own rule for this error (a wrong status breaks it; a wrong code breaks the table)."""
 
 
-def _provoke_errors(amp: Amp) -> list[Case]:
-    """One request for each error cell of the AMP-ERR-03 table the suite can provoke on P-BASE."""
+Answers = tuple[tuple[int, tuple[str, ...]], ...]
+
+
+@dataclass
+class _Provoked:
+    """What the shared step sent, as positions among its exchanges (replies are rebuilt per check)."""
+
+    table: list[tuple[str, int, Answers, str]]
+    """The AMP-ERR-03 table's cases: (label, position, allowed answers, the route's rule)."""
+    probes: dict[str, int]
+    """Every other request by label: the 422 probes of AMP-ERR-04/-05 and the read-backs."""
+
+
+PUBLIC_TEXT = "text before the anonymous edit"
+
+
+def _provoke(amp: Amp) -> _Provoked:
+    """Send every error probe of this module once, in an order where no probe changes what a later one
+    meets: the 422 probes first, then one request per AMP-ERR-03 table cell the suite can provoke on
+    P-BASE, each 401 probe (no identity) on a public cell so the request is otherwise allowed, with a
+    read-back after the 401 probes that could change something."""
+    base = len(amp.evidence.exchanges)
     a, anonymous, stranger = amp.as_agent("a"), amp.anonymous(), amp.as_agent("stranger")
     unauthenticated = ((401, _missing_identity_codes(amp)),)
     refusal = ((403, amp.conventions.refusal_codes()),)
@@ -154,112 +97,226 @@ def _provoke_errors(amp: Amp) -> list[Case]:
     active = amp.create_cell()
     archived = amp.create_cell()
     amp.archive(archived["id"])
-    owner = active["identity"]["owner_id"] if isinstance(active.get("identity"), dict) else amp.owner()
+    public = amp.create_cell(content={"text": PUBLIC_TEXT}, access_policy={"public": True})
+    public_archived = amp.create_cell(access_policy={"public": True})
+    amp.archive(public_archived["id"])
+    owner = public["identity"]["owner_id"] if isinstance(public.get("identity"), dict) else amp.owner()
     missing = amp.unknown_id()
     text = {"content": {"text": "edited"}}
-    requests: list[tuple[str, Callable[[], Reply], tuple[tuple[int, tuple[str, ...]], ...], str]] = [
-        (
-            "POST /memories without identity",
-            lambda: anonymous.post("/memories", amp.cell_body()),
-            unauthenticated,
-            "AMP-AUTH-01",
-        ),
-        (
-            "POST /memories without content",
-            lambda: a.post("/memories", {"type": "semantic"}),
-            invalid,
-            "AMP-ERR-04",
-        ),
-        (
-            "GET /memories without identity",
-            lambda: anonymous.get("/memories", params={"owner_id": owner}),
-            unauthenticated,
-            "AMP-AUTH-01",
-        ),
-        (
-            "GET /memories limit=0",
-            lambda: a.get("/memories", params={"owner_id": owner, "limit": 0}),
-            invalid,
-            "AMP-ERR-04",
-        ),
-        (
-            "GET /memories/query without identity",
-            lambda: anonymous.get("/memories/query", params={"owner_id": owner}),
-            unauthenticated,
-            "AMP-LIST-02",
-        ),
-        (
-            "GET /memories/query type=literal",
-            lambda: a.get("/memories/query", params={"type": "literal"}),
-            invalid,
-            "AMP-LIST-02",
-        ),
-        (
-            "GET /memories/{id} without identity",
-            lambda: anonymous.get(f"/memories/{active['id']}"),
-            unauthenticated,
-            "AMP-AUTH-01",
-        ),
-        (
-            "GET /memories/{id} by a stranger",
-            lambda: stranger.get(f"/memories/{active['id']}"),
-            refusal,
-            "AMP-ACL-10",
-        ),
-        ("GET /memories/{unknown id}", lambda: a.get(f"/memories/{missing}"), unknown, "AMP-READ-10"),
-        (
-            "PATCH without identity",
-            lambda: anonymous.patch(f"/memories/{active['id']}", text),
-            unauthenticated,
-            "AMP-AUTH-01",
-        ),
-        (
-            "PATCH by a stranger",
-            lambda: stranger.patch(f"/memories/{active['id']}", text),
-            refusal,
-            "AMP-ACL-10",
-        ),
-        ("PATCH of an unknown id", lambda: a.patch(f"/memories/{missing}", text), unknown, "AMP-ERR-03"),
-        (
-            "PATCH archived -> active",
-            lambda: a.patch(f"/memories/{archived['id']}", {"lifecycle": {"status": "active"}}),
-            transition,
-            "AMP-PATCH-12",
-        ),
-        (
-            "PATCH importance 2",
-            lambda: a.patch(f"/memories/{active['id']}", {"scoring": {"importance": 2}}),
-            invalid,
-            "AMP-ERR-04",
-        ),
-        (
-            "DELETE without identity",
-            lambda: anonymous.delete(f"/memories/{archived['id']}"),
-            unauthenticated,
-            "AMP-AUTH-01",
-        ),
-        (
-            "DELETE by a stranger",
-            lambda: stranger.delete(f"/memories/{archived['id']}"),
-            refusal,
-            "AMP-ACL-10",
-        ),
-        ("DELETE of an unknown id", lambda: a.delete(f"/memories/{missing}"), unknown, "AMP-DEL-08"),
-        ("DELETE of an active cell", lambda: a.delete(f"/memories/{active['id']}"), transition, "AMP-DEL-03"),
-        (
-            "search without identity",
-            lambda: anonymous.post("/memories/search", _search_body(owner)),
-            unauthenticated,
-            "AMP-AUTH-01",
-        ),
-        (
-            "search without query",
-            lambda: a.post("/memories/search", {"owner_id": owner}),
-            invalid,
-            "AMP-SRCH-02",
-        ),
-    ]
-    return [Case(label, send(), answers, rid) for label, send, answers, rid in requests]
+    probes: dict[str, int] = {}
+
+    def position(reply: Reply) -> int:
+        mine = amp.evidence.exchanges[base:]
+        return next(i for i, exchange in enumerate(mine) if exchange is reply.exchange)
+
+    def probe(label: str, reply: Reply) -> None:
+        probes[label] = position(reply)
+
+    # AMP-ERR-04 / -05: 422 probes (the table's own 422 cases serve them too)
+    probe(
+        "GET /memories limit over max",
+        a.get("/memories", params={"owner_id": amp.owner(), "limit": amp.max_page_size + 1}),
+    )
+    probe("PATCH confidence 1.5", a.patch(f"/memories/{active['id']}", {"scoring": {"confidence": 1.5}}))
+    probe("POST /memories bad type", a.post("/memories", amp.cell_body(type="literal")))
+    probe("POST /memories malformed JSON", a.post("/memories", content=b'{"type": "semantic",'))
+    probe("POST /memories JSON array", a.post("/memories", []))
+    probe("GET /memories limit=abc", a.get("/memories", params={"limit": "abc"}))
+    probe("GET /memories/query status=expired", a.get("/memories/query", params={"status": "expired"}))
+    probe(
+        "PATCH readable_by [1]",
+        a.patch(f"/memories/{active['id']}", {"access_policy": {"readable_by": [1]}}),
+    )
+    probe("PATCH malformed JSON", a.patch(f"/memories/{active['id']}", content=b"{not json"))
+    probe("search limit 0", a.post("/memories/search", {**_search_body(amp.owner()), "limit": 0}))
+
+    table: list[tuple[str, int, Answers, str]] = []
+
+    def case(label: str, reply: Reply, answers: Answers, requirement: str) -> None:
+        table.append((label, position(reply), answers, requirement))
+
+    refused_owner = amp.owner()
+    case(
+        "POST /memories without identity",
+        anonymous.post("/memories", amp.cell_body(identity={"owner_id": refused_owner})),
+        unauthenticated,
+        "AMP-AUTH-01",
+    )
+    probe(
+        "listing the refused create's owner",
+        a.get("/memories", params={"owner_id": refused_owner, "status": "active"}),
+    )
+    case("POST /memories without content", a.post("/memories", {"type": "semantic"}), invalid, "AMP-ERR-04")
+    listed = {"owner_id": owner, "limit": 10}
+    case(
+        "GET /memories without identity",
+        anonymous.get("/memories", params=listed),
+        unauthenticated,
+        "AMP-AUTH-01",
+    )
+    case(
+        "GET /memories limit=0",
+        a.get("/memories", params={"owner_id": owner, "limit": 0}),
+        invalid,
+        "AMP-ERR-04",
+    )
+    case(
+        "GET /memories/query without identity",
+        anonymous.get("/memories/query", params=listed),
+        unauthenticated,
+        "AMP-LIST-02",
+    )
+    case(
+        "GET /memories/query type=literal",
+        a.get("/memories/query", params={"type": "literal"}),
+        invalid,
+        "AMP-LIST-02",
+    )
+    case(
+        "GET /memories/{id} without identity",
+        anonymous.get(f"/memories/{public['id']}"),
+        unauthenticated,
+        "AMP-AUTH-01",
+    )
+    case("GET /memories/{id} by a stranger", stranger.get(f"/memories/{active['id']}"), refusal, "AMP-ACL-10")
+    case("GET /memories/{unknown id}", a.get(f"/memories/{missing}"), unknown, "AMP-READ-10")
+    case(
+        "PATCH without identity",
+        anonymous.patch(f"/memories/{public['id']}", {"content": {"text": "anonymous edit"}}),
+        unauthenticated,
+        "AMP-AUTH-01",
+    )
+    probe("reading the public cell back", a.get(f"/memories/{public['id']}"))
+    case("PATCH by a stranger", stranger.patch(f"/memories/{active['id']}", text), refusal, "AMP-ACL-10")
+    case("PATCH of an unknown id", a.patch(f"/memories/{missing}", text), unknown, "AMP-ERR-03")
+    case(
+        "PATCH archived -> active",
+        a.patch(f"/memories/{archived['id']}", {"lifecycle": {"status": "active"}}),
+        transition,
+        "AMP-PATCH-12",
+    )
+    case(
+        "PATCH importance 2",
+        a.patch(f"/memories/{active['id']}", {"scoring": {"importance": 2}}),
+        invalid,
+        "AMP-ERR-04",
+    )
+    case(
+        "DELETE without identity",
+        anonymous.delete(f"/memories/{public_archived['id']}"),
+        unauthenticated,
+        "AMP-AUTH-01",
+    )
+    probe("reading the archived public cell back", a.get(f"/memories/{public_archived['id']}"))
+    case("DELETE by a stranger", stranger.delete(f"/memories/{archived['id']}"), refusal, "AMP-ACL-10")
+    case("DELETE of an unknown id", a.delete(f"/memories/{missing}"), unknown, "AMP-DEL-08")
+    case("DELETE of an active cell", a.delete(f"/memories/{active['id']}"), transition, "AMP-DEL-03")
+    case(
+        "search without identity",
+        anonymous.post("/memories/search", _search_body(owner)),
+        unauthenticated,
+        "AMP-AUTH-01",
+    )
+    case("search without query", a.post("/memories/search", {"owner_id": owner}), invalid, "AMP-SRCH-02")
+    return _Provoked(table, probes)
+
+
+def _provoked(amp: Amp) -> tuple[list[Case], dict[str, Reply]]:
+    """The shared probes (made by the first check that asks, shown as evidence in every check): the
+    table's cases and the other probes by label."""
+    start = len(amp.evidence.exchanges)
+    made = amp.shared("errors:provoked", _provoke)
+    replies = [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
+    cases = [Case(label, replies[at], answers, rid) for label, at, answers, rid in made.table]
+    probes = {label: replies[at] for label, at in made.probes.items()}
+    return cases, probes
+
+
+def _table_reply(cases: list[Case], label: str) -> Reply:
+    return next(case.reply for case in cases if case.label == label)
+
+
+def _case(amp: Amp, label: str) -> Reply:
+    return _table_reply(_provoked(amp)[0], label)
+
+
+def _read_back(amp: Amp, reply: Reply) -> dict[str, Any]:
+    """A read-back the shared step sent: 200 with an object, or a broken step (as ``read_back``)."""
+    if reply.status != 200:
+        step_failed(amp, reply, "reading the cell back", "AMP-READ-01", "200")
+    body = reply.json()
+    if not isinstance(body, dict):
+        step_failed(amp, reply, "reading the cell back (a JSON object)", "AMP-READ-01", "a cell")
+    cell: dict[str, Any] = body
+    return cell
+
+
+# 401 MISSING_AGENT_ID on every memories route (AMP-AUTH-01) ----------------------------------
+
+
+@check("AMP-AUTH-01", level=MUST)
+def test_create_without_identity_is_401(amp: Amp) -> None:
+    """POST /memories with a valid body but no X-AMP-Agent-ID and no created_by is 401 MISSING_AGENT_ID."""
+    cases, probes = _provoked(amp)
+    reply = _table_reply(cases, "POST /memories without identity")
+    _expect_missing_identity(amp, reply, "POST /memories")
+    listed = probes["listing the refused create's owner"]
+    amp.expect_status(listed, 200, what="listing the owner's cells afterwards")
+    results = listed.json_object().get("results")
+    amp.expect(
+        results == [], f"the refused create stored nothing (got {shown(results)})", listed, expected="[]"
+    )
+
+
+@check("AMP-READ-09", "AMP-AUTH-01", level=MUST)
+def test_read_without_identity_is_401(amp: Amp) -> None:
+    """GET /memories/{id} of an existing public cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""
+    _expect_missing_identity(amp, _case(amp, "GET /memories/{id} without identity"), "GET /memories/{id}")
+
+
+@check("AMP-PATCH-18", "AMP-AUTH-01", level=MUST)
+def test_patch_without_identity_is_401(amp: Amp) -> None:
+    """PATCH with a valid body but no X-AMP-Agent-ID is 401 MISSING_AGENT_ID and changes nothing."""
+    cases, probes = _provoked(amp)
+    reply = _table_reply(cases, "PATCH without identity")
+    _expect_missing_identity(amp, reply, "PATCH /memories/{id}")
+    back = probes["reading the public cell back"]
+    amp.expect_status(back, 200, what="reading the cell back")
+    content = back.json_object().get("content")
+    amp.expect(
+        isinstance(content, dict) and content.get("text") == PUBLIC_TEXT,
+        "the refused PATCH changed nothing",
+        back,
+    )
+
+
+@check("AMP-DEL-08", "AMP-AUTH-01", level=MUST)
+def test_delete_without_identity_is_401(amp: Amp) -> None:
+    """DELETE of an archived cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID; the cell stays archived."""
+    cases, probes = _provoked(amp)
+    reply = _table_reply(cases, "DELETE without identity")
+    _expect_missing_identity(amp, reply, "DELETE /memories/{id}")
+    back = probes["reading the archived public cell back"]
+    status = member(_read_back(amp, back), "lifecycle.status")
+    amp.expect(status == "archived", f"the cell is still archived (got {shown(status)})", back)
+
+
+@check("AMP-LIST-11", "AMP-AUTH-01", level=MUST)
+def test_list_without_identity_is_401(amp: Amp) -> None:
+    """GET /memories and GET /memories/query without X-AMP-Agent-ID are 401 MISSING_AGENT_ID."""
+    cases, _ = _provoked(amp)
+    for path in ("/memories", "/memories/query"):
+        reply = _table_reply(cases, f"GET {path} without identity")
+        _expect_missing_identity(amp, reply, f"GET {path}")
+
+
+@check("AMP-SRCH-16", "AMP-AUTH-01", level=MUST)
+def test_search_without_identity_is_401(amp: Amp) -> None:
+    """POST /memories/search with a complete body but no X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""
+    _expect_missing_identity(amp, _case(amp, "search without identity"), "POST /memories/search")
+
+
+# the error table, the envelope and its code (AMP-ERR-01..03) ---------------------------------
 
 
 #: A problem: (what is wrong, the reply, the requirement it breaks; None: the check's own).
@@ -299,7 +356,7 @@ def _error_codes_of(reply: Reply) -> Any:
 def test_every_error_is_the_json_envelope(amp: Amp) -> None:
     """Every provoked 4xx is application/json {"error": {"code", "message"}} with a SCREAMING_SNAKE code."""
     problems: list[Problem] = []
-    for case in _provoke_errors(amp):
+    for case in _provoked(amp)[0]:
         reply = case.reply
         if not 400 <= reply.status < 500:
             continue  # a wrong success or a crash is judged by the error-table check (and AMP-ERR-07)
@@ -326,7 +383,7 @@ def test_every_error_is_the_json_envelope(amp: Amp) -> None:
 def test_every_error_carries_details(amp: Amp) -> None:
     """Every provoked 4xx envelope also carries an error.details object."""
     problems: list[Problem] = []
-    for case in _provoke_errors(amp):
+    for case in _provoked(amp)[0]:
         if not 400 <= case.reply.status < 500:
             continue
         try:
@@ -343,7 +400,7 @@ def test_every_error_carries_details(amp: Amp) -> None:
 def test_each_route_answers_the_documented_status_and_code(amp: Amp) -> None:
     """Each provoked error answers the (status, code) pair the table gives for its route (C-01/02/15)."""
     problems: list[Problem] = []
-    for case in _provoke_errors(amp):
+    for case in _provoked(amp)[0]:
         reply = case.reply
         code = _error_codes_of(reply)
         statuses = {status for status, _ in case.answers}
@@ -387,7 +444,9 @@ def _locs(error: dict[str, Any]) -> list[list[Any]]:
 @check("AMP-ERR-04", level=MUST)
 def test_validation_errors_name_the_fields(amp: Amp) -> None:
     """422 VALIDATION_ERROR carries details.errors of {type, loc, msg, input} naming the bad fields."""
-    reply = amp.as_agent("a").post("/memories", {"type": "semantic"})
+    cases, probes = _provoked(amp)
+    table = {case.label: case.reply for case in cases}
+    reply = table["POST /memories without content"]
     error = expect_refused_as_invalid(amp, reply, details=True, rule="AMP-CRE-02")
     ends = {loc[-1] for loc in _locs(error) if loc}
     for name in ("content", "identity"):
@@ -396,50 +455,36 @@ def test_validation_errors_name_the_fields(amp: Amp) -> None:
             f"an entry of details.errors has a loc ending in {shown(name)} (got {sorted(map(str, ends))})",
             reply,
         )
-    reply = amp.as_agent("a").get(
-        "/memories", params={"owner_id": amp.owner(), "limit": amp.max_page_size + 1}
-    )
-    error = expect_refused_as_invalid(amp, reply, details=True, rule="AMP-LIST-05")
-    amp.expect(
-        any("limit" in loc for loc in _locs(error)),
-        "an entry of details.errors has 'limit' in its loc",
-        reply,
-    )
-    cell = amp.create_cell()
-    reply = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"scoring": {"confidence": 1.5}})
-    error = expect_refused_as_invalid(amp, reply, details=True, rule="AMP-PATCH-17")
-    amp.expect(
-        any("confidence" in loc for loc in _locs(error)),
-        "an entry of details.errors has 'confidence' in its loc",
-        reply,
-    )
-    reply = amp.as_agent("a").post("/memories/search", {"owner_id": amp.owner()})
-    error = expect_refused_as_invalid(amp, reply, details=True, rule="AMP-SRCH-02")
-    amp.expect(
-        any("query" in loc for loc in _locs(error)),
-        "an entry of details.errors has 'query' in its loc",
-        reply,
-    )
+    for reply, rule, field in (
+        (probes["GET /memories limit over max"], "AMP-LIST-05", "limit"),
+        (probes["PATCH confidence 1.5"], "AMP-PATCH-17", "confidence"),
+        (table["search without query"], "AMP-SRCH-02", "query"),
+    ):
+        error = expect_refused_as_invalid(amp, reply, details=True, rule=rule)
+        amp.expect(
+            any(field in loc for loc in _locs(error)),
+            f"an entry of details.errors has {shown(field)} in its loc",
+            reply,
+        )
 
 
 @check("AMP-ERR-05", level=MUST)
 def test_validation_failures_never_use_a_framework_shape(amp: Amp) -> None:
     """Rejected bodies, queries and malformed JSON answer the AMP envelope, never a top-level 'detail'."""
-    a = amp.as_agent("a")
-    cell = amp.create_cell()
-    replies = [
-        ("POST /memories {type} only", a.post("/memories", {"type": "semantic"})),
-        ("POST /memories bad type", a.post("/memories", amp.cell_body(type="literal"))),
-        ("POST /memories malformed JSON", a.post("/memories", content=b'{"type": "semantic",')),
-        ("POST /memories JSON array", a.post("/memories", [])),
-        ("GET /memories limit=abc", a.get("/memories", params={"limit": "abc"})),
-        ("GET /memories/query status=expired", a.get("/memories/query", params={"status": "expired"})),
-        (
+    cases, probes = _provoked(amp)
+    replies = [("POST /memories {type} only", _table_reply(cases, "POST /memories without content"))]
+    replies += [
+        (label, probes[label])
+        for label in (
+            "POST /memories bad type",
+            "POST /memories malformed JSON",
+            "POST /memories JSON array",
+            "GET /memories limit=abc",
+            "GET /memories/query status=expired",
             "PATCH readable_by [1]",
-            a.patch(f"/memories/{cell['id']}", {"access_policy": {"readable_by": [1]}}),
-        ),
-        ("PATCH malformed JSON", a.patch(f"/memories/{cell['id']}", content=b"{not json")),
-        ("search limit 0", a.post("/memories/search", {**_search_body(amp.owner()), "limit": 0})),
+            "PATCH malformed JSON",
+            "search limit 0",
+        )
     ]
     for label, reply in replies:
         amp.expect(400 <= reply.status < 500, f"{label} answered {reply.status}, not a 4xx refusal", reply)
@@ -497,26 +542,29 @@ def test_odd_but_valid_requests_do_not_crash(amp: Amp) -> None:
     replies.append(
         ("search for Unicode text", a.post("/memories/search", {"query": unicode_text, "owner_id": owner}))
     )
-    cell = amp.create_cell()
+    for _, reply in replies:
+        _remember_created(amp, reply)
+    cell_id: str | None = None
+    back: Reply | None = None
+    if created.status == 201 and isinstance(created.json_object().get("id"), str):
+        cell_id = created.json_object()["id"]
+        back = a.get(f"/memories/{cell_id}")
+        replies.append(("GET of the Unicode cell", back))
+    # the odd PATCHes go to the Unicode cell once it has been read back (a fresh cell if none was made)
+    if cell_id is None:
+        cell_id = amp.create_cell()["id"]
     for label, body in (
         ("PATCH scoring null", {"scoring": None}),
         ("PATCH content null", {"content": None}),
         ("PATCH lifecycle null", {"lifecycle": None}),
-        ("PATCH Unicode text", {"content": {"text": unicode_text}}),
+        ("PATCH Unicode text", {"content": {"text": f"{unicode_text} (edited)"}}),
         ("PATCH empty access_policy", {"access_policy": {}}),
     ):
-        replies.append((label, a.patch(f"/memories/{cell['id']}", body)))
-    for _, reply in replies:
-        _remember_created(amp, reply)
-    if created.status == 201 and isinstance(created.json_object().get("id"), str):
-        back = a.get(f"/memories/{created.json_object()['id']}")
-        replies.append(("GET of the Unicode cell", back))
-        if back.status == 200:
-            content = back.json_object().get("content")
-            text = content.get("text") if isinstance(content, dict) else None
-            amp.expect(
-                text == unicode_text, f"the Unicode text reads back unchanged (got {shown(text)})", back
-            )
+        replies.append((label, a.patch(f"/memories/{cell_id}", body)))
+    if back is not None and back.status == 200:
+        content = back.json_object().get("content")
+        text = content.get("text") if isinstance(content, dict) else None
+        amp.expect(text == unicode_text, f"the Unicode text reads back unchanged (got {shown(text)})", back)
     crashes = [(label, reply) for label, reply in replies if reply.status >= 500]
     amp.expect(
         not crashes,
