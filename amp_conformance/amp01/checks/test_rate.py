@@ -10,6 +10,7 @@ server process (C-36). Every check uses fresh cells, so budgets never carry over
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
@@ -20,8 +21,8 @@ from amp_conformance.amp01.checks._support import (
     expect_refused_as_invalid,
     expect_scoring_not_limited,
     expect_step,
-    read_back,
     shown,
+    step_failed,
 )
 from amp_conformance.engine.client import Client, Reply
 
@@ -173,44 +174,122 @@ def _refused(amp: Amp, client: Client, cell_id: str, index: int, window: int, bu
     return _retry_after(amp, reply, window, budget)
 
 
-def _text_of(amp: Amp, cell_id: str) -> dict[str, Any]:
-    return read_back(amp, cell_id)[0]
+def _read_object(amp: Amp, reply: Reply) -> dict[str, Any]:
+    """A read the shared step sent: 200 with an object, or a broken step (as ``read_back``)."""
+    if reply.status != 200:
+        step_failed(amp, reply, "reading the cell back", "AMP-READ-01", "200")
+    body = reply.json()
+    if not isinstance(body, dict):
+        step_failed(amp, reply, "reading the cell back (a JSON object)", "AMP-READ-01", "a cell")
+    cell: dict[str, Any] = body
+    return cell
+
+
+@dataclass
+class _Spent:
+    """One fresh cell's budget spent, then refused, as positions among the shared step's exchanges."""
+
+    spent: list[int]
+    """The scoring PATCHes within the budget, in order (the step stops at the first that is not 200)."""
+    refused: int | None = None
+    """The scoring PATCH one over the budget."""
+    seconds: float = 0.0
+    """From sending the first scoring PATCH to the refusal's answer (AMP-RATE-03's clock)."""
+    before: int | None = None
+    """A read of the cell after the refusal, before the next probe."""
+    mixed: int | None = None
+    """A scoring PATCH over the budget that also carries content (AMP-RATE-12)."""
+    after: int | None = None
+    """A read of the cell after the mixed PATCH."""
+
+
+def _spend_once(amp: Amp) -> _Spent:
+    """Spend a fresh cell's advertised budget, then probe past it: once with a scoring-only PATCH (the
+    refusal AMP-RATE-01..03 judge) and once with scoring and content, between two reads (AMP-RATE-12).
+    Nothing is judged here: each check judges the answers it is about."""
+    budget, _ = _limited(amp)
+    base = len(amp.evidence.exchanges)
+    cell = amp.create_cell()
+    client = amp.as_agent("a")
+    path = f"/memories/{cell['id']}"
+
+    def position(reply: Reply) -> int:
+        mine = amp.evidence.exchanges[base:]
+        return next(i for i, exchange in enumerate(mine) if exchange is reply.exchange)
+
+    made = _Spent(spent=[])
+    first = time.monotonic()
+    for index in range(budget):
+        reply = client.patch(path, _scoring(index))
+        made.spent.append(position(reply))
+        if reply.status != 200:
+            return made
+    made.refused = position(client.patch(path, _scoring(budget)))
+    made.seconds = time.monotonic() - first
+    made.before = position(client.get(path))
+    mixed = {"scoring": {"importance": 0.4}, "content": {"text": "must not be stored"}}
+    made.mixed = position(client.patch(path, mixed))
+    made.after = position(client.get(path))
+    return made
+
+
+@dataclass
+class _SpentReplies:
+    refused: Reply
+    seconds: float
+    before: Reply
+    mixed: Reply
+    after: Reply
+
+
+def _spent_cell(amp: Amp) -> tuple[int, int, _SpentReplies]:
+    """(N, W) and the shared spent cell's answers, its budget's PATCHes judged as :func:`_spend` does."""
+    budget, window = _limited(amp)
+    start = len(amp.evidence.exchanges)
+    made = amp.shared("rate:spent-cell", _spend_once)
+    replies = [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
+    for index, at in enumerate(made.spent):
+        what = f"scoring PATCH {index + 1} (within the advertised budget of the cell)"
+        expect_scoring_not_limited(amp, replies[at], what)
+        amp.expect_status(replies[at], 200, what=what)
+    assert None not in (made.refused, made.before, made.mixed, made.after)  # every spending PATCH was 200
+    return (
+        budget,
+        window,
+        _SpentReplies(
+            refused=replies[made.refused or 0],
+            seconds=made.seconds,
+            before=replies[made.before or 0],
+            mixed=replies[made.mixed or 0],
+            after=replies[made.after or 0],
+        ),
+    )
 
 
 @check("AMP-RATE-01", "AMP-CAP-08", "AMP-CAP-04", level=MUST)
 def test_exactly_max_patches_scoring_patches_are_accepted(amp: Amp) -> None:
     """Exactly max_patches scoring PATCHes of one cell are accepted; the next is 429 RATE_LIMITED."""
-    budget, _ = _limited(amp)
-    cell = amp.create_cell()
-    client = amp.as_agent("a")
-    _spend(amp, client, cell["id"], budget)
-    reply = client.patch(f"/memories/{cell['id']}", _scoring(budget))
-    _exhausted(amp, reply, budget)
+    budget, _, spent = _spent_cell(amp)
+    _exhausted(amp, spent.refused, budget)
 
 
 @check("AMP-RATE-02", "AMP-ERR-06", level=MUST)
 def test_429_carries_a_matching_retry_after(amp: Amp) -> None:
     """A 429 has Retry-After in 1..window_seconds, equal to error.details.retry_after_seconds."""
-    budget, window = _limited(amp)
-    cell = amp.create_cell()
-    client = amp.as_agent("a")
-    _spend(amp, client, cell["id"], budget)
-    _refused(amp, client, cell["id"], budget, window, budget)
+    budget, window, spent = _spent_cell(amp)
+    _retry_after(amp, spent.refused, window, budget)
 
 
 @check("AMP-RATE-03", level=SHOULD)
 def test_retry_after_is_the_time_until_the_oldest_edit_leaves(amp: Amp) -> None:
     """Retry-After is about window_seconds minus the age of the oldest counted edit (2 s tolerance)."""
-    budget, window = _limited(amp)
-    cell = amp.create_cell()
-    client = amp.as_agent("a")
-    first = time.monotonic()
-    _spend(amp, client, cell["id"], budget)
-    seconds = _refused(amp, client, cell["id"], budget, window, budget)
-    expected = window - (time.monotonic() - first)
+    budget, window, spent = _spent_cell(amp)
+    seconds = _retry_after(amp, spent.refused, window, budget)
+    expected = window - spent.seconds
     amp.expect(
         abs(seconds - expected) <= 2.0,
         f"Retry-After {seconds} is within 2 s of the time left for the oldest edit ({expected:.1f} s)",
+        spent.refused,
         expected=f"{expected:.1f} ± 2",
     )
 
@@ -284,10 +363,11 @@ def test_non_scoring_patches_cost_nothing(amp: Amp) -> None:
         {"access_policy": {"readable_by": [amp.agent_id("a")]}},
         {"lifecycle": {"expires_at": "2030-01-01T00:00:00Z"}},
     ]
-    for index in range(budget):
-        reply = client.patch(path, bodies[index % len(bodies)])
+    # one of each kind: were any of them counted, the last PATCH of the budget below would be refused
+    for body in bodies:
+        reply = client.patch(path, body)
         amp.expect_status(reply, 200, what="a non-scoring PATCH")
-    _spend(amp, client, cell["id"], budget, counted=f"{budget} non-scoring PATCHes")
+    _spend(amp, client, cell["id"], budget, counted=f"{len(bodies)} non-scoring PATCHes")
     for body in bodies:
         reply = client.patch(path, body)
         amp.expect_status(reply, 200, what="a non-scoring PATCH on a cell whose scoring budget is spent")
@@ -300,9 +380,9 @@ def test_scoring_null_costs_nothing(amp: Amp) -> None:
     cell = amp.create_cell()
     client = amp.as_agent("a")
     path = f"/memories/{cell['id']}"
-    for _ in range(budget):
-        amp.expect_status(client.patch(path, {"scoring": None}), 200, what='a {"scoring": null} PATCH')
-    _spend(amp, client, cell["id"], budget, counted=f'{budget} {{"scoring": null}} PATCHes')
+    # one is enough: were it counted, the last PATCH of the budget below would be refused
+    amp.expect_status(client.patch(path, {"scoring": None}), 200, what='a {"scoring": null} PATCH')
+    _spend(amp, client, cell["id"], budget, counted='a {"scoring": null} PATCH')
     reply = client.patch(path, {"scoring": None})
     amp.expect_status(reply, 200, what='{"scoring": null} on a cell whose scoring budget is spent')
 
@@ -335,11 +415,10 @@ def test_access_is_checked_before_the_budget(amp: Amp) -> None:
     writer, stranger = amp.as_agent("a"), amp.as_agent("b")
     path = f"/memories/{cell['id']}"
     _spend(amp, writer, cell["id"], budget - 1)
-    with about("AMP-RATE-08"):
-        for index in range(3):
-            expect_refusal(
-                amp, stranger.patch(path, _scoring(index)), "a scoring PATCH by an agent without write access"
-            )
+    with about("AMP-RATE-08"):  # were it counted, the writer's last PATCH of the budget would be refused
+        expect_refusal(
+            amp, stranger.patch(path, _scoring(0)), "a scoring PATCH by an agent without write access"
+        )
     _spend(amp, writer, cell["id"], 1, start=budget - 1)
     with about("AMP-RATE-08"):
         expect_refusal(
@@ -400,21 +479,16 @@ def test_no_scoring_patch_is_refused_when_the_limit_is_off(amp: Amp) -> None:
 @check("AMP-RATE-12", level=MUST)
 def test_a_429_changes_nothing(amp: Amp) -> None:
     """A 429 applies nothing, not even the non-scoring members of the same body."""
-    budget, _ = _limited(amp)
-    cell = amp.create_cell()
-    client = amp.as_agent("a")
-    _spend(amp, client, cell["id"], budget)
-    before = _text_of(amp, cell["id"])
-    reply = client.patch(
-        f"/memories/{cell['id']}", {"scoring": {"importance": 0.4}, "content": {"text": "must not be stored"}}
-    )
-    _exhausted(amp, reply, budget)
-    after = _text_of(amp, cell["id"])
+    budget, _, spent = _spent_cell(amp)
+    before = _read_object(amp, spent.before)
+    _exhausted(amp, spent.mixed, budget)
+    after = _read_object(amp, spent.after)
     for section, key in (("content", "text"), ("lifecycle", "last_updated_at"), ("scoring", "importance")):
         amp.expect(
             after[section][key] == before[section][key],
             f"the refused PATCH changed {section}.{key} from {shown(before[section][key])} "
             f"to {shown(after[section][key])}",
+            spent.after,
         )
 
 
@@ -424,7 +498,7 @@ def test_a_scoring_patch_refused_by_validation_uses_no_budget(amp: Amp) -> None:
     budget, _ = _limited(amp)
     cell = amp.create_cell()
     client = amp.as_agent("a")
-    for _ in range(budget):
-        reply = client.patch(f"/memories/{cell['id']}", {"scoring": {"importance": 2}})
-        expect_refused_as_invalid(amp, reply)
-    _spend(amp, client, cell["id"], budget)
+    # one is enough: were it counted, the last valid PATCH of the budget would be refused
+    reply = client.patch(f"/memories/{cell['id']}", {"scoring": {"importance": 2}})
+    expect_refused_as_invalid(amp, reply)
+    _spend(amp, client, cell["id"], budget, counted="a scoring PATCH refused with 422")
