@@ -8,17 +8,19 @@ helpers used by a single module stay private to that module.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from amp_conformance import Amp
 from amp_conformance.amp01.cells import Problem, TimestampError, parse_utc_timestamp, validate_cell
 from amp_conformance.amp01.envelope import envelope_problems
 from amp_conformance.engine.client import Reply
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed
+
+T = TypeVar("T")
 
 # cells: members, validity, timestamps -------------------------------------------------------------
 
@@ -559,3 +561,27 @@ def status_by_list(amp: Amp, owner: str, cell_id: str) -> str | None:
                 found = cell.get("lifecycle", {}).get("status")
                 return str(found) if found is not None else None
     return None
+
+
+# shared steps whose answers each check judges -----------------------------------------------------
+
+
+class Marks:
+    """Positions of a shared step's answers among the requests it sent (``amp.shared`` hands later
+    checks those requests as evidence, so each check rebuilds the replies from its own evidence)."""
+
+    def __init__(self, amp: Amp) -> None:
+        self._amp = amp
+        self._base = len(amp.evidence.exchanges)
+
+    def __call__(self, reply: Reply) -> int:
+        mine = self._amp.evidence.exchanges[self._base :]
+        return next(i for i, exchange in enumerate(mine) if exchange is reply.exchange)
+
+
+def shared_replies(amp: Amp, name: str, make: Callable[[Amp], T]) -> tuple[T, list[Reply]]:
+    """``amp.shared(name, make)`` and the replies of the requests that made it, in order (a value that
+    holds :class:`Marks` positions indexes them)."""
+    start = len(amp.evidence.exchanges)
+    value = amp.shared(name, make)
+    return value, [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]

@@ -63,9 +63,12 @@ class Route:
         path = {"create": "/memories", "patch": "/memories/{id}", "search": "/memories/search"}[self.name]
         return f"{self.method} {path}"
 
-    def path(self, amp: Amp) -> str:
+    def path(self, amp: Amp, *, own_cell: bool = False) -> str:
+        """The route's path; PATCH goes to the module's shared target cell, or with ``own_cell`` to a
+        cell of the check's own (for bytes a server may store and then fail to write back)."""
         if self.name == "patch":
-            return f"/memories/{amp.create_cell()['id']}"
+            cell = amp.create_cell() if own_cell else _patch_target(amp)
+            return f"/memories/{cell['id']}"
         return "/memories/search" if self.name == "search" else "/memories"
 
     def body(self, amp: Amp, slot: str) -> dict[str, Any]:
@@ -80,6 +83,21 @@ class Route:
         if value is not None:
             content["metadata"] = {"probe": value}
         return amp.cell_body(content=content) if self.name == "create" else {"content": content}
+
+
+def _patch_target(amp: Amp) -> dict[str, Any]:
+    """One cell the PATCH probes of well-behaved shapes share (made once per run, per worker).
+
+    Only its content can change (a probe a server reads as JSON rewrites ``content.text``), and no
+    check judges the content or reads the cell: each judges its own PATCH answer. The shapes a server
+    may store as values it later cannot write back (numbers beyond any float, deep nesting) PATCH a
+    cell of their own, so a crash they leave behind is never blamed on another shape."""
+    return amp.shared("bytes:patch-target", lambda a: a.create_cell())
+
+
+def _get_target(amp: Amp) -> dict[str, Any]:
+    """The cell the GET-with-a-body checks read and list: created once, never patched."""
+    return amp.shared("bytes:get-target", lambda a: a.create_cell())
 
 
 ROUTES = (Route("create", "POST"), Route("patch", "PATCH"), Route("search", "POST"))
@@ -261,7 +279,7 @@ def test_duplicate_member_names(amp: Amp, route: Route) -> None:
 @pytest.mark.parametrize("number", ["1e400", "-1e400", HUGE_INTEGER], ids=["1e400", "-1e400", "400-digits"])
 def test_numbers_beyond_any_float(amp: Amp, route: Route, number: str) -> None:
     """A number no double can hold (1e400, a 400-digit integer) is kept, or refused in the envelope."""
-    path = route.path(amp)
+    path = route.path(amp, own_cell=True)
     reply = _send(amp, route, path, _bytes_with(amp, route, "value", number.encode()))
     shown = number if len(number) < 20 else f"a {len(number)}-digit integer"
     what = f"{route.label} with the number {shown}"
@@ -272,7 +290,7 @@ def test_numbers_beyond_any_float(amp: Amp, route: Route, number: str) -> None:
 @by_route
 def test_deep_nesting(amp: Amp, route: Route) -> None:
     """A body nesting arrays 10,000 deep is kept or refused in the envelope, never a crash."""
-    path = route.path(amp)
+    path = route.path(amp, own_cell=True)
     nested = b"[" * DEPTH + b"]" * DEPTH
     reply = _send(amp, route, path, _bytes_with(amp, route, "value", nested))
     what = f"{route.label} nesting arrays {DEPTH:,} deep"
@@ -314,7 +332,7 @@ def test_empty_body(amp: Amp, route: Route) -> None:
 @pytest.mark.parametrize("target", ["read", "list"])
 def test_body_on_get(amp: Amp, target: str) -> None:
     """A GET carrying a JSON body is served as if it had none, or refused in the envelope; never a 5xx."""
-    cell = amp.create_cell()
+    cell = _get_target(amp)
     owner = cell["identity"]["owner_id"] if isinstance(cell.get("identity"), dict) else amp.owner()
     body = json.dumps({"owner_id": amp.owner(), "limit": 1, "status": "deleted"}).encode()
     client = amp.as_agent("a")
