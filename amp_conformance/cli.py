@@ -25,7 +25,13 @@ from amp_conformance._version import __version__
 from amp_conformance.engine.catalogue import expand_areas, levels_up_to
 from amp_conformance.engine.client import normalise_base_url
 from amp_conformance.engine.marking import CheckInfo, check_info
-from amp_conformance.engine.options import COMMAND_OPTION_SPECS, OPTION_SPECS, UsageError, build_options
+from amp_conformance.engine.options import (
+    COMMAND_OPTION_SPECS,
+    OPTION_SPECS,
+    UsageError,
+    build_options,
+    parse_workers,
+)
 from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.report import verdict
 from amp_conformance.engine.run import Run
@@ -42,6 +48,7 @@ def _metavar(name: str) -> str:
     environment variable the command does not read)."""
     known = {"base-url": "URL", "openapi": "PATH|URL", "api-key": "AGENT=KEY", "server-env": "KEY=VALUE"}
     known |= {"app": "MODULE:ATTR", "server-cmd": "CMD", "seed": "N", "fuzz-examples": "N", "only": "AREAS"}
+    known |= {"workers": "N|auto"}
     if name in known:
         return known[name]
     if name in ("timeout", "deadline", "fuzz-seconds", "startup-timeout"):
@@ -139,6 +146,11 @@ def run_suite(
         extra.append(HttpOverride(http))
     protocol = values.get("amp_protocol") or "amp-0.1"
     args = [*_pytest_base_args(protocol), *suite_args(values), "-q" if verbose == 0 else "-v"]
+    workers = parse_workers(values.get("amp_workers"))
+    if workers != 1:
+        if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+            args += ["-p", "xdist.plugin"]
+        args += ["-n", str(workers)]
     if quiet:
         args += ["-qq", "--no-header"]
     if values.get("amp_json") == "-":
@@ -252,6 +264,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     values = vars(namespace)
+    try:
+        workers = parse_workers(values.get("amp_workers"))
+        if workers != 1 and values.get("amp_app"):
+            raise UsageError("--app checks the app in-process, which workers cannot share: use --server-cmd")
+        if workers != 1 and values.get("amp_protocol") == "amp-1.1":
+            raise UsageError("AMP v1.1 runs use one worker (its MCP channel is a single process)")
+    except UsageError as exc:
+        print(f"amp-conformance: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if values.get("amp_app") or values.get("amp_server_cmd"):
         from amp_conformance.engine.app_target import run_with_app
         from amp_conformance.engine.server_process import run_with_server

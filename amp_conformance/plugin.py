@@ -42,6 +42,16 @@ from amp_conformance.engine.outcomes import (
     ToolError,
     TransportFailure,
 )
+from amp_conformance.engine.parallel import (
+    RESULT_ATTRIBUTE,
+    Controller,
+    is_controller,
+    is_worker,
+    plain_nodeid,
+    result_to_wire,
+    worker_input,
+    worker_output,
+)
 from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.report import (
     build_report,
@@ -58,6 +68,10 @@ RUN_KEY = pytest.StashKey[Run]()
 AMP_KEY = pytest.StashKey[Amp]()
 EXPECTATIONS_KEY = pytest.StashKey[Expectations]()
 EXPECTATION_KEY = pytest.StashKey[Expectation]()
+CONTROLLER_KEY = pytest.StashKey[Controller]()
+#: ``--dist`` modes a parallel run accepts: each spreads single checks, and all honour the serial group
+#: once the plugin switches them to loadgroup.
+SPREADING_MODES = ("load", "loadgroup", "worksteal")
 
 
 class HttpOverride:
@@ -100,23 +114,61 @@ def pytest_configure(config: pytest.Config) -> None:
             normalise_base_url(options.base_url)
     except (UsageError, ValueError) as exc:
         raise pytest.UsageError(f"amp-conformance: {exc}") from None
-    if getattr(config.option, "numprocesses", None) or getattr(config.option, "dist", "no") != "no":
-        pytest.exit(
-            "amp-conformance: parallel runs (pytest-xdist -n/--dist) are not supported by the AMP plugin "
-            "yet: run without -n",
-            2,
-        )
     if options.junit_path is not None and not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(options.junit_path)
     http = next((p.http for p in config.pluginmanager.get_plugins() if isinstance(p, HttpOverride)), None)
+    controller = is_controller(config)
+    if controller:
+        problem = _parallel_problem(config, options.protocol, http)
+        if problem:
+            pytest.exit(f"amp-conformance: {problem}", 2)
     if options.expectations_path is not None:
         try:
             config.stash[EXPECTATIONS_KEY] = load_expectations(options.expectations_path)
         except ExpectationsError as exc:
             raise pytest.UsageError(f"amp-conformance: {exc}") from None
-    config.stash[RUN_KEY] = Run(options, http=http)
+    if is_worker(config):
+        config.stash[RUN_KEY] = _worker_run(config, options)
+        return  # a worker shows nothing: the controller reports the merged run
+    run = Run(options, http=http)
+    config.stash[RUN_KEY] = run
+    if controller:
+        run.workers = len(getattr(config.option, "tx", None) or ()) or 1
+        config.stash[CONTROLLER_KEY] = Controller(run)
+        config.pluginmanager.register(config.stash[CONTROLLER_KEY], "amp-parallel-controller")
     if not any(isinstance(p, Progress) for p in config.pluginmanager.get_plugins()):
         config.pluginmanager.register(Progress(active_run), "amp-progress")
+
+
+def _parallel_problem(config: pytest.Config, protocol: str, http: httpx.Client | None) -> str | None:
+    """Why this run cannot be spread over workers, if it cannot."""
+    if protocol != "amp-0.1":
+        return f"{protocol} runs use one worker (its MCP channel is a single process): drop -n/--workers"
+    if http is not None:
+        return (
+            "an in-process app cannot be shared by parallel workers: give the server a port "
+            "(--server-cmd or --base-url) or drop -n/--workers"
+        )
+    dist = getattr(config.option, "dist", "no")
+    if dist not in SPREADING_MODES:
+        return f"--dist {dist} is not supported: leave --dist out (the plugin schedules the checks itself)"
+    return None
+
+
+def _worker_run(config: pytest.Config, options: Any) -> Run:
+    """A worker's run: the controller's run id and conventions, its own namespace."""
+    briefing = worker_input(config)
+    run = Run(options, run_id=briefing.get("amp_run_id"), worker=str(briefing.get("workerid", "gw")))
+    run.preflight_problem = briefing.get("amp_preflight_problem")
+    spec = briefing.get("amp_spec")
+    if isinstance(spec, dict):
+        run.adopt_spec_state(spec)
+    conventions = briefing.get("amp_conventions")
+    if isinstance(conventions, dict):
+        from amp_conformance.amp01.conventions import Conventions
+
+        run.conventions = Conventions.from_wire(conventions)
+    return run
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -138,12 +190,30 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             keep=options.keep_cells,
         )
         problem = hooks.start(session.config)
+    elif is_worker(session.config):
+        return  # the controller ran the preflight
     else:
         problem = preflight(run)
     if problem:
         # one line, no pytest banner: no check is run (all are deselected) and the session ends with 2
         run.preflight_problem = problem
         print(f"amp-conformance: {problem}", file=sys.stderr, flush=True)
+    controller = session.config.stash.get(CONTROLLER_KEY, None)
+    if controller is not None:
+        controller.briefing = _briefing(run)
+
+
+def _briefing(run: Run) -> dict[str, Any]:
+    """What every worker of a parallel run starts from: detected once here, seen by all."""
+    briefing: dict[str, Any] = {"amp_run_id": str(run.id), "amp_preflight_problem": run.preflight_problem}
+    if run.preflight_problem is None and run.options.protocol == "amp-0.1":
+        from amp_conformance.amp01.conventions import detect_conventions
+
+        briefing["amp_spec"] = run.spec_state()
+        conventions = detect_conventions(run)
+        run.conventions = conventions
+        briefing["amp_conventions"] = conventions.as_wire()
+    return briefing
 
 
 def preflight(run: Run) -> str | None:
@@ -240,7 +310,7 @@ def pytest_runtest_makereport(
     context = item.stash.get(AMP_KEY, None)
     evidence = context.evidence if context is not None else _protocol_evidence(run, item)
     result = CheckResult(
-        nodeid=item.nodeid,
+        nodeid=plain_nodeid(item.nodeid),
         name=item.name,
         title=info.title,
         requirements=info.requirements,
@@ -277,7 +347,9 @@ def pytest_runtest_makereport(
     report.user_properties.append(("amp_requirements", ",".join(info.requirements)))
     report.user_properties.append(("amp_level", result.level))
     report.user_properties.append(("amp_outcome", result.outcome))
-    run.results[item.nodeid] = result
+    run.results[result.nodeid] = result
+    if is_worker(item.config):
+        setattr(report, RESULT_ATTRIBUTE, result_to_wire(result, run.root_steps.get(result.nodeid)))
     return report
 
 
@@ -356,6 +428,11 @@ def _classify(
             _as_skipped(report, f"blocked by {error.requirement} ({error.step})")
             return
         # no selected check asks about the broken step: this check reports the root cause, once
+        run.root_steps[result.nodeid] = {
+            "requirement": error.requirement,
+            "step": error.step,
+            "level": info.level,
+        }
     if isinstance(error, CheckFailure) or (type(error) is AssertionError and report.when == "call"):
         failure = error
         exchange = failure.exchange if isinstance(failure, CheckFailure) else None
@@ -412,6 +489,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if run is None:
         return
     run.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    output = worker_output(session.config)
+    if output is not None:  # a worker: clean up its own cells and tell the controller what it counted
+        if not run.preflight_problem:
+            run.clean_up()
+        output["amp"] = {
+            "requests": run.connection.requests,
+            "cleanup_requests": run.cleanup_requests,
+            "cleanup": run.cleanup,
+            "broken_reason": run.connection.broken_reason,
+        }
+        return
+    controller = session.config.stash.get(CONTROLLER_KEY, None)
+    if controller is not None:
+        controller.merge()
+        expectations = session.config.stash.get(EXPECTATIONS_KEY, None)
+        for result in run.results.values():
+            if expectations is not None:
+                expectations.match(result.nodeid, result.name, result.requirements)
     if run.preflight_problem:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         if run.options.protocol == "amp-1.1":
@@ -446,7 +541,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     run = active_run(config)
-    if run is None or run.preflight_problem:
+    if run is None or run.preflight_problem or is_worker(config):
         return
     terminalreporter.write_line(render_summary(run))
     if run.expectations_report is not None:

@@ -8,6 +8,7 @@ documented answer when detection could not decide.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,21 @@ class Conventions:
 
     def refusal_codes(self) -> tuple[str, ...]:
         return (self.refusal_code,) if self.refusal_code in REFUSAL_CODES else REFUSAL_CODES
+
+    def as_wire(self) -> dict[str, Any]:
+        """Plain data for a parallel run's workers (see :meth:`from_wire`)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> Conventions:
+        unknown = data.get("unknown_id")
+        return cls(
+            unknown_id=(int(unknown[0]), unknown[1]) if isinstance(unknown, list | tuple) else None,
+            refusal_code=data.get("refusal_code"),
+            id_form=data.get("id_form"),
+            deleted_read=data.get("deleted_read"),
+            problems=[str(p) for p in data.get("problems", [])],
+        )
 
     def as_report(self) -> dict[str, Any]:
         def entry(value: str | None) -> dict[str, Any]:

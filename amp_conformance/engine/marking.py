@@ -12,6 +12,9 @@ from amp_conformance.engine.catalogue import LEVELS, MUST, area_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 MARK = "amp"
+#: Areas whose checks share a clock or the whole store (rate windows, lifecycle passes, the admin route,
+#: retention): in a parallel run they all run in the serial group.
+SERIAL_AREAS = frozenset({"rate", "lc", "admin", "ret"})
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,12 @@ class CheckInfo:
     deadline: float | None = None
     global_effects: bool = False
     stance: str | None = None
+    serial: bool = False
+
+    @property
+    def in_serial_group(self) -> bool:
+        """Runs in the serial group of a parallel run: one such check at a time, on one worker."""
+        return self.global_effects or self.serial or self.area in SERIAL_AREAS
 
 
 def check(
@@ -32,12 +41,15 @@ def check(
     deadline: float | None = None,
     global_effects: bool = False,
     stance: str | None = None,
+    serial: bool = False,
 ) -> Callable[[F], F]:
     """Mark a test as a conformance check of ``requirements`` (AMP-AREA-NN ids) at ``level``.
 
     ``area`` defaults to the area of the first id; ``deadline`` overrides the run's per-check deadline
     for checks that must wait (decay, rate windows); ``global_effects`` marks checks that run
-    store-wide operations and therefore need ``--allow-global-effects``.
+    store-wide operations and therefore need ``--allow-global-effects``; ``serial`` marks checks that
+    must not overlap one another in a parallel run (time windows, decay clocks): both run in the serial
+    group, one at a time on one worker.
 
     ``level`` is the catalogue's (the strongest level of the cited ids, a project test keeps them
     equal) unless ``stance`` names the requirements.md §2 conflict (``"C-23"``) that documents a
@@ -54,6 +66,7 @@ def check(
         deadline=deadline,
         global_effects=global_effects,
         stance=stance,
+        serial=serial,
     )
 
 
@@ -74,4 +87,5 @@ def check_info(item: pytest.Item) -> CheckInfo | None:
         deadline=kwargs.get("deadline"),
         global_effects=bool(kwargs.get("global_effects")),
         stance=kwargs.get("stance"),
+        serial=bool(kwargs.get("serial")),
     )

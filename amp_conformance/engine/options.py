@@ -99,12 +99,28 @@ COMMAND_OPTION_SPECS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec("server-log", "keep the started server's output in this file"),
     OptionSpec("app", "check a Python ASGI app in-process: module:attribute (an app or a factory)"),
+    OptionSpec(
+        "workers",
+        "run the checks in N worker processes at once (pytest-xdist; 'auto': one per core; default 1): "
+        "for distant or slow servers, which then see up to N requests at a time",
+        {"default": "1"},
+    ),
 )
 """Options of the command only (they start or load the server before pytest runs)."""
 
 
 class UsageError(ValueError):
     """Options that cannot work together; the command exits 2 with this message."""
+
+
+def parse_workers(value: object) -> int | str:
+    """``--workers``: a whole number of at least 1, or ``auto``."""
+    text = str(value if value is not None else "1").strip().lower()
+    if text == "auto":
+        return "auto"
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"--workers takes a number of at least 1 or 'auto', not {value!r}")
+    return int(text)
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,7 @@ class Progress:
         if self.bad:
             parts.append(f"{self.bad} failed or errored")
         parts.append(_clock(time.monotonic() - self.started))
-        sent = getattr(getattr(run, "connection", None), "requests", None)
+        sent = getattr(run, "requests_sent", None)
         if isinstance(sent, int):
             parts.append(f"{sent} requests")
         fuzzed = fuzz_requests() - self._fuzz_at_start

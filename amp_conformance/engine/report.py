@@ -197,7 +197,7 @@ def build_report(run: Run) -> dict[str, Any]:
     finished = run.finished_monotonic or time.monotonic()
     conventions = run.conventions_if_detected()
     protocol = run.options.protocol
-    total = run.connection.requests or sum(len(r.exchanges) for r in run.results.values())
+    total = run.requests_sent or sum(len(r.exchanges) for r in run.results.values())
     return {
         "report_version": REPORT_VERSION,
         "protocol": protocol,
@@ -321,8 +321,9 @@ def render_summary(run: Run) -> str:
         "",
         f"requirements cited: {len(summary['requirements_cited'])}"
         + (
-            f"; requests sent: {run.connection.requests} ({run.cleanup_requests} for cleanup)"
-            if run.connection.requests
+            f"; requests sent: {run.requests_sent} ({run.cleanup_requests} for cleanup)"
+            + (f"; {run.workers} workers" if run.workers > 1 else "")
+            if run.requests_sent
             else ""
         ),
     ]

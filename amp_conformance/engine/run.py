@@ -97,10 +97,20 @@ CLEANUP_CONCURRENCY = 8
 class Run:
     """The session-wide state behind the ``amp`` fixture."""
 
-    def __init__(self, options: SuiteOptions, *, http: httpx.Client | None = None):
+    def __init__(
+        self,
+        options: SuiteOptions,
+        *,
+        http: httpx.Client | None = None,
+        run_id: str | None = None,
+        worker: str | None = None,
+    ):
         self.options = options
-        self.id = ULID()
-        self.prefix = f"amp-ct-{str(self.id).lower()}"
+        self.id = ULID.from_str(run_id) if run_id else ULID()
+        self.worker = worker
+        """The xdist worker id (``gw0``...) in a parallel run's worker, else None."""
+        # a parallel run's workers share the run id; each works under its own namespace
+        self.prefix = f"amp-ct-{str(self.id).lower()}" + (f"-{worker}" if worker else "")
         self.started_at = datetime.now(UTC)
         self.started_monotonic = time.monotonic()
         self.finished_monotonic: float | None = None
@@ -125,8 +135,13 @@ class Run:
         about is reported by the first check it blocks, so a narrow selection still sees it."""
         self.root_causes: dict[str, str] = {}
         """Root-cause requirement -> the check that reports it as a failure."""
+        self.root_steps: dict[str, dict[str, str]] = {}
+        """Check -> the broken step it reported as its own failure because no selected check asks
+        about it (``{"requirement", "step", "level"}``)."""
         self.cleanup: dict[str, Any] = {"attempted": 0, "deleted": 0, "problems": []}
         self.cleanup_requests = 0
+        self.worker_requests = 0
+        """Requests the workers of a parallel run sent (their cleanup included); 0 in a serial run."""
         self.workers = 1
         self.preflight_problem: str | None = None
         self.interrupted = False
@@ -205,6 +220,23 @@ class Run:
             else:
                 self._spec_error = f"GET /spec answered {reply.status}"
         return self._spec
+
+    def spec_state(self) -> dict[str, Any]:
+        """What ``GET /spec`` gave, as plain data (a parallel run's workers adopt the controller's)."""
+        self.fetch_spec()
+        return {
+            "spec": self._spec,
+            "error": self._spec_error,
+            "status": self.spec_status,
+            "transport": self.spec_failed_in_transport,
+        }
+
+    def adopt_spec_state(self, state: dict[str, Any]) -> None:
+        self._spec_fetched = True
+        self._spec = state.get("spec")
+        self._spec_error = state.get("error")
+        self.spec_status = state.get("status")
+        self.spec_failed_in_transport = bool(state.get("transport"))
 
     @property
     def spec_error(self) -> str | None:
@@ -299,6 +331,11 @@ class Run:
             if problem:
                 self.cleanup["problems"].append(problem)
         return not self.connection.broken_reason
+
+    @property
+    def requests_sent(self) -> int:
+        """Every request the run sent, its workers' included."""
+        return self.connection.requests + self.worker_requests
 
     def run_client(self, agent: Agent) -> Client:
         return self.client(agent, log=[], deadline=time.monotonic() + self.options.timeout * 3)

@@ -1,0 +1,287 @@
+"""Parallel runs on pytest-xdist: which process is which, and what crosses between them.
+
+The controller (the process the user started) checks nothing itself: it runs the preflight, settles
+what every worker must agree on (the run id, the server's conventions) and hands it to each worker in
+``workerinput``; each worker runs checks under its own namespace and cleans up its own cells; its
+results come back on the test reports (``report.amp_result``, carried by pytest's own report
+serialisation) and its counts in ``workeroutput``. The controller merges them into one :class:`Run`,
+which every report renders exactly as a serial run's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.marking import MARK, SERIAL_AREAS
+from amp_conformance.engine.outcomes import BLOCKED, WARN
+from amp_conformance.engine.replay import ReplayContext
+from amp_conformance.engine.run import CheckResult, Run
+
+#: The work unit of the checks that must not overlap one another (``CheckInfo.in_serial_group``).
+SERIAL_GROUP = "amp-serial"
+#: What xdist appends to a node id grouped with ``xdist_group`` under ``--dist loadgroup``.
+_GROUP_SUFFIX = re.compile(r"@[\w-]+$")
+RESULT_ATTRIBUTE = "amp_result"
+
+_EXCHANGE_FIELDS = tuple(f.name for f in dataclasses.fields(Exchange) if f.name != "replay")
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def is_controller(config: pytest.Config) -> bool:
+    """This process hands checks to xdist workers (``-n N`` with N > 0)."""
+    if is_worker(config):
+        return False
+    return bool(getattr(config.option, "tx", None)) and getattr(config.option, "dist", "no") != "no"
+
+
+def worker_input(config: pytest.Config) -> dict[str, Any]:
+    value: dict[str, Any] = getattr(config, "workerinput", {})
+    return value
+
+
+def worker_output(config: pytest.Config) -> dict[str, Any] | None:
+    value: dict[str, Any] | None = getattr(config, "workeroutput", None)
+    return value
+
+
+def plain_nodeid(nodeid: str) -> str:
+    """The check's node id as a serial run names it (without the serial group's suffix)."""
+    return _GROUP_SUFFIX.sub("", nodeid) if "@" in nodeid.rsplit("]", 1)[-1] else nodeid
+
+
+# what crosses -------------------------------------------------------------------------------------
+
+
+def exchange_to_wire(exchange: Exchange) -> dict[str, Any]:
+    return {name: getattr(exchange, name) for name in _EXCHANGE_FIELDS}
+
+
+def exchange_from_wire(data: dict[str, Any], replay: ReplayContext | None) -> Exchange:
+    exchange = Exchange(**{name: data[name] for name in _EXCHANGE_FIELDS if name in data})
+    exchange.replay = replay
+    return exchange
+
+
+def result_to_wire(result: CheckResult, root_step: dict[str, str] | None) -> dict[str, Any]:
+    """A worker's check result as plain data (bytes, strings, numbers, lists and dicts), with the
+    broken step it reported as its own failure (``root_step``), which the controller may fold into an
+    earlier reporter, as a serial run would have."""
+    data: dict[str, Any] = {}
+    for field in dataclasses.fields(CheckResult):
+        value = getattr(result, field.name)
+        if field.name == "exchanges":
+            value = [exchange_to_wire(e) for e in value]
+        elif field.name == "failing_exchange":
+            value = _index_of(result, value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        data[field.name] = value
+    data["nodeid"] = plain_nodeid(result.nodeid)
+    data["root_step"] = root_step
+    return data
+
+
+def result_from_wire(data: dict[str, Any], replay: ReplayContext | None) -> tuple[CheckResult, Any]:
+    """The check result a worker sent, and its ``root_step``."""
+    exchanges = [exchange_from_wire(e, replay) for e in data.get("exchanges", [])]
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(CheckResult):
+        if field.name not in data:
+            continue
+        value = data[field.name]
+        if field.name == "exchanges":
+            value = exchanges
+        elif field.name == "failing_exchange":
+            value = _exchange_at(exchanges, value, replay)
+        elif field.name in ("requirements", "finding_requirements"):
+            value = tuple(value)
+        values[field.name] = value
+    return CheckResult(**values), data.get("root_step")
+
+
+def _index_of(result: CheckResult, exchange: Exchange | None) -> int | dict[str, Any] | None:
+    """The failing exchange as its place in the check's exchanges (or whole, when it is not there)."""
+    if exchange is None:
+        return None
+    for index, candidate in enumerate(result.exchanges):
+        if candidate is exchange:
+            return index
+    return exchange_to_wire(exchange)
+
+
+def _exchange_at(
+    exchanges: list[Exchange], value: int | dict[str, Any] | None, replay: ReplayContext | None
+) -> Exchange | None:
+    if isinstance(value, int):
+        return exchanges[value] if 0 <= value < len(exchanges) else None
+    if isinstance(value, dict):
+        return exchange_from_wire(value, replay)
+    return None
+
+
+# merging ------------------------------------------------------------------------------------------
+
+
+def merge_worker_output(run: Run, output: dict[str, Any]) -> None:
+    """Add one worker's counts (requests, cleanup) to the controller's run."""
+    counts = output.get("amp")
+    if not isinstance(counts, dict):
+        return
+    run.worker_requests += int(counts.get("requests", 0))
+    run.cleanup_requests += int(counts.get("cleanup_requests", 0))
+    cleanup = counts.get("cleanup", {})
+    run.cleanup["attempted"] += int(cleanup.get("attempted", 0))
+    run.cleanup["deleted"] += int(cleanup.get("deleted", 0))
+    run.cleanup["problems"].extend(str(p) for p in cleanup.get("problems", []))
+    broken = counts.get("broken_reason")
+    if broken and run.connection.broken_reason is None:
+        run.connection.broken_reason = str(broken)  # the summary says the server went away
+
+
+def fold_root_steps(run: Run, root_steps: dict[str, dict[str, str]], order: list[str]) -> None:
+    """Workers decide alone whether a broken step nobody asks about is theirs to report; a serial run
+    lets only the first check (in collection order) report it and blocks the others under it."""
+    reporter: dict[str, str] = {}
+    for nodeid in order:
+        step = root_steps.get(nodeid)
+        result = run.results.get(nodeid)
+        if step is None or result is None:
+            continue
+        requirement = step["requirement"]
+        first = reporter.setdefault(requirement, nodeid)
+        if first == nodeid:
+            continue
+        if result.outcome == WARN and result.warnings:
+            result.warnings.pop(0)  # the finding it reported, now its root cause's
+        result.outcome = BLOCKED
+        result.blocked_by = {"requirement": requirement, "step": step["step"], "check": first}
+        result.finding_requirements = ()
+        result.level = step["level"]
+        result.expected = None
+
+
+def in_collection_order(run: Run, order: list[str]) -> None:
+    """Put the merged results in the order a serial run would have produced them."""
+    position = {nodeid: index for index, nodeid in enumerate(order)}
+    ranked = sorted(run.results.items(), key=lambda item: position.get(item[0], len(position)))
+    run.results = dict(ranked)
+
+
+# the controller's side ----------------------------------------------------------------------------
+
+
+class Controller:
+    """The pytest plugin of a parallel run's controller: it briefs every worker (``workerinput``),
+    turns the results that come back on the reports into the run's, and adds up what the workers
+    counted when they stop."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.briefing: dict[str, Any] = {}
+        """What every worker starts from (set before the workers start)."""
+        self.order: list[str] = []
+        self.root_steps: dict[str, dict[str, str]] = {}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput.update(self.briefing)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if not self.order:
+            self.order = [plain_nodeid(nodeid) for nodeid in ids]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # before the terminal, JUnit and progress see it: the report names the check as a serial run does
+        report.nodeid = plain_nodeid(report.nodeid)
+        data = getattr(report, RESULT_ATTRIBUTE, None)
+        if not isinstance(data, dict):
+            return
+        result, root_step = result_from_wire(data, self.run.connection.replay)
+        self.run.results[result.nodeid] = result
+        self.run.selected_requirements.update(result.requirements)
+        if isinstance(root_step, dict):
+            self.root_steps[result.nodeid] = root_step
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        return make_scheduler(config, log)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        output = getattr(node, "workeroutput", None)
+        if isinstance(output, dict):
+            merge_worker_output(self.run, output)
+
+    def merge(self) -> None:
+        """Once every worker is done: the results in serial order, each broken step reported once."""
+        order = self.order or list(self.run.results)
+        in_collection_order(self.run, order)
+        fold_root_steps(self.run, self.root_steps, order)
+
+
+# scheduling ---------------------------------------------------------------------------------------
+
+
+def serial_check_finder(config: pytest.Config) -> Callable[[str], bool]:
+    """Whether a node id names a check of the serial group, read from the check's own ``@check`` mark
+    (the controller collects nothing: it imports the module the way pytest does). A node id that
+    cannot be read is treated as serial: slower, never wrong."""
+    from _pytest.pathlib import import_path
+
+    root = config.rootpath
+    mode = config.getoption("importmode", "prepend")
+    namespaces = bool(config.getini("consider_namespace_packages"))
+    cache: dict[str, bool] = {}
+
+    def is_serial(nodeid: str) -> bool:
+        nodeid = plain_nodeid(nodeid)
+        if nodeid not in cache:
+            try:
+                path, *names = nodeid.split("[", 1)[0].split("::")
+                target: Any = import_path(
+                    root / path, mode=mode, root=root, consider_namespace_packages=namespaces
+                )
+                for name in names:
+                    target = getattr(target, name)
+                cache[nodeid] = _marked_serial(target)
+            except Exception:
+                cache[nodeid] = True
+        return cache[nodeid]
+
+    return is_serial
+
+
+def _marked_serial(function: Any) -> bool:
+    for mark in getattr(function, "pytestmark", []):
+        if getattr(mark, "name", None) == MARK:
+            kwargs = mark.kwargs
+            return bool(
+                kwargs.get("global_effects") or kwargs.get("serial") or kwargs.get("area") in SERIAL_AREAS
+            )
+    return False  # not a check: a plain test has no say over the server
+
+
+def make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scope scheduling with one scope for the serial group and one per other check: the
+    serial group (the largest unit, so it starts first) runs on one worker, one check at a time, while
+    the other workers take single checks as they free up."""
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    is_serial = serial_check_finder(config)
+
+    class SerialGroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return SERIAL_GROUP if is_serial(nodeid) else nodeid
+
+    return SerialGroupScheduling(config, log)
