@@ -585,3 +585,10 @@ def shared_replies(amp: Amp, name: str, make: Callable[[Amp], T]) -> tuple[T, li
     start = len(amp.evidence.exchanges)
     value = amp.shared(name, make)
     return value, [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
+
+
+def open_route_reply(amp: Amp, path: str) -> Reply:
+    """One anonymous ``GET path`` of an open route (``/health``, ``/spec``), sent once per run and
+    judged by every check that asks."""
+    _, replies = shared_replies(amp, f"open-route:{path}", lambda a: a.anonymous().get(path))
+    return replies[0]

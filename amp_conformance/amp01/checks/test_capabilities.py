@@ -11,7 +11,13 @@ from __future__ import annotations
 from typing import Any, TypeGuard
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import about, expect_error, expect_refused_as_invalid, shown
+from amp_conformance.amp01.checks._support import (
+    about,
+    expect_error,
+    expect_refused_as_invalid,
+    open_route_reply,
+    shown,
+)
 from amp_conformance.engine.client import Reply
 
 CAPABILITY_MEMBERS = (
@@ -92,8 +98,9 @@ def _capability_problems(caps: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _spec_reply(amp: Amp) -> Reply:
-    reply = amp.anonymous().get("/spec")
+def _spec_reply(amp: Amp, *, fresh: bool = False) -> Reply:
+    """An anonymous GET /spec: the run's shared one, or with ``fresh`` one sent now."""
+    reply = amp.anonymous().get("/spec") if fresh else open_route_reply(amp, "/spec")
     amp.expect_status(reply, 200, what="GET /spec")
     return reply
 
@@ -268,8 +275,8 @@ def test_deployment_facts_are_well_formed(amp: Amp) -> None:
 def test_capabilities_stay_the_same_during_the_run(amp: Amp) -> None:
     """Capability values do not change between calls during one server run."""
     first = amp.spec
-    for _ in range(2):
-        reply = _spec_reply(amp)
+    for fresh in (False, True):  # the run's shared GET /spec, then one sent now
+        reply = _spec_reply(amp, fresh=fresh)
         now = reply.json_object().get("capabilities")
         changed = sorted(
             name

@@ -1,15 +1,17 @@
-"""Health and the protocol version the server reports (AMP-HEALTH, AMP-CAP-01..03)."""
+"""Health and the protocol version the server reports (AMP-HEALTH, AMP-CAP-01..03).
+
+The checks judge one anonymous GET of ``/health`` and one of ``/spec``, sent once per run."""
 
 from __future__ import annotations
 
 from amp_conformance import MUST, Amp, check
-from amp_conformance.amp01.checks._support import shown
+from amp_conformance.amp01.checks._support import open_route_reply, shown
 
 
 @check("AMP-HEALTH-01", level=MUST)
 def test_health_reports_ok_and_the_protocol_version(amp: Amp) -> None:
     """GET /health answers 200 {"status": "ok", "amp_version": "0.1.0"}."""
-    reply = amp.anonymous().get("/health")
+    reply = open_route_reply(amp, "/health")
     amp.expect_status(reply, 200)
     body = reply.json_object()
     amp.expect(body.get("status") == "ok", f"status is 'ok' (got {shown(body.get('status'))})", reply)
@@ -23,7 +25,7 @@ def test_health_reports_ok_and_the_protocol_version(amp: Amp) -> None:
 @check("AMP-HEALTH-02", "AMP-AUTH-07", level=MUST)
 def test_health_needs_no_identity_and_answers_json(amp: Amp) -> None:
     """GET /health needs neither agent id nor key, and answers JSON."""
-    reply = amp.anonymous().get("/health")
+    reply = open_route_reply(amp, "/health")
     amp.expect_status(reply, 200)
     content_type = reply.headers.get("content-type", "")
     amp.expect(
@@ -37,7 +39,7 @@ def test_health_needs_no_identity_and_answers_json(amp: Amp) -> None:
 @check("AMP-CAP-01", level=MUST)
 def test_spec_reports_version_and_capabilities(amp: Amp) -> None:
     """GET /spec answers 200 with amp_version "0.1.0" and a capabilities object, without identity."""
-    reply = amp.anonymous().get("/spec")
+    reply = open_route_reply(amp, "/spec")
     amp.expect_status(reply, 200)
     body = reply.json_object()
     amp.expect(
@@ -51,8 +53,8 @@ def test_spec_reports_version_and_capabilities(amp: Amp) -> None:
 @check("AMP-CAP-03", level=MUST)
 def test_spec_and_health_agree_on_the_version(amp: Amp) -> None:
     """/spec and /health report the same amp_version."""
-    health = amp.anonymous().get("/health")
-    spec = amp.anonymous().get("/spec")
+    health = open_route_reply(amp, "/health")
+    spec = open_route_reply(amp, "/spec")
     amp.expect_status(health, 200)
     amp.expect_status(spec, 200)
     versions = (health.json_object().get("amp_version"), spec.json_object().get("amp_version"))

@@ -9,17 +9,26 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import shown
+from amp_conformance.amp01.checks._support import shared_replies, shown
 from amp_conformance.engine.client import Reply
 
 
-def served_document(amp: Amp) -> tuple[dict[str, Any], Reply]:
-    """``/openapi.json`` at the origin root, else at the base URL (C-28: warn), else the check fails."""
+def _fetch(amp: Amp) -> None:
+    """GET ``/openapi.json`` at the origin root and, when that is not a 200, at the base URL."""
     client = amp.anonymous()
-    at_root = client.get("/openapi.json", root=True)
+    if client.get("/openapi.json", root=True).status != 200:
+        client.get("/openapi.json")
+
+
+def served_document(amp: Amp) -> tuple[dict[str, Any], Reply]:
+    """``/openapi.json`` at the origin root, else at the base URL (C-28: warn), else the check fails.
+
+    Fetched once per run (``amp.shared``); each check judges the answers itself."""
+    _, replies = shared_replies(amp, "oas:document", _fetch)
+    at_root = replies[0]
     if at_root.status == 200:
         return at_root.json_object(), at_root
-    at_base = client.get("/openapi.json")
+    at_base = replies[1]
     if at_base.status == 200:
         amp.warn(
             "the OpenAPI document is served at the base URL, not at the origin root (C-28)",
