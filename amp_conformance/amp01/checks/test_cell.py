@@ -3,25 +3,32 @@
 Every cell a check receives goes through :func:`expect_valid_cell`, the shared cell checker
 (``amp_conformance.amp01.cells``: jsonschema against our contract, python-ulid for the id, UTC timestamps).
 It and the other helpers this module shares with ``test_create`` and ``test_read`` live in ``_support``.
+Checks that only judge a create's answer, or read a cell without asserting on its access counters, use
+the cells ``_shared_cells`` makes once per run; checks that PATCH a cell make their own.
 """
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.amp01.cells import CellIdError, parse_cell_id
+from amp_conformance.amp01.checks._shared_cells import (
+    RICH_METADATA,
+    created_reply,
+    full_cell,
+    minimal_cell,
+    owner_set,
+    series_cells,
+)
 from amp_conformance.amp01.checks._support import (
     SKEW,
-    create_step,
     created,
     expect_refusal,
     expect_step,
     expect_valid_cell,
     expect_validation_error,
-    full_body,
     list_owner,
     member,
     post_cell,
@@ -41,13 +48,19 @@ _SUB_FIELDS = {
 }
 
 
+def _valid(amp: Amp, made: dict[str, Any], what: str) -> tuple[dict[str, Any], Reply]:
+    """A shared cell's create answer, validated as :func:`created` validates a check's own."""
+    cell = made["cell"]
+    reply = created_reply(amp, cell["id"])
+    return expect_valid_cell(amp, cell, reply, f"the cell returned by {what}"), reply
+
+
 @check("AMP-CELL-01", "AMP-CELL-02", level=MUST)
 def test_created_and_read_cells_validate(amp: Amp) -> None:
     """Minimal and full cells validate against the schema on create and on read (six required members)."""
-    for label, body in (("a minimal create", amp.cell_body()), ("a full create", full_body(amp))):
-        reply = post_cell(amp, body)
-        create_step(amp, reply, label)
-        cell = reply.json_object()
+    for label, made in (("a minimal create", minimal_cell(amp)), ("a full create", full_cell(amp))):
+        cell = made["cell"]
+        reply = created_reply(amp, cell["id"])
         missing = [name for name in _REQUIRED if name not in cell]
         amp.expect(not missing, f"{label}: the cell lacks required member(s) {', '.join(missing)}", reply)
         expect_valid_cell(amp, cell, reply, f"the cell returned by {label}")
@@ -64,9 +77,8 @@ def test_created_and_read_cells_validate(amp: Amp) -> None:
 @check("AMP-CELL-03", level=SHOULD)
 def test_cell_carries_every_optional_sub_field(amp: Amp) -> None:
     """A minimal cell carries scoring, access_policy and provenance with every sub-field present."""
-    reply = post_cell(amp, amp.cell_body())
-    create_step(amp, reply, "creating a minimal cell")
-    cell = reply.json_object()
+    cell = minimal_cell(amp)["cell"]
+    reply = created_reply(amp, cell["id"])
     missing = []
     for name, fields in _SUB_FIELDS.items():
         part = cell.get(name)
@@ -85,11 +97,10 @@ def test_cell_carries_every_optional_sub_field(amp: Amp) -> None:
 @check("AMP-CELL-04", level=MUST)
 def test_amp_version_is_0_1_0_on_every_cell(amp: Amp) -> None:
     """amp_version is "0.1.0" on created, read and listed cells."""
-    body = amp.cell_body()
-    owner = body["identity"]["owner_id"]
-    reply = post_cell(amp, body)
-    create_step(amp, reply, "creating a cell")
-    cell = reply.json_object()
+    made = minimal_cell(amp)
+    owner = made["body"]["identity"]["owner_id"]
+    cell = made["cell"]
+    reply = created_reply(amp, cell["id"])
     amp.expect(
         cell.get("amp_version") == "0.1.0",
         f"created: amp_version is '0.1.0' (got {shown(cell.get('amp_version'))})",
@@ -109,9 +120,8 @@ def test_amp_version_is_0_1_0_on_every_cell(amp: Amp) -> None:
 @check("AMP-CELL-05", level=MUST)
 def test_id_is_a_ulid(amp: Amp) -> None:
     """The id is a ULID, bare or behind 'mem_' (C-03: either form passes; the form is reported)."""
-    reply = post_cell(amp, amp.cell_body())
-    create_step(amp, reply, "creating a cell")
-    cell_id = reply.json_object().get("id")
+    cell_id = minimal_cell(amp)["cell"].get("id")
+    reply = created_reply(amp, str(cell_id))
     amp.expect(isinstance(cell_id, str), f"id is a string (got {shown(cell_id)})", reply)
     try:
         _, form = parse_cell_id(str(cell_id))
@@ -122,30 +132,26 @@ def test_id_is_a_ulid(amp: Amp) -> None:
 
 @check("AMP-CELL-06", level=MUST)
 def test_ids_are_unique(amp: Amp) -> None:
-    """Twenty cells created in a row have twenty distinct ids."""
-    ids: list[str] = []
-    last: Reply | None = None
-    for index in range(20):
-        last = post_cell(amp, amp.cell_body(content={"text": f"uniqueness probe {index}"}))
-        create_step(amp, last, f"creating cell {index + 1} of 20")
-        cell_id = last.json_object().get("id")
-        amp.expect(isinstance(cell_id, str), f"cell {index + 1} has a string id", last)
-        ids.append(str(cell_id))
+    """The run's shared cells have distinct ids: ten creates, five of them one owner's identical texts
+    sent back to back, three sent 6 ms apart."""
+    made = [minimal_cell(amp), *series_cells(amp)]
+    owner = owner_set(amp)
+    made += [*owner["cells"], owner["other"]]
+    ids = [str(m["cell"]["id"]) for m in made]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
-    amp.expect(not duplicates, f"20 creates gave duplicate ids: {', '.join(duplicates)}", last)
+    amp.expect(
+        not duplicates,
+        f"{len(ids)} creates gave duplicate ids: {', '.join(duplicates)}",
+        created_reply(amp, duplicates[0]) if duplicates else None,
+    )
 
 
 @check("AMP-CELL-07", level=SHOULD)
 def test_ids_follow_creation_order(amp: Amp) -> None:
     """Ids of cells created a few ms apart sort in creation order; the ULID time matches created_at."""
-    cells: list[tuple[str, Reply, dict[str, Any]]] = []
-    for index in range(5):
-        if index:
-            time.sleep(0.006)
-        reply = post_cell(amp, amp.cell_body(content={"text": f"ordering probe {index}"}))
-        create_step(amp, reply, f"creating cell {index + 1} of 5")
-        cell = reply.json_object()
-        cells.append((str(cell.get("id")), reply, cell))
+    cells = [
+        (str(m["cell"]["id"]), created_reply(amp, m["cell"]["id"]), m["cell"]) for m in series_cells(amp)
+    ]
     ulids = []
     for cell_id, reply, cell in cells:
         try:
@@ -174,8 +180,9 @@ def test_ids_follow_creation_order(amp: Amp) -> None:
 @check("AMP-CELL-08", level=MUST)
 def test_type_is_one_of_the_three_memory_types(amp: Amp) -> None:
     """episodic, semantic and procedural are accepted and echoed; type 'literal' is 422."""
+    made = {m["body"]["type"]: m for m in reversed(owner_set(amp)["cells"])}
     for memory_type in ("episodic", "semantic", "procedural"):
-        cell, reply = created(amp, amp.cell_body(type=memory_type), what=f"creating a {memory_type} cell")
+        cell, reply = _valid(amp, made[memory_type], f"creating a {memory_type} cell")
         amp.expect(
             cell.get("type") == memory_type,
             f"type {shown(memory_type)} is stored (got {shown(cell.get('type'))})",
@@ -188,10 +195,9 @@ def test_type_is_one_of_the_three_memory_types(amp: Amp) -> None:
 @check("AMP-CELL-09", level=MUST)
 def test_owner_type_is_user_agent_or_organization(amp: Amp) -> None:
     """owner_type user, agent and organization are accepted and echoed; 'team' is 422."""
-    for owner_type in ("user", "agent", "organization"):
-        cell, reply = created(
-            amp, amp.cell_body(identity={"owner_type": owner_type}), what=f"owner_type {shown(owner_type)}"
-        )
+    made = [minimal_cell(amp), *series_cells(amp)[:2]]
+    for owner_type, shared in zip(("user", "agent", "organization"), made, strict=True):
+        cell, reply = _valid(amp, shared, f"owner_type {shown(owner_type)}")
         got = member(cell, "identity.owner_type")
         amp.expect(got == owner_type, f"owner_type {shown(owner_type)} is stored (got {shown(got)})", reply)
     reply = post_cell(amp, amp.cell_body(identity={"owner_type": "team"}))
@@ -218,15 +224,10 @@ def test_status_is_one_of_the_four_lifecycle_states(amp: Amp) -> None:
 @check("AMP-CELL-11", level=MUST)
 def test_provenance_enumerations(amp: Amp) -> None:
     """Every documented source_type and extraction_method round-trips; undocumented values are 422."""
-    pairs = (
-        ("conversation", "llm_extraction"),
-        ("document", "rule_based"),
-        ("inference", "user_explicit"),
-        ("user_explicit", None),
-    )
-    for source_type, method in pairs:
-        sent = {"source_type": source_type, "source_ref": None, "extraction_method": method}
-        cell, reply = created(amp, amp.cell_body(provenance=sent), what=f"provenance {source_type}/{method}")
+    for made in (owner_set(amp)["other"], *series_cells(amp)):
+        sent = made["body"]["provenance"]
+        what = f"provenance {sent['source_type']}/{sent['extraction_method']}"
+        cell, reply = _valid(amp, made, what)
         got = cell.get("provenance")
         amp.expect(got == sent, f"provenance {sent} round-trips (got {shown(got)})", reply)
     for field, value in (("source_type", "telepathy"), ("extraction_method", "guesswork")):
@@ -237,12 +238,9 @@ def test_provenance_enumerations(amp: Amp) -> None:
 @check("AMP-CELL-12", level=MUST)
 def test_importance_and_confidence_are_in_the_unit_interval(amp: Amp) -> None:
     """importance/confidence 0 and 1 are accepted; 1.5 and -0.1 are 422 on create and on patch."""
-    for importance, confidence in ((0, 1), (1, 0)):
-        cell, reply = created(
-            amp,
-            amp.cell_body(scoring={"importance": importance, "confidence": confidence}),
-            what=f"importance {importance}, confidence {confidence}",
-        )
+    for made in series_cells(amp)[:2]:
+        importance, confidence = made["body"]["scoring"]["importance"], made["body"]["scoring"]["confidence"]
+        cell, reply = _valid(amp, made, f"importance {importance}, confidence {confidence}")
         got = (member(cell, "scoring.importance"), member(cell, "scoring.confidence"))
         amp.expect(
             got == (importance, confidence),
@@ -267,8 +265,9 @@ def test_importance_and_confidence_are_in_the_unit_interval(amp: Amp) -> None:
 @check("AMP-CELL-13", level=MUST)
 def test_decay_rate_is_non_negative_and_unbounded(amp: Amp) -> None:
     """decay_rate 0 and 20000 are accepted and stored; -0.01 is 422."""
-    for rate in (0, 20000):
-        cell, reply = created(amp, amp.cell_body(scoring={"decay_rate": rate}), what=f"decay_rate {rate}")
+    for made in series_cells(amp)[1:]:
+        rate = made["body"]["scoring"]["decay_rate"]
+        cell, reply = _valid(amp, made, f"decay_rate {rate}")
         got = member(cell, "scoring.decay_rate")
         amp.expect(got == rate, f"decay_rate {rate} is stored (got {shown(got)})", reply)
     reply = post_cell(amp, amp.cell_body(scoring={"decay_rate": -0.01}))
@@ -278,7 +277,7 @@ def test_decay_rate_is_non_negative_and_unbounded(amp: Amp) -> None:
 @check("AMP-CELL-14", level=MUST)
 def test_access_count_is_a_non_negative_integer(amp: Amp) -> None:
     """scoring.access_count is an integer >= 0 on create and after reads."""
-    cell, reply = created(amp, amp.cell_body())
+    cell, reply = _valid(amp, minimal_cell(amp), "creating a cell")
     seen = [(member(cell, "scoring.access_count"), reply)]
     for _ in range(2):
         after, got = read(amp, cell["id"])
@@ -314,7 +313,7 @@ _DEFAULTS = {
 @check("AMP-CELL-15", level=MUST)
 def test_omitted_fields_take_the_documented_defaults(amp: Amp) -> None:
     """A minimal create stores every documented default (importance 0.5, confidence 1.0, ...)."""
-    cell, reply = created(amp, amp.cell_body(), what="a minimal create")
+    cell, reply = _valid(amp, minimal_cell(amp), "a minimal create")
     wrong = []
     for path, default in _DEFAULTS.items():
         parent, _, name = path.rpartition(".")
@@ -330,37 +329,22 @@ def test_omitted_fields_take_the_documented_defaults(amp: Amp) -> None:
 @check("AMP-CELL-16", level=MUST)
 def test_public_never_defaults_to_true(amp: Amp) -> None:
     """Without access_policy, public is false and a stranger's read is refused."""
-    cell, reply = created(amp, amp.cell_body())
+    cell, reply = _valid(amp, minimal_cell(amp), "creating a cell")
     public = member(cell, "access_policy.public")
     amp.expect(public is not True, "access_policy.public is not true by default", reply)
     refused = amp.as_agent("stranger").get(f"/memories/{cell['id']}")
     expect_refusal(amp, refused, "a stranger reading a cell created without access_policy")
 
 
-_METADATA = {
-    "domain": "programming",
-    "count": 3,
-    "ratio": 0.25,
-    "negative": -7,
-    "flag": True,
-    "off": False,
-    "nothing": None,
-    "tags": ["a", 1, None, True],
-    "nested": {"list": [1, 2], "name": "Grüße, 日本語"},
-}
-
-
 @check("AMP-CELL-17", level=MUST)
 def test_text_is_required_and_metadata_round_trips(amp: Amp) -> None:
     """content.text is a required string; arbitrary JSON metadata round-trips on create and read."""
-    cell, reply = created(
-        amp, amp.cell_body(content={"metadata": _METADATA}), what="a create with rich metadata"
-    )
+    cell, reply = _valid(amp, series_cells(amp)[0], "a create with rich metadata")
     got = member(cell, "content.metadata")
-    amp.expect(got == _METADATA, f"metadata round-trips on create (got {shown(got)})", reply)
+    amp.expect(got == RICH_METADATA, f"metadata round-trips on create (got {shown(got)})", reply)
     after, read_reply = read(amp, cell["id"])
     got = member(after, "content.metadata")
-    amp.expect(got == _METADATA, f"metadata round-trips on read (got {shown(got)})", read_reply)
+    amp.expect(got == RICH_METADATA, f"metadata round-trips on read (got {shown(got)})", read_reply)
     text = member(after, "content.text")
     amp.expect(isinstance(text, str), f"content.text is a string (got {shown(text)})", read_reply)
     body = amp.cell_body()
@@ -419,9 +403,9 @@ def test_every_timestamp_is_utc(amp: Amp) -> None:
 @check("AMP-CELL-19", level=MUST)
 def test_created_at_is_the_time_of_creation(amp: Amp) -> None:
     """created_at is the server's time of the create (within 120 s of the client clock or Date)."""
-    sent = datetime.now(UTC)
-    cell, reply = created(amp, amp.cell_body())
-    received = datetime.now(UTC)
+    shared = minimal_cell(amp)
+    sent, received = shared["sent"], shared["received"]
+    cell, reply = _valid(amp, shared, "creating a cell")
     made = timestamp_set(amp, cell, "created_at", reply, "created_at is set")
     amp.expect(
         server_now_near(made, sent, received, reply),

@@ -1,7 +1,10 @@
 """GET /memories and its alias GET /memories/query: shape, filters, paging, validation (AMP-LIST-*).
 
-Every check lists one fresh owner's cells (``owner_id`` filter), so data from other checks and
-other runs on a shared server never changes what a page should hold.
+Every check lists one owner's cells (``owner_id`` filter), an owner only this run writes, so data from
+other checks and other runs on a shared server never changes what a page should hold. The checks that
+only read share the owners ``_shared_cells`` makes once per run: the owner set (five cells of which
+agent "b" may read three, interleaved with two it may not) and the owner of one archived and one
+active cell.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._shared_cells import active_and_archived, minimal_cell, owner_set
 from amp_conformance.amp01.checks._support import (
     expect_refused_as_invalid,
     expect_step,
@@ -56,30 +60,11 @@ def _list(amp: Amp, role: str = "a", path: str = "/memories", **params: Any) -> 
     return amp.as_agent(role).get(path, params=params)
 
 
-def _seed_readable(amp: Amp, readable: int, hidden: int, reader: str) -> tuple[str, set[str], set[str]]:
-    """One owner's cells, interleaved: ``readable`` that ``reader`` may read, ``hidden`` it may not.
-
-    The creator is agent "a", so the reader never gets the creator or owner bypass.
-    """
-    owner = amp.owner()
-    reader_id = amp.agent_id(reader)
-    visible: set[str] = set()
-    invisible: set[str] = set()
-    for index in range(readable + hidden):
-        is_visible = (index % 2 == 0 and len(visible) < readable) or len(invisible) >= hidden
-        policy = {"readable_by": [reader_id] if is_visible else [f"{owner}-nobody"], "writable_by": []}
-        cell = amp.create_cell(
-            identity={"owner_id": owner}, content={"text": f"list seed {index}"}, access_policy=policy
-        )
-        (visible if is_visible else invisible).add(cell["id"])
-    return owner, visible, invisible
-
-
 @check("AMP-LIST-01", level=MUST)
 def test_list_returns_a_page_of_valid_cells(amp: Amp) -> None:
     """GET /memories answers 200 {results, returned, has_more, offset, limit} with valid cells."""
-    owner = amp.owner()
-    cell = amp.create_cell(identity={"owner_id": owner})
+    made = minimal_cell(amp)
+    owner, cell = made["body"]["identity"]["owner_id"], made["cell"]
     reply = _list(amp, owner_id=owner)
     page = _page(amp, reply)
     amp.expect(_ids(page) == [cell["id"]], f"the owner's one cell is listed (got {_ids(page)})", reply)
@@ -90,7 +75,7 @@ def test_list_returns_a_page_of_valid_cells(amp: Amp) -> None:
 @check("AMP-LIST-02", level=MUST)
 def test_query_alias_answers_like_the_list(amp: Amp) -> None:
     """GET /memories/query takes the same parameters and returns the same page as GET /memories."""
-    owner, _, _ = _seed_readable(amp, readable=3, hidden=0, reader="a")
+    owner = owner_set(amp)["owner"]
     for params in (
         {"owner_id": owner},
         {"owner_id": owner, "limit": 2, "offset": 1},
@@ -130,37 +115,41 @@ def test_query_alias_answers_like_the_list(amp: Amp) -> None:
 @check("AMP-LIST-03", level=MUST)
 def test_owner_and_type_filters_are_exact(amp: Amp) -> None:
     """owner_id matches identity.owner_id exactly and type returns only that memory type."""
-    owner = amp.owner()
-    by_type = {
-        kind: amp.create_cell(type=kind, identity={"owner_id": owner})["id"]
-        for kind in ("episodic", "semantic", "procedural")
-    }
-    similar = amp.create_cell(identity={"owner_id": f"{owner}-2"})["id"]  # owner id with ours as a prefix
+    shared = owner_set(amp)
+    owner = shared["owner"]
+    by_type: dict[str, list[str]] = {}
+    for made in shared["cells"]:
+        by_type.setdefault(made["body"]["type"], []).append(made["cell"]["id"])
+    mine = [cell_id for ids in by_type.values() for cell_id in ids]
+    similar = shared["other"]["cell"]["id"]  # of an owner whose id has ours as a prefix
     reply = _list(amp, owner_id=owner, limit=100)
     page = _page(amp, reply)
     amp.expect(
-        set(_ids(page)) == set(by_type.values()),
-        f"owner_id={owner} lists exactly its 3 cells (got {_ids(page)})",
+        sorted(_ids(page)) == sorted(mine),
+        f"owner_id={owner} lists exactly its {len(mine)} cells (got {_ids(page)})",
         reply,
     )
     amp.expect(
-        similar not in _ids(page), f"the cell of owner {owner}-2 is not listed for owner_id={owner}", reply
+        similar not in _ids(page),
+        f"the cell of owner {shared['other_owner']} is not listed for owner_id={owner}",
+        reply,
     )
-    for kind, cell_id in by_type.items():
+    for kind, cell_ids in by_type.items():
         reply = _list(amp, owner_id=owner, type=kind)
         page = _page(amp, reply)
         amp.expect(
-            _ids(page) == [cell_id], f"type={kind} lists only the {kind} cell (got {_ids(page)})", reply
+            sorted(_ids(page)) == sorted(cell_ids),
+            f"type={kind} lists only the {len(cell_ids)} {kind} cell(s) {cell_ids} (got {_ids(page)})",
+            reply,
         )
 
 
 @check("AMP-LIST-03", "AMP-LIST-04", level=SHOULD, stance="C-12: the status filter is a SHOULD")
 def test_status_filter_and_active_default(amp: Amp) -> None:
     """Without status only active cells are listed; status=archived lists the archived one (C-12)."""
-    owner = amp.owner()
-    active = amp.create_cell(identity={"owner_id": owner})["id"]
-    archived = amp.create_cell(identity={"owner_id": owner})["id"]
-    amp.archive(archived)
+    shared = active_and_archived(amp)
+    owner = shared["owner"]
+    active, archived = shared["active"]["cell"]["id"], shared["archived"]["cell"]["id"]
     reply = _list(amp, owner_id=owner)
     page = _page(amp, reply)
     amp.expect(
@@ -226,10 +215,11 @@ def test_offset_must_not_be_negative(amp: Amp) -> None:
 
 @check("AMP-LIST-07", "AMP-ACL-14", level=MUST)
 def test_pages_hold_only_readable_cells_and_count_them(amp: Amp) -> None:
-    """Only readable cells are listed and limit counts them: 5 readable of 9, limit 2 -> 2, 2, 1."""
-    owner, visible, invisible = _seed_readable(amp, readable=5, hidden=4, reader="b")
+    """Only readable cells are listed and limit counts them: 3 readable of 5, limit 2 -> 2, 1."""
+    shared = owner_set(amp)
+    owner, visible, invisible = shared["owner"], set(shared["readable"]), set(shared["hidden"])
     seen: list[Any] = []
-    for offset, expected in ((0, 2), (2, 2), (4, 1)):
+    for offset, expected in ((0, 2), (2, 1)):
         reply = _list(amp, "b", owner_id=owner, limit=2, offset=offset)
         page = _page(amp, reply)
         leaked = [cell_id for cell_id in _ids(page) if cell_id in invisible]
@@ -250,7 +240,7 @@ def test_pages_hold_only_readable_cells_and_count_them(amp: Amp) -> None:
         seen += _ids(page)
     amp.expect(
         set(seen) == visible,
-        f"the pages hold {len(set(seen) & visible)} of the 5 readable cells",
+        f"the pages hold {len(set(seen) & visible)} of the {len(visible)} readable cells",
         requirement="AMP-LIST-07",
     )
 
@@ -258,10 +248,13 @@ def test_pages_hold_only_readable_cells_and_count_them(amp: Amp) -> None:
 @check("AMP-LIST-08", level=MUST)
 def test_paging_members_tell_the_truth(amp: Amp) -> None:
     """returned = len(results) <= limit, has_more exactly when a next page holds something, window echoed."""
-    owner, _, invisible = _seed_readable(amp, readable=5, hidden=4, reader="b")
+    shared = owner_set(amp)
+    owner, invisible = shared["owner"], set(shared["hidden"])
+    readable = len(shared["readable"])
+    reply = _list(amp, "b", owner_id=owner)
+    page = _page(amp, reply)
     # the counts below presume the list shows b only what b may read (AMP-ACL-14)
-    reply = _list(amp, "b", owner_id=owner, limit=10)
-    leaked = [cell_id for cell_id in _ids(_page(amp, reply)) if cell_id in invisible]
+    leaked = [cell_id for cell_id in _ids(page) if cell_id in invisible]
     expect_step(
         amp,
         not leaked,
@@ -270,19 +263,27 @@ def test_paging_members_tell_the_truth(amp: Amp) -> None:
         step="a list showing the caller only its readable cells",
         requirement="AMP-ACL-14",
     )
-    cases = (  # offset, limit, returned, has_more
+    amp.expect(
+        page["offset"] == 0, f"without offset, offset 0 is echoed (got {shown(page['offset'])})", reply
+    )
+    amp.expect(
+        isinstance(page["limit"], int) and page["limit"] >= readable and page["has_more"] is False,
+        f"without limit, the default window (limit {shown(page['limit'])}, has_more "
+        f"{shown(page['has_more'])}) does not hold all {readable} cells",
+        reply,
+    )
+    cases = (  # offset, limit, returned, has_more: over 3 readable cells
         (0, 2, 2, True),
-        (2, 2, 2, True),
-        (3, 2, 2, False),
-        (4, 2, 1, False),
-        (5, 2, 0, False),
-        (0, 5, 5, False),
-        (0, 4, 4, True),
+        (1, 1, 1, True),
+        (1, 2, 2, False),
+        (2, 2, 1, False),
+        (3, 2, 0, False),
+        (0, 3, 3, False),
     )
     for offset, limit, returned, has_more in cases:
         reply = _list(amp, "b", owner_id=owner, limit=limit, offset=offset)
         page = _page(amp, reply)
-        where = f"offset={offset}, limit={limit} over 5 readable cells"
+        where = f"offset={offset}, limit={limit} over {readable} readable cells"
         amp.expect(
             page["returned"] == len(page["results"]),
             f"{where}: returned {page['returned']} equals the {len(page['results'])} results",
@@ -306,23 +307,13 @@ def test_paging_members_tell_the_truth(amp: Amp) -> None:
             f"{where}: offset and limit are echoed as {shown(page['offset'])} and {shown(page['limit'])}",
             reply,
         )
-    reply = _list(amp, "b", owner_id=owner)
-    page = _page(amp, reply)
-    amp.expect(
-        page["offset"] == 0, f"without offset, offset 0 is echoed (got {shown(page['offset'])})", reply
-    )
-    amp.expect(
-        isinstance(page["limit"], int) and page["limit"] >= 5 and page["has_more"] is False,
-        f"without limit, the default window (limit {shown(page['limit'])}, has_more "
-        f"{shown(page['has_more'])}) does not hold all 5 cells",
-        reply,
-    )
 
 
 @check("AMP-LIST-09", level=SHOULD)
 def test_pages_partition_the_readable_cells(amp: Amp) -> None:
     """Walking every page with limit 2 yields each readable cell exactly once."""
-    owner, visible, _ = _seed_readable(amp, readable=5, hidden=4, reader="b")
+    shared = owner_set(amp)
+    owner, visible = shared["owner"], set(shared["readable"])
     seen: list[Any] = []
     offset = 0
     for _ in range(MAX_PAGES):
@@ -334,7 +325,10 @@ def test_pages_partition_the_readable_cells(amp: Amp) -> None:
         offset += len(page["results"])
     duplicates = sorted({cell_id for cell_id in seen if seen.count(cell_id) > 1})
     amp.expect(not duplicates, f"consecutive pages do not overlap (listed twice: {duplicates})")
-    amp.expect(set(seen) == visible, f"the pages together hold the 5 readable cells (got {len(set(seen))})")
+    amp.expect(
+        set(seen) == visible,
+        f"the pages together hold the {len(visible)} readable cells (got {len(set(seen))})",
+    )
 
 
 @check("AMP-LIST-10", "AMP-ERR-04", level=MUST)
@@ -348,7 +342,7 @@ def test_invalid_type_or_status_is_a_validation_error(amp: Amp) -> None:
 @check("AMP-LIST-12", level=MAY)
 def test_without_owner_id_every_owners_readable_cells_are_listed(amp: Amp) -> None:
     """Omitting owner_id lists the caller's readable cells of every owner."""
-    mine = {amp.create_cell()["id"], amp.create_cell()["id"]}  # two fresh owners
+    mine = {minimal_cell(amp)["cell"]["id"], owner_set(amp)["cells"][0]["cell"]["id"]}  # two owners
     found: set[str] = set()
     offset = 0
     limit = amp.max_page_size

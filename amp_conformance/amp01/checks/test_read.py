@@ -1,7 +1,8 @@
 """Read by id: ``GET /memories/{memory_id}`` (AMP-READ-*).
 
 AMP-READ-07 (a stale cell is readable) needs a lifecycle pass, hence the admin token: it belongs with
-the lifecycle checks.
+the lifecycle checks. Checks whose verdict does not hang on a cell's access counters read the cells
+``_shared_cells`` makes once per run; those that count accesses make their own.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import time
 from datetime import UTC, datetime
 
 from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._shared_cells import active_and_archived, full_cell, minimal_cell
 from amp_conformance.amp01.checks._support import (
     created,
     expect_refusal,
@@ -33,8 +35,7 @@ def _other_id_form(cell_id: str) -> str:
 @check("AMP-READ-01", level=MUST)
 def test_an_allowed_reader_gets_the_full_cell(amp: Amp) -> None:
     """The creator and an agent in readable_by get 200 and the full, valid cell."""
-    body = amp.cell_body(access_policy={"readable_by": [amp.agent_id("b")]})
-    cell, _ = created(amp, body)
+    cell = full_cell(amp)["cell"]
     for role, who in (("a", "the creator"), ("b", "an agent in readable_by")):
         stored, reply = read(amp, cell["id"], role=role, what=f"{who} reading the cell")
         for path in ("id", "type", "content", "identity", "access_policy", "provenance"):
@@ -107,7 +108,7 @@ def test_each_read_sets_last_accessed_at_to_now(amp: Amp) -> None:
 @check("AMP-READ-04", level=SHOULD)
 def test_a_read_does_not_touch_last_updated_at(amp: Amp) -> None:
     """Reads leave last_updated_at as it was (null for a never-patched cell)."""
-    cell, _ = created(amp, amp.cell_body())
+    cell = minimal_cell(amp)["cell"]
     for index in (1, 2):
         stored, reply = read(amp, cell["id"], what=f"read {index}")
         value = member(stored, "lifecycle.last_updated_at")
@@ -149,21 +150,21 @@ def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
     owner = body["identity"]["owner_id"]
     cell, _ = created(amp, body)
     client = amp.as_agent("a")
-    for _ in range(3):
+    for _ in range(2):
+        search = client.post("/memories/search", {"query": body["content"]["text"], "owner_id": owner})
+        if search.status != 200:
+            amp.note(f"search answered {search.status}; only lists were observed")
         results, listed = list_owner(amp, owner)
         for item in results:
             if isinstance(item, dict) and item.get("id") == cell["id"]:
                 expect_valid_cell(amp, item, listed, "a listed cell")
-        search = client.post("/memories/search", {"query": body["content"]["text"], "owner_id": owner})
-        if search.status != 200:
-            amp.note(f"search answered {search.status}; only lists were observed")
     listed_cell = next((r for r in results if isinstance(r, dict) and r.get("id") == cell["id"]), None)
     amp.expect(listed_cell is not None, "the owner's list contains the cell", listed)
     assert listed_cell is not None
     seen = (member(listed_cell, "scoring.access_count"), member(listed_cell, "lifecycle.last_accessed_at"))
     amp.expect(
         seen == (0, None),
-        f"after 3 lists and 3 searches, the list shows access_count 0 and last_accessed_at null (got {seen})",
+        f"after 2 searches and 2 lists, the list shows access_count 0 and last_accessed_at null (got {seen})",
         listed,
     )
     stored, reply = read(amp, cell["id"], what="the first read by id")
@@ -174,8 +175,7 @@ def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
 @check("AMP-READ-08", level=SHOULD)
 def test_an_archived_cell_is_readable(amp: Amp) -> None:
     """An archived cell reads back with 200 and status 'archived'."""
-    cell, _ = created(amp, amp.cell_body())
-    amp.archive(cell["id"])
+    cell = active_and_archived(amp)["archived"]["cell"]
     stored, reply = read(amp, cell["id"], what="reading the archived cell")
     status = member(stored, "lifecycle.status")
     amp.expect(
@@ -186,7 +186,7 @@ def test_an_archived_cell_is_readable(amp: Amp) -> None:
 @check("AMP-READ-10", level=MUST)
 def test_unknown_and_forbidden_ids(amp: Amp) -> None:
     """An unknown id gets the documented unknown-id answer; a forbidden cell 403 (C-01, C-02)."""
-    cell, _ = created(amp, amp.cell_body())
+    cell = minimal_cell(amp)["cell"]
     unknown = amp.as_agent("a").get(f"/memories/{amp.unknown_id()}")
     expect_unknown_id_answer(amp, unknown, "reading an unknown id")
     forbidden = amp.as_agent("stranger").get(f"/memories/{cell['id']}")
@@ -202,7 +202,7 @@ def test_unknown_and_forbidden_ids(amp: Amp) -> None:
 @check("AMP-READ-11", level=SHOULD)
 def test_a_malformed_id_is_answered_like_an_unknown_one(amp: Amp) -> None:
     """'not-an-id' and an existing cell's id in the other form (bare / mem_) answer like an unknown id."""
-    cell, _ = created(amp, amp.cell_body())
+    cell = minimal_cell(amp)["cell"]
     for probe, what in (
         ("not-an-id", "reading the malformed id 'not-an-id'"),
         (_other_id_form(cell["id"]), "reading an existing cell's ULID in the other id form"),

@@ -1,10 +1,13 @@
 """Search semantics: filters, paging, limits and ranking (AMP-SRCH-01…14, 17, 18; AMP-LIST-08).
 
-Every search names its ``owner_id`` (C-11) and uses a fresh owner, so other data on the server never
-changes what a check sees. Cells that must rank in a fixed order get ``decay_rate: 0`` and distinct
-importances, so the order does not depend on timing. The stale-status checks need a lifecycle pass
-and therefore ``--admin-token`` and ``--allow-global-effects``; without them they skip. Access
-control through search (AMP-SRCH-15) and the 401 (AMP-SRCH-16) are checked with the ACL and auth areas.
+Every search names its ``owner_id`` (C-11) and an owner only this run writes, so other data on the
+server never changes what a check sees. Cells that must rank in a fixed order get ``decay_rate: 0`` and
+distinct scores, so the order does not depend on timing. The checks that only search share the owners
+``_shared_cells`` makes once per run (the owner set: five cells with identical texts, agent "b" may read
+three of them); the stale-status checks share one owner's active and stale cell, made with one
+lifecycle pass, and therefore need ``--admin-token`` and ``--allow-global-effects``; without them they
+skip. Access control through search (AMP-SRCH-15) and the 401 (AMP-SRCH-16) are checked with the ACL
+and auth areas.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ import time
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._shared_cells import active_and_archived, ids_by_rank, owner_set, take_roles
 from amp_conformance.amp01.checks._support import (
     expect_refused_as_invalid,
     expect_step,
     expect_valid_cell,
+    list_owner,
     run_pass,
     shown,
 )
@@ -123,25 +128,32 @@ def _expect_ids(
 
 
 def _listed(amp: Amp, owner: str, status: str) -> list[str]:
-    reply = amp.as_agent("a").get("/memories", params={"owner_id": owner, "status": status})
-    return _ids(amp, reply, f"listing the owner's {status} cells")
+    results, _ = list_owner(amp, owner, status=status)
+    return [str(c.get("id")) for c in results if isinstance(c, dict)]
 
 
 def _active_and_stale(amp: Amp) -> tuple[str, str, str]:
-    """(owner, active id, stale id): two cells with the same text; one pass makes the low one stale."""
-    amp.admin()  # skip early, before creating anything, when passes are not allowed
-    owner = amp.owner()
-    stale = _cell(amp, owner, **_ranked(0.2))
-    active = _cell(amp, owner, **_ranked(0.9))
-    run_pass(amp, what="a lifecycle pass with the admin token (precondition)")
-    expect_step(
-        amp,
-        stale in _listed(amp, owner, "stale") and active in _listed(amp, owner, "active"),
-        "after a pass the cell with importance 0.2 is not listed as stale, or the 0.9 one not as active",
-        step="a pass making the low-score cell stale",
-        requirement="AMP-LC-03",
-    )
-    return owner, active, stale
+    """(owner, active id, stale id): two cells with the same text; one pass makes the low one stale.
+    Made once per run and shared: no check changes them, and a later pass leaves both where they are
+    (decay_rate 0: importance 0.2 stays below the threshold, 0.9 above)."""
+
+    def make(a: Amp) -> tuple[str, str, str]:
+        a.admin()  # skip early, before creating anything, when passes are not allowed
+        owner = a.owner()
+        stale = _cell(a, owner, **_ranked(0.2))
+        active = _cell(a, owner, **_ranked(0.9))
+        run_pass(a, what="a lifecycle pass with the admin token (precondition)")
+        expect_step(
+            a,
+            stale in _listed(a, owner, "stale") and active in _listed(a, owner, "active"),
+            "after a pass the cell with importance 0.2 is not listed as stale, or the 0.9 one not as active",
+            step="a pass making the low-score cell stale",
+            requirement="AMP-LC-03",
+        )
+        return owner, active, stale
+
+    take_roles(amp)
+    return amp.shared("search:active-and-stale", make)
 
 
 # shape and validation ----------------------------------------------------------------------------------
@@ -150,8 +162,9 @@ def _active_and_stale(amp: Amp) -> tuple[str, str, str]:
 @check("AMP-SRCH-01", level=MUST)
 def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp) -> None:
     """A search answers {results, returned, has_more, offset, limit, query}; every result is a valid cell."""
-    owner = amp.owner()
-    made = [_cell(amp, owner), _cell(amp, owner, text="The user also writes Go")]
+    shared = owner_set(amp)
+    owner = shared["owner"]
+    made = [m["cell"]["id"] for m in shared["cells"]]
     reply = _search(amp.as_agent("a"), owner)
     body = _page(amp, reply, "search")
     kinds = {"returned": int, "has_more": bool, "offset": int, "limit": int, "query": str}
@@ -166,7 +179,9 @@ def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp) -> None:
         expect_valid_cell(amp, cell, reply, f"search result {cell.get('id')}")
     got = [c.get("id") for c in body["results"]]
     amp.expect(
-        sorted(got) == sorted(made), f"the search finds the owner's two cells {made} (got {got})", reply
+        sorted(got) == sorted(made),
+        f"the search finds the owner's {len(made)} cells {made} (got {got})",
+        reply,
     )
 
 
@@ -182,10 +197,12 @@ def test_search_without_query_is_422(amp: Amp) -> None:
 
 @check("AMP-SRCH-03", level=MUST)
 def test_owner_filter_returns_only_that_owners_cells(amp: Amp) -> None:
-    """With owner_id, every result belongs to that owner (two owners, identical texts)."""
-    mine, theirs = amp.owner(), amp.owner()
-    expected = [_cell(amp, mine), _cell(amp, mine)]
-    others = [_cell(amp, theirs), _cell(amp, theirs)]
+    """With owner_id, every result belongs to that owner (two owners, identical texts; the other owner's id
+    has this one's as a prefix)."""
+    shared = owner_set(amp)
+    mine = shared["owner"]
+    expected = [m["cell"]["id"] for m in shared["cells"]]
+    others = [shared["other"]["cell"]["id"]]
     reply = _search(amp.as_agent("a"), mine)
     body = _page(amp, reply, "search with owner_id")
     owners = {c.get("identity", {}).get("owner_id") for c in body["results"] if isinstance(c, dict)}
@@ -203,18 +220,22 @@ def test_owner_filter_returns_only_that_owners_cells(amp: Amp) -> None:
 @check("AMP-SRCH-04", level=MUST)
 def test_types_filter_restricts_results(amp: Amp) -> None:
     """types restricts results to the listed types; omitted or null means all; unknown values are 422."""
-    owner = amp.owner()
-    made = {kind: _cell(amp, owner, type=kind) for kind in ("episodic", "semantic", "procedural")}
+    shared = owner_set(amp)
+    owner = shared["owner"]
+    made: dict[str, list[str]] = {}
+    for cell in shared["cells"]:
+        made.setdefault(cell["body"]["type"], []).append(cell["cell"]["id"])
+    every = [cell_id for ids in made.values() for cell_id in ids]
     client = amp.as_agent("a")
-    _expect_ids(amp, _search(client, owner, types=["semantic"]), [made["semantic"]], 'types ["semantic"]')
+    _expect_ids(amp, _search(client, owner, types=["semantic"]), made["semantic"], 'types ["semantic"]')
     _expect_ids(
         amp,
         _search(client, owner, types=["episodic", "procedural"]),
-        [made["episodic"], made["procedural"]],
+        made["episodic"] + made["procedural"],
         'types ["episodic", "procedural"]',
     )
-    _expect_ids(amp, _search(client, owner), list(made.values()), "types omitted")
-    _expect_ids(amp, _search(client, owner, types=None), list(made.values()), "types null")
+    _expect_ids(amp, _search(client, owner), every, "types omitted")
+    _expect_ids(amp, _search(client, owner, types=None), every, "types null")
     expect_refused_as_invalid(amp, _search(client, owner, types=["literal"]))
 
 
@@ -250,14 +271,14 @@ def test_include_stale_adds_stale_cells(amp: Amp) -> None:
 def test_explicit_status_filter_is_honoured(amp: Amp) -> None:
     """An explicit status list is honoured: ["stale"] returns only the stale cell."""
     owner, active, stale = _active_and_stale(amp)
+    shelf = active_and_archived(amp)  # another owner: one archived cell, one active
     client = amp.as_agent("a")
     _expect_ids(amp, _search(client, owner, status=["stale"]), [stale], 'status ["stale"]')
     _expect_ids(
         amp, _search(client, owner, status=["active", "stale"]), [active, stale], 'status ["active", "stale"]'
     )
-    archived = _cell(amp, owner, **_ranked(0.9))
-    amp.archive(archived)
-    reply = _search(client, owner, status=["archived"])
+    archived = shelf["archived"]["cell"]["id"]
+    reply = _search(client, shelf["owner"], status=["archived"])
     found = archived in _ids(amp, reply, 'status ["archived"]') if reply.status == 200 else False
     amp.note(
         f'status ["archived"] {"returns" if found else "does not return"} the archived cell (C-06: either)'
@@ -319,36 +340,35 @@ def test_search_limit_bounds(amp: Amp) -> None:
 @check("AMP-SRCH-10", level=MUST)
 def test_offset_counts_only_results_the_caller_may_read(amp: Amp) -> None:
     """offset skips results the caller can read, in ranked order; a negative offset is 422."""
-    owner = amp.owner()
-    hidden: dict[str, Any] = {"access_policy": {"readable_by": [], "public": False}}
-    readable: list[str] = []
-    for mine, theirs in ((0.9, 0.95), (0.7, 0.8), (0.5, 0.6)):
-        _cell(amp, owner, as_agent="b", **_ranked(theirs), **hidden)
-        readable.append(_cell(amp, owner, **_ranked(mine)))
-    client = amp.as_agent("a")
+    shared = owner_set(amp)  # "b" may read 3 of its 5 cells, interleaved with the 2 it may not
+    owner, readable = shared["owner"], shared["readable"]
+    client = amp.as_agent("b")
     # the question presumes search shows the caller only what it may read (AMP-SRCH-15)
     reply = _search(client, owner, limit=10)
-    shown_ids = [c.get("id") for c in _page(amp, reply, "search of the owner").get("results", [])]
+    view = [str(c.get("id")) for c in _page(amp, reply, "search of the owner").get("results", [])]
     expect_step(
         amp,
-        set(shown_ids) <= set(readable),
-        f"search shows the caller {len(set(shown_ids) - set(readable))} cell(s) it may not read",
+        set(view) <= set(readable),
+        f"search shows the caller {len(set(view) - set(readable))} cell(s) it may not read",
         reply,
         step="a search showing the caller only its readable cells",
         requirement="AMP-SRCH-15",
     )
-    for offset, expected in enumerate(readable):
-        reply = _search(client, owner, limit=1, offset=offset)
-        body = _page(amp, reply, f"search with limit 1, offset {offset}")
-        _expect_ids(amp, reply, [expected], f"limit 1, offset {offset} (the caller's cell #{offset + 1})")
-        more = offset < len(readable) - 1
+    # pages are slices of the caller's own ranked view (whether that order is right is AMP-SRCH-12's)
+    _expect_ids(amp, reply, readable, "search of the owner's cells the caller may read")
+    for offset in range(0, len(view), 2):
+        reply = _search(client, owner, limit=2, offset=offset)
+        body = _page(amp, reply, f"search with limit 2, offset {offset}")
+        expected = view[offset : offset + 2]
+        _expect_ids(amp, reply, expected, f"limit 2, offset {offset} (the caller's cells #{offset + 1}+)")
+        more = offset + 2 < len(view)
         amp.expect(
             body.get("has_more") is more,
             f"offset {offset}: has_more is {shown(body.get('has_more'))}, not {shown(more)}",
             reply,
             requirement="AMP-SRCH-11",
         )
-    reply = _search(client, owner, limit=1, offset=len(readable))
+    reply = _search(client, owner, limit=1, offset=len(view))
     body = _page(amp, reply, "search past the caller's last cell")
     amp.expect(
         body["results"] == [],
@@ -367,9 +387,8 @@ def test_offset_counts_only_results_the_caller_may_read(amp: Amp) -> None:
 @check("AMP-SRCH-11", "AMP-LIST-08", level=MUST)
 def test_paging_fields_are_truthful_on_search_and_list(amp: Amp) -> None:
     """returned counts the page, has_more says whether another page exists, offset/limit are echoed."""
-    owner = amp.owner()
-    for importance in (0.9, 0.7, 0.5):
-        _cell(amp, owner, **_ranked(importance))
+    shared = owner_set(amp)  # 5 cells, all readable by their creator "a"
+    owner, count = shared["owner"], len(shared["cells"])
     client = amp.as_agent("a")
 
     def fetch(name: str, offset: int) -> Reply:
@@ -378,10 +397,10 @@ def test_paging_fields_are_truthful_on_search_and_list(amp: Amp) -> None:
         return client.get("/memories", params={"owner_id": owner, "offset": offset, "limit": 2})
 
     for name in ("search", "list"):
-        for offset, returned, more in ((0, 2, True), (2, 1, False), (3, 0, False)):
+        for offset, returned, more in ((0, 2, True), (count - 1, 1, False), (count, 0, False)):
             reply = fetch(name, offset)
             body = _page(amp, reply, f"{name} with offset {offset}, limit 2")
-            where = f"{name} offset {offset}, limit 2 over 3 cells"
+            where = f"{name} offset {offset}, limit 2 over {count} cells"
             rule = "AMP-SRCH-11" if name == "search" else "AMP-LIST-08"
             amp.expect(
                 body.get("returned") == len(body["results"]) == returned,
@@ -436,21 +455,19 @@ def test_no_matches_is_an_empty_page(amp: Amp) -> None:
 @check("AMP-SRCH-12", level=MUST)
 def test_higher_decay_score_ranks_first_among_equal_texts(amp: Amp) -> None:
     """Among cells with identical text, the higher decay score ranks first (importance, then confidence)."""
-    client = amp.as_agent("a")
-    for low, high, what in (
-        (_ranked(0.3), _ranked(0.9), "importance"),
-        (_ranked(0.9, 0.3), _ranked(0.9, 0.9), "confidence"),
-    ):
-        owner = amp.owner()
-        weaker = _cell(amp, owner, **low)
-        stronger = _cell(amp, owner, **high)
-        _expect_ids(
-            amp,
-            _search(client, owner),
-            [stronger, weaker],
-            f"identical texts differing in {what} (0.9 vs 0.3; the lower one created first)",
-            ordered=True,
-        )
+    shared = owner_set(amp)
+    scores = ", ".join(
+        f"{m['body']['scoring']['importance']} x {m['body']['scoring']['confidence']}"
+        for m in shared["cells"]
+    )
+    _expect_ids(
+        amp,
+        _search(amp.as_agent("a"), shared["owner"]),
+        ids_by_rank(shared),
+        f"identical texts, decay_rate 0, importance x confidence {scores} (created in this order; "
+        "the highest first)",
+        ordered=True,
+    )
 
 
 @check("AMP-SRCH-13", level=SHOULD)
@@ -498,7 +515,7 @@ def test_search_is_not_an_access(amp: Amp) -> None:
     owner = amp.owner()
     cell = _cell(amp, owner)
     client = amp.as_agent("a")
-    for _ in range(3):
+    for _ in range(2):
         reply = _search(client, owner)
         found = [c for c in _page(amp, reply, "search")["results"] if c.get("id") == cell]
         amp.expect(found, "the search finds the cell", reply)
@@ -510,8 +527,8 @@ def test_search_is_not_an_access(amp: Amp) -> None:
             reply,
         )
     reply = client.get(f"/memories/{cell}")
-    amp.expect_status(reply, 200, what="reading the cell after three searches")
+    amp.expect_status(reply, 200, what="reading the cell after two searches")
     count = reply.json_object().get("scoring", {}).get("access_count")
     amp.expect(
-        count == 1, f"the first read after three searches shows access_count 1 (got {shown(count)})", reply
+        count == 1, f"the first read after two searches shows access_count 1 (got {shown(count)})", reply
     )

@@ -1,0 +1,222 @@
+"""Cells that several read-only checks share, made once per run (per worker) through ``amp.shared``.
+
+Each cell costs a create and, at cleanup, an archive and a delete: the cell, list, search and read
+checks that only look at a cell's create answer, read it (no check asserts on a shared cell's access
+count or last access) or list and search its owner take these instead of making their own. Making one
+only creates (and, for ``cells:active-and-archived``, archives): what a check judges about the answers
+it judges itself, so a verdict never depends on which check happened to make the cells.
+
+In keys mode a check's roles take the keyed agents in order of first use, and ``amp.shared`` hands a
+check only the roles its maker newly took. So every getter here takes "a" (and, when the cells name
+"b", "b") before asking for the value: "a" is then the first keyed agent and "b" the second in every
+check, whichever check made the value and whatever it had taken before. A shared value is never
+changed by a check: no PATCH, archive or delete of these cells.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from amp_conformance import Amp
+from amp_conformance.amp01.checks._support import create_step, full_body, post_cell
+from amp_conformance.engine.client import Reply
+from amp_conformance.engine.outcomes import CheckFailure, ToolError
+
+#: The text of the owner set's cells (identical, so search order is decided by the decay score).
+SET_TEXT = "The user prefers Python for backend development"
+
+#: Metadata with every JSON kind, for AMP-CELL-17's round trip (the series' first cell carries it).
+RICH_METADATA: dict[str, Any] = {
+    "domain": "programming",
+    "count": 3,
+    "ratio": 0.25,
+    "negative": -7,
+    "flag": True,
+    "off": False,
+    "nothing": None,
+    "tags": ["a", 1, None, True],
+    "nested": {"list": [1, 2], "name": "Grüße, 日本語"},
+}
+
+#: The series: three cells created 6 ms apart, each carrying values the cell-model checks need to
+#: see stored (owner types, provenance pairs, scoring bounds, metadata).
+SERIES: tuple[dict[str, Any], ...] = (
+    {
+        "identity": {"owner_type": "agent"},
+        "provenance": {"source_type": "document", "source_ref": None, "extraction_method": "rule_based"},
+        "scoring": {"importance": 0, "confidence": 1},
+        "content": {"metadata": RICH_METADATA},
+    },
+    {
+        "identity": {"owner_type": "organization"},
+        "provenance": {"source_type": "inference", "source_ref": None, "extraction_method": "user_explicit"},
+        "scoring": {"importance": 1, "confidence": 0, "decay_rate": 0},
+    },
+    {
+        "provenance": {"source_type": "user_explicit", "source_ref": None, "extraction_method": None},
+        "scoring": {"decay_rate": 20000},
+    },
+)
+SERIES_PAUSE = 0.006
+
+#: The owner set, in creation order: (type, importance, confidence, readable by "b"). decay_rate 0 and
+#: identical texts rank them by importance x confidence alone: the reverse of creation order (so a
+#: server ranking ties by creation order shows), c4/c3 differing only in confidence and c2/c1/c0 only
+#: in importance. Cells "b" may read and cells it may not alternate both in list (creation) order and in
+#: ranked order. Every score stays >= 0.4, so no lifecycle pass makes one stale.
+OWNER_SET: tuple[tuple[str, float, float, bool], ...] = (
+    ("episodic", 0.4, 1.0, True),
+    ("semantic", 0.55, 1.0, False),
+    ("procedural", 0.7, 1.0, True),
+    ("semantic", 1.0, 0.8, False),
+    ("semantic", 1.0, 1.0, True),
+)
+
+
+def _create(amp: Amp, body: dict[str, Any]) -> dict[str, Any]:
+    """Create ``body`` as agent "a": {"body", "cell", "sent", "received"}. A step: anything but a 2xx
+    with a JSON object holding a string id blocks every check sharing it under AMP-CRE-01."""
+    sent = datetime.now(UTC)
+    reply = post_cell(amp, body)
+    received = datetime.now(UTC)
+    create_step(amp, reply, "creating a shared cell")
+    try:
+        cell = reply.json()
+    except CheckFailure as failure:
+        amp.precondition_failed(
+            f"creating a cell: {failure.message}", reply, step="creating a cell", requirement="AMP-CRE-01"
+        )
+    if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
+        amp.precondition_failed(
+            "creating a cell answered a body without a string id",
+            reply,
+            step="creating a cell",
+            requirement="AMP-CRE-01",
+        )
+    return {"body": body, "cell": cell, "sent": sent, "received": received}
+
+
+def created_reply(amp: Amp, cell_id: str) -> Reply:
+    """The answer that created a shared cell, from the check's evidence (amp.shared adds the requests
+    that made it), for findings about the create answer to show."""
+    for exchange in reversed(amp.evidence.exchanges):
+        if exchange.method != "POST" or not exchange.url.split("?", 1)[0].endswith("/memories"):
+            continue
+        try:
+            body = json.loads(exchange.response_body)
+        except ValueError:
+            continue
+        if isinstance(body, dict) and body.get("id") == cell_id:
+            return Reply(exchange)
+    raise ToolError(f"the create of the shared cell {cell_id} is not in the check's evidence")
+
+
+def take_roles(amp: Amp, *, reader: bool = False) -> None:
+    """Take "a", then (when there is a key for it) "b", before sharing: see the module's docstring."""
+    amp.agent("a")
+    if reader:
+        amp.optional_agent("b")
+
+
+def minimal_cell(amp: Amp) -> dict[str, Any]:
+    """One minimal create (type, text, owner): never patched; checks read it, list its owner (it is
+    the owner's only cell) and judge its create answer (defaults, id, created_at)."""
+    take_roles(amp)
+    return amp.shared("cell:minimal", lambda a: _create(a, a.cell_body()))
+
+
+def full_cell(amp: Amp) -> dict[str, Any]:
+    """The API reference's create example (readable and writable by "b"): never patched."""
+    take_roles(amp, reader=True)
+    return amp.shared("cell:full", lambda a: _create(a, full_body(a)))
+
+
+def series_cells(amp: Amp) -> list[dict[str, Any]]:
+    """The :data:`SERIES` cells, each of a fresh owner, created in a row 6 ms apart."""
+    take_roles(amp)
+
+    def make(a: Amp) -> list[dict[str, Any]]:
+        made = []
+        for index, fields in enumerate(SERIES):
+            if index:
+                time.sleep(SERIES_PAUSE)
+            body = a.cell_body(fields, content={"text": f"ordering probe {index}"})
+            made.append(_create(a, body))
+        return made
+
+    return amp.shared("cell:series", make)
+
+
+def owner_set(amp: Amp) -> dict[str, Any]:
+    """One owner's :data:`OWNER_SET` cells made by "a" (creator, reads all), and one cell with the same
+    text of an owner whose id has this owner's as a prefix (and AMP-CELL-11's conversation provenance):
+    {"owner", "cells", "readable", "hidden", "other_owner", "other"}. "b" may read ``readable`` only (the
+    others name nobody in readable_by); with a single keyed agent no check plays "b", and the checks
+    that read as "b" skip."""
+    take_roles(amp, reader=True)
+
+    def make(a: Amp) -> dict[str, Any]:
+        owner = a.owner()
+        agent = a.optional_agent("b")
+        reader = agent.id if agent is not None else f"{owner}-reader"
+        cells: list[dict[str, Any]] = []
+        readable: list[str] = []
+        hidden: list[str] = []
+        for kind, importance, confidence, visible in OWNER_SET:
+            policy = {"readable_by": [reader] if visible else [f"{owner}-nobody"], "writable_by": []}
+            scoring = {"importance": importance, "confidence": confidence, "decay_rate": 0}
+            body = a.cell_body(
+                type=kind,
+                content={"text": SET_TEXT},
+                identity={"owner_id": owner},
+                scoring=scoring,
+                access_policy=policy,
+            )
+            made = _create(a, body)
+            cells.append(made)
+            (readable if visible else hidden).append(made["cell"]["id"])
+        other_owner = f"{owner}-2"
+        provenance = {
+            "source_type": "conversation",
+            "source_ref": None,
+            "extraction_method": "llm_extraction",
+        }
+        other = _create(
+            a,
+            a.cell_body(
+                content={"text": SET_TEXT}, identity={"owner_id": other_owner}, provenance=provenance
+            ),
+        )
+        return {
+            "owner": owner,
+            "cells": cells,
+            "readable": readable,
+            "hidden": hidden,
+            "other_owner": other_owner,
+            "other": other,
+        }
+
+    return amp.shared("cells:owner-set", make)
+
+
+def ids_by_rank(owner: dict[str, Any], *, reader: str = "a") -> list[str]:
+    """The owner set's ids best first (the reverse of creation order), as ``reader`` sees them."""
+    ranked = [made["cell"]["id"] for made in reversed(owner["cells"])]
+    return ranked if reader == "a" else [cell_id for cell_id in ranked if cell_id in owner["readable"]]
+
+
+def active_and_archived(amp: Amp) -> dict[str, Any]:
+    """One owner's two cells, the second archived: {"owner", "active", "archived"} (the creates)."""
+    take_roles(amp)
+
+    def make(a: Amp) -> dict[str, Any]:
+        owner = a.owner()
+        active = _create(a, a.cell_body(identity={"owner_id": owner}))
+        archived = _create(a, a.cell_body(identity={"owner_id": owner}))
+        a.archive(archived["cell"]["id"])
+        return {"owner": owner, "active": active, "archived": archived}
+
+    return amp.shared("cells:active-and-archived", make)
