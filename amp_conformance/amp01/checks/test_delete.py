@@ -61,7 +61,7 @@ def test_delete_of_an_active_cell_is_refused(amp: Amp) -> None:
     )
 
 
-@check("AMP-DEL-03", "AMP-ERR-03", level=MUST)
+@check("AMP-DEL-03", "AMP-ERR-03", level=MUST, serial=True)
 def test_delete_of_a_stale_cell_is_refused(amp: Amp) -> None:
     """DELETE of a stale cell is 409 INVALID_TRANSITION and the cell stays stale."""
     cell = amp.create_cell()
