@@ -10,6 +10,7 @@ to the reference server's own tests.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ulid import ULID
@@ -17,7 +18,7 @@ from ulid import ULID
 from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import expect_accepted, expect_error, listings_by_status, shown
 from amp_conformance.amp01.context import KEYS_NEEDED
-from amp_conformance.engine.client import Reply
+from amp_conformance.engine.client import Client, Reply
 
 AGENT_HEADER = "X-AMP-Agent-ID"
 KEY_HEADER = "X-AMP-API-Key"
@@ -365,25 +366,30 @@ def test_keys_authentication_comes_before_anything_else(amp: Amp) -> None:
 
 @check("AMP-AUTH-09", level=MUST)
 def test_header_names_are_case_insensitive(amp: Amp) -> None:
-    """X-AMP-Agent-ID (and X-AMP-API-Key) work in lower and upper case."""
+    """X-AMP-Agent-ID (and X-AMP-API-Key) work in lower and upper case: a create in lower case is
+    recorded as the agent, and a read in upper case of that cell (private to its creator) is served."""
     agent = amp.agent("a")
-    for style in (str.lower, str.upper):
+
+    def client(style: Callable[[str], str]) -> tuple[Client, str]:
         headers = {style(AGENT_HEADER): agent.id}
         if agent.key is not None:
             headers[style(KEY_HEADER)] = agent.key
-        client = amp.with_headers(headers)
-        body = amp.cell_body({"content": {"text": f"header case probe {str(ULID()).lower()}"}})
-        reply = client.post("/memories", body)
-        names = ", ".join(headers)
-        expect_accepted(amp, reply, f"a create with the header names {names}")
-        cell = reply.json_object()
-        if isinstance(cell.get("id"), str):
-            amp.remember(cell["id"], as_agent="a")
-        got = (cell.get("identity") or {}).get("created_by")
-        amp.expect(
-            got == agent.id,
-            f"created_by is {shown(agent.id)} with header names {names} (got {shown(got)})",
-            reply,
-        )
-        reply = client.get(f"/memories/{cell['id']}")
+        return amp.with_headers(headers), ", ".join(headers)
+
+    lower, names = client(str.lower)
+    body = amp.cell_body({"content": {"text": f"header case probe {str(ULID()).lower()}"}})
+    reply = lower.post("/memories", body)
+    expect_accepted(amp, reply, f"a create with the header names {names}")
+    cell = reply.json_object()
+    if isinstance(cell.get("id"), str):
+        amp.remember(cell["id"], as_agent="a")
+    got = (cell.get("identity") or {}).get("created_by")
+    amp.expect(
+        got == agent.id,
+        f"created_by is {shown(agent.id)} with header names {names} (got {shown(got)})",
+        reply,
+    )
+    for style in (str.lower, str.upper):
+        reader, names = client(style)
+        reply = reader.get(f"/memories/{cell['id']}")
         amp.expect_status(reply, 200, what=f"a read with the header names {names}")

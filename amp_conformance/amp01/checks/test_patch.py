@@ -1,13 +1,21 @@
 """PATCH /memories/{memory_id}: merge rules, immutable fields, transitions, expiry (AMP-PATCH-*).
 
-Every check uses its own cells (fresh owner, creator agent "a"). Values are compared with what the
-server itself stored (the 201 body or an earlier reply), never with what the check sent, so a
-server that normalises numbers or timestamps is judged on the rule, not on formatting.
+Cells are fresh (fresh owner, creator agent "a"). Checks whose probes cannot disturb one another
+share one cell and one sequence of requests, sent once by whichever check runs first
+(``amp.shared``): each check judges the answers to its own probes, compared with the answer just
+before them, so a rule broken shows in its own check only. No shared cell takes more than five
+successful PATCHes (a server counting every PATCH against the scoring budget refuses none of them).
+Checks about transitions keep cells of their own: a wrongly allowed transition would change what the
+next probe meets. Values are compared with what the server itself stored (the 201 body or an earlier
+reply), never with what the check sent, so a server that normalises numbers or timestamps is judged
+on the rule, not on formatting.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -26,6 +34,7 @@ from amp_conformance.amp01.checks._support import (
     expect_valid_cell,
     read_back,
     shown,
+    step_failed,
 )
 from amp_conformance.engine.client import Reply
 
@@ -80,60 +89,140 @@ def _same(amp: Amp, before: dict[str, Any], after: dict[str, Any], path: str, re
     amp.expect(new == old, f"{path} changed from {shown(old)} to {shown(new)}", reply, expected=repr(old))
 
 
-# PATCH-01 .. PATCH-05 ------------------------------------------------------------------------
+# shared probe sequences ------------------------------------------------------------------------
+
+
+@dataclass
+class _Probes:
+    """What a shared sequence sent: its cell (the 201 body) and each request's position, by label,
+    among the sequence's exchanges (the replies are rebuilt from them in every check)."""
+
+    cell: dict[str, Any]
+    at: dict[str, int]
+
+
+class _Recorder:
+    """Notes, by label, where each request of a sequence stands among the sequence's exchanges."""
+
+    def __init__(self, amp: Amp):
+        self.amp = amp
+        self.base = len(amp.evidence.exchanges)
+        self.at: dict[str, int] = {}
+
+    def __call__(self, label: str, reply: Reply) -> Reply:
+        mine = self.amp.evidence.exchanges[self.base :]
+        self.at[label] = next(i for i, exchange in enumerate(mine) if exchange is reply.exchange)
+        return reply
+
+
+def _probes(amp: Amp, name: str, make: Callable[[Amp], _Probes]) -> tuple[dict[str, Any], dict[str, Reply]]:
+    """The shared sequence ``name`` (sent once per run, shown as evidence in every check using it):
+    its cell and its replies by label."""
+    start = len(amp.evidence.exchanges)
+    made = amp.shared(name, make)
+    exchanges = amp.evidence.exchanges[start:]
+    return made.cell, {label: Reply(exchanges[at]) for label, at in made.at.items()}
+
+
+def _stored(amp: Amp, reply: Reply) -> dict[str, Any]:
+    """A read the sequence sent: 200 with an object, or a broken step (as ``read_back``)."""
+    if reply.status != 200:
+        step_failed(amp, reply, "reading the cell back", "AMP-READ-01", "200")
+    body = reply.json()
+    if not isinstance(body, dict):
+        step_failed(amp, reply, "reading the cell back (a JSON object)", "AMP-READ-01", "a cell")
+    cell: dict[str, Any] = body
+    return cell
+
+
+def _get(amp: Amp, cell_id: str) -> Reply:
+    return amp.as_agent("a").get(f"/memories/{cell_id}")
+
+
+# PATCH-01 .. PATCH-07: one cell, the merge rules -----------------------------------------------
+
+MERGE_TEXT = "Now prefers Go for backend development"
+SENT_METADATA = {"domain": "languages", "secondary_language": "go"}
+STAMP_GAP = 1.1
+"""Seconds between two PATCHes whose last_updated_at must differ (timestamps may have whole seconds)."""
+
+
+def _merge_probes(amp: Amp) -> _Probes:
+    """A cell with every section set; then a read, a content PATCH (text and metadata), a read, a
+    scoring PATCH, an access_policy.public PATCH, a readable_by PATCH 1.1 s after the content PATCH, a
+    read, and a metadata-only PATCH (content without text) last, whatever it does."""
+    record = _Recorder(amp)
+    owner = amp.owner()
+    cell = amp.create_cell(
+        identity={"owner_id": owner, "session_id": "session-1"},
+        content={"text": "old text", "metadata": {"domain": "programming", "keep": "me"}},
+        scoring={"importance": 0.5, "confidence": 0.95, "decay_rate": 0.05},
+        access_policy={
+            "readable_by": [f"{owner}-x", "amp-ct-reader-*"],
+            "writable_by": ["amp-ct-writer-1"],
+            "public": False,
+        },
+        provenance={"source_type": "conversation", "source_ref": "conv-1", "extraction_method": "rule_based"},
+    )
+    cell_id = cell["id"]
+    record("read before", _get(amp, cell_id))
+    record("content", _patch(amp, cell_id, {"content": {"text": MERGE_TEXT, "metadata": SENT_METADATA}}))
+    stamped = time.monotonic()
+    record("read after content", _get(amp, cell_id))
+    record("scoring", _patch(amp, cell_id, {"scoring": {"importance": 0.9}}))
+    record("public", _patch(amp, cell_id, {"access_policy": {"public": True}}))
+    time.sleep(max(0.0, stamped + STAMP_GAP - time.monotonic()))
+    record("readable_by", _patch(amp, cell_id, {"access_policy": {"readable_by": [f"{owner}-b"]}}))
+    record("read after readable_by", _get(amp, cell_id))
+    record("metadata only", _patch(amp, cell_id, {"content": {"metadata": {"only": "metadata"}}}))
+    return _Probes(cell, record.at)
+
+
+def _merge(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+    return _probes(amp, "patch:merge-rules", _merge_probes)
 
 
 @check("AMP-PATCH-01", level=MUST)
 def test_patch_returns_the_complete_updated_cell(amp: Amp) -> None:
     """A valid PATCH answers 200 with the complete updated cell, and a GET agrees."""
-    cell = amp.create_cell()
-    reply = _patch(amp, cell["id"], {"content": {"text": "Now prefers Go for backend development"}})
+    cell, got = _merge(amp)
+    reply = got["content"]
     amp.expect_status(reply, 200)
     updated = _valid_cell(amp, reply, "the PATCH response")
     amp.expect(updated.get("id") == cell["id"], f"the response is cell {cell['id']}", reply)
     text = expect_member(amp, updated, "content.text", reply)
+    amp.expect(text == MERGE_TEXT, f"content.text is the new text ({shown(text)})", reply)
+    back = got["read after content"]
+    stored = _stored(amp, back)
     amp.expect(
-        text == "Now prefers Go for backend development",
-        f"content.text is the new text ({shown(text)})",
-        reply,
-    )
-    stored, got = read_back(amp, cell["id"])
-    amp.expect(
-        expect_member(amp, stored, "content.text", got) == text,
+        expect_member(amp, stored, "content.text", back) == text,
         "a GET after the PATCH returns the new content.text",
-        got,
+        back,
     )
 
 
 @check("AMP-PATCH-02", level=MUST)
 def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
     """PATCH of content only leaves scoring, access_policy, provenance and identity untouched."""
-    cell = amp.create_cell(
-        scoring={"importance": 0.8, "confidence": 0.95, "decay_rate": 0.02},
-        access_policy={
-            "readable_by": ["amp-ct-reader-*"],
-            "writable_by": ["amp-ct-writer-1"],
-            "public": False,
-        },
-        provenance={"source_type": "conversation", "source_ref": "conv-1", "extraction_method": "rule_based"},
-        identity={"session_id": "session-1"},
-    )
-    reply = _patch(amp, cell["id"], {"content": {"text": "Only the content changes"}})
+    _, got = _merge(amp)
+    before = _stored(amp, got["read before"])
+    reply = got["content"]
     amp.expect_status(reply, 200)
     updated = reply.json_object()
     for section in ("scoring", "access_policy", "provenance", "identity"):
-        _same(amp, cell, updated, section, reply)
-    stored, got = read_back(amp, cell["id"])
+        _same(amp, before, updated, section, reply)
+    back = got["read after content"]
+    stored = _stored(amp, back)
     for section in ("access_policy", "provenance", "identity"):
-        _same(amp, cell, stored, section, got)
+        _same(amp, before, stored, section, back)
 
 
 @check("AMP-PATCH-03", level=MUST)
 def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
     """PATCH scoring.importance keeps confidence, decay_rate and access_count as stored."""
-    cell = amp.create_cell(scoring={"importance": 0.5, "confidence": 0.95, "decay_rate": 0.05})
-    before, _ = read_back(amp, cell["id"])  # access_count 1, so a reset to the default 0 shows
-    reply = _patch(amp, cell["id"], {"scoring": {"importance": 0.9}})
+    _, got = _merge(amp)
+    before = _stored(amp, got["read after content"])  # access_count 2, so a reset to the default 0 shows
+    reply = got["scoring"]
     expect_scoring_not_limited(amp, reply, "a scoring PATCH of a fresh cell")
     amp.expect_status(reply, 200)
     updated = reply.json_object()
@@ -146,52 +235,46 @@ def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
 @check("AMP-PATCH-03", level=MUST)
 def test_access_policy_keys_not_sent_keep_their_values(amp: Amp) -> None:
     """PATCH access_policy.public keeps readable_by and writable_by as stored."""
-    cell = amp.create_cell(
-        access_policy={
-            "readable_by": ["amp-ct-reader-1"],
-            "writable_by": ["amp-ct-writer-1"],
-            "public": False,
-        }
-    )
-    reply = _patch(amp, cell["id"], {"access_policy": {"public": True}})
+    _, got = _merge(amp)
+    before = _stored(amp, got["read after content"])
+    reply = got["public"]
     amp.expect_status(reply, 200)
     updated = reply.json_object()
     public = expect_member(amp, updated, "access_policy.public", reply)
     amp.expect(public is True, f"access_policy.public is true (got {shown(public)})", reply)
     for key in ("readable_by", "writable_by"):
-        _same(amp, cell, updated, f"access_policy.{key}", reply)
+        _same(amp, before, updated, f"access_policy.{key}", reply)
 
 
 @check("AMP-PATCH-04", level=MUST)
 def test_sent_arrays_replace_the_stored_ones(amp: Amp) -> None:
     """A sent readable_by replaces the stored list as a whole (not appended)."""
-    owner = amp.owner()
-    cell = amp.create_cell(
-        identity={"owner_id": owner}, access_policy={"readable_by": [f"{owner}-x"], "writable_by": []}
-    )
-    reply = _patch(amp, cell["id"], {"access_policy": {"readable_by": [f"{owner}-b"]}})
+    cell, got = _merge(amp)
+    owner = cell["identity"]["owner_id"]
+    reply = got["readable_by"]
     amp.expect_status(reply, 200)
-    got = expect_member(amp, reply.json_object(), "access_policy.readable_by", reply)
-    amp.expect(got == [f"{owner}-b"], f"readable_by is exactly [{owner}-b] (got {shown(got)})", reply)
-    stored, back = read_back(amp, cell["id"])
-    got = expect_member(amp, stored, "access_policy.readable_by", back)
-    amp.expect(got == [f"{owner}-b"], f"a GET shows readable_by [{owner}-b] (got {shown(got)})", back)
+    value = expect_member(amp, reply.json_object(), "access_policy.readable_by", reply)
+    amp.expect(value == [f"{owner}-b"], f"readable_by is exactly [{owner}-b] (got {shown(value)})", reply)
+    back = got["read after readable_by"]
+    value = expect_member(amp, _stored(amp, back), "access_policy.readable_by", back)
+    amp.expect(value == [f"{owner}-b"], f"a GET shows readable_by [{owner}-b] (got {shown(value)})", back)
 
 
 @check("AMP-PATCH-05", level=MUST)
 def test_content_text_and_metadata_are_updated(amp: Amp) -> None:
     """PATCH content with text and metadata applies both (metadata merge or replace is reported)."""
-    cell = amp.create_cell(content={"text": "old text", "metadata": {"domain": "programming", "keep": "me"}})
-    sent = {"domain": "languages", "secondary_language": "go"}
-    reply = _patch(amp, cell["id"], {"content": {"text": "new text", "metadata": sent}})
+    _, got = _merge(amp)
+    reply = got["content"]
     amp.expect_status(reply, 200)
     updated = reply.json_object()
     amp.expect(
-        expect_member(amp, updated, "content.text", reply) == "new text", "content.text is 'new text'", reply
+        expect_member(amp, updated, "content.text", reply) == MERGE_TEXT,
+        f"content.text is {shown(MERGE_TEXT)}",
+        reply,
     )
     metadata = expect_member(amp, updated, "content.metadata", reply)
     amp.expect(isinstance(metadata, dict), f"content.metadata is an object (got {shown(metadata)})", reply)
-    for key, value in sent.items():
+    for key, value in SENT_METADATA.items():
         amp.expect(
             metadata.get(key) == value,
             f"content.metadata.{key} is {shown(value)} (got {shown(metadata.get(key))})",
@@ -203,20 +286,17 @@ def test_content_text_and_metadata_are_updated(amp: Amp) -> None:
         f"content.metadata on PATCH is {'merged key by key' if merged else 'replaced as a whole'} (C-20)"
     )
     # C-20 (Info): a metadata-only PATCH (content without text).
-    probe = _patch(amp, cell["id"], {"content": {"metadata": {"only": "metadata"}}})
+    probe = got["metadata only"]
     amp.expect(probe.status < 500, f"a metadata-only PATCH must not crash (got {probe.status})", probe)
     amp.note(f"a metadata-only PATCH (content without text) answered {probe.status} (C-20)")
-
-
-# PATCH-06, PATCH-07 --------------------------------------------------------------------------
 
 
 @check("AMP-PATCH-06", level=MUST)
 def test_every_patch_stamps_last_updated_at(amp: Amp) -> None:
     """Each PATCH sets last_updated_at to the server's time: non-null, >= created_at, increasing."""
-    cell = amp.create_cell()
+    cell, got = _merge(amp)
     created = _time(amp, cell, "lifecycle.created_at")
-    first = _patch(amp, cell["id"], {"content": {"text": "first update"}})
+    first = got["content"]
     amp.expect_status(first, 200)
     stamp1 = _time(amp, first.json_object(), "lifecycle.last_updated_at", first)
     amp.expect(stamp1 >= created, f"last_updated_at {stamp1} is not before created_at {created}", first)
@@ -226,9 +306,9 @@ def test_every_patch_stamps_last_updated_at(amp: Amp) -> None:
         f"last_updated_at {stamp1.isoformat()} is the server's current time (Date: {now.isoformat()})",
         first,
     )
-    time.sleep(1.1)
-    second = _patch(amp, cell["id"], {"content": {"text": "second update"}})
-    amp.expect_status(second, 200)
+    second = got["readable_by"]  # sent 1.1 s after the first; whether it is applied is AMP-PATCH-04's
+    if second.status != 200:
+        step_failed(amp, second, "a PATCH of readable_by 1.1 s later", "AMP-PATCH-04", "200")
     stamp2 = _time(amp, second.json_object(), "lifecycle.last_updated_at", second)
     amp.expect(
         stamp2 > stamp1,
@@ -237,16 +317,61 @@ def test_every_patch_stamps_last_updated_at(amp: Amp) -> None:
     )
 
 
+@check("AMP-PATCH-07", level=SHOULD)
+def test_patch_is_not_an_access(amp: Amp) -> None:
+    """A PATCH leaves access_count and last_accessed_at as they were."""
+    _, got = _merge(amp)
+    before = _stored(amp, got["read before"])
+    reply = got["content"]
+    amp.expect_status(reply, 200)
+    updated = reply.json_object()
+    _same(amp, before, updated, "scoring.access_count", reply)
+    _same(amp, before, updated, "lifecycle.last_accessed_at", reply)
+
+
+# PATCH-06, PATCH-08, PATCH-21: one cell, what a PATCH cannot change ----------------------------
+
+
+def _immutable_probes(amp: Amp) -> _Probes:
+    """A cell, then PATCHes sending identity members, lifecycle.created_at, lifecycle.last_updated_at
+    and an empty body, a read, and last (a server applying it would move the cell) a PATCH sending
+    id, amp_version and type, and a read."""
+    record = _Recorder(amp)
+    cell = amp.create_cell(identity={"session_id": "session-1"})
+    cell_id = cell["id"]
+    other = amp.owner()  # run-scoped, so a server that applies it still keeps runs apart
+    identity = {
+        "owner_id": other,
+        "owner_type": "organization",
+        "created_by": f"{other}-agent",
+        "session_id": f"{other}-session",
+    }
+    text = {"text": "patch with identity members"}
+    record("identity", _patch(amp, cell_id, {"content": text, "identity": identity}))
+    created_at = {"content": {"text": "older?"}, "lifecycle": {"created_at": "2020-01-01T00:00:00Z"}}
+    record("created_at", _patch(amp, cell_id, created_at))
+    stamp = {"content": {"text": "updated"}, "lifecycle": {"last_updated_at": "2001-01-01T00:00:00Z"}}
+    record("last_updated_at", _patch(amp, cell_id, stamp))
+    record("empty", _patch(amp, cell_id, {}))
+    record("read", _get(amp, cell_id))
+    members = {"id": amp.unknown_id(), "amp_version": "9.9.9", "type": "episodic"}
+    record(
+        "id", _patch(amp, cell_id, {"content": {"text": "patch with id, amp_version and type"}, **members})
+    )
+    record("read after id", _get(amp, cell_id))
+    return _Probes(cell, record.at)
+
+
+def _immutable(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+    return _probes(amp, "patch:immutable", _immutable_probes)
+
+
 @check("AMP-PATCH-06", level=MUST)
 def test_client_sent_last_updated_at_is_replaced_by_server_time(amp: Amp) -> None:
     """A client-sent lifecycle.last_updated_at is not stored: the server stamps its own time."""
-    cell = amp.create_cell()
+    cell, got = _immutable(amp)
     created = _time(amp, cell, "lifecycle.created_at")
-    reply = _patch(
-        amp,
-        cell["id"],
-        {"content": {"text": "updated"}, "lifecycle": {"last_updated_at": "2001-01-01T00:00:00Z"}},
-    )
+    reply = got["last_updated_at"]
     if reply.status == 422:
         amp.note("a client-sent lifecycle.last_updated_at is refused with 422")
         return
@@ -259,30 +384,120 @@ def test_client_sent_last_updated_at_is_replaced_by_server_time(amp: Amp) -> Non
     )
 
 
-@check("AMP-PATCH-07", level=SHOULD)
-def test_patch_is_not_an_access(amp: Amp) -> None:
-    """A PATCH leaves access_count and last_accessed_at as they were."""
-    cell = amp.create_cell()
-    before, _ = read_back(amp, cell["id"])
-    reply = _patch(amp, cell["id"], {"content": {"text": "changed after one read"}})
+@check("AMP-PATCH-08", level=MUST)
+def test_identity_cannot_be_patched(amp: Amp) -> None:
+    """identity members sent in a PATCH are ignored: 200, identity unchanged."""
+    cell, got = _immutable(amp)
+    reply = got["identity"]
+    amp.expect_status(reply, 200, what="PATCH with identity members (ignored, not refused)")
+    for key in ("owner_id", "owner_type", "created_by", "session_id"):
+        _same(amp, cell, reply.json_object(), f"identity.{key}", reply)
+    back = got["read"]
+    _same(amp, cell, _stored(amp, back), "identity", back)
+
+
+@check("AMP-PATCH-08", level=MUST)
+def test_created_at_cannot_be_patched(amp: Amp) -> None:
+    """A client-sent lifecycle.created_at is ignored: 200, created_at unchanged."""
+    cell, got = _immutable(amp)
+    reply = got["created_at"]
+    amp.expect_status(reply, 200, what="PATCH with lifecycle.created_at (ignored, not refused)")
+    _same(amp, cell, reply.json_object(), "lifecycle.created_at", reply)
+    back = got["read"]
+    _same(amp, cell, _stored(amp, back), "lifecycle.created_at", back)
+
+
+@check("AMP-PATCH-08", level=MUST)
+def test_id_version_and_type_cannot_be_patched(amp: Amp) -> None:
+    """id, amp_version and type sent in a PATCH are ignored: 200, values unchanged."""
+    cell, got = _immutable(amp)
+    reply = got["id"]
+    amp.expect_status(reply, 200, what="PATCH with id, amp_version and type (ignored, not refused)")
+    for key in ("id", "amp_version", "type"):
+        _same(amp, cell, reply.json_object(), key, reply)
+    back = got["read after id"]
+    stored = _stored(amp, back)
+    for key in ("id", "amp_version", "type"):
+        _same(amp, cell, stored, key, back)
+
+
+@check("AMP-PATCH-21", level=MAY)
+def test_empty_body_changes_nothing(amp: Amp) -> None:
+    """An empty PATCH body {} is accepted and changes nothing but last_updated_at."""
+    cell, got = _immutable(amp)
+    reply = got["empty"]
+    if reply.status == 422:
+        amp.note("an empty PATCH body {} is refused with 422 (allowed)")
+        return
     amp.expect_status(reply, 200)
+    # the cell as it stood just before: the last PATCH before this one that was applied
+    before = cell
+    for label in ("identity", "created_at", "last_updated_at"):
+        if got[label].status == 200:
+            before = got[label].json_object()
     updated = reply.json_object()
-    _same(amp, before, updated, "scoring.access_count", reply)
-    _same(amp, before, updated, "lifecycle.last_accessed_at", reply)
+    for path in ("id", "type", "content", "identity", "scoring", "access_policy", "provenance"):
+        _same(amp, before, updated, path, reply)
+    for path in (
+        "lifecycle.created_at",
+        "lifecycle.status",
+        "lifecycle.expires_at",
+        "lifecycle.last_accessed_at",
+    ):
+        _same(amp, before, updated, path, reply)
+
+
+# PATCH-07, PATCH-09, PATCH-11, PATCH-12, PATCH-17: one cell, refusals first --------------------
+
+BAD_BODIES: tuple[dict[str, Any], ...] = (
+    {"scoring": {"importance": 2}},
+    {"scoring": {"confidence": -0.1}},
+    {"scoring": {"decay_rate": "fast"}},
+    {"access_policy": {"readable_by": [1]}},
+    {"access_policy": {"public": "yes please"}},
+    {"content": {"text": 42}},
+)
+
+
+def _member_probes(amp: Amp) -> _Probes:
+    """A cell; the PATCHes that must be refused with 422 (bad values, an unknown status), each
+    followed by a read; then a PATCH to the current status, one with unknown members and a read, and
+    PATCHes of access_count and last_accessed_at."""
+    record = _Recorder(amp)
+    cell = amp.create_cell(
+        scoring={"importance": 0.6}, access_policy={"readable_by": ["amp-ct-reader-1"], "writable_by": []}
+    )
+    cell_id = cell["id"]
+    for index, body in enumerate(BAD_BODIES):
+        record(f"bad {index}", _patch(amp, cell_id, body))
+    record("read after the bad values", _get(amp, cell_id))
+    record("expired", _patch(amp, cell_id, {"lifecycle": {"status": "expired"}}))
+    record("read after expired", _get(amp, cell_id))
+    record("same status", _patch(amp, cell_id, {"lifecycle": {"status": "active"}}))
+    record("unknown members", _patch(amp, cell_id, {"foo": 1, "content": {"text": "x", "bar": 2}}))
+    record("read after unknown members", _get(amp, cell_id))
+    record("access_count", _patch(amp, cell_id, {"scoring": {"access_count": 7}}))
+    accessed = {"lifecycle": {"last_accessed_at": "2001-01-01T00:00:00Z"}}
+    record("last_accessed_at", _patch(amp, cell_id, accessed))
+    return _Probes(cell, record.at)
+
+
+def _members(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+    return _probes(amp, "patch:members", _member_probes)
 
 
 @check("AMP-PATCH-07", level=SHOULD)
 def test_client_cannot_write_access_fields(amp: Amp) -> None:
     """A PATCH cannot set access_count or last_accessed_at (C-21, C-22)."""
-    cell = amp.create_cell()
-    reply = _patch(amp, cell["id"], {"scoring": {"access_count": 7}})
+    _, got = _members(amp)
+    reply = got["access_count"]
     expect_scoring_not_limited(amp, reply, "a scoring PATCH of a fresh cell")
     if reply.status != 422:
         amp.expect_status(reply, 200, what="PATCH scoring.access_count")
         count = expect_member(amp, reply.json_object(), "scoring.access_count", reply)
         if count == 7:
             amp.warn("a PATCH set scoring.access_count to the client's value 7 (C-22)", reply)
-    reply = _patch(amp, cell["id"], {"lifecycle": {"last_accessed_at": "2001-01-01T00:00:00Z"}})
+    reply = got["last_accessed_at"]
     if reply.status != 422:
         amp.expect_status(reply, 200, what="PATCH lifecycle.last_accessed_at")
         value = expect_member(amp, reply.json_object(), "lifecycle.last_accessed_at", reply)
@@ -292,63 +507,14 @@ def test_client_cannot_write_access_fields(amp: Amp) -> None:
             )
 
 
-# PATCH-08, PATCH-09 --------------------------------------------------------------------------
-
-
-@check("AMP-PATCH-08", level=MUST)
-def test_identity_cannot_be_patched(amp: Amp) -> None:
-    """identity members sent in a PATCH are ignored: 200, identity unchanged."""
-    cell = amp.create_cell(identity={"session_id": "session-1"})
-    other = amp.owner()  # run-scoped, so a server that applies it still keeps runs apart
-    changes = {
-        "owner_id": other,
-        "owner_type": "organization",
-        "created_by": f"{other}-agent",
-        "session_id": f"{other}-session",
-    }
-    for key, value in changes.items():
-        reply = _patch(
-            amp, cell["id"], {"content": {"text": f"patch with identity.{key}"}, "identity": {key: value}}
-        )
-        amp.expect_status(reply, 200, what=f"PATCH with identity.{key} (ignored, not refused)")
-        _same(amp, cell, reply.json_object(), f"identity.{key}", reply)
-    stored, got = read_back(amp, cell["id"])
-    _same(amp, cell, stored, "identity", got)
-
-
-@check("AMP-PATCH-08", level=MUST)
-def test_created_at_cannot_be_patched(amp: Amp) -> None:
-    """A client-sent lifecycle.created_at is ignored: 200, created_at unchanged."""
-    cell = amp.create_cell()
-    reply = _patch(
-        amp, cell["id"], {"content": {"text": "older?"}, "lifecycle": {"created_at": "2020-01-01T00:00:00Z"}}
-    )
-    amp.expect_status(reply, 200, what="PATCH with lifecycle.created_at (ignored, not refused)")
-    _same(amp, cell, reply.json_object(), "lifecycle.created_at", reply)
-    stored, got = read_back(amp, cell["id"])
-    _same(amp, cell, stored, "lifecycle.created_at", got)
-
-
-@check("AMP-PATCH-08", level=MUST)
-def test_id_version_and_type_cannot_be_patched(amp: Amp) -> None:
-    """id, amp_version and type sent in a PATCH are ignored: 200, values unchanged."""
-    cell = amp.create_cell()
-    for key, value in (("id", amp.unknown_id()), ("amp_version", "9.9.9"), ("type", "episodic")):
-        reply = _patch(amp, cell["id"], {"content": {"text": f"patch with {key}"}, key: value})
-        amp.expect_status(reply, 200, what=f"PATCH with {key} (ignored, not refused)")
-        _same(amp, cell, reply.json_object(), key, reply)
-    stored, got = read_back(amp, cell["id"])
-    for key in ("id", "amp_version", "type"):
-        _same(amp, cell, stored, key, got)
-
-
 @check("AMP-PATCH-09", level=MUST)
 def test_unknown_patch_members_are_ignored(amp: Amp) -> None:
     """Unknown members in a PATCH body are ignored: 200, not stored, not echoed."""
-    cell = amp.create_cell()
-    reply = _patch(amp, cell["id"], {"foo": 1, "content": {"text": "x", "bar": 2}})
+    _, got = _members(amp)
+    reply = got["unknown members"]
     amp.expect_status(reply, 200)
-    for body, where in ((reply.json_object(), reply), read_back(amp, cell["id"])):
+    back = got["read after unknown members"]
+    for body, where in ((reply.json_object(), reply), (_stored(amp, back), back)):
         amp.expect("foo" not in body, "the unknown top-level member 'foo' is not in the cell", where)
         content = expect_member(amp, body, "content", where)
         amp.expect(
@@ -359,7 +525,116 @@ def test_unknown_patch_members_are_ignored(amp: Amp) -> None:
         amp.expect(content.get("text") == "x", "content.text is 'x'", where)
 
 
-# PATCH-10 .. PATCH-13 ------------------------------------------------------------------------
+@check("AMP-PATCH-11", level=MAY)
+def test_setting_the_current_status_again_is_accepted(amp: Amp) -> None:
+    """PATCH lifecycle.status 'active' on an active cell answers 200 and the cell stays active."""
+    _, got = _members(amp)
+    reply = got["same status"]
+    amp.expect_status(reply, 200)
+    status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
+    amp.expect(status == "active", f"lifecycle.status is still 'active' (got {shown(status)})", reply)
+
+
+@check("AMP-PATCH-12", "AMP-ERR-04", level=MUST)
+def test_unknown_status_is_a_validation_error(amp: Amp) -> None:
+    """PATCH lifecycle.status 'expired' (not a status) is 422 VALIDATION_ERROR; the cell stays active."""
+    _, got = _members(amp)
+    expect_refused_as_invalid(amp, details=True, reply=got["expired"])
+    _expect_status_in(amp, got["read after expired"], "active")
+
+
+@check("AMP-PATCH-17", "AMP-ERR-04", level=MUST)
+def test_out_of_range_or_mistyped_values_are_refused(amp: Amp) -> None:
+    """Out-of-range or wrongly typed values are 422 VALIDATION_ERROR and change nothing."""
+    cell, got = _members(amp)
+    for index in range(len(BAD_BODIES)):
+        expect_refused_as_invalid(amp, details=True, reply=got[f"bad {index}"])
+    back = got["read after the bad values"]
+    stored = _stored(amp, back)
+    for path in (
+        "scoring.importance",
+        "scoring.confidence",
+        "scoring.decay_rate",
+        "access_policy",
+        "content",
+    ):
+        _same(amp, cell, stored, path, back)
+
+
+# PATCH-11, PATCH-14: one cell, expiry then manual transitions ----------------------------------
+
+EXPIRY = "2030-01-01T00:00:00Z"
+
+
+def _expiry_probes(amp: Amp) -> _Probes:
+    """A cell; expires_at set, a read, an invalid expires_at, a read, expires_at cleared; then the
+    manual active -> stale -> active writes."""
+    record = _Recorder(amp)
+    cell = amp.create_cell()
+    cell_id = cell["id"]
+    record("set", _patch(amp, cell_id, {"lifecycle": {"expires_at": EXPIRY}}))
+    record("read after set", _get(amp, cell_id))
+    record("invalid", _patch(amp, cell_id, {"lifecycle": {"expires_at": "tomorrow"}}))
+    record("read after invalid", _get(amp, cell_id))
+    record("cleared", _patch(amp, cell_id, {"lifecycle": {"expires_at": None}}))
+    for target in ("stale", "active"):
+        record(target, _patch(amp, cell_id, {"lifecycle": {"status": target}}))
+    return _Probes(cell, record.at)
+
+
+def _expiry(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+    return _probes(amp, "patch:expiry", _expiry_probes)
+
+
+@check("AMP-PATCH-14", level=MUST)
+def test_expires_at_can_be_set(amp: Amp) -> None:
+    """lifecycle.expires_at can be set and is echoed; an invalid date-time is 422 and changes nothing."""
+    _, got = _expiry(amp)
+    reply = got["set"]
+    amp.expect_status(reply, 200)
+    wanted = datetime(2030, 1, 1, tzinfo=UTC)
+    value = _time(amp, reply.json_object(), "lifecycle.expires_at", reply)
+    amp.expect(value == wanted, f"expires_at is {EXPIRY} (got {value.isoformat()})", reply)
+    back = got["read after set"]
+    amp.expect(
+        _time(amp, _stored(amp, back), "lifecycle.expires_at", back) == wanted,
+        "a GET shows the same expires_at",
+        back,
+    )
+    expect_refused_as_invalid(amp, details=True, reply=got["invalid"])
+    back = got["read after invalid"]
+    amp.expect(
+        _time(amp, _stored(amp, back), "lifecycle.expires_at", back) == wanted,
+        "the refused PATCH left expires_at as set",
+        back,
+    )
+
+
+@check("AMP-PATCH-14", level=SHOULD, stance="C-19: clearing with null is documented, not required")
+def test_expires_at_can_be_cleared(amp: Amp) -> None:
+    """PATCH lifecycle.expires_at null clears a set expiry (C-19: warn only)."""
+    _, got = _expiry(amp)
+    amp.expect_status(got["set"], 200, what="setting expires_at (precondition)")
+    reply = got["cleared"]
+    amp.expect_status(reply, 200)
+    value = expect_member(amp, reply.json_object(), "lifecycle.expires_at", reply)
+    amp.expect(
+        value is None, f"expires_at is null after clearing (got {shown(value)})", reply, expected="null"
+    )
+
+
+@check("AMP-PATCH-11", level=MAY)
+def test_manual_active_stale_transitions_are_accepted(amp: Amp) -> None:
+    """Manual active -> stale and stale -> active writes answer 200 with the new status."""
+    _, got = _expiry(amp)
+    for target in ("stale", "active"):
+        reply = got[target]
+        amp.expect_status(reply, 200, what=f"manual transition to {target}")
+        status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
+        amp.expect(status == target, f"lifecycle.status is {shown(target)} (got {shown(status)})", reply)
+
+
+# PATCH-10, PATCH-12, PATCH-13, PATCH-16: transitions, a cell of their own ------------------
 
 
 def _make_stale(amp: Amp, cell_id: str) -> Reply:
@@ -389,33 +664,17 @@ def test_status_only_body_archives_the_cell(amp: Amp) -> None:
     amp.expect(status == "archived", f"a stale cell archives (status {shown(status)})", reply)
 
 
-@check("AMP-PATCH-11", level=MAY)
-def test_setting_the_current_status_again_is_accepted(amp: Amp) -> None:
-    """PATCH lifecycle.status 'active' on an active cell answers 200 and the cell stays active."""
-    cell = amp.create_cell()
-    reply = _patch(amp, cell["id"], {"lifecycle": {"status": "active"}})
-    amp.expect_status(reply, 200)
-    status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
-    amp.expect(status == "active", f"lifecycle.status is still 'active' (got {shown(status)})", reply)
-
-
-@check("AMP-PATCH-11", level=MAY)
-def test_manual_active_stale_transitions_are_accepted(amp: Amp) -> None:
-    """Manual active -> stale and stale -> active writes answer 200 with the new status."""
-    cell = amp.create_cell()
-    for target in ("stale", "active"):
-        reply = _patch(amp, cell["id"], {"lifecycle": {"status": target}})
-        amp.expect_status(reply, 200, what=f"manual transition to {target}")
-        status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
-        amp.expect(status == target, f"lifecycle.status is {shown(target)} (got {shown(status)})", reply)
-
-
 def _expect_invalid_transition(amp: Amp, reply: Reply, what: str) -> None:
     expect_transition_refused(amp, reply, what, "AMP-PATCH-12")
 
 
 def _expect_status_of(amp: Amp, cell_id: str, wanted: str) -> None:
-    stored, got = read_back(amp, cell_id)
+    _expect_status_in(amp, _get(amp, cell_id), wanted)
+
+
+def _expect_status_in(amp: Amp, got: Reply, wanted: str) -> None:
+    """A read after a refused PATCH shows the status ``wanted`` (AMP-PATCH-12)."""
+    stored = _stored(amp, got)
     status = expect_member(amp, stored, "lifecycle.status", got)
     amp.expect(
         status == wanted,
@@ -439,87 +698,41 @@ def test_archived_cell_cannot_return(amp: Amp) -> None:
 
 @check("AMP-PATCH-12", "AMP-ERR-03", level=MUST)
 def test_patch_cannot_set_deleted(amp: Amp) -> None:
-    """PATCH lifecycle.status 'deleted' is refused with 409 from active and from archived."""
-    active = amp.create_cell()
-    reply = _patch(amp, active["id"], {"lifecycle": {"status": "deleted"}})
-    _expect_invalid_transition(amp, reply, "active -> deleted by PATCH")
-    _expect_status_of(amp, active["id"], "active")
-    archived = amp.create_cell()
-    amp.archive(archived["id"])
-    reply = _patch(amp, archived["id"], {"lifecycle": {"status": "deleted"}})
-    _expect_invalid_transition(amp, reply, "archived -> deleted by PATCH (DELETE is the way)")
-    _expect_status_of(amp, archived["id"], "archived")
-
-
-@check("AMP-PATCH-12", "AMP-ERR-04", level=MUST)
-def test_unknown_status_is_a_validation_error(amp: Amp) -> None:
-    """PATCH lifecycle.status 'expired' (not a status) is 422 VALIDATION_ERROR; the cell stays active."""
+    """PATCH lifecycle.status 'deleted' is refused with 409 from active and, once archived, from archived."""
     cell = amp.create_cell()
-    reply = _patch(amp, cell["id"], {"lifecycle": {"status": "expired"}})
-    expect_refused_as_invalid(amp, details=True, reply=reply)
+    reply = _patch(amp, cell["id"], {"lifecycle": {"status": "deleted"}})
+    _expect_invalid_transition(amp, reply, "active -> deleted by PATCH")
     _expect_status_of(amp, cell["id"], "active")
+    amp.archive(cell["id"])
+    reply = _patch(amp, cell["id"], {"lifecycle": {"status": "deleted"}})
+    _expect_invalid_transition(amp, reply, "archived -> deleted by PATCH (DELETE is the way)")
+    _expect_status_of(amp, cell["id"], "archived")
 
 
 @check("AMP-PATCH-13", level=SHOULD)
 def test_refused_patch_applies_nothing(amp: Amp) -> None:
-    """A PATCH refused with 409, 422 or 403 leaves every member of its body unapplied."""
+    """A PATCH refused with 422, 403 or 409 leaves every member of its body unapplied."""
     cell = amp.create_cell(content={"text": "original"})
+    refused = {
+        422: ("content + importance 2", {"scoring": {"importance": 2}}, "a"),
+        403: ("a stranger's PATCH", {}, "stranger"),
+    }
+    for status, (what, extra, role) in refused.items():
+        text = f"applied by the PATCH refused with {status}"
+        reply = _patch(amp, cell["id"], {"content": {"text": text}, **extra}, role=role)
+        amp.expect_status(reply, status, what=what)
+    # one read shows both: each refused PATCH sent its own text
+    stored, got = read_back(amp, cell["id"])
+    _same(amp, cell, stored, "content.text", got)
     amp.archive(cell["id"])
-    reply = _patch(amp, cell["id"], {"content": {"text": "new"}, "lifecycle": {"status": "active"}})
+    body = {"content": {"text": "applied by the PATCH refused with 409"}, "lifecycle": {"status": "active"}}
+    reply = _patch(amp, cell["id"], body)
     amp.expect_status(reply, 409, what="content + archived -> active")
     stored, got = read_back(amp, cell["id"])
     _same(amp, cell, stored, "content.text", got)
 
-    other = amp.create_cell(content={"text": "original"})
-    reply = _patch(amp, other["id"], {"content": {"text": "new"}, "scoring": {"importance": 2}})
-    amp.expect_status(reply, 422, what="content + importance 2")
-    stored, got = read_back(amp, other["id"])
-    _same(amp, other, stored, "content.text", got)
 
-    reply = _patch(amp, other["id"], {"content": {"text": "new"}}, role="stranger")
-    amp.expect_status(reply, 403, what="a stranger's PATCH")
-    stored, got = read_back(amp, other["id"])
-    _same(amp, other, stored, "content.text", got)
-
-
-# PATCH-14, PATCH-16, PATCH-17 ----------------------------------------------------------------
-
-
-@check("AMP-PATCH-14", level=MUST)
-def test_expires_at_can_be_set(amp: Amp) -> None:
-    """lifecycle.expires_at can be set and is echoed; an invalid date-time is 422 and changes nothing."""
-    cell = amp.create_cell()
-    reply = _patch(amp, cell["id"], {"lifecycle": {"expires_at": "2030-01-01T00:00:00Z"}})
-    amp.expect_status(reply, 200)
-    wanted = datetime(2030, 1, 1, tzinfo=UTC)
-    got = _time(amp, reply.json_object(), "lifecycle.expires_at", reply)
-    amp.expect(got == wanted, f"expires_at is 2030-01-01T00:00:00Z (got {got.isoformat()})", reply)
-    stored, back = read_back(amp, cell["id"])
-    amp.expect(
-        _time(amp, stored, "lifecycle.expires_at", back) == wanted, "a GET shows the same expires_at", back
-    )
-    reply = _patch(amp, cell["id"], {"lifecycle": {"expires_at": "tomorrow"}})
-    expect_refused_as_invalid(amp, details=True, reply=reply)
-    stored, back = read_back(amp, cell["id"])
-    amp.expect(
-        _time(amp, stored, "lifecycle.expires_at", back) == wanted,
-        "the refused PATCH left expires_at as set",
-        back,
-    )
-
-
-@check("AMP-PATCH-14", level=SHOULD, stance="C-19: clearing with null is documented, not required")
-def test_expires_at_can_be_cleared(amp: Amp) -> None:
-    """PATCH lifecycle.expires_at null clears a set expiry (C-19: warn only)."""
-    cell = amp.create_cell()
-    reply = _patch(amp, cell["id"], {"lifecycle": {"expires_at": "2030-01-01T00:00:00Z"}})
-    amp.expect_status(reply, 200, what="setting expires_at (precondition)")
-    reply = _patch(amp, cell["id"], {"lifecycle": {"expires_at": None}})
-    amp.expect_status(reply, 200)
-    value = expect_member(amp, reply.json_object(), "lifecycle.expires_at", reply)
-    amp.expect(
-        value is None, f"expires_at is null after clearing (got {shown(value)})", reply, expected="null"
-    )
+# PATCH-16 ----------------------------------------------------------------------------------
 
 
 def _listed_status(amp: Amp, cell: dict[str, Any], status: str) -> bool:
@@ -533,9 +746,9 @@ def _listed_status(amp: Amp, cell: dict[str, Any], status: str) -> bool:
     )
 
 
-@check("AMP-PATCH-16", level=MUST)
+@check("AMP-PATCH-16", level=MUST, serial=True)
 def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
-    """A scoring PATCH leaves lifecycle.status as it was; the next lifecycle pass decides."""
+    """A scoring PATCH leaves lifecycle.status as it was (active, then stale); the next pass decides."""
     cell = amp.create_cell()
     reply = _patch(amp, cell["id"], {"scoring": {"importance": 0.05}})
     expect_scoring_not_limited(amp, reply, "a scoring PATCH of a fresh cell")
@@ -548,12 +761,12 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
     )
     if not _listed_status(amp, cell, "active"):
         amp.warn("the cell left 'active' right after a scoring PATCH, before any lifecycle pass (C-34)")
-    stale = amp.create_cell(scoring={"importance": 0.2})
-    made = _make_stale(amp, stale["id"])
+    # the same cell, made stale by hand, then given a high importance
+    made = _make_stale(amp, cell["id"])
     if made.status != 200:
         amp.note(f"stale case not checked: the manual active -> stale write answered {made.status}")
         return
-    reply = _patch(amp, stale["id"], {"scoring": {"importance": 0.9}})
+    reply = _patch(amp, cell["id"], {"scoring": {"importance": 0.9}})
     expect_scoring_not_limited(amp, reply, "a scoring PATCH of a stale cell")
     amp.expect_status(reply, 200)
     status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
@@ -563,34 +776,6 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
         'not "stale"',
         reply,
     )
-
-
-@check("AMP-PATCH-17", "AMP-ERR-04", level=MUST)
-def test_out_of_range_or_mistyped_values_are_refused(amp: Amp) -> None:
-    """Out-of-range or wrongly typed values are 422 VALIDATION_ERROR and change nothing."""
-    cell = amp.create_cell(
-        scoring={"importance": 0.6}, access_policy={"readable_by": ["amp-ct-reader-1"], "writable_by": []}
-    )
-    bad_bodies = (
-        {"scoring": {"importance": 2}},
-        {"scoring": {"confidence": -0.1}},
-        {"scoring": {"decay_rate": "fast"}},
-        {"access_policy": {"readable_by": [1]}},
-        {"access_policy": {"public": "yes please"}},
-        {"content": {"text": 42}},
-    )
-    for body in bad_bodies:
-        reply = _patch(amp, cell["id"], body)
-        expect_refused_as_invalid(amp, details=True, reply=reply)
-    stored, got = read_back(amp, cell["id"])
-    for path in (
-        "scoring.importance",
-        "scoring.confidence",
-        "scoring.decay_rate",
-        "access_policy",
-        "content",
-    ):
-        _same(amp, cell, stored, path, got)
 
 
 # PATCH-19 .. PATCH-21 ------------------------------------------------------------------------
@@ -631,24 +816,3 @@ def test_permission_is_checked_before_the_transition(amp: Amp) -> None:
     expect_refusal(amp, reply, "a stranger asking archived -> active")
     reply = amp.anonymous().patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "active"}})
     amp.expect_status(reply, 401, what="archived -> active without X-AMP-Agent-ID")
-
-
-@check("AMP-PATCH-21", level=MAY)
-def test_empty_body_changes_nothing(amp: Amp) -> None:
-    """An empty PATCH body {} is accepted and changes nothing but last_updated_at."""
-    cell = amp.create_cell()
-    reply = _patch(amp, cell["id"], {})
-    if reply.status == 422:
-        amp.note("an empty PATCH body {} is refused with 422 (allowed)")
-        return
-    amp.expect_status(reply, 200)
-    updated = reply.json_object()
-    for path in ("id", "type", "content", "identity", "scoring", "access_policy", "provenance"):
-        _same(amp, cell, updated, path, reply)
-    for path in (
-        "lifecycle.created_at",
-        "lifecycle.status",
-        "lifecycle.expires_at",
-        "lifecycle.last_accessed_at",
-    ):
-        _same(amp, cell, updated, path, reply)
