@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._lifecycle_passes import LOW, both_passes, first_pass
 from amp_conformance.amp01.checks._support import about, expect_error, expect_step, shown
 from amp_conformance.engine.client import Client, Reply
 
@@ -297,33 +298,31 @@ def test_a_pass_reports_all_three_transition_counts(amp: Amp) -> None:
 @check("AMP-ADMIN-05", "AMP-ADMIN-03", level=MUST, global_effects=True)
 def test_a_pass_counts_the_cells_it_moved(amp: Amp) -> None:
     """A pass moves the suite's low-score cells to stale, and active_to_stale counts at least them."""
-    client = amp.admin()
-    amp.agent("a")  # skips (the server needs keys the run lacks) before an owner is drawn
-    owner = amp.owner()
-    low = [amp.create_cell({"identity": {"owner_id": owner}}, scoring=LOW_SCORE) for _ in range(2)]
-    healthy = amp.create_cell(
-        {"identity": {"owner_id": owner}}, scoring={"importance": 1.0, "decay_rate": 0.0}
-    )
-    reply = run_pass(amp, client)
-    transitions = expect_transitions(amp, reply)
+    amp.admin()
+    amp.agent("a")  # skips (the server needs keys the run lacks) before anything is sent
+    passes = first_pass(amp)  # the lifecycle checks' shared first pass over one owner's cells
+    first = passes.first
+    transitions = expect_transitions(amp, first.reply)
     amp.expect(
-        transitions["active_to_stale"] >= len(low),
-        f"active_to_stale is {transitions['active_to_stale']}, fewer than the suite's {len(low)} "
+        transitions["active_to_stale"] >= len(LOW),
+        f"active_to_stale is {transitions['active_to_stale']}, fewer than the suite's {len(LOW)} "
         "low-score cells the pass made stale",
-        reply,
+        first.reply,
         requirement="AMP-ADMIN-05",
     )
-    for cell in low:
-        status = listed_under(amp, cell)
+    for name in LOW:
+        status = first.status(passes.ids[name])
         amp.expect(
             status == "stale",
             f"after the pass a low-score cell is listed as {shown(status)}, not stale",
+            first.lists["stale"],
             requirement="AMP-ADMIN-05",
         )
-    status = listed_under(amp, healthy)
+    status = first.status(passes.ids["high"])
     amp.expect(
         status == "active",
         f"after the pass a healthy cell is listed as {shown(status)}, not active",
+        first.lists["active"],
         requirement="AMP-ADMIN-05",
     )
 
@@ -371,17 +370,16 @@ def test_a_pass_needs_only_the_admin_token(amp: Amp) -> None:
 @check("AMP-ADMIN-09", level=SHOULD, global_effects=True)
 def test_a_second_pass_does_not_move_the_cell_again(amp: Amp) -> None:
     """Right after a pass made a cell stale, a second pass leaves it stale (not archived, not active)."""
-    client = amp.admin()
-    cell = amp.create_cell(scoring=LOW_SCORE)
-    expect_transitions(amp, run_pass(amp, client))
-    status = listed_under(amp, cell)
-    expect_step(
-        amp,
+    amp.admin()
+    amp.agent("a")
+    passes = both_passes(amp)  # the lifecycle checks' shared first and second passes
+    expect_transitions(amp, passes.first.reply)
+    passes.step_stale_after_first(amp, "w")
+    second = passes.after_second()
+    expect_transitions(amp, second.reply)
+    status = second.status(passes.ids["w"])
+    amp.expect(
         status == "stale",
-        f"after the first pass the low-score cell is listed as {shown(status)}, not stale",
-        step="a first pass making a low-score cell stale",
-        requirement="AMP-LC-03",
+        f"after a second pass the cell is listed as {shown(status)}, not stale",
+        second.lists["stale"],
     )
-    expect_transitions(amp, run_pass(amp, client))
-    status = listed_under(amp, cell)
-    amp.expect(status == "stale", f"after a second pass the cell is listed as {shown(status)}, not stale")

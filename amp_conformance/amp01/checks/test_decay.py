@@ -16,14 +16,12 @@ import time
 from typing import Any
 
 from amp_conformance import MUST, Amp, check, load_fixture
+from amp_conformance.amp01.checks._lifecycle_passes import both_passes, listed_status
 from amp_conformance.amp01.checks._support import (
     expect_at_least,
-    expect_scoring_not_limited,
-    expect_step,
     run_pass,
     scheduler_quiet,
     shown,
-    status_by_list,
 )
 from amp_conformance.amp01.decay import (
     SECONDS_PER_DAY,
@@ -115,7 +113,10 @@ def test_the_equality_case_is_not_below_the_threshold(amp: Amp) -> None:
 @check("AMP-LC-06", "AMP-LC-02", "AMP-LC-01", "AMP-LC-10", level=MUST, deadline=30, global_effects=True)
 def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
     """Fast decay: a cell turns stale at a pass; a by-id read restarts its clock, the next pass revives it."""
-    amp.admin()
+    # the lifecycle checks' shared passes: a stale cell lifted to 0.9 recovered at the second, which
+    # tells a server whose stale cells never recover (AMP-LC-05) from one whose reads do not restart
+    # the clock
+    passes = both_passes(amp)
     owner = amp.owner()
     cell = amp.create_cell(
         {
@@ -125,21 +126,16 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
     )
     created = time.monotonic()
     cell_id = str(cell["id"])
-    # a control cell a pass makes stale and a scoring lift brings back: tells a server whose stale
-    # cells never recover (AMP-LC-05) from one whose reads do not restart the clock
-    control = amp.create_cell(
-        {"identity": {"owner_id": owner}, "scoring": {"importance": 0.2, "confidence": 1.0, "decay_rate": 0}}
-    )
     time.sleep(max(0.0, created + WAIT_SECONDS - time.monotonic()))
     expected = decay_score(1.0, 1.0, FAST_DECAY_RATE, WAIT_SECONDS / SECONDS_PER_DAY)
-    before = status_by_list(amp, owner, cell_id)
+    before = listed_status(amp, owner, cell_id, "active")
     if before != "active" and scheduler_quiet(amp):
         amp.warn(
             f"with no pass run, the decayed cell is already {before} (AMP-LC-10, SHOULD: status changes "
             "only at passes)"
         )
     transitions = run_pass(amp)
-    stale = status_by_list(amp, owner, cell_id)
+    stale = listed_status(amp, owner, cell_id, "stale")
     amp.expect(
         stale == "stale",
         f"{WAIT_SECONDS} s after creation (score ≈ {expected:.3f} < 0.3) a pass left the cell "
@@ -147,16 +143,8 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
         expected="stale",
         requirement="AMP-LC-01",
     )
-    lift = amp.as_agent("a").patch(f"/memories/{control['id']}", {"scoring": {"importance": 0.9}})
-    expect_scoring_not_limited(amp, lift, "raising the control cell's importance to 0.9")
-    expect_step(
-        amp,
-        lift.status == 200,
-        f"raising the control cell's importance to 0.9 answered {lift.status}, not 200",
-        lift,
-        step="a scoring PATCH of the control cell",
-        requirement="AMP-PATCH-01",
-    )
+    passes.step_lifted(amp, "y", stays_stale=False)
+    passes.step_recovered(amp, "y")
     if before == "active":
         expect_at_least(amp, transitions, "active_to_stale", 1)
     read = amp.as_agent("a").get(f"/memories/{cell_id}")
@@ -169,16 +157,7 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
         amp.skip(
             f"the pass came {elapsed:.2f} s after the read, too late to show the reset (score {score:.3f})"
         )
-    revived = status_by_list(amp, owner, str(control["id"]))
-    expect_step(
-        amp,
-        revived == "active",
-        f"a stale cell lifted to importance 0.9 is {shown(revived) if revived else 'unlisted'} after the "
-        "next pass, not active: stale cells do not recover",
-        step="a stale cell with a high score recovering at a pass",
-        requirement="AMP-LC-05",
-    )
-    after = status_by_list(amp, owner, cell_id)
+    after = listed_status(amp, owner, cell_id, "active")
     amp.expect(
         after == "active",
         f"a pass {elapsed:.2f} s after the read (score ≈ {score:.3f} had the clock restarted) left the cell "

@@ -16,21 +16,27 @@ from __future__ import annotations
 import time
 
 from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._lifecycle_passes import (
+    CELLS,
+    LIFTS,
+    LOW,
+    both_passes,
+    first_pass,
+    listed_status,
+)
 from amp_conformance.amp01.checks._support import (
     expect_at_least,
     expect_deleted_read,
     expect_reads_as_deleted,
     expect_step,
     expect_transition_refused,
-    run_pass,
-    run_pass_reply,
-    scheduler_quiet,
     shown,
     status_by_list,
+    step_failed,
 )
 from amp_conformance.engine.client import Reply
 
-LOW = 0.2
+LOW_IMPORTANCE = 0.2
 """importance of a cell that one pass makes stale (importance x confidence < 0.3, §3 example F)."""
 
 
@@ -44,174 +50,170 @@ def _cell(amp: Amp, owner: str, importance: float, confidence: float = 1.0) -> s
     return str(cell["id"])
 
 
-def _expect_status(
+def _expect_listed(
     amp: Amp, owner: str, cell_id: str, expected: str, when: str, requirement: str | None = None
 ) -> None:
-    got = status_by_list(amp, owner, cell_id)
+    got = listed_status(amp, owner, cell_id, expected)
     amp.expect(
         got == expected,
         f"{when}: the list shows the cell as {shown(got) if got else 'absent'}, not {expected}",
         expected=expected,
         requirement=requirement,
-    )
-
-
-def _step_status(amp: Amp, owner: str, cell_id: str, expected: str, when: str, requirement: str) -> None:
-    """A status the check needs to go on (seen through list): else it is blocked under ``requirement``."""
-    got = status_by_list(amp, owner, cell_id)
-    expect_step(
-        amp,
-        got == expected,
-        f"{when}: the list shows the cell as {shown(got) if got else 'absent'}, not {expected}",
-        step=f"a cell {expected} {when}",
-        requirement=requirement,
-        expected=expected,
-    )
-
-
-def _stale_cell(amp: Amp) -> tuple[str, str]:
-    """(owner, id) of a cell one pass made stale (importance 0.2, decay_rate 0)."""
-    amp.admin()  # skip before creating anything when passes are not allowed
-    owner = amp.owner()
-    cell_id = _cell(amp, owner, LOW)
-    run_pass(amp)
-    _step_status(amp, owner, cell_id, "stale", "after one pass (importance 0.2)", "AMP-LC-03")
-    return owner, cell_id
-
-
-def _lift(amp: Amp, cell_id: str, importance: float) -> None:
-    """Raise a stale cell's importance (decay_rate 0) with a scoring PATCH: a step, and the PATCH must
-    not flip the status itself (AMP-PATCH-16), or the pass has nothing left to show."""
-    reply = amp.as_agent("a").patch(
-        f"/memories/{cell_id}", {"scoring": {"importance": importance, "confidence": 1.0, "decay_rate": 0}}
-    )
-    what = f"raising the stale cell's importance to {importance}"
-    expect_step(
-        amp,
-        reply.status == 200,
-        f"{what} answered {reply.status}, not 200",
-        reply,
-        step=what,
-        requirement="AMP-PATCH-01",
-    )
-    status = (reply.json_object().get("lifecycle") or {}).get("status")
-    expect_step(
-        amp,
-        status == "stale",
-        f"{what} flipped the status at once: the PATCH response says {shown(status)}",
-        reply,
-        step=what,
-        requirement="AMP-PATCH-16",
     )
 
 
 @check("AMP-LC-03", "AMP-ADMIN-05", level=MUST, global_effects=True)
 def test_low_score_cells_become_stale_after_one_pass(amp: Amp) -> None:
     """Cells with importance x confidence < 0.3 are stale after one pass; counts include them."""
-    amp.admin()
-    owner = amp.owner()
-    low = [_cell(amp, owner, 0.2), _cell(amp, owner, 0.5, 0.5), _cell(amp, owner, 0.29)]
-    high = _cell(amp, owner, 0.9)
-    transitions = run_pass(amp)
-    for cell_id in low:
-        _expect_status(amp, owner, cell_id, "stale", f"after one pass, low-score cell {cell_id}")
-    _expect_status(amp, owner, high, "active", "after one pass, the importance 0.9 cell")
-    expect_at_least(amp, transitions, "active_to_stale", len(low))
+    passes = first_pass(amp)
+    first = passes.first
+    for name in LOW:
+        importance, confidence = CELLS[name]
+        cell_id = passes.ids[name]
+        amp.expect(
+            first.status(cell_id) == "stale",
+            f"after one pass, the cell with importance {importance} x confidence {confidence} is "
+            f"{first.shown_as(cell_id)}, not stale",
+            first.lists["stale"],
+            expected="stale",
+        )
+    amp.expect(
+        first.status(passes.ids["high"]) == "active",
+        f"after one pass, the importance 0.9 cell is {first.shown_as(passes.ids['high'])}, not active",
+        first.lists["active"],
+        expected="active",
+    )
+    expect_at_least(amp, first.transitions, "active_to_stale", len(LOW))
 
 
 @check("AMP-LC-04", level=MUST, global_effects=True)
 def test_a_score_of_exactly_0_3_is_not_below_the_threshold(amp: Amp) -> None:
     """A score of exactly 0.3 stays active, and brings a stale cell back to active (C-33)."""
-    amp.admin()
-    owner = amp.owner()
-    equal = _cell(amp, owner, 0.3)
-    low = _cell(amp, owner, LOW)
-    control = _cell(amp, owner, LOW)
-    run_pass(amp)
-    _expect_status(amp, owner, equal, "active", "importance 0.3 x confidence 1.0, decay_rate 0, after a pass")
-    _step_status(amp, owner, low, "stale", "after a pass (importance 0.2)", "AMP-LC-03")
-    _step_status(amp, owner, control, "stale", "after a pass (importance 0.2)", "AMP-LC-03")
-    _lift(amp, low, 0.3)
-    _lift(amp, control, 0.9)  # clearly recovered: tells a strict threshold from no recovery at all
-    run_pass(amp)
-    _step_status(amp, owner, control, "active", "importance raised to 0.9, after a pass", "AMP-LC-05")
-    _expect_status(amp, owner, low, "active", "a stale cell whose score is now exactly 0.3, after a pass")
+    passes = both_passes(amp)
+    first, second = passes.first, passes.after_second()
+    equal = passes.ids["equal"]
+    amp.expect(
+        first.status(equal) == "active",
+        f"importance 0.3 x confidence 1.0, decay_rate 0, after a pass: {first.shown_as(equal)}, not active",
+        first.lists["active"],
+        expected="active",
+    )
+    passes.step_lifted(amp, "x")  # stale, then lifted to exactly 0.3
+    passes.step_lifted(amp, "y")  # lifted to 0.9: tells a strict threshold from no recovery at all
+    passes.step_recovered(amp, "y")
+    lifted = passes.ids["x"]
+    amp.expect(
+        second.status(lifted) == "active",
+        f"a stale cell whose score is now exactly 0.3, after a pass: {second.shown_as(lifted)}, not active",
+        second.lists["active"],
+        expected="active",
+    )
 
 
 @check("AMP-LC-05", "AMP-ADMIN-05", level=MUST, global_effects=True)
 def test_a_stale_cell_whose_score_recovers_becomes_active(amp: Amp) -> None:
     """A stale cell whose score is back at or above 0.3 becomes active at the next pass."""
-    owner, cell_id = _stale_cell(amp)
-    _lift(amp, cell_id, 0.9)
-    transitions = run_pass(amp)
-    _expect_status(amp, owner, cell_id, "active", "after the next pass (importance 0.9)", "AMP-LC-05")
-    expect_at_least(amp, transitions, "stale_to_active", 1)
+    passes = both_passes(amp)
+    second = passes.after_second()
+    passes.step_lifted(amp, "y")
+    cell_id = passes.ids["y"]
+    amp.expect(
+        second.status(cell_id) == "active",
+        f"after the next pass (importance 0.9) the cell is {second.shown_as(cell_id)}, not active",
+        second.lists["active"],
+        expected="active",
+        requirement="AMP-LC-05",
+    )
+    # the pass also moved x, lifted to exactly 0.3, when it recovered: the count is judged on both
+    recovered = [name for name in LIFTS if second.status(passes.ids[name]) == "active"]
+    expect_at_least(amp, second.transitions, "stale_to_active", len(recovered))
 
 
 @check("AMP-PATCH-16", level=MUST, area="lc", global_effects=True)
 def test_a_scoring_patch_does_not_flip_the_status_by_itself(amp: Amp) -> None:
     """A scoring PATCH that lifts a stale cell's score leaves it stale until the next pass (C-34)."""
-    owner, cell_id = _stale_cell(amp)
-    reply = amp.as_agent("a").patch(
-        f"/memories/{cell_id}", {"scoring": {"importance": 0.9, "confidence": 1.0, "decay_rate": 0}}
-    )
-    amp.expect_status(reply, 200, what="raising the stale cell's importance to 0.9")
+    passes = both_passes(amp)
+    passes.step_lifted(amp, "y", stays_stale=False)
+    reply = passes.lifts["y"]
     status = reply.json_object().get("lifecycle", {}).get("status")
     amp.expect(
         status == "stale",
         f"the scoring PATCH flipped the status at once: the response says {shown(status)}, not stale",
         reply,
     )
-    if scheduler_quiet(amp):
-        _expect_status(amp, owner, cell_id, "stale", "after the scoring PATCH, before any pass")
-    run_pass(amp)
+    cell_id = passes.ids["y"]
+    if passes.between is not None:
+        listed = [c.get("id") for c in passes.between.json_object().get("results", []) if isinstance(c, dict)]
+        amp.expect(
+            cell_id in listed,
+            "after the scoring PATCH, before any pass, the cell is not among the owner's stale cells",
+            passes.between,
+            expected="stale",
+        )
     # the status follows at the next pass: that is the recovery rule's (AMP-LC-05), a step here
-    _step_status(amp, owner, cell_id, "active", "after the next pass", "AMP-LC-05")
+    passes.step_recovered(amp, "y")
 
 
 @check("AMP-LC-07", "AMP-LC-11", level=MUST, global_effects=True)
 def test_a_freshly_stale_cell_is_not_archived(amp: Amp) -> None:
     """A pass moves a cell one step: a freshly stale cell is not archived, nor by the next pass."""
-    owner, cell_id = _stale_cell(amp)
-    run_pass(amp)
-    _expect_status(amp, owner, cell_id, "stale", "a cell stale for seconds, after a second pass")
+    passes = both_passes(amp)
+    passes.step_stale_after_first(amp, "w")
+    second = passes.after_second()
+    cell_id = passes.ids["w"]
+    amp.expect(
+        second.status(cell_id) == "stale",
+        f"a cell stale for seconds, after a second pass: {second.shown_as(cell_id)}, not stale",
+        second.lists["stale"],
+        expected="stale",
+    )
 
 
 @check("AMP-LC-08", "AMP-PATCH-12", level=MUST, global_effects=True)
 def test_archived_cells_stay_archived(amp: Amp) -> None:
     """An archived cell with a high score is left archived by a pass and cannot be PATCHed back (409)."""
-    amp.admin()
-    owner = amp.owner()
-    cell_id = _cell(amp, owner, 1.0)
-    amp.archive(cell_id)
-    run_pass(amp)
-    _expect_status(
-        amp, owner, cell_id, "archived", "an archived cell with importance 1.0, after a pass", "AMP-LC-08"
+    passes = first_pass(amp)
+    archive = passes.archive
+    if archive.status != 200:
+        step_failed(amp, archive, "archiving a cell", "AMP-PATCH-10", "200")
+    cell_id = passes.ids["archived"]
+    first = passes.first
+    amp.expect(
+        first.status(cell_id) == "archived",
+        f"an archived cell with importance 1.0, after a pass: {first.shown_as(cell_id)}, not archived",
+        first.lists["archived"],
+        expected="archived",
+        requirement="AMP-LC-08",
     )
     client = amp.as_agent("a")
     for target in ("active", "stale"):
         reply = client.patch(f"/memories/{cell_id}", {"lifecycle": {"status": target}})
         expect_transition_refused(amp, reply, f"PATCH archived -> {target}", "AMP-PATCH-12")
-    _expect_status(amp, owner, cell_id, "archived", "after the refused PATCHes", "AMP-PATCH-12")
+    _expect_listed(amp, passes.owner, cell_id, "archived", "after the refused PATCHes", "AMP-PATCH-12")
 
 
 @check("AMP-PATCH-12", "AMP-DEL-03", level=MUST, area="lc", global_effects=True)
 def test_a_stale_cell_cannot_be_patched_or_deleted_to_deleted(amp: Amp) -> None:
     """A stale cell: PATCH to deleted is 409 INVALID_TRANSITION, DELETE is 409; it stays stale."""
-    owner, cell_id = _stale_cell(amp)
+    passes = both_passes(amp)
+    passes.step_stale_after_first(amp, "z")
+    passes.step_stale_after_second(amp, "z")
+    cell_id = passes.ids["z"]
     client = amp.as_agent("a")
     reply = client.patch(f"/memories/{cell_id}", {"lifecycle": {"status": "deleted"}})
     expect_transition_refused(amp, reply, "PATCH stale -> deleted", "AMP-PATCH-12")
     reply = client.delete(f"/memories/{cell_id}")
     expect_transition_refused(amp, reply, "DELETE of a stale cell", "AMP-DEL-03")
-    _expect_status(amp, owner, cell_id, "stale", "after the refused PATCH and DELETE")
+    _expect_listed(amp, passes.owner, cell_id, "stale", "after the refused PATCH and DELETE")
 
 
 @check("AMP-READ-07", level=MUST, area="lc", global_effects=True)
 def test_a_stale_cell_can_still_be_read_by_id(amp: Amp) -> None:
     """A stale cell is still readable by id: 200 with status stale."""
-    _owner, cell_id = _stale_cell(amp)
-    reply = amp.as_agent("a").get(f"/memories/{cell_id}")
+    passes = both_passes(amp)
+    passes.step_stale_after_first(amp, "w")
+    passes.step_stale_after_second(amp, "w")
+    reply = amp.as_agent("a").get(f"/memories/{passes.ids['w']}")
     amp.expect_status(reply, 200, what="reading a stale cell by id")
     status = reply.json_object().get("lifecycle", {}).get("status")
     amp.expect(status == "stale", f"the read shows status stale (got {shown(status)})", reply)
@@ -220,7 +222,10 @@ def test_a_stale_cell_can_still_be_read_by_id(amp: Amp) -> None:
 @check("AMP-LC-14", level=MUST, global_effects=True)
 def test_stale_cells_leave_default_search_and_list(amp: Amp) -> None:
     """Stale cells are left out of default search (and list) and come back with include_stale or status."""
-    owner, cell_id = _stale_cell(amp)
+    passes = both_passes(amp)
+    passes.step_stale_after_first(amp, "w")
+    passes.step_stale_after_second(amp, "w")  # the list with status=stale shows it, too
+    owner, cell_id = passes.owner, passes.ids["w"]
     client = amp.as_agent("a")
     query = {"query": "The user prefers Python for backend development", "owner_id": owner}
 
@@ -256,10 +261,6 @@ def test_stale_cells_leave_default_search_and_list(amp: Amp) -> None:
     )
     if found(client.get("/memories", params={"owner_id": owner}), "default list"):
         amp.warn("the default list shows a stale cell (AMP-LIST-04 and C-12: only active by default)")
-    if not found(
-        client.get("/memories", params={"owner_id": owner, "status": "stale"}), "list, status=stale"
-    ):
-        amp.warn("list with status=stale does not show the stale cell (AMP-LIST-03, C-12)")
 
 
 @check("AMP-LC-09", "AMP-RET-01", level=MUST, global_effects=True)
@@ -271,10 +272,8 @@ def test_a_pass_leaves_deleted_cells_deleted_and_kept(amp: Amp) -> None:
             "the server answers deleted ids like unknown ones (C-05), so a pass's effect on them is not "
             "observable over HTTP (requirements.md: NOT-BB)"
         )
-    owner = amp.owner()
-    cell_id = _cell(amp, owner, 1.0)
-    amp.delete_cell(cell_id)
-    run_pass(amp)
+    passes = first_pass(amp)
+    cell_id = passes.step_deleted(amp)
     reply = amp.as_agent("a").get(f"/memories/{cell_id}")
     amp.expect_status(
         reply, 200, what="reading the deleted cell after a pass (it is kept for retention_days)"
@@ -314,7 +313,7 @@ def test_no_rest_route_purges_a_deleted_cell(amp: Amp) -> None:
 @check("AMP-RET-03", "AMP-ADMIN-07", level=SHOULD, global_effects=True)
 def test_a_pass_purges_nothing_by_default(amp: Amp) -> None:
     """A pass reports purged (if at all) as an integer >= 0; it purges nothing unless the operator opts in."""
-    reply = run_pass_reply(amp)
+    reply = first_pass(amp).first.reply
     body = reply.json_object()
     if "purged" not in body:
         amp.note("the pass reports no 'purged' count (C-14: optional)")
@@ -341,9 +340,9 @@ def test_no_automatic_pass_when_the_scheduler_is_off(amp: Amp) -> None:
             "(on the reference server: AMP_LIFECYCLE_ENABLED=false)"
         )
     owner = amp.owner()
-    cell_id = _cell(amp, owner, LOW)
+    cell_id = _cell(amp, owner, LOW_IMPORTANCE)
     time.sleep(1.0)
-    _expect_status(amp, owner, cell_id, "active", "a low-score cell one second later, with the scheduler off")
+    _expect_listed(amp, owner, cell_id, "active", "a low-score cell one second later, with the scheduler off")
 
 
 @check("AMP-LC-12", level=MUST, deadline=60)
@@ -359,12 +358,12 @@ def test_the_scheduler_runs_passes_by_itself(amp: Amp) -> None:
             "of at most 15 s (on the reference server, e.g. AMP_LIFECYCLE_INTERVAL_SECONDS=10)"
         )
     owner = amp.owner()
-    cell_id = _cell(amp, owner, LOW)
+    cell_id = _cell(amp, owner, LOW_IMPORTANCE)
     until = time.monotonic() + 2 * interval + 1
     while time.monotonic() < until:
         if status_by_list(amp, owner, cell_id) == "stale":
             return
         time.sleep(0.5)
-    _expect_status(
+    _expect_listed(
         amp, owner, cell_id, "stale", f"{2 * interval + 1} s later (scheduler interval {interval} s)"
     )

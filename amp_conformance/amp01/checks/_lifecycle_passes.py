@@ -1,0 +1,264 @@
+"""Two lifecycle passes over one owner's cells, made once per run (per worker) through ``amp.shared``
+and judged by the lifecycle, admin and decay checks.
+
+A pass is store-wide, so a check never judges the store, only its own cells: every cell here has
+``decay_rate: 0``, so its score (importance x confidence) and therefore what a correct pass does to it
+cannot depend on timing or on how many passes other checks run:
+
+* ``x`` 0.2, ``y`` 0.5 x 0.5, ``z`` 0.29, ``w`` 0.2: below 0.3, stale after the first pass;
+* ``high`` 0.9 and ``equal`` exactly 0.3: active after any pass (AMP-LC-04: the threshold is strict);
+* ``archived`` 1.0, archived before the first pass; ``deleted`` 1.0, deleted before it.
+
+The first pass: create, archive, delete, one pass, then the owner's lists by status. The second pass
+(after the first): scoring PATCHes lift ``x`` to exactly 0.3 and ``y`` to 0.9 (a list of the stale
+cells follows while no scheduled pass is likely), one pass, the owner's lists again.
+
+Making them only sends and records: the create, the pass and the lists are steps every check needs
+(a failure there blocks them all); the archive, delete and lifts are recorded, and each check that
+needs one judges it, so a verdict never depends on which check made the passes. Statuses are seen
+through ``GET /memories?owner_id=…&status=…``, never a by-id read (an access). The cells a check
+changes afterwards are its own: ``archived`` is PATCHed by AMP-LC-08's check, ``z`` by the stale
+PATCH/DELETE check, ``w`` is read by id by AMP-READ-07's; the others are only listed and searched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from amp_conformance import Amp
+from amp_conformance.amp01.checks._support import (
+    LISTED_STATUSES,
+    Marks,
+    expect_scoring_not_limited,
+    expect_step,
+    listings_by_status,
+    run_pass_reply,
+    scheduler_quiet,
+    shared_replies,
+    shown,
+    step_failed,
+)
+from amp_conformance.engine.client import Reply
+
+#: name -> (importance, confidence), all with decay_rate 0.
+CELLS: dict[str, tuple[float, float]] = {
+    "x": (0.2, 1.0),
+    "y": (0.5, 0.5),
+    "z": (0.29, 1.0),
+    "w": (0.2, 1.0),
+    "high": (0.9, 1.0),
+    "equal": (0.3, 1.0),
+    "archived": (1.0, 1.0),
+    "deleted": (1.0, 1.0),
+}
+LOW = ("x", "y", "z", "w")
+"""The cells the first pass must make stale."""
+LIFTS = {"x": 0.3, "y": 0.9}
+"""Importance the second pass's scoring PATCHes give (confidence 1.0): x exactly 0.3, y clearly above."""
+
+
+class Pass:
+    """One recorded pass: its reply and the owner's lists by status right after it."""
+
+    def __init__(self, record: dict[str, Any], replies: list[Reply]):
+        self.reply = replies[record["pass"]]
+        self.lists = {status: replies[at] for status, at in record["lists"].items()}
+
+    @property
+    def transitions(self) -> dict[str, Any]:
+        transitions: dict[str, Any] = self.reply.json_object()["transitions"]
+        return transitions
+
+    def status(self, cell_id: str) -> str | None:
+        """The status under which the lists show the cell (None: in none of them)."""
+        for status, reply in self.lists.items():
+            for cell in reply.json_object().get("results", []):
+                if isinstance(cell, dict) and cell.get("id") == cell_id:
+                    return str(status)
+        return None
+
+    def shown_as(self, cell_id: str) -> str:
+        found = self.status(cell_id)
+        return f"listed as {shown(found)}" if found else "in none of the owner's lists"
+
+
+class Passes:
+    """What the shared passes did, rebuilt from the check's evidence."""
+
+    def __init__(self, value: dict[str, Any], replies: list[Reply]):
+        first = value["first"]
+        self.owner: str = first["owner"]
+        self.ids: dict[str, str] = first["ids"]
+        self.quiet: bool = first["quiet"]
+        self.first = Pass(first, replies)
+        self.archive = replies[first["archive"]]
+        archive_at, delete_at = first["delete"]
+        self.delete = (replies[archive_at], replies[delete_at] if delete_at is not None else None)
+        second = value.get("second")
+        self.second = Pass(second, replies) if second else None
+        self.lifts: dict[str, Reply] = {
+            name: replies[at] for name, at in (second or {}).get("lifts", {}).items()
+        }
+        between = (second or {}).get("between")
+        self.between = replies[between] if between is not None else None
+
+    def after_second(self) -> Pass:
+        assert self.second is not None, "the check asked for the second pass"
+        return self.second
+
+    # steps a check needs ---------------------------------------------------------------------
+
+    def step_stale_after_first(self, amp: Amp, name: str) -> None:
+        """The cell is stale after the first pass (AMP-LC-03's rule: a step for everyone else)."""
+        cell_id = self.ids[name]
+        importance, confidence = CELLS[name]
+        expect_step(
+            amp,
+            self.first.status(cell_id) == "stale",
+            f"after one pass the cell with importance {importance} x confidence {confidence} is "
+            f"{self.first.shown_as(cell_id)}, not stale",
+            self.first.lists["stale"],
+            step="a low-score cell stale after one pass",
+            requirement="AMP-LC-03",
+            expected="stale",
+        )
+
+    def step_stale_after_second(self, amp: Amp, name: str) -> None:
+        """The cell is still stale after the second pass (AMP-LC-07/LC-11: a step for everyone else)."""
+        second = self.after_second()
+        cell_id = self.ids[name]
+        expect_step(
+            amp,
+            second.status(cell_id) == "stale",
+            f"a cell stale for seconds is {second.shown_as(cell_id)} after a second pass, not stale",
+            second.lists["stale"],
+            step="a stale cell still stale at the next pass",
+            requirement="AMP-LC-07",
+            expected="stale",
+        )
+
+    def step_lifted(self, amp: Amp, name: str, *, stays_stale: bool = True) -> Reply:
+        """The second pass's scoring PATCH of ``name`` was accepted (AMP-PATCH-01) and, with
+        ``stays_stale``, left the status alone (AMP-PATCH-16): steps for the checks that lift."""
+        self.step_stale_after_first(amp, name)
+        reply = self.lifts[name]
+        what = f"raising the stale cell's importance to {LIFTS[name]}"
+        expect_scoring_not_limited(amp, reply, what)
+        expect_step(
+            amp,
+            reply.status == 200,
+            f"{what} answered {reply.status}, not 200",
+            reply,
+            step=what,
+            requirement="AMP-PATCH-01",
+            expected="200",
+        )
+        if stays_stale:
+            status = (reply.json_object().get("lifecycle") or {}).get("status")
+            expect_step(
+                amp,
+                status == "stale",
+                f"{what} flipped the status at once: the PATCH response says {shown(status)}",
+                reply,
+                step=what,
+                requirement="AMP-PATCH-16",
+                expected="stale",
+            )
+        return reply
+
+    def step_recovered(self, amp: Amp, name: str) -> None:
+        """A lifted cell is active after the second pass (AMP-LC-05's rule: a step for everyone else)."""
+        second = self.after_second()
+        cell_id = self.ids[name]
+        expect_step(
+            amp,
+            second.status(cell_id) == "active",
+            f"a stale cell lifted to importance {LIFTS[name]} is {second.shown_as(cell_id)} after the next "
+            "pass, not active: stale cells do not recover",
+            second.lists["active"],
+            step="a stale cell with a high score recovering at a pass",
+            requirement="AMP-LC-05",
+            expected="active",
+        )
+
+    def step_deleted(self, amp: Amp) -> str:
+        """The deleted cell's archive and DELETE worked (steps under AMP-PATCH-10 and AMP-DEL-01)."""
+        archive, delete = self.delete
+        if archive.status != 200 or delete is None:
+            step_failed(amp, archive, "archiving a cell", "AMP-PATCH-10", "200")
+        if delete.status != 204:
+            step_failed(amp, delete, "deleting an archived cell", "AMP-DEL-01", "204")
+        return self.ids["deleted"]
+
+
+def _make_first(amp: Amp) -> dict[str, Any]:
+    marks = Marks(amp)
+    owner = amp.owner()
+    ids: dict[str, str] = {}
+    for name, (importance, confidence) in CELLS.items():
+        scoring = {"importance": importance, "confidence": confidence, "decay_rate": 0}
+        ids[name] = str(amp.create_cell({"identity": {"owner_id": owner}, "scoring": scoring})["id"])
+    client = amp.as_agent("a")
+    archived = {"lifecycle": {"status": "archived"}}
+    archive = marks(client.patch(f"/memories/{ids['archived']}", archived))
+    before_delete = client.patch(f"/memories/{ids['deleted']}", archived)
+    delete = [marks(before_delete), None]
+    if before_delete.status == 200:
+        delete[1] = marks(client.delete(f"/memories/{ids['deleted']}"))
+    reply = run_pass_reply(amp)
+    lists = {status: marks(listed) for status, listed in listings_by_status(amp, owner)}
+    return {
+        "owner": owner,
+        "ids": ids,
+        "quiet": scheduler_quiet(amp),
+        "archive": archive,
+        "delete": delete,
+        "pass": marks(reply),
+        "lists": lists,
+    }
+
+
+def _make_both(amp: Amp) -> dict[str, Any]:
+    marks = Marks(amp)
+    first, _ = shared_replies(amp, "lifecycle:first-pass", _make_first)  # its requests come first
+    ids, owner = first["ids"], first["owner"]
+    client = amp.as_agent("a")
+    lifts = {}
+    for name, importance in LIFTS.items():
+        scoring = {"importance": importance, "confidence": 1.0, "decay_rate": 0}
+        lifts[name] = marks(client.patch(f"/memories/{ids[name]}", {"scoring": scoring}))
+    between = None
+    if first["quiet"]:
+        between = marks(client.get("/memories", params={"owner_id": owner, "status": "stale"}))
+    reply = run_pass_reply(amp)
+    lists = {status: marks(listed) for status, listed in listings_by_status(amp, owner)}
+    second = {"pass": marks(reply), "lists": lists, "lifts": lifts, "between": between}
+    return {"first": first, "second": second}
+
+
+def first_pass(amp: Amp) -> Passes:
+    """The shared first pass (skips, before anything is sent, when passes are not allowed)."""
+    amp.admin()
+    value, replies = shared_replies(amp, "lifecycle:first-pass", _make_first)
+    return Passes({"first": value}, replies)
+
+
+def both_passes(amp: Amp) -> Passes:
+    """The shared first and second passes (skips, before anything is sent, when not allowed)."""
+    amp.admin()
+    value, replies = shared_replies(amp, "lifecycle:both-passes", _make_both)
+    return Passes(value, replies)
+
+
+def listed_status(amp: Amp, owner: str, cell_id: str, expected: str) -> str | None:
+    """The cell's status as the owner's lists show it, asking with ``status=expected`` first (one
+    request when the cell is where it should be); None when no list shows it. Never a by-id read."""
+    client = amp.as_agent("a")
+    for status in (expected, *(s for s in LISTED_STATUSES if s != expected)):
+        reply = client.get("/memories", params={"owner_id": owner, "status": status})
+        if reply.status != 200:
+            step_failed(amp, reply, f"listing the owner's {status} cells", "AMP-LIST-03", "200")
+        results = reply.json_object().get("results", [])
+        if any(isinstance(c, dict) and c.get("id") == cell_id for c in results):
+            return status
+    return None
