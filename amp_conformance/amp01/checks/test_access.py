@@ -1,12 +1,15 @@
 """Access control (AMP-ACL-*): the data-driven access matrix, and policy changes, refusals and body tricks.
 
-The matrix lives in ``fixtures/access/matrix.json``. Each vector is one check: agent "a" creates two
-cells with the vector's owner and policy (one stays active, one is archived), then the vector's caller
-tries every surface. Read is seen through GET by id, search and list (the cell is in the results or
-not); write through a harmless PATCH and through DELETE of the archived cell, so a successful delete
-spoils nothing else. All surfaces must give the caller the same answer (AMP-SRCH-15, AMP-ACL-14,
-AMP-LIST-07: a disagreement always fails); when they agree with each other but not with the vector,
-the decision's stance (requirements.md §2) makes it a fail or a warn.
+The matrix lives in ``fixtures/access/matrix.json``. Each vector is one check: agent "a" creates a cell
+with the vector's owner and policy, then the vector's caller tries every surface. Read is seen through
+GET by id, search and list (the cell is in the results or not); write through a harmless PATCH and,
+once the creator has archived the cell, through DELETE (an archived cell, so that the answer is about
+access alone). Vectors with the same caller and owner share one owner, one list and one search
+(``amp.shared``): whichever of them runs first creates every cell of the group and reads the caller's
+pages once; each check then probes only its own cell and shows the pages as its evidence. All surfaces
+must give the caller the same answer (AMP-SRCH-15, AMP-ACL-14, AMP-LIST-07: a disagreement always
+fails); when they agree with each other but not with the vector, the decision's stance (requirements.md
+§2) makes it a fail or a warn.
 
 Patterns are built from the run's real agent ids: keyless ids derive from the run, and with API keys
 the patterns derive from the keyed agents' ids. A vector whose pattern cannot be expressed with the
@@ -26,6 +29,7 @@ from ulid import ULID
 from amp_conformance import MUST, SHOULD, Amp, check, load_fixture
 from amp_conformance.amp01.checks._support import about, expect_refusal, expect_step, shown
 from amp_conformance.engine.client import Reply
+from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed
 
 MATRIX: dict[str, Any] = load_fixture("access", "matrix.json")
 VECTORS: list[dict[str, Any]] = MATRIX["vectors"]
@@ -78,19 +82,6 @@ def listed(amp: Amp, role: str, owner_id: str, cell_id: str) -> tuple[bool, Repl
         ),
         cell_id,
         "listing the owner's cells",
-    )
-
-
-def searched(amp: Amp, role: str, owner_id: str, text: str, cell_id: str) -> tuple[bool, Reply]:
-    client = amp.as_agent(role)
-    limit = page_size(amp)
-    return find_in_pages(
-        amp,
-        lambda offset: client.post(
-            "/memories/search", {"query": text, "owner_id": owner_id, "limit": limit, "offset": offset}
-        ),
-        cell_id,
-        "searching the owner's cells",
     )
 
 
@@ -233,6 +224,177 @@ def caller_role(amp: Amp, vector: Mapping[str, Any]) -> str:
     return str(vector.get("keyless_caller", vector["caller"]))
 
 
+# ----------------------------------------------------------------- the matrix's shared cells and pages
+
+#: Where a vector's cell is listed and searched: the role calling and the owner template. Vectors with the
+#: same key share one owner, one list and one search (made once, by whichever of them runs first).
+GroupKey = tuple[str, str]
+
+
+def group_key(amp: Amp, vector: Mapping[str, Any]) -> GroupKey:
+    return caller_role(amp, vector), str((vector.get("owner") or {}).get("id", ""))
+
+
+def _group_name(key: GroupKey) -> str:
+    role, owner = key
+    return f"acl:matrix:{role}:{owner or 'a fresh owner'}"
+
+
+def _offset(amp: Amp, start: int, exchange: Any) -> int | None:
+    """Where ``exchange`` sits among the exchanges recorded since ``start`` (None when it is not there)."""
+    for index, candidate in enumerate(amp.evidence.exchanges[start:]):
+        if candidate is exchange:
+            return index
+    return None
+
+
+def _frozen(amp: Amp, start: int, failure: CheckFailure) -> dict[str, Any]:
+    """A failure met while making a shared group, as plain data (the value is deep-copied per check)."""
+    return {
+        "message": failure.message,
+        "expected": failure.expected,
+        "requirements": list(failure.requirements),
+        "step": failure.step if isinstance(failure, PreconditionFailed) else None,
+        "offset": _offset(amp, start, failure.exchange),
+    }
+
+
+def _thawed(frozen: Mapping[str, Any], reply_at: Callable[[int], Reply]) -> CheckFailure:
+    """The failure :func:`_frozen` kept, raised again in the check it is about, with the same exchange."""
+    offset = frozen["offset"]
+    exchange = reply_at(offset).exchange if offset is not None else None
+    if frozen["step"] is not None:
+        return PreconditionFailed(
+            frozen["message"],
+            step=frozen["step"],
+            requirement=frozen["requirements"][0],
+            expected=frozen["expected"],
+            exchange=exchange,
+        )
+    return CheckFailure(
+        frozen["message"],
+        expected=frozen["expected"],
+        exchange=exchange,
+        requirements=tuple(frozen["requirements"]),
+    )
+
+
+def all_pages(amp: Amp, start: int, fetch: Callable[[int], Reply], what: str) -> dict[str, Any]:
+    """Every page of ``fetch(offset)``: ``pages`` as [offset of the exchange, ids on the page], and the
+    ``failure`` (frozen) that stopped the paging, if any."""
+    pages: list[list[Any]] = []
+    offset = 0
+    try:
+        for _ in range(MAX_PAGES):
+            reply = fetch(offset)
+            amp.expect_status(reply, 200, what=what)
+            body = reply.json_object()
+            results = body.get("results")
+            if not isinstance(results, list):
+                amp.fail(f"{what}: 'results' is an array (got {type(results).__name__})", reply)
+            ids = [item.get("id") for item in results if isinstance(item, dict)]
+            pages.append([_offset(amp, start, reply.exchange), ids])
+            if body.get("has_more") is not True or not results:
+                break
+            offset += len(results)
+    except CheckFailure as failure:
+        return {"pages": pages, "failure": _frozen(amp, start, failure)}
+    return {"pages": pages, "failure": None}
+
+
+def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
+    """One cell per vector of the group, created by agent "a" with the vector's owner and policy, then
+    the caller's list and search of the group's owner. Per vector: the cell and where its create is, or
+    why it skips, or the failure that stopped its create (raised by that vector's check only)."""
+    start = len(amp.evidence.exchanges)
+    role = key[0]
+    members = [vector for vector in VECTORS if group_key(amp, vector) == key]
+    creator = amp.agent_id("a")
+    caller = amp.agent_id(role)
+    fresh_owner = amp.owner()
+    roles: dict[str, str] = {}
+    missing: dict[str, str] = {}
+    needed = {
+        vector["name"]: template_roles({"policy": vector.get("policy", {}), "owner": vector.get("owner", {})})
+        for vector in members
+    }
+    for name in sorted(set().union(*needed.values())):
+        try:
+            roles[name] = amp.agent_id(name)
+        except pytest.skip.Exception as exc:  # too few keys for this role: its vectors skip, not the rest
+            missing[name] = str(exc.msg or exc)
+    text = f"access matrix probe {str(ULID()).lower()}"
+    vectors: dict[str, dict[str, Any]] = {}
+    owners: set[str] = set()
+    for vector in members:
+        lacking = sorted(needed[vector["name"]] & set(missing))
+        if lacking:
+            vectors[vector["name"]] = {"skip": missing[lacking[0]]}
+            continue
+        ids = {"caller": caller, "owner": fresh_owner, **{n: roles[n] for n in needed[vector["name"]]}}
+        try:
+            policy, owner_id, owner_type = render_vector(vector, ids)
+        except Unexpressible as exc:
+            vectors[vector["name"]] = {"skip": f"cannot be expressed with the run's agent ids: {exc}"}
+            continue
+        reason = expressible(vector, policy, owner_id, creator, caller)
+        if reason:
+            vectors[vector["name"]] = {"skip": reason}
+            continue
+        body = {
+            "content": {"text": text},
+            "identity": {"owner_id": owner_id, "owner_type": owner_type},
+            "access_policy": policy,
+        }
+        try:
+            cell = amp.create_cell(body)
+        except CheckFailure as failure:
+            vectors[vector["name"]] = {"failure": _frozen(amp, start, failure)}
+            continue
+        owners.add(owner_id)
+        vectors[vector["name"]] = {
+            "cell": cell,
+            "create": len(amp.evidence.exchanges) - start - 1,
+            "policy": policy,
+            "owner_id": owner_id,
+            "owner_type": owner_type,
+        }
+    made: dict[str, Any] = {"text": text, "vectors": vectors}
+    if not owners:
+        return made
+    (owner_id,) = owners  # one owner template and one set of ids: one owner per group
+    client = amp.as_agent(role)
+    limit = page_size(amp)
+    made["list"] = all_pages(
+        amp,
+        start,
+        lambda offset: client.get(
+            "/memories", params={"owner_id": owner_id, "limit": limit, "offset": offset}
+        ),
+        "listing the owner's cells",
+    )
+    made["search"] = all_pages(
+        amp,
+        start,
+        lambda offset: client.post(
+            "/memories/search", {"query": text, "owner_id": owner_id, "limit": limit, "offset": offset}
+        ),
+        "searching the owner's cells",
+    )
+    return made
+
+
+def seen_in(surface: Mapping[str, Any], cell_id: str, reply_at: Callable[[int], Reply]) -> tuple[bool, Reply]:
+    """Whether the shared pages show ``cell_id``, with the page that shows it (else the last page); the
+    failure that stopped the paging is raised here, in each check that needs the surface."""
+    for offset, ids in surface["pages"]:
+        if cell_id in ids:
+            return True, reply_at(offset)
+    if surface["failure"] is not None:
+        raise _thawed(surface["failure"], reply_at)
+    return False, reply_at(surface["pages"][-1][0])
+
+
 # ----------------------------------------------------------------------------------- the matrix
 
 
@@ -270,32 +432,30 @@ def _disagreement(action: str, observed: Mapping[str, tuple[bool, Reply]]) -> tu
 @pytest.mark.parametrize("vector", [pytest.param(v, id=v["name"], marks=_marks(v)) for v in VECTORS])
 def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     """Access matrix: the caller gets the vector's decision on GET, search, list, PATCH and DELETE alike."""
-    role = caller_role(amp, vector)
+    key = group_key(amp, vector)
+    base = len(amp.evidence.exchanges)
+    group = amp.shared(_group_name(key), lambda maker: make_group(maker, key))
+
+    def reply_at(offset: int) -> Reply:
+        return Reply(amp.evidence.exchanges[base + offset])
+
+    made = group["vectors"][vector["name"]]
+    if "skip" in made:
+        amp.skip(made["skip"])
+    if "failure" in made:
+        raise _thawed(made["failure"], reply_at)
+    role = key[0]
     creator = amp.agent_id("a")
     caller = amp.agent_id(role)
-    ids = {"caller": caller, "owner": amp.owner()}
-    for name in template_roles({"policy": vector.get("policy", {}), "owner": vector.get("owner", {})}):
-        ids[name] = amp.agent_id(name)
-    try:
-        policy, owner_id, owner_type = render_vector(vector, ids)
-    except Unexpressible as exc:
-        amp.skip(f"cannot be expressed with the run's agent ids: {exc}")
-    reason = expressible(vector, policy, owner_id, creator, caller)
-    if reason:
-        amp.skip(reason)
-
-    text = f"access matrix probe {vector['name']} {str(ULID()).lower()}"
-    body = {
-        "content": {"text": text},
-        "identity": {"owner_id": owner_id, "owner_type": owner_type},
-        "access_policy": policy,
-    }
-    live = amp.create_cell(body)
+    live: dict[str, Any] = made["cell"]
+    policy, owner_id, owner_type = made["policy"], made["owner_id"], made["owner_type"]
+    created = reply_at(made["create"])
     stored = live.get("access_policy")
     expect_step(
         amp,
         isinstance(stored, dict) and {k: stored.get(k) for k in policy} == policy,
         f"the created cell's access policy is {shown(stored)}, not the one sent, {shown(policy)}",
+        created,
         step="creating a cell with the vector's access policy",
         requirement="AMP-CRE-06",
     )
@@ -304,26 +464,28 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
         amp,
         made_by == creator,
         f"the created cell's created_by is {shown(made_by)}, not the creating agent {shown(creator)}",
+        created,
         step="creating a cell with the vector's access policy",
         requirement="AMP-CRE-07",
     )
-    doomed = amp.create_cell(body)
-    amp.archive(doomed["id"])
 
     client = amp.as_agent(role)
     who = f"agent {shown(caller)}"
+    path = f"/memories/{live['id']}"
     reads: dict[str, tuple[bool, Reply]] = {}
-    reply = client.get(f"/memories/{live['id']}")
+    reply = client.get(path)
     reads["GET"] = (decision(amp, reply, (200,), f"GET by {who}"), reply)
-    reads["search"] = searched(amp, role, owner_id, text, live["id"])
-    reads["list"] = listed(amp, role, owner_id, live["id"])
+    reads["search"] = seen_in(group["search"], live["id"], reply_at)
+    reads["list"] = seen_in(group["list"], live["id"], reply_at)
     writes: dict[str, tuple[bool, Reply]] = {}
     reply = client.patch(
-        f"/memories/{live['id']}", {"content": {"text": text, "metadata": {"acl_probe": vector["name"]}}}
+        path, {"content": {"text": group["text"], "metadata": {"acl_probe": vector["name"]}}}
     )
     writes["PATCH"] = (decision(amp, reply, (200,), f"PATCH by {who}"), reply)
-    reply = client.delete(f"/memories/{doomed['id']}")
-    writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of an archived cell by {who}"), reply)
+    # DELETE is tried on the archived cell, so that its answer is about access alone (not AMP-DEL-03)
+    amp.archive(live["id"])
+    reply = client.delete(path)
+    writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of the archived cell by {who}"), reply)
 
     context = (
         f"vector {vector['name']}: {vector['description']} Caller {shown(caller)}, policy {shown(policy)}, "
@@ -373,14 +535,14 @@ def _broken_rule(expected: Mapping[str, Any], caller: str, owner_id: str, creato
 def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
     """A refused GET, PATCH and DELETE are each 403 with FORBIDDEN or ACCESS_DENIED, the same code (C-02)."""
     cell = amp.create_cell()
-    doomed = amp.create_cell()
-    amp.archive(doomed["id"])
+    path = f"/memories/{cell['id']}"
     stranger = amp.as_agent("b")
     replies = {
-        "GET": stranger.get(f"/memories/{cell['id']}"),
-        "PATCH": stranger.patch(f"/memories/{cell['id']}", {"content": {"text": "a stranger's edit"}}),
-        "DELETE": stranger.delete(f"/memories/{doomed['id']}"),
+        "GET": stranger.get(path),
+        "PATCH": stranger.patch(path, {"content": {"text": "a stranger's edit"}}),
     }
+    amp.archive(cell["id"])  # DELETE is tried on an archived cell: a refusal there is about access alone
+    replies["DELETE"] = stranger.delete(path)
     codes: dict[str, str] = {}
     for name, reply in replies.items():
         what = f"a stranger's {name} under the default policy"
@@ -401,15 +563,14 @@ def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
 @check("AMP-ACL-11", level=SHOULD, stance="C-01: the API reference documents 404 for unknown ids")
 def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
     """A stranger gets the same status, code and message for a forbidden, an unknown and a deleted id."""
-    forbidden = amp.create_cell()
-    deleted = amp.create_cell()
-    amp.delete_cell(deleted["id"])
+    cell = amp.create_cell()
     stranger = amp.as_agent("b")
     replies = {
-        "forbidden": stranger.get(f"/memories/{forbidden['id']}"),
+        "forbidden": stranger.get(f"/memories/{cell['id']}"),
         "unknown": stranger.get(f"/memories/{amp.unknown_id()}"),
-        "deleted": stranger.get(f"/memories/{deleted['id']}"),
     }
+    amp.delete_cell(cell["id"])  # the same id, asked about again once it is deleted
+    replies["deleted"] = stranger.get(f"/memories/{cell['id']}")
 
     def answer(reply: Reply) -> tuple[int, Any, Any]:
         try:
