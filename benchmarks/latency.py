@@ -10,11 +10,13 @@ as a separate process. Prints per row: the delay, the workers, wall seconds (int
 included), the requests the run sent (the report's ``run.requests.total``), the verdict and exit code,
 the speed-up over the 1-worker row of the same delay, and the ratio of wall time to the critical-path
 bound: the longest request chain of a single check (the report's per-check ``requests``, max over
-checks) times the delay, the least a run could take however many workers it had.
+checks) times the delay, the least a run could take however many workers it had. Also the serial
+group's requests and seconds (the checks a parallel run keeps on one worker, one at a time: another
+floor) and the report's own duration (wall time less interpreter start-up and collection).
 
     python benchmarks/latency.py                       # delays 50 and 200 ms; 1, 4 and 8 workers
     python benchmarks/latency.py --delay 100 --workers 1,8   # issue 13's bar: 8 workers >= 4x faster
-    python benchmarks/latency.py --delays 50 --workers 1 --only crud
+    python benchmarks/latency.py --delays 50 --workers 1 --only crud --keep reports/
 
 Figures are printed, never asserted. A serial 200 ms row takes several minutes.
 """
@@ -31,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,17 +48,20 @@ RUN_TIMEOUT = 3600.0
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """One run's figures; ``None`` where the run left no report to read them from."""
+    """One run's figures; the report's are ``None`` when the run left no report to read them from."""
 
     delay_ms: int
     workers: int
     wall: float
     exit_code: int
-    verdict: str | None
-    requests: int | None
-    chain: int | None
-    slowest: str | None
     problem: str | None
+    verdict: str | None = None
+    run_seconds: float | None = None
+    requests: int | None = None
+    chain: int | None = None
+    slowest: str | None = None
+    serial_requests: int | None = None
+    serial_seconds: float | None = None
 
     @property
     def bound(self) -> float | None:
@@ -109,54 +115,78 @@ def _run(command: list[str]) -> tuple[int, str, str, float]:
     return process.returncode, stdout, stderr, time.perf_counter() - started
 
 
-def measure(delay_ms: int, workers: int, only: str | None) -> Row:
-    """One row: a fresh delayed server, one run of the command against it."""
+def _serial_group() -> Callable[[str], bool]:
+    """Whether a report's check id is in the serial group: the parallel scheduler's own rule."""
+    from amp_conformance.cli import CHECKS_DIR
+    from amp_conformance.engine.parallel import serial_check_finder
+
+    return serial_check_finder(CHECKS_DIR)
+
+
+def measure(delay_ms: int, workers: int, only: str | None, keep: Path | None = None) -> Row:
+    """One row: a fresh delayed server, one run of the command against it (its report kept in ``keep``)."""
     with tempfile.TemporaryDirectory() as folder, BundledServer(keys=True, delay=delay_ms / 1000) as server:
-        report_path = Path(folder) / "report.json"
+        report_path = (keep or Path(folder)) / f"latency-{delay_ms}ms-{workers}w.json"
+        report_path.unlink(missing_ok=True)
         code, stdout, stderr, wall = _run(_command(server, workers, report_path, only))
         report: dict[str, Any] | None = None
         if report_path.exists():
             with contextlib.suppress(ValueError):
                 report = json.loads(report_path.read_text())
     if report is None:
-        missing = f"no JSON report (exit {code}): {_last_line(stderr, stdout)}"
-        return Row(delay_ms, workers, wall, code, None, None, None, None, missing)
+        return Row(
+            delay_ms, workers, wall, code, f"no JSON report (exit {code}): {_last_line(stderr, stdout)}"
+        )
     checks: list[dict[str, Any]] = report.get("checks") or []
+    run: dict[str, Any] = report.get("run") or {}
     slowest = max(checks, key=lambda c: c.get("requests") or 0, default=None)
-    verdict = str(report.get("summary", {}).get("verdict"))
-    problem = None if code == 0 else f"exit {code}, verdict {verdict}: {_last_line(stdout, stderr)}"
+    in_serial_group = _serial_group()
+    serial = [c for c in checks if in_serial_group(str(c.get("id")))]
+    verdict = str((report.get("summary") or {}).get("verdict"))
     return Row(
         delay_ms,
         workers,
         wall,
         code,
-        verdict,
-        report.get("run", {}).get("requests", {}).get("total"),
-        None if slowest is None else slowest.get("requests") or 0,
-        None if slowest is None else str(slowest.get("id")),
-        problem,
+        None if code == 0 else f"exit {code}, verdict {verdict}: {_last_line(stdout, stderr)}",
+        verdict=verdict,
+        run_seconds=run.get("duration_seconds"),
+        requests=(run.get("requests") or {}).get("total"),
+        chain=None if slowest is None else slowest.get("requests") or 0,
+        slowest=None if slowest is None else str(slowest.get("id")),
+        serial_requests=sum(c.get("requests") or 0 for c in serial),
+        serial_seconds=sum(c.get("duration_seconds") or 0.0 for c in serial),
     )
 
 
 HEADER = (
-    f"{'delay ms':>8}{'workers':>8}{'wall s':>9}{'requests':>9}  {'verdict (exit)':<15}"
-    f"{'speed-up':>9}{'chain':>6}{'bound s':>8}{'wall/bound':>11}"
+    f"{'delay ms':>8}{'workers':>8}{'wall s':>8}{'run s':>7}{'requests':>9}  {'verdict (exit)':<15}"
+    f"{'speed-up':>8}{'chain':>6}{'bound s':>8}{'wall/bound':>11}{'serial req':>11}{'serial s':>9}"
 )
+LEGEND = """\
+wall: the command's wall time; run: the report's duration (without interpreter start-up, collection);
+speed-up: the 1-worker row's wall over this one's; chain: the most requests one check sent (the report's
+per-check "requests"); bound: chain x delay; serial: the serial group (checks that run one at a time, on
+one worker, in a parallel run): requests and seconds summed over its checks."""
+
+
+def _figure(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
 
 
 def format_row(row: Row, serial: Row | None) -> str:
     """One table line; ``-`` where a figure is unknown (no report, no successful 1-worker row)."""
-    speed_up = "-"
+    speed_up = None
     if serial is not None and serial.exit_code == 0 and row.exit_code == 0:
-        speed_up = f"{serial.wall / row.wall:.2f}x"
+        speed_up = serial.wall / row.wall
     bound = row.bound
     outcome = f"{row.verdict or '-'} ({row.exit_code})"
     return (
-        f"{row.delay_ms:>8}{row.workers:>8}{row.wall:>9.1f}"
-        f"{'-' if row.requests is None else row.requests:>9}  "
-        f"{outcome:<15}{speed_up:>9}"
-        f"{'-' if row.chain is None else row.chain:>6}{'-' if bound is None else f'{bound:.1f}':>8}"
-        f"{'-' if not bound else f'{row.wall / bound:.2f}':>11}"
+        f"{row.delay_ms:>8}{row.workers:>8}{row.wall:>8.1f}{_figure(row.run_seconds, '.1f'):>7}"
+        f"{_figure(row.requests, 'd'):>9}  {outcome:<15}"
+        f"{'-' if speed_up is None else f'{speed_up:.2f}x':>8}{_figure(row.chain, 'd'):>6}"
+        f"{_figure(bound, '.1f'):>8}{_figure(row.wall / bound if bound else None, '.1f'):>11}"
+        f"{_figure(row.serial_requests, 'd'):>11}{_figure(row.serial_seconds, '.1f'):>9}"
     )
 
 
@@ -169,9 +199,12 @@ def main() -> int:
     delays.add_argument("--delay", type=int, help="one delay in ms (e.g. 100, the issue's bar)")
     parser.add_argument("--workers", type=_int_list, default=[1, 4, 8], help="worker counts (default 1,4,8)")
     parser.add_argument("--only", help="areas to run (as amp-conformance --only); default all but fuzz")
+    parser.add_argument("--keep", type=Path, metavar="DIR", help="keep each run's JSON report in DIR")
     args = parser.parse_args()
     chosen: list[int] = [args.delay] if args.delay is not None else args.delays
     worker_counts = sorted(set(args.workers))
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
     if 0 in worker_counts:
         parser.error("--workers: each count must be at least 1")
     print(HEADER, flush=True)
@@ -179,13 +212,14 @@ def main() -> int:
     for delay_ms in chosen:
         serial: Row | None = None
         for workers in worker_counts:
-            row = measure(delay_ms, workers, args.only)
+            row = measure(delay_ms, workers, args.only, args.keep)
             rows.append(row)
             if workers == 1:
                 serial = row
             print(format_row(row, serial), flush=True)
             if row.problem:
                 print(f"  run failed: delay {delay_ms} ms, {workers} worker(s): {row.problem}", flush=True)
+    print(LEGEND)
     for chain, slowest in sorted({(row.chain, row.slowest) for row in rows if row.slowest is not None}):
         print(f"longest chain: {chain} requests, {slowest}")
     return 1 if any(row.problem for row in rows) else 0
