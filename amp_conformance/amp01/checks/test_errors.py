@@ -77,14 +77,14 @@ class _Provoked:
     """Every other request by label: the 422 probes of AMP-ERR-04/-05 and the read-backs."""
 
 
-PUBLIC_TEXT = "text before the anonymous edit"
+ORIGINAL_TEXT = "text before the anonymous edit"
 
 
 def _provoke(amp: Amp) -> _Provoked:
     """Send every error probe of this module once, in an order where no probe changes what a later one
     meets: the 422 probes first, then one request per AMP-ERR-03 table cell the suite can provoke on
-    P-BASE, each 401 probe (no identity) on a public cell so the request is otherwise allowed, with a
-    read-back after the 401 probes that could change something."""
+    P-BASE, with a read-back after each 401 probe (no identity) that could change something. A
+    transition the table expects refused comes after every other probe of its cell."""
     base = len(amp.evidence.exchanges)
     a, anonymous, stranger = amp.as_agent("a"), amp.anonymous(), amp.as_agent("stranger")
     unauthenticated = ((401, _missing_identity_codes(amp)),)
@@ -94,13 +94,10 @@ def _provoke(amp: Amp) -> _Provoked:
     )
     transition = ((409, ("INVALID_TRANSITION",)),)
     invalid = ((422, ("VALIDATION_ERROR",)),)
-    active = amp.create_cell()
+    active = amp.create_cell(content={"text": ORIGINAL_TEXT})
     archived = amp.create_cell()
     amp.archive(archived["id"])
-    public = amp.create_cell(content={"text": PUBLIC_TEXT}, access_policy={"public": True})
-    public_archived = amp.create_cell(access_policy={"public": True})
-    amp.archive(public_archived["id"])
-    owner = public["identity"]["owner_id"] if isinstance(public.get("identity"), dict) else amp.owner()
+    owner = active["identity"]["owner_id"] if isinstance(active.get("identity"), dict) else amp.owner()
     missing = amp.unknown_id()
     text = {"content": {"text": "edited"}}
     probes: dict[str, int] = {}
@@ -174,7 +171,7 @@ def _provoke(amp: Amp) -> _Provoked:
     )
     case(
         "GET /memories/{id} without identity",
-        anonymous.get(f"/memories/{public['id']}"),
+        anonymous.get(f"/memories/{active['id']}"),
         unauthenticated,
         "AMP-AUTH-01",
     )
@@ -182,19 +179,13 @@ def _provoke(amp: Amp) -> _Provoked:
     case("GET /memories/{unknown id}", a.get(f"/memories/{missing}"), unknown, "AMP-READ-10")
     case(
         "PATCH without identity",
-        anonymous.patch(f"/memories/{public['id']}", {"content": {"text": "anonymous edit"}}),
+        anonymous.patch(f"/memories/{active['id']}", {"content": {"text": "anonymous edit"}}),
         unauthenticated,
         "AMP-AUTH-01",
     )
-    probe("reading the public cell back", a.get(f"/memories/{public['id']}"))
+    probe("reading the cell back", a.get(f"/memories/{active['id']}"))
     case("PATCH by a stranger", stranger.patch(f"/memories/{active['id']}", text), refusal, "AMP-ACL-10")
     case("PATCH of an unknown id", a.patch(f"/memories/{missing}", text), unknown, "AMP-ERR-03")
-    case(
-        "PATCH archived -> active",
-        a.patch(f"/memories/{archived['id']}", {"lifecycle": {"status": "active"}}),
-        transition,
-        "AMP-PATCH-12",
-    )
     case(
         "PATCH importance 2",
         a.patch(f"/memories/{active['id']}", {"scoring": {"importance": 2}}),
@@ -203,13 +194,19 @@ def _provoke(amp: Amp) -> _Provoked:
     )
     case(
         "DELETE without identity",
-        anonymous.delete(f"/memories/{public_archived['id']}"),
+        anonymous.delete(f"/memories/{archived['id']}"),
         unauthenticated,
         "AMP-AUTH-01",
     )
-    probe("reading the archived public cell back", a.get(f"/memories/{public_archived['id']}"))
+    probe("reading the archived cell back", a.get(f"/memories/{archived['id']}"))
     case("DELETE by a stranger", stranger.delete(f"/memories/{archived['id']}"), refusal, "AMP-ACL-10")
     case("DELETE of an unknown id", a.delete(f"/memories/{missing}"), unknown, "AMP-DEL-08")
+    case(
+        "PATCH archived -> active",
+        a.patch(f"/memories/{archived['id']}", {"lifecycle": {"status": "active"}}),
+        transition,
+        "AMP-PATCH-12",
+    )
     case("DELETE of an active cell", a.delete(f"/memories/{active['id']}"), transition, "AMP-DEL-03")
     case(
         "search without identity",
@@ -270,7 +267,7 @@ def test_create_without_identity_is_401(amp: Amp) -> None:
 
 @check("AMP-READ-09", "AMP-AUTH-01", level=MUST)
 def test_read_without_identity_is_401(amp: Amp) -> None:
-    """GET /memories/{id} of an existing public cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""
+    """GET /memories/{id} of an existing cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""
     _expect_missing_identity(amp, _case(amp, "GET /memories/{id} without identity"), "GET /memories/{id}")
 
 
@@ -280,11 +277,11 @@ def test_patch_without_identity_is_401(amp: Amp) -> None:
     cases, probes = _provoked(amp)
     reply = _table_reply(cases, "PATCH without identity")
     _expect_missing_identity(amp, reply, "PATCH /memories/{id}")
-    back = probes["reading the public cell back"]
+    back = probes["reading the cell back"]
     amp.expect_status(back, 200, what="reading the cell back")
     content = back.json_object().get("content")
     amp.expect(
-        isinstance(content, dict) and content.get("text") == PUBLIC_TEXT,
+        isinstance(content, dict) and content.get("text") == ORIGINAL_TEXT,
         "the refused PATCH changed nothing",
         back,
     )
@@ -296,7 +293,7 @@ def test_delete_without_identity_is_401(amp: Amp) -> None:
     cases, probes = _provoked(amp)
     reply = _table_reply(cases, "DELETE without identity")
     _expect_missing_identity(amp, reply, "DELETE /memories/{id}")
-    back = probes["reading the archived public cell back"]
+    back = probes["reading the archived cell back"]
     status = member(_read_back(amp, back), "lifecycle.status")
     amp.expect(status == "archived", f"the cell is still archived (got {shown(status)})", back)
 
@@ -528,13 +525,13 @@ def test_odd_but_valid_requests_do_not_crash(amp: Amp) -> None:
     owner = amp.owner()
     replies: list[tuple[str, Reply]] = []
     unicode_text = "Prefers 日本語 and émoji 🐍 — “quotes”, RTL עברית, zero\u200bwidth"
-    created = a.post("/memories", amp.cell_body(content={"text": unicode_text}, identity={"owner_id": owner}))
-    replies.append(("create with Unicode text", created))
-    replies.append(("create with scoring null", a.post("/memories", amp.cell_body(scoring=None))))
-    replies.append(("create with access_policy null", a.post("/memories", amp.cell_body(access_policy=None))))
-    replies.append(
-        ("create with empty metadata", a.post("/memories", amp.cell_body(content={"metadata": {}})))
+    created = a.post(
+        "/memories",
+        amp.cell_body(content={"text": unicode_text, "metadata": {}}, identity={"owner_id": owner}),
     )
+    replies.append(("create with Unicode text and empty metadata", created))
+    nulls = amp.cell_body(scoring=None, access_policy=None)
+    replies.append(("create with scoring and access_policy null", a.post("/memories", nulls)))
     long_agent = amp.with_headers({"X-AMP-Agent-ID": f"{owner}-" + "x" * 1000})
     replies.append(
         ("list with a 1000-character agent id", long_agent.get("/memories", params={"owner_id": owner}))

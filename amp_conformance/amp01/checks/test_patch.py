@@ -24,7 +24,6 @@ from amp_conformance import MAY, MUST, SHOULD, Amp, check
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
 from amp_conformance.amp01.checks._support import (
     expect_member,
-    expect_reads_as_deleted,
     expect_refusal,
     expect_refused_as_invalid,
     expect_scoring_not_limited,
@@ -37,6 +36,7 @@ from amp_conformance.amp01.checks._support import (
     step_failed,
 )
 from amp_conformance.engine.client import Reply
+from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed
 
 CLOCK_SKEW = timedelta(seconds=120)
 MISSING = object()
@@ -462,7 +462,8 @@ BAD_BODIES: tuple[dict[str, Any], ...] = (
 def _member_probes(amp: Amp) -> _Probes:
     """A cell; the PATCHes that must be refused with 422 (bad values, an unknown status), each
     followed by a read; then a PATCH to the current status, one with unknown members and a read, and
-    PATCHes of access_count and last_accessed_at."""
+    PATCHes of access_count and last_accessed_at; then the cell archived, asked back to active by a
+    stranger and without identity (both refused before any transition), deleted, read, and PATCHed."""
     record = _Recorder(amp)
     cell = amp.create_cell(
         scoring={"importance": 0.6}, access_policy={"readable_by": ["amp-ct-reader-1"], "writable_by": []}
@@ -479,6 +480,17 @@ def _member_probes(amp: Amp) -> _Probes:
     record("access_count", _patch(amp, cell_id, {"scoring": {"access_count": 7}}))
     accessed = {"lifecycle": {"last_accessed_at": "2001-01-01T00:00:00Z"}}
     record("last_accessed_at", _patch(amp, cell_id, accessed))
+    # archived: transitions asked without the right to ask (AMP-PATCH-20)
+    record("archive", _patch(amp, cell_id, {"lifecycle": {"status": "archived"}}))
+    back_to_active = {"lifecycle": {"status": "active"}}
+    record("stranger asks archived -> active", _patch(amp, cell_id, back_to_active, role="stranger"))
+    record("anonymous asks archived -> active", amp.anonymous().patch(f"/memories/{cell_id}", back_to_active))
+    # deleted: PATCHes of a deleted cell (AMP-PATCH-19)
+    record("delete", amp.as_agent("a").delete(f"/memories/{cell_id}"))
+    record("read after delete", _get(amp, cell_id))
+    record("content of a deleted cell", _patch(amp, cell_id, {"content": {"text": "back from the dead"}}))
+    record("deleted -> active", _patch(amp, cell_id, back_to_active))
+    record("read after the deleted PATCHes", _get(amp, cell_id))
     return _Probes(cell, record.at)
 
 
@@ -784,18 +796,27 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
 @check("AMP-PATCH-19", level=MUST)
 def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
     """PATCH of a deleted cell is refused (unknown-id answer, or 409 where deleted cells stay readable)."""
-    cell = amp.create_cell()
-    amp.delete_cell(cell["id"])
-    expect_reads_as_deleted(amp, cell["id"])
+    _, got = _members(amp)
+    _archive_step(amp, got["archive"])
+    delete = got["delete"]
+    if delete.status != 204:
+        amp.precondition_failed(
+            f"deleting an archived cell answered status {delete.status}",
+            delete,
+            step="deleting an archived cell",
+            requirement="AMP-ACL-08" if amp.creator_refused(delete) else "AMP-DEL-01",
+            expected="204",
+        )
+    _expect_read_as_deleted(amp, got["read after delete"])
     readable = amp.conventions.deleted_read
-    for body in ({"content": {"text": "back from the dead"}}, {"lifecycle": {"status": "active"}}):
-        reply = _patch(amp, cell["id"], body)
+    for label in ("content of a deleted cell", "deleted -> active"):
+        reply = got[label]
         amp.expect(reply.status != 200, "a PATCH of a deleted cell is refused, got 200", reply)
         if readable != "hidden" and reply.status == 409:
             expect_transition_refused(amp, reply, "PATCH of a deleted cell", "AMP-PATCH-19")
         else:
             expect_unknown_id_answer(amp, reply, "PATCH of a deleted cell")
-    after = amp.as_agent("a").get(f"/memories/{cell['id']}")
+    after = got["read after the deleted PATCHes"]
     if after.status == 200:
         status = expect_member(amp, after.json_object(), "lifecycle.status", after)
         amp.expect(
@@ -807,12 +828,47 @@ def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
         expect_unknown_id_answer(amp, after, "GET of a deleted cell after the refused PATCH")
 
 
+def _archive_step(amp: Amp, reply: Reply) -> None:
+    """The sequence's archive, a step as ``amp.archive`` judges it (200 with an object)."""
+    body = reply.json() if reply.status == 200 else None
+    if not isinstance(body, dict):
+        amp.precondition_failed(
+            f"archiving a cell answered status {reply.status}",
+            reply,
+            step="archiving a cell",
+            requirement="AMP-ACL-08" if amp.creator_refused(reply) else "AMP-PATCH-10",
+        )
+
+
+def _expect_read_as_deleted(amp: Amp, reply: Reply) -> None:
+    """The read right after the delete shows the cell deleted, per the server's convention (as
+    ``expect_reads_as_deleted`` judges it): a wrong read blocks the check under AMP-DEL-06."""
+    step = "reading the cell right after its delete"
+    try:
+        convention = amp.conventions.deleted_read
+        if reply.status == 200 and convention != "hidden":
+            status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
+            amp.expect(
+                status == "deleted", f"{step}: the deleted cell reads with status {shown(status)}", reply
+            )
+            return
+        if convention == "readable":
+            amp.expect_status(reply, 200, what=f"{step} (this server keeps deleted cells readable)")
+        expect_unknown_id_answer(amp, reply, step)
+    except PreconditionFailed:
+        raise
+    except CheckFailure as failure:
+        expect_step(
+            amp, False, failure.message, None, step=step, requirement="AMP-DEL-06", expected=failure.expected
+        )
+
+
 @check("AMP-PATCH-20", level=SHOULD)
 def test_permission_is_checked_before_the_transition(amp: Amp) -> None:
     """A forbidden transition asked by a stranger is 403 (not 409); without identity it is 401."""
-    cell = amp.create_cell()
-    amp.archive(cell["id"])
-    reply = _patch(amp, cell["id"], {"lifecycle": {"status": "active"}}, role="stranger")
-    expect_refusal(amp, reply, "a stranger asking archived -> active")
-    reply = amp.anonymous().patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "active"}})
-    amp.expect_status(reply, 401, what="archived -> active without X-AMP-Agent-ID")
+    _, got = _members(amp)
+    _archive_step(amp, got["archive"])
+    expect_refusal(amp, got["stranger asks archived -> active"], "a stranger asking archived -> active")
+    amp.expect_status(
+        got["anonymous asks archived -> active"], 401, what="archived -> active without X-AMP-Agent-ID"
+    )
