@@ -1,8 +1,9 @@
 """Cells that several read-only checks share, made once per run (per worker) through ``amp.shared``.
 
 Each cell costs a create and, at cleanup, an archive and a delete: the cell, list, search and read
-checks that only look at a cell's create answer, read it (no check asserts on a shared cell's access
-count or last access) or list and search its owner take these instead of making their own. Making one
+checks that only look at a cell's create answer, read it (reads bump the counters, so no check asserts
+on a shared cell's access_count value or last access) or list and search its owner take these instead
+of making their own; a check that changes a cell, or counts its accesses, makes its own. Making one
 only creates (and, for ``cells:active-and-archived``, archives): what a check judges about the answers
 it judges itself, so a verdict never depends on which check happened to make the cells.
 
