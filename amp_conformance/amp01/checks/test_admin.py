@@ -18,8 +18,16 @@ import httpx
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
 from amp_conformance.amp01.checks._lifecycle_passes import LOW, both_passes, first_pass
-from amp_conformance.amp01.checks._support import about, expect_error, expect_step, shown
+from amp_conformance.amp01.checks._support import (
+    Marks,
+    about,
+    expect_error,
+    expect_step,
+    shared_replies,
+    shown,
+)
 from amp_conformance.engine.client import Client, Reply
+from amp_conformance.engine.outcomes import ToolError
 
 ADMIN_HEADER = "X-AMP-Admin-Token"
 TRANSITION_KEYS = ("active_to_stale", "stale_to_archived", "stale_to_active")
@@ -95,12 +103,25 @@ def listed_under(amp: Amp, cell: dict[str, Any]) -> str | None:
     return None
 
 
-def expect_no_pass(amp: Amp, cell: dict[str, Any] | None, what: str, requirement: str) -> None:
-    """The low-score probe cell is still active: no lifecycle pass ran (else ``requirement`` is broken)."""
-    if cell is None:
+def expect_no_pass(amp: Amp, posts: RefusedPosts, group: str, what: str, requirement: str) -> None:
+    """The low-score probe cell is still active after ``group``'s POSTs: no lifecycle pass ran (else
+    ``requirement`` is broken). It must have been active before them, or nothing can be seen: an
+    earlier group's POSTs ran a pass, the finding of that group's check (a step here)."""
+    if posts.probe is None:
         amp.note(f"{what}: no probe cell (no keys to create one), so 'no pass ran' was not observed")
         return
-    status = listed_under(amp, cell)
+    earlier = posts.before(group)
+    if earlier is not None:
+        status = posts.after[earlier]
+        expect_step(
+            amp,
+            status == "active",
+            f"{posts.whats[earlier]} ran a lifecycle pass: the probe cell with decay score 0.2 is listed as "
+            f"{shown(status) if status else 'nothing'}, not active",
+            step="a low-score probe cell still active before the check's POSTs",
+            requirement=posts.requirements[earlier],
+        )
+    status = posts.after[group]
     amp.expect(
         status == "active",
         f"{what} ran a lifecycle pass: the probe cell with decay score 0.2 is listed as "
@@ -117,6 +138,72 @@ def gate(amp: Amp) -> str:
 
 def probe_cell(amp: Amp) -> dict[str, Any] | None:
     return amp.create_cell(scoring=LOW_SCORE) if can_create(amp) else None
+
+
+Group = tuple[str, str, str, list[str | None]]
+
+
+def _groups(amp: Amp) -> list[Group]:
+    """The refused POSTs the checks without the right token judge, in the order they are sent: (group,
+    what its POSTs are, the rule a pass they ran breaks, their token headers; None: no header)."""
+    secret = amp.run.options.admin_token
+    made_up: list[str | None] = ["amp-conformance-made-up-token"]
+    if secret is None:
+        return [
+            ("none", "the tokenless POST", gate(amp), [None]),
+            ("made-up", "the POST with a made-up token", "AMP-ADMIN-02", made_up),
+        ]
+    groups: list[Group] = [
+        ("none", "the tokenless POST", gate(amp), [None]),
+        ("wrong", "the POSTs with wrong tokens", "AMP-ADMIN-03", [f"{secret}-wrong", ""]),
+    ]
+    if secret.swapcase() != secret:
+        groups.append(("flipped", "the POST with a case-flipped token", "AMP-ADMIN-10", [secret.swapcase()]))
+    return groups
+
+
+class RefusedPosts:
+    """Every POST to the run route without the right token, sent once per run (per worker) after one
+    low-score probe cell was created, the probe's status listed after each group: each check judges its
+    group's answers and the probe before and after them. Without a pass the probe stays active; a group
+    whose POSTs ran one is that group's check's finding, and hides what later groups did (a step)."""
+
+    def __init__(self, amp: Amp):
+        made, replies = shared_replies(amp, "admin:refused-posts", _refuse)
+        self.probe: dict[str, Any] | None = made["probe"]
+        self.order: list[str] = made["order"]
+        self.posts = {group: [replies[at] for at in made["posts"][group]] for group in self.order}
+        self.after: dict[str, str | None] = made["after"]
+        self.whats: dict[str, str] = made["whats"]
+        self.requirements: dict[str, str] = made["requirements"]
+
+    def before(self, group: str) -> str | None:
+        """The group sent right before ``group`` (None for the first)."""
+        index = self.order.index(group)
+        return self.order[index - 1] if index else None
+
+    def replies(self, group: str) -> list[Reply]:
+        if group not in self.posts:
+            raise ToolError(f"no refused POSTs of the group {group!r} were sent")
+        return self.posts[group]
+
+
+def _refuse(amp: Amp) -> dict[str, Any]:
+    marks = Marks(amp)
+    probe = probe_cell(amp)
+    made: dict[str, Any] = {"probe": probe, "order": [], "posts": {}, "after": {}}
+    made |= {"whats": {}, "requirements": {}}
+    for group, what, requirement, tokens in _groups(amp):
+        sent = []
+        for token in tokens:
+            client = amp.anonymous() if token is None else amp.with_headers({ADMIN_HEADER: token})
+            sent.append(marks(run_pass(amp, client)))
+        made["order"].append(group)
+        made["posts"][group] = sent
+        made["after"][group] = listed_under(amp, probe) if probe is not None else None
+        made["whats"][group] = what
+        made["requirements"][group] = requirement
+    return made
 
 
 def expect_transitions(amp: Amp, reply: Reply) -> dict[str, Any]:
@@ -185,8 +272,8 @@ def expect_transitions(amp: Amp, reply: Reply) -> dict[str, Any]:
 @check("AMP-ADMIN-01", "AMP-ADMIN-03", level=MUST)
 def test_run_endpoint_exists_and_refuses_without_a_token(amp: Amp) -> None:
     """POST to the advertised run endpoint without a token is a 403 refusal (never 404) and runs no pass."""
-    cell = probe_cell(amp)
-    reply = run_pass(amp, amp.anonymous())
+    posts = RefusedPosts(amp)
+    (reply,) = posts.replies("none")
     amp.expect(
         reply.status != 404,
         "the manual-run endpoint /spec advertises answered 404: disabled or not, it must exist",
@@ -208,7 +295,7 @@ def test_run_endpoint_exists_and_refuses_without_a_token(amp: Amp) -> None:
         else:
             error = expect_error(amp, reply, 403, ("ADMIN_DISABLED", "ACCESS_DENIED"))
             amp.note(f"without a token the endpoint answered 403 {error['code']}")
-    expect_no_pass(amp, cell, "the tokenless POST", gate(amp))
+    expect_no_pass(amp, posts, "none", "the tokenless POST", gate(amp))
 
 
 @check("AMP-ADMIN-02", level=MUST)
@@ -219,13 +306,10 @@ def test_server_without_a_token_answers_admin_disabled(amp: Amp) -> None:
             "the run was given --admin-token, so the server has one: AMP-ADMIN-02 needs a server started "
             "without AMP_ADMIN_TOKEN and a run without --admin-token"
         )
-    cell = probe_cell(amp)
+    posts = RefusedPosts(amp)
     codes: dict[str, str] = {}
-    for label, client in (
-        ("no token header", amp.anonymous()),
-        ("a made-up token", amp.with_headers({ADMIN_HEADER: "amp-conformance-made-up-token"})),
-    ):
-        reply = run_pass(amp, client)
+    for label, group in (("no token header", "none"), ("a made-up token", "made-up")):
+        (reply,) = posts.replies(group)
         amp.expect(
             reply.status != 200, f"a POST with {label} must not run a lifecycle pass", reply, expected="403"
         )
@@ -244,21 +328,20 @@ def test_server_without_a_token_answers_admin_disabled(amp: Amp) -> None:
             "the endpoint answered 403 ACCESS_DENIED: the server has an admin token configured, so "
             "ADMIN_DISABLED could not be observed (start it without AMP_ADMIN_TOKEN to verify AMP-ADMIN-02)"
         )
-    expect_no_pass(amp, cell, "the refused POSTs", "AMP-ADMIN-02")
+    expect_no_pass(amp, posts, "none", "the tokenless POST", "AMP-ADMIN-02")
+    expect_no_pass(amp, posts, "made-up", "the POST with a made-up token", "AMP-ADMIN-02")
 
 
 @check("AMP-ADMIN-03", level=MUST)
 def test_a_wrong_token_is_refused_and_runs_no_pass(amp: Amp) -> None:
     """A wrong X-AMP-Admin-Token gets 403 ACCESS_DENIED and changes nothing."""
-    secret = amp.run.options.admin_token
-    if secret is None:
+    if amp.run.options.admin_token is None:
         amp.skip(NO_TOKEN + " (without it, AMP-ADMIN-01/-02 check the refusal)")
-    cell = probe_cell(amp)
-    for label, wrong in (("a wrong token", f"{secret}-wrong"), ("an empty token", "")):
-        reply = run_pass(amp, amp.with_headers({ADMIN_HEADER: wrong}))
+    posts = RefusedPosts(amp)
+    for label, reply in zip(("a wrong token", "an empty token"), posts.replies("wrong"), strict=True):
         amp.expect(reply.status != 200, f"{label} must not run a lifecycle pass", reply, expected="403")
         expect_error(amp, reply, 403, "ACCESS_DENIED")
-    expect_no_pass(amp, cell, "the POSTs with wrong tokens", "AMP-ADMIN-03")
+    expect_no_pass(amp, posts, "wrong", "the POSTs with wrong tokens", "AMP-ADMIN-03")
 
 
 @check("AMP-ADMIN-10", level=SHOULD)
@@ -267,16 +350,15 @@ def test_the_token_comparison_is_exact(amp: Amp) -> None:
     secret = amp.run.options.admin_token
     if secret is None:
         amp.skip(NO_TOKEN)
-    flipped = secret.swapcase()
-    if flipped == secret:
+    if secret.swapcase() == secret:
         amp.skip("the admin token has no letters, so no case-flipped variant exists")
-    cell = probe_cell(amp)
-    reply = run_pass(amp, amp.with_headers({ADMIN_HEADER: flipped}))
+    posts = RefusedPosts(amp)
+    (reply,) = posts.replies("flipped")
     amp.expect(
         reply.status != 200, "a case-flipped token must not run a lifecycle pass", reply, expected="403"
     )
     expect_error(amp, reply, 403, "ACCESS_DENIED")
-    expect_no_pass(amp, cell, "the POST with a case-flipped token", "AMP-ADMIN-10")
+    expect_no_pass(amp, posts, "flipped", "the POST with a case-flipped token", "AMP-ADMIN-10")
 
 
 # ------------------------------------------------------------------- with the token (global effects)

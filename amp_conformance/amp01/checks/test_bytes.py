@@ -32,7 +32,8 @@ from typing import Any
 import pytest
 
 from amp_conformance import MUST, Amp, check
-from amp_conformance.amp01.checks._support import remember_created
+from amp_conformance.amp01.checks._shared_cells import minimal_cell
+from amp_conformance.amp01.checks._support import expect_step, remember_created
 from amp_conformance.amp01.envelope import envelope_problems, validation_error_problems
 from amp_conformance.engine.client import Reply
 
@@ -63,12 +64,10 @@ class Route:
         path = {"create": "/memories", "patch": "/memories/{id}", "search": "/memories/search"}[self.name]
         return f"{self.method} {path}"
 
-    def path(self, amp: Amp, *, own_cell: bool = False) -> str:
-        """The route's path; PATCH goes to the module's shared target cell, or with ``own_cell`` to a
-        cell of the check's own (for bytes a server may store and then fail to write back)."""
+    def path(self, amp: Amp) -> str:
+        """The route's path; PATCH goes to the module's shared target cell."""
         if self.name == "patch":
-            cell = amp.create_cell() if own_cell else _patch_target(amp)
-            return f"/memories/{cell['id']}"
+            return f"/memories/{_patch_target(amp)['id']}"
         return "/memories/search" if self.name == "search" else "/memories"
 
     def body(self, amp: Amp, slot: str) -> dict[str, Any]:
@@ -86,18 +85,39 @@ class Route:
 
 
 def _patch_target(amp: Amp) -> dict[str, Any]:
-    """One cell the PATCH probes of well-behaved shapes share (made once per run, per worker).
+    """The one cell every PATCH probe is sent to (made once per run, per worker).
 
-    Only its content can change (a probe a server reads as JSON rewrites ``content.text``), and no
-    check judges the content or reads the cell: each judges its own PATCH answer. The shapes a server
-    may store as values it later cannot write back (numbers beyond any float, deep nesting) PATCH a
-    cell of their own, so a crash they leave behind is never blamed on another shape."""
+    Only its content can change (a probe a server reads as JSON rewrites ``content.text`` or
+    ``content.metadata.probe``), and no check judges the content or reads the cell: each judges its
+    own PATCH answer. A value a server may keep but not write back (a number beyond any float, deep
+    nesting) is replaced right away by :func:`_restore`, so a crash it leaves behind is found by the
+    check that sent it, never blamed on another shape."""
     return amp.shared("bytes:patch-target", lambda a: a.create_cell())
 
 
-def _get_target(amp: Amp) -> dict[str, Any]:
-    """The cell the GET-with-a-body checks read and list: created once, never patched."""
-    return amp.shared("bytes:get-target", lambda a: a.create_cell())
+def _restore(amp: Amp, route: Route, path: str, reply: Reply, what: str) -> None:
+    """After a PATCH that stored an odd value in ``content.metadata.probe``, write a plain string back:
+    the cell must still take a valid PATCH (a 5xx there is this shape's crash, AMP-ERR-03)."""
+    if route.name != "patch" or not 200 <= reply.status < 300:
+        return
+    again = amp.as_agent("a").patch(path, {"content": {"metadata": {"probe": "restored"}}})
+    after = f"a valid PATCH of the cell after {what} was accepted"
+    if again.status >= 500:
+        amp.fail(
+            f"{after} answered {again.status}: the value it kept broke the cell (AMP-ERR-03)",
+            again,
+            expected="200",
+            requirement="AMP-ERR-03",
+        )
+    expect_step(
+        amp,
+        again.status == 200,
+        f"{after} answered {again.status}, not 200",
+        again,
+        step=after,
+        requirement="AMP-PATCH-01",
+        expected="200",
+    )
 
 
 ROUTES = (Route("create", "POST"), Route("patch", "PATCH"), Route("search", "POST"))
@@ -279,22 +299,24 @@ def test_duplicate_member_names(amp: Amp, route: Route) -> None:
 @pytest.mark.parametrize("number", ["1e400", "-1e400", HUGE_INTEGER], ids=["1e400", "-1e400", "400-digits"])
 def test_numbers_beyond_any_float(amp: Amp, route: Route, number: str) -> None:
     """A number no double can hold (1e400, a 400-digit integer) is kept, or refused in the envelope."""
-    path = route.path(amp, own_cell=True)
+    path = route.path(amp)
     reply = _send(amp, route, path, _bytes_with(amp, route, "value", number.encode()))
     shown = number if len(number) < 20 else f"a {len(number)}-digit integer"
     what = f"{route.label} with the number {shown}"
     _judge(amp, reply, what, refusals=MALFORMED, success="accept", not_json=False, route=route.name)
+    _restore(amp, route, path, reply, what)
 
 
 @check(*IDS, level=MUST, area=AREA)
 @by_route
 def test_deep_nesting(amp: Amp, route: Route) -> None:
     """A body nesting arrays 10,000 deep is kept or refused in the envelope, never a crash."""
-    path = route.path(amp, own_cell=True)
+    path = route.path(amp)
     nested = b"[" * DEPTH + b"]" * DEPTH
     reply = _send(amp, route, path, _bytes_with(amp, route, "value", nested))
     what = f"{route.label} nesting arrays {DEPTH:,} deep"
     _judge(amp, reply, what, refusals=TOO_DEEP, success="accept", not_json=False, route=route.name)
+    _restore(amp, route, path, reply, what)
 
 
 @check(*IDS, level=MUST, area=AREA)
@@ -332,7 +354,7 @@ def test_empty_body(amp: Amp, route: Route) -> None:
 @pytest.mark.parametrize("target", ["read", "list"])
 def test_body_on_get(amp: Amp, target: str) -> None:
     """A GET carrying a JSON body is served as if it had none, or refused in the envelope; never a 5xx."""
-    cell = _get_target(amp)
+    cell = minimal_cell(amp)["cell"]  # the run's shared minimal cell: read and listed, never patched
     owner = cell["identity"]["owner_id"] if isinstance(cell.get("identity"), dict) else amp.owner()
     body = json.dumps({"owner_id": amp.owner(), "limit": 1, "status": "deleted"}).encode()
     client = amp.as_agent("a")

@@ -1,4 +1,8 @@
-"""Create: ``POST /memories`` (AMP-CRE-*)."""
+"""Create: ``POST /memories`` (AMP-CRE-*).
+
+The checks that only judge a plain create's answer or read it back take the run's shared minimal and
+full cells (``_shared_cells``); the checks that send odd members, or ask what happens at once after a
+create, send their own."""
 
 from __future__ import annotations
 
@@ -6,14 +10,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance.amp01.checks._shared_cells import created_reply, full_cell, minimal_cell
 from amp_conformance.amp01.checks._support import (
     about,
+    create_step,
     created,
     expect_accepted,
     expect_error,
     expect_valid_cell,
     expect_validation_error,
-    full_body,
     list_owner,
     member,
     post_cell,
@@ -52,8 +57,9 @@ def _keys_required(amp: Amp) -> bool:
 @check("AMP-CRE-01", level=MUST)
 def test_create_returns_201_with_the_stored_cell(amp: Amp) -> None:
     """A valid create answers 201 with the stored cell: the body equals a later GET but for read counters."""
-    for label, body in (("a minimal create", amp.cell_body()), ("a full create", full_body(amp))):
-        reply = post_cell(amp, body)
+    # the run's shared minimal and full cells: their creates are judged here, their reads sent now
+    for label, made in (("a minimal create", minimal_cell(amp)), ("a full create", full_cell(amp))):
+        reply = created_reply(amp, made["cell"]["id"])
         expect_accepted(amp, reply, label)
         cell = expect_valid_cell(amp, reply.json_object(), reply, f"the body of {label}")
         stored, got = read(amp, cell["id"], what=f"reading the cell of {label}")
@@ -146,8 +152,11 @@ def test_unknown_create_members_are_ignored(amp: Amp) -> None:
 @check("AMP-CRE-06", level=MUST)
 def test_supplied_optional_values_are_stored_as_sent(amp: Amp) -> None:
     """The API reference's example body is stored as sent (scoring, policy, provenance, session, metadata)."""
-    body = full_body(amp)
-    cell, reply = created(amp, body, what="creating the example cell")
+    made = full_cell(amp)  # the run's shared full cell (never patched)
+    body = made["body"]
+    reply = created_reply(amp, made["cell"]["id"])
+    create_step(amp, reply, "creating the example cell")
+    cell = expect_valid_cell(amp, reply.json(), reply, "the cell returned by creating the example cell")
     stored, got = read(amp, cell["id"])
     for label, value, where in (("create", cell, reply), ("read", stored, got)):
         wrong = []
@@ -172,8 +181,12 @@ def test_supplied_optional_values_are_stored_as_sent(amp: Amp) -> None:
 @check("AMP-CRE-07", level=MUST)
 def test_created_by_is_the_header_agent(amp: Amp) -> None:
     """created_by is the X-AMP-Agent-ID of the create, with or without a body created_by (C-10)."""
+    made = minimal_cell(amp)  # the run's shared minimal cell: a create without identity.created_by
     header_agent, body_agent = amp.agent_id("a"), amp.agent_id("b")
-    cell, reply = created(amp, amp.cell_body(), what="a create without identity.created_by")
+    reply = created_reply(amp, made["cell"]["id"])
+    what = "a create without identity.created_by"
+    create_step(amp, reply, what)
+    cell = expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}")
     got = member(cell, "identity.created_by")
     amp.expect(
         got == header_agent, f"created_by is the header agent {shown(header_agent)} (got {shown(got)})", reply
@@ -229,7 +242,10 @@ def test_create_without_any_identity_is_401(amp: Amp) -> None:
 @check("AMP-CRE-08", level=MUST)
 def test_a_new_cell_starts_unread_and_unexpired(amp: Amp) -> None:
     """A new cell has access_count 0 and null last_accessed_at, last_updated_at and expires_at."""
-    cell, reply = created(amp, amp.cell_body())
+    made = minimal_cell(amp)  # the run's shared minimal cell: its create answer is judged
+    reply = created_reply(amp, made["cell"]["id"])
+    create_step(amp, reply, "creating a cell")
+    cell = expect_valid_cell(amp, reply.json(), reply, "the cell returned by creating a cell")
     wrong = [
         f"{path} is {shown(member(cell, path))}"
         for path, value in (

@@ -6,7 +6,8 @@ but run as checks of the lifecycle area, so a report shows which numbers every v
 
 The online check (AMP-LC-06) gives a cell a very high decay rate so that it crosses the threshold
 about a second after creation: one pass makes it stale, a by-id read restarts its clock, and the next
-pass makes it active again (§3 example G, scaled to keep the wait near 2.5 s).
+pass makes it active again (§3 example G, scaled to keep the wait near 2.5 s). The lifecycle checks'
+shared passes (``_lifecycle_passes``) show that a stale cell whose score is lifted recovers at all.
 """
 
 from __future__ import annotations

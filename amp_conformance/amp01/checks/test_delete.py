@@ -2,7 +2,8 @@
 
 What a deleted cell reads as is a documented convention (C-05): readable with status ``deleted``
 (API reference) or answered like an unknown id (upstream); the check follows the convention the
-server showed and fails anything else.
+server showed and fails anything else. One deleted cell (``amp.shared``) serves the checks that only
+look at it: the 204 of its DELETE, its read, the lists and searches that must leave it out.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from amp_conformance import MUST, Amp, check
 from amp_conformance.amp01.checks._support import (
+    Marks,
     about,
     expect_deleted_read,
     expect_member,
@@ -19,7 +21,9 @@ from amp_conformance.amp01.checks._support import (
     expect_transition_refused,
     expect_unknown_id_answer,
     read_back,
+    shared_replies,
     shown,
+    step_failed,
 )
 from amp_conformance.engine.client import Reply
 
@@ -27,6 +31,35 @@ from amp_conformance.engine.client import Reply
 def _status_of(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[str, Reply]:
     stored, reply = read_back(amp, cell_id, role=role)
     return expect_member(amp, stored, "lifecycle.status", reply), reply
+
+
+BEES = "The user keeps bees on the roof of the office"
+"""The text of the shared deleted cell (what the searches for it ask)."""
+
+
+def _delete_one(amp: Amp) -> dict[str, Any]:
+    """Create a cell of a fresh owner, archive it, delete it; the answers are recorded, not judged."""
+    marks = Marks(amp)
+    owner = amp.owner()
+    cell = amp.create_cell(identity={"owner_id": owner}, content={"text": BEES})
+    client = amp.as_agent("a")
+    archive = client.patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "archived"}})
+    delete = marks(client.delete(f"/memories/{cell['id']}")) if archive.status == 200 else None
+    return {"owner": owner, "id": cell["id"], "archive": marks(archive), "delete": delete}
+
+
+def _deleted(amp: Amp) -> tuple[str, str, Reply]:
+    """(owner, id, DELETE reply) of the module's shared deleted cell (made once per run, per worker):
+    an archive answered other than 200, or a DELETE other than 204, blocks the check as
+    ``amp.delete_cell`` would (AMP-DEL-01's own check judges the DELETE)."""
+    made, replies = shared_replies(amp, "delete:deleted-cell", _delete_one)
+    archive = replies[made["archive"]]
+    if archive.status != 200 or made["delete"] is None:
+        step_failed(amp, archive, "archiving a cell", "AMP-PATCH-10", "200")
+    delete = replies[made["delete"]]
+    if delete.status != 204 and "AMP-DEL-01" not in amp.info.requirements:
+        step_failed(amp, delete, "deleting an archived cell", "AMP-DEL-01", "204")
+    return made["owner"], made["id"], delete
 
 
 def _ids(amp: Amp, reply: Reply) -> list[Any]:
@@ -39,9 +72,7 @@ def _ids(amp: Amp, reply: Reply) -> list[Any]:
 @check("AMP-DEL-01", level=MUST)
 def test_delete_of_an_archived_cell_is_204_with_empty_body(amp: Amp) -> None:
     """DELETE of an archived cell by its creator answers 204 with an empty body."""
-    cell = amp.create_cell()
-    amp.archive(cell["id"])
-    reply = amp.as_agent("a").delete(f"/memories/{cell['id']}")
+    _owner, _id, reply = _deleted(amp)
     amp.expect_status(reply, 204)
     amp.expect(len(reply.content) == 0, f"the 204 body is empty (got {len(reply.content)} bytes)", reply)
 
@@ -84,24 +115,21 @@ def test_delete_of_a_stale_cell_is_refused(amp: Amp) -> None:
 @check("AMP-DEL-04", level=MUST)
 def test_delete_needs_write_access(amp: Amp) -> None:
     """A stranger's DELETE is 403 on an active cell (not 409) and on an archived one; nothing changes."""
-    active = amp.create_cell()
-    reply = amp.as_agent("stranger").delete(f"/memories/{active['id']}")
+    cell = amp.create_cell()  # refused while active, then archived and refused again
+    reply = amp.as_agent("stranger").delete(f"/memories/{cell['id']}")
     expect_refusal(amp, reply, "a stranger's DELETE of an active cell")
-    archived = amp.create_cell()
-    amp.archive(archived["id"])
-    reply = amp.as_agent("stranger").delete(f"/memories/{archived['id']}")
+    amp.archive(cell["id"])
+    reply = amp.as_agent("stranger").delete(f"/memories/{cell['id']}")
     expect_refusal(amp, reply, "a stranger's DELETE of an archived cell")
-    status, got = _status_of(amp, archived["id"])
+    status, got = _status_of(amp, cell["id"])
     amp.expect(status == "archived", f"the cell is still 'archived' (got {shown(status)})", got)
 
 
 @check("AMP-DEL-05", level=MUST)
 def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
     """A deleted cell is absent from list and search whatever status filters are sent."""
-    owner = amp.owner()
-    text = "The user keeps bees on the roof of the office"
-    cell = amp.create_cell(identity={"owner_id": owner}, content={"text": text})
-    amp.delete_cell(cell["id"])
+    owner, cell_id, _ = _deleted(amp)
+    text = BEES
     client = amp.as_agent("a")
     for status in (None, "active", "archived", "deleted"):
         for path in ("/memories", "/memories/query"):
@@ -112,7 +140,7 @@ def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
                 continue  # whether the alias works at all is AMP-LIST-02's question
             amp.expect_status(reply, 200, what=f"GET {path} status={status}")
             amp.expect(
-                cell["id"] not in _ids(amp, reply),
+                cell_id not in _ids(amp, reply),
                 f"the deleted cell is listed by GET {path} status={status}",
                 reply,
             )
@@ -130,7 +158,7 @@ def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
             continue
         amp.expect_status(reply, 200, what=f"search with {shown(extra) if extra else 'default filters'}")
         amp.expect(
-            cell["id"] not in _ids(amp, reply),
+            cell_id not in _ids(amp, reply),
             f"the deleted cell is returned by search with {shown(extra) if extra else 'default filters'}",
             reply,
         )
@@ -139,10 +167,9 @@ def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
 @check("AMP-DEL-06", "AMP-DEL-02", level=MUST)
 def test_deleted_cell_reads_as_deleted_or_unknown(amp: Amp) -> None:
     """GET of a deleted cell answers 200 with status 'deleted' or the unknown-id answer, per convention."""
-    cell = amp.create_cell()
-    amp.delete_cell(cell["id"])
+    _owner, cell_id, _ = _deleted(amp)
     with about("AMP-DEL-06"):  # the read's answer is AMP-DEL-06's; AMP-DEL-02 is what it shows
-        expect_deleted_read(amp, cell["id"], "GET after DELETE")
+        expect_deleted_read(amp, cell_id, "GET after DELETE")
     amp.note(f"deleted cells: {amp.conventions.deleted_read or 'convention not detected'} (C-05)")
 
 

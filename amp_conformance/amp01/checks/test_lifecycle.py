@@ -6,9 +6,11 @@ DEL-03 on a stale cell, READ-07) are filed under the lifecycle area, so ``--only
 Passes are started with ``POST /lifecycle/run`` through ``amp.admin()``, so these checks need
 ``--admin-token`` and ``--allow-global-effects`` and skip with that reason otherwise. A pass is
 store-wide, but each check judges only its own cells (fresh owner, ``decay_rate: 0`` so timing cannot
-matter) and asserts "at least" on the global transition counts. A cell's status is observed through
-``GET /memories?owner_id=…&status=…`` and never through a by-id read, which would restart its decay
-clock (requirements.md §0.3). The time-bounded decay check lives in ``test_decay``.
+matter) and asserts "at least" on the global transition counts. Most checks judge two passes made once
+per run over one owner's cells (``_lifecycle_passes``: what each pass did to which cell is recorded
+there, and the cells a check changes afterwards are that check's alone). A cell's status is observed
+through ``GET /memories?owner_id=…&status=…`` and never through a by-id read, which would restart its
+decay clock (requirements.md §0.3). The time-bounded decay check lives in ``test_decay``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ creates a small probe cell, measures it, and predicts the size of a changed cell
 to the probe (the server-assigned parts, id and timestamps, keep their width). The limit is the one the
 server advertises in ``/spec`` (AMP-CAP-04): a cell of exactly that many bytes must be accepted, one
 byte more refused with 413 ``CELL_TOO_LARGE``, on create and on PATCH, and a refusal writes nothing.
+The create checks share one probe cell, and the two that judge the one-byte-over create share it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import (
+    Marks,
     about,
     expect_accepted,
     expect_error,
@@ -23,6 +25,7 @@ from amp_conformance.amp01.checks._support import (
     expect_step,
     listings_by_status,
     read_back,
+    shared_replies,
     shown,
 )
 from amp_conformance.amp01.context import deep_merge
@@ -53,6 +56,32 @@ def _size_claim(amp: Amp) -> int:
 def _probe(amp: Amp, owner: str | None = None) -> dict[str, Any]:
     """A small cell as the server stores it, the reference for size predictions."""
     return amp.create_cell({"identity": {"owner_id": owner or amp.owner()}, "content": {"text": "x"}})
+
+
+def _shared_probe(amp: Amp) -> dict[str, Any]:
+    """The module's probe cell, made once per run (per worker): its create answer is the reference the
+    create checks predict sizes from. No check reads it back; only a stranger's PATCH, which must be
+    refused, is ever sent to it."""
+    return amp.shared("size:probe", _probe)
+
+
+def _over_create(amp: Amp) -> tuple[str, Reply]:
+    """(owner, reply) of one create whose cell would be max_cell_size_bytes + 1 bytes, sent once per run
+    (per worker) for the two checks that judge it: AMP-SIZE-01 (the 413) and AMP-SIZE-02 (nothing stored)."""
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        limit = _size_claim(a)
+        probe = _shared_probe(a)
+        owner = a.owner()
+        length = _padding(a, probe, limit + 1, {"identity": {"owner_id": owner}})
+        reply = a.as_agent("a").post("/memories", _create_body(probe, owner, "x" * length))
+        if reply.status == 201:
+            _created(a, reply)
+        return {"owner": owner, "reply": marks(reply)}
+
+    made, replies = shared_replies(amp, "size:over-create", make)
+    return made["owner"], replies[made["reply"]]
 
 
 def _padding(amp: Amp, reference: Mapping[str, Any], target: int, changes: Mapping[str, Any]) -> int:
@@ -131,7 +160,7 @@ def _ids_of(reply: Reply, owner: str) -> list[str]:
 def test_cell_of_exactly_the_advertised_size_is_accepted(amp: Amp) -> None:
     """A create whose stored cell is exactly max_cell_size_bytes bytes is accepted (201)."""
     limit = _size_claim(amp)
-    probe = _probe(amp)
+    probe = _shared_probe(amp)
     owner = amp.owner()
     changes: dict[str, Any] = {"identity": {"owner_id": owner}}
     length = _padding(amp, probe, limit, changes)
@@ -155,13 +184,8 @@ def test_cell_of_exactly_the_advertised_size_is_accepted(amp: Amp) -> None:
 @check("AMP-SIZE-01", "AMP-CAP-07", level=MUST)
 def test_create_one_byte_over_the_limit_is_refused_with_413(amp: Amp) -> None:
     """A create whose cell would be max_cell_size_bytes + 1 bytes is refused: 413 CELL_TOO_LARGE."""
-    limit = _size_claim(amp)
-    probe = _probe(amp)
-    owner = amp.owner()
-    length = _padding(amp, probe, limit + 1, {"identity": {"owner_id": owner}})
-    reply = amp.as_agent("a").post("/memories", _create_body(probe, owner, "x" * length))
-    if reply.status == 201:
-        _created(amp, reply)
+    _size_claim(amp)
+    _owner, reply = _over_create(amp)
     with about("AMP-SIZE-01"):
         expect_error(amp, reply, 413, "CELL_TOO_LARGE")
 
@@ -169,14 +193,9 @@ def test_create_one_byte_over_the_limit_is_refused_with_413(amp: Amp) -> None:
 @check("AMP-SIZE-02", level=MUST)
 def test_refused_create_writes_nothing(amp: Amp) -> None:
     """After a 413 on create, nothing of the refused cell is stored (the owner has no cells)."""
-    limit = _size_claim(amp)
-    probe = _probe(amp)
-    owner = amp.owner()
-    length = _padding(amp, probe, limit + 1, {"identity": {"owner_id": owner}})
-    reply = amp.as_agent("a").post("/memories", _create_body(probe, owner, "x" * length))
+    _size_claim(amp)
+    owner, reply = _over_create(amp)
     if reply.status != 413:
-        if reply.status == 201:
-            _created(amp, reply)
         amp.skip(f"the oversized create was not refused with 413 (got {reply.status}); SIZE-01 reports it")
     stored = _owner_cells(amp, owner)
     amp.expect(
@@ -243,7 +262,7 @@ def test_patch_is_held_to_the_same_limit(amp: Amp) -> None:
 def test_limit_counts_bytes_of_the_whole_cell(amp: Amp) -> None:
     """The limit counts UTF-8 bytes of the whole cell: multi-byte text and bulky metadata count too."""
     limit = _size_claim(amp)
-    probe = _probe(amp)
+    probe = _shared_probe(amp)
     owner = amp.owner()
     changes: dict[str, Any] = {"identity": {"owner_id": owner}}
     base = cell_size(deep_merge(probe, deep_merge(changes, {"content": {"text": ""}})))
@@ -267,6 +286,6 @@ def test_limit_counts_bytes_of_the_whole_cell(amp: Amp) -> None:
 def test_oversized_patch_by_a_stranger_is_403_not_413(amp: Amp) -> None:
     """A caller without write access gets 403 (not 413) for an oversized PATCH."""
     limit = _size_claim(amp)
-    cell = _probe(amp)
+    cell = _shared_probe(amp)
     reply = amp.as_agent("b").patch(f"/memories/{cell['id']}", {"content": {"text": "x" * (limit + 1)}})
     expect_refusal(amp, reply, "an oversized PATCH by an agent without write access")
