@@ -5,7 +5,7 @@ self-test does) and prints, per check module: checks, requests the checks sent, 
 the cleanup those cells cost (archive + delete, less what a check already did), and the sum. The
 total line is the report's own count (``run.requests``), which the issue bounds at 900.
 
-    python benchmarks/requests.py [--only AREAS] [--top N]
+    python benchmarks/request_count.py [--only AREAS] [--top N]
 """
 
 from __future__ import annotations
