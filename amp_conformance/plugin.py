@@ -114,6 +114,10 @@ def pytest_configure(config: pytest.Config) -> None:
             normalise_base_url(options.base_url)
     except (UsageError, ValueError) as exc:
         raise pytest.UsageError(f"amp-conformance: {exc}") from None
+    if getattr(config.option, "tbstyle", "auto") == "auto":
+        # every failing check's report is the suite's own (render_failure); pytest's default traceback,
+        # thrown away, would parse the check's module source for each failure (~0.5 s apiece)
+        config.option.tbstyle = "native"
     if options.junit_path is not None and not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(options.junit_path)
     http = next((p.http for p in config.pluginmanager.get_plugins() if isinstance(p, HttpOverride)), None)

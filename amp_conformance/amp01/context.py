@@ -225,14 +225,13 @@ class Amp:
         made: dict[str, _Shared] = self.run.cache.setdefault("amp01-shared", {})
         entry = made.get(name)
         if entry is None:
-            roles_before = dict(self._roles)
             start = len(self.evidence.exchanges)
             try:
                 value: Any = make(self)
                 error: BaseException | None = None
             except (CheckFailure, pytest.skip.Exception, ToolError) as exc:
                 value, error = None, exc
-            roles = {r: a for r, a in self._roles.items() if roles_before.get(r) != a}
+            roles = dict(self._roles)  # every role the maker held: later checks play the same parts
             exchanges = self.evidence.exchanges[start:]
             entry = _Shared(value, error, exchanges, roles, self.info.title, self.info.requirements)
             made[name] = entry
