@@ -1,5 +1,6 @@
-"""The plugin and the command refuse what they cannot judge (issue 10 §3, §5): parallel runs, empty
-selections and report paths that cannot be written end with a clear message and exit 2, never PASS."""
+"""The plugin and the command refuse what they cannot judge (issue 10 §3, §5): empty selections,
+report paths that cannot be written and unsupported distribution modes end with a clear message and exit
+2, never PASS; plain ``pytest -n N`` with the plugin is a parallel run (issue 13)."""
 
 from __future__ import annotations
 
@@ -43,10 +44,32 @@ def _pytest(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_parallel_plugin_runs_are_refused_with_exit_2(server_url: str, tmp_path: Path) -> None:
-    result = _pytest("--amp-base-url", server_url, "-n", "2", "--amp-only", "health", cwd=tmp_path)
+def test_plugin_runs_with_n_workers_are_one_merged_run(server_url: str, tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    result = _pytest(
+        "--amp-base-url",
+        server_url,
+        "-n",
+        "2",
+        "--amp-only",
+        "health,read",
+        f"--amp-json={report}",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "verdict: PASS" in result.stdout and "2 workers" in result.stdout
+    document = json.loads(report.read_text())
+    assert document["run"]["workers"] == 2
+    assert {c["area"] for c in document["checks"]} == {"health", "read"}
+    assert all(c["outcome"] in ("pass", "skip") for c in document["checks"])
+
+
+def test_distribution_modes_that_ignore_the_serial_group_are_refused(server_url: str, tmp_path: Path) -> None:
+    result = _pytest(
+        "--amp-base-url", server_url, "-n", "2", "--dist", "loadfile", "--amp-only", "health", cwd=tmp_path
+    )
     assert result.returncode == 2, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "parallel runs" in result.stdout + result.stderr
+    assert "--dist loadfile is not supported" in result.stdout + result.stderr
     assert "verdict: PASS" not in result.stdout
 
 
