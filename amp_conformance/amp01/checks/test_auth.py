@@ -10,13 +10,22 @@ to the reference server's own tests.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ulid import ULID
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._support import expect_accepted, expect_error, listings_by_status, shown
+from amp_conformance.amp01.checks._support import (
+    LISTED_STATUSES,
+    expect_accepted,
+    expect_error,
+    listings_by_status,
+    shown,
+    step_failed,
+)
 from amp_conformance.amp01.context import KEYS_NEEDED
 from amp_conformance.engine.client import Client, Reply
 
@@ -80,6 +89,22 @@ def empty_for_owner(amp: Amp, owner_id: str) -> tuple[bool, Reply]:
     return True, reply
 
 
+def _listed_empty(amp: Amp, listings: list[Reply]) -> tuple[bool, Reply]:
+    """Whether keyed agent "a"'s listings of an owner, one per status but deleted, show nothing (as
+    ``listings_by_status`` judges each: anything but 200 breaks AMP-LIST-03); cells shown are handed
+    to the clean-up."""
+    for status, reply in zip(LISTED_STATUSES, listings, strict=True):
+        if reply.status != 200:
+            step_failed(amp, reply, f"listing the owner's {status} cells", "AMP-LIST-03", "200")
+        results = reply.json_object().get("results")
+        if isinstance(results, list) and results:
+            for item in results:
+                if isinstance(item, dict) and isinstance(item.get("id"), str):
+                    amp.remember(item["id"], as_agent="a")
+            return False, reply
+    return True, listings[-1]
+
+
 def same_401(amp: Amp, replies: dict[str, Reply], route: str, codes: tuple[str, ...]) -> None:
     """Every reply is 401 with one of ``codes``, and all carry the same status, code and message."""
     for label, reply in replies.items():
@@ -100,6 +125,150 @@ def same_401(amp: Amp, replies: dict[str, Reply], route: str, codes: tuple[str, 
     details = {label: reply.json_object()["error"].get("details") for label, reply in replies.items()}
     if len({repr(value) for value in details.values()}) > 1:
         amp.warn(f"{route}: the 401 bodies differ in error.details: {details}", next(iter(replies.values())))
+
+
+# ------------------------------------------------------------------------ shared refusal probes
+
+
+@dataclass
+class _Sent:
+    """What the shared refusal step sent: each request's position among its exchanges, by label
+    (one request can carry several labels: checks asking the same question share its answer)."""
+
+    at: dict[str, int]
+
+
+class _Sender:
+    """Sends each distinct request once and notes its position under every label that asks it."""
+
+    def __init__(self, amp: Amp):
+        self.amp = amp
+        self.base = len(amp.evidence.exchanges)
+        self.at: dict[str, int] = {}
+        self._sent: dict[str, int] = {}
+
+    def __call__(
+        self, label: str, headers: dict[str, str] | None, method: str, path: str, role: str = "a", **kw: Any
+    ) -> None:
+        """Send ``method path`` with exactly ``headers`` (None: as the agent ``role``)."""
+        key = json.dumps([headers, role, method, path, kw], sort_keys=True, default=str)
+        if key not in self._sent:
+            client = self.amp.as_agent(role) if headers is None else self.amp.with_headers(headers)
+            reply = client.request(method, path, **kw)
+            mine = self.amp.evidence.exchanges[self.base :]
+            self._sent[key] = next(i for i, e in enumerate(mine) if e is reply.exchange)
+        self.at[label] = self._sent[key]
+
+
+def _failure_probes(amp: Amp) -> dict[str, dict[str, str]]:
+    """AMP-AUTH-04's authentication failures: the headers of each (keys mode: missing, wrong, another
+    agent's and unknown-agent keys; without keys: unknown agents only)."""
+    stranger = unregistered(amp)
+    probes: dict[str, dict[str, str]] = {}
+    if amp.keys_mode:
+        a = amp.agent("a")
+        assert a.key is not None
+        probes["missing key"] = {AGENT_HEADER: a.id}
+        probes["wrong key"] = {AGENT_HEADER: a.id, KEY_HEADER: a.key + "-wrong"}
+        other = amp.optional_agent("b")
+        if other is not None and other.key is not None:
+            probes["another agent's key"] = {AGENT_HEADER: a.id, KEY_HEADER: other.key}
+        probes["unknown agent with a registered key"] = {AGENT_HEADER: stranger, KEY_HEADER: a.key}
+    else:
+        probes["unknown agent without a key"] = {AGENT_HEADER: stranger}
+    probes["unknown agent with a made-up key"] = {AGENT_HEADER: stranger, KEY_HEADER: NOT_A_KEY}
+    return probes
+
+
+def _public_refusals(amp: Amp) -> dict[str, dict[str, str]]:
+    """The callers AMP-AUTH-03/-ACL-01 refuse a public cell (keys mode): none of them authenticated."""
+    a = amp.agent("a")
+    return {
+        "no identity": {},
+        "an unknown agent": {AGENT_HEADER: unregistered(amp)},
+        "a registered agent without its key": {AGENT_HEADER: a.id},
+        "a registered agent with a wrong key": {AGENT_HEADER: a.id, KEY_HEADER: NOT_A_KEY},
+    }
+
+
+def _bad_key(amp: Amp) -> dict[str, str]:
+    """AMP-AUTH-08's caller: a registered agent with a wrong key (without keys: an unknown agent)."""
+    probes = _failure_probes(amp)
+    return probes["wrong key"] if amp.keys_mode else probes["unknown agent with a made-up key"]
+
+
+PUBLIC_ROUTES = ("GET", "search", "list")
+NO_AGENT_ID = (("no headers", None), ("a key but no agent id", KEY_HEADER))
+
+
+def _refusal_probes(amp: Amp) -> _Sent:
+    """Every refusal the keys checks provoke, sent once (keys mode: a public cell, whose owner and
+    text the probes use, and a private cell, the only one refused requests could change, last):
+    AMP-AUTH-04's failures on list, create and read; AMP-AUTH-05's requests without agent id; the
+    public cell asked by unauthenticated callers, then read by another agent; AMP-AUTH-08's wrong key
+    before validation, state and permission. Nothing is judged here."""
+    send = _Sender(amp)
+    keys = amp.keys_mode
+    failures = _failure_probes(amp)
+    owner, text = amp.owner(), "anything"
+    public: dict[str, Any] = {}
+    if keys:
+        public = amp.create_cell({"access_policy": {"public": True}})
+        owner, text = public["identity"]["owner_id"], public["content"]["text"]
+    body = amp.cell_body({"identity": {"owner_id": owner}})
+    for label, headers in failures.items():
+        send(f"list: {label}", headers, "GET", "/memories", params={"owner_id": owner})
+    for label, headers in failures.items():
+        send(f"create: {label}", headers, "POST", "/memories", json_body=body)
+    missing = amp.unknown_id()
+    if keys:
+        for label, headers in failures.items():
+            send(f"read: {label}", headers, "GET", f"/memories/{public['id']}")
+        send("read: unknown id, wrong key", failures["wrong key"], "GET", f"/memories/{missing}")
+    key = amp.agent("a").key if keys else NOT_A_KEY
+    search = {"query": text, "owner_id": owner}
+    for label, header in NO_AGENT_ID:
+        headers = {} if header is None else {header: key or NOT_A_KEY}
+        send(f"{label}: GET /memories", headers, "GET", "/memories", params={"owner_id": owner})
+        send(f"{label}: POST /memories", headers, "POST", "/memories", json_body=body)
+        send(f"{label}: POST /memories/search", headers, "POST", "/memories/search", json_body=search)
+    if keys:
+        path = f"/memories/{public['id']}"
+        for label, headers in _public_refusals(amp).items():
+            send(f"public GET: {label}", headers, "GET", path)
+            send(f"public search: {label}", headers, "POST", "/memories/search", json_body=search)
+            send(f"public list: {label}", headers, "GET", "/memories", params={"owner_id": owner})
+        if amp.optional_agent("b") is not None:
+            send("public GET: an authenticated agent", None, "GET", path, role="b")
+    bad = _bad_key(amp)
+    send("bad key: an invalid body", bad, "POST", "/memories", json_body={"type": "not-a-type"})
+    send("bad key: an invalid search", bad, "POST", "/memories/search", json_body={"limit": 0})
+    send("bad key: an invalid list", bad, "GET", "/memories", params={"limit": 0})
+    refused_owner = amp.owner()
+    valid = amp.cell_body({"identity": {"owner_id": refused_owner}})
+    send("bad key: a valid create", bad, "POST", "/memories", json_body=valid)
+    if keys:
+        for status in LISTED_STATUSES:
+            params = {"owner_id": refused_owner, "status": status}
+            send(f"listing the refused create's owner: {status}", None, "GET", "/memories", params=params)
+        private = amp.create_cell()
+        path = f"/memories/{private['id']}"
+        stranger = {AGENT_HEADER: unregistered(amp), KEY_HEADER: NOT_A_KEY}
+        send("bad key: GET of another's cell", stranger, "GET", path)
+        deleted = {"lifecycle": {"status": "deleted"}}
+        send("bad key: PATCH with a forbidden transition", bad, "PATCH", path, json_body=deleted)
+        send("bad key: DELETE of an active cell", bad, "DELETE", path)
+        send("bad key: GET of an unknown id", bad, "GET", f"/memories/{missing}")
+        send("the creator reading the cell back", None, "GET", path)
+    return _Sent(send.at)
+
+
+def _refusals(amp: Amp) -> dict[str, Reply]:
+    """The shared refusal probes' replies by label (sent by the first check that asks)."""
+    start = len(amp.evidence.exchanges)
+    made = amp.shared("auth:refusals", _refusal_probes)
+    exchanges = amp.evidence.exchanges[start:]
+    return {label: Reply(exchanges[at]) for label, at in made.at.items()}
 
 
 # ------------------------------------------------------------------------------------- keyless
@@ -156,44 +325,18 @@ def test_keys_the_right_pair_works_on_every_agent_route(amp: Amp) -> None:
 def test_keys_every_authentication_failure_gets_the_same_401(amp: Amp) -> None:
     """Missing, wrong, another agent's and unknown-agent keys all get one identical 401 UNAUTHENTICATED."""
     need_keys_in_force(amp)
-    stranger = unregistered(amp)
-    probes: dict[str, dict[str, str]] = {}
-    if amp.keys_mode:
-        a = amp.agent("a")
-        assert a.key is not None
-        probes["missing key"] = {AGENT_HEADER: a.id}
-        probes["wrong key"] = {AGENT_HEADER: a.id, KEY_HEADER: a.key + "-wrong"}
-        other = amp.optional_agent("b")
-        if other is not None and other.key is not None:
-            probes["another agent's key"] = {AGENT_HEADER: a.id, KEY_HEADER: other.key}
-        else:
-            amp.note("only one keyed agent: the 'another agent's key' probe was left out")
-        probes["unknown agent with a registered key"] = {AGENT_HEADER: stranger, KEY_HEADER: a.key}
-    else:
+    got = _refusals(amp)
+    labels = list(_failure_probes(amp))
+    if not amp.keys_mode:
         amp.note(f"no keys given: only unknown-agent probes ({KEYS_NEEDED})")
-        probes["unknown agent without a key"] = {AGENT_HEADER: stranger}
-    probes["unknown agent with a made-up key"] = {AGENT_HEADER: stranger, KEY_HEADER: NOT_A_KEY}
-
-    owner = amp.owner()
-    list_replies = {
-        label: amp.with_headers(headers).get("/memories", params={"owner_id": owner})
-        for label, headers in probes.items()
-    }
-    same_401(amp, list_replies, "GET /memories", ("UNAUTHENTICATED",))
-    body = amp.cell_body({"identity": {"owner_id": owner}})
-    create_replies = {
-        label: amp.with_headers(headers).post("/memories", body) for label, headers in probes.items()
-    }
+    elif "another agent's key" not in labels:
+        amp.note("only one keyed agent: the 'another agent's key' probe was left out")
+    same_401(amp, {label: got[f"list: {label}"] for label in labels}, "GET /memories", ("UNAUTHENTICATED",))
+    create_replies = {label: got[f"create: {label}"] for label in labels}
     same_401(amp, create_replies, "POST /memories", ("UNAUTHENTICATED",))
     if amp.keys_mode:
-        cell = amp.create_cell()
-        read_replies = {
-            label: amp.with_headers(headers).get(f"/memories/{cell['id']}")
-            for label, headers in probes.items()
-        }
-        read_replies["unknown id, wrong key"] = amp.with_headers(probes["wrong key"]).get(
-            f"/memories/{amp.unknown_id()}"
-        )
+        read_replies = {label: got[f"read: {label}"] for label in labels}
+        read_replies["unknown id, wrong key"] = got["read: unknown id, wrong key"]
         same_401(amp, read_replies, "GET /memories/{id}", ("UNAUTHENTICATED",))
 
 
@@ -201,20 +344,12 @@ def test_keys_every_authentication_failure_gets_the_same_401(amp: Amp) -> None:
 def test_keys_a_request_without_agent_id_is_401(amp: Amp) -> None:
     """With keys on, a request without X-AMP-Agent-ID is 401 (UNAUTHENTICATED or MISSING_AGENT_ID, C-15)."""
     need_keys_in_force(amp)
-    key = amp.agent("a").key if amp.keys_mode else NOT_A_KEY
-    owner = amp.owner()
+    got = _refusals(amp)
     codes = ("UNAUTHENTICATED", "MISSING_AGENT_ID")
     seen: set[str] = set()
-    for label, headers in (("no headers", {}), ("a key but no agent id", {KEY_HEADER: key or NOT_A_KEY})):
-        client = amp.with_headers(headers)
-        for route, reply in (
-            ("GET /memories", client.get("/memories", params={"owner_id": owner})),
-            ("POST /memories", client.post("/memories", amp.cell_body({"identity": {"owner_id": owner}}))),
-            (
-                "POST /memories/search",
-                client.post("/memories/search", {"query": "anything", "owner_id": owner}),
-            ),
-        ):
+    for label, _ in NO_AGENT_ID:
+        for route in ("GET /memories", "POST /memories", "POST /memories/search"):
+            reply = got[f"{label}: {route}"]
             amp.expect(
                 reply.status == 401,
                 f"{route} with {label}: expected 401, got {reply.status}",
@@ -288,26 +423,10 @@ def test_health_and_spec_stay_open(amp: Amp) -> None:
 def test_keys_a_public_cell_needs_an_authenticated_caller(amp: Amp) -> None:
     """With keys on, a public cell is readable by any authenticated agent, and by no one else (C-35)."""
     need_keys(amp)
-    cell = amp.create_cell({"access_policy": {"public": True}})
-    path = f"/memories/{cell['id']}"
-    owner = cell["identity"]["owner_id"]
-    a = amp.agent("a")
-    refused = {
-        "no identity": {},
-        "an unknown agent": {AGENT_HEADER: unregistered(amp)},
-        "a registered agent without its key": {AGENT_HEADER: a.id},
-        "a registered agent with a wrong key": {AGENT_HEADER: a.id, KEY_HEADER: NOT_A_KEY},
-    }
-    for label, headers in refused.items():
-        client = amp.with_headers(headers)
-        for route, reply in (
-            ("GET", client.get(path)),
-            (
-                "search",
-                client.post("/memories/search", {"query": cell["content"]["text"], "owner_id": owner}),
-            ),
-            ("list", client.get("/memories", params={"owner_id": owner})),
-        ):
+    got = _refusals(amp)
+    for label in _public_refusals(amp):
+        for route in PUBLIC_ROUTES:
+            reply = got[f"public {route}: {label}"]
             amp.expect(
                 reply.status == 401,
                 f"{route} of a public cell by {label}: expected 401 (C-35), got {reply.status}",
@@ -315,50 +434,41 @@ def test_keys_a_public_cell_needs_an_authenticated_caller(amp: Amp) -> None:
                 expected="401",
             )
             expect_error(amp, reply, 401, ("UNAUTHENTICATED", "MISSING_AGENT_ID"))
-    reader = amp.optional_agent("b")
-    if reader is None:
+    read = got.get("public GET: an authenticated agent")
+    if read is None:
         amp.note("only one keyed agent: an authenticated non-creator read was not tried")
         return
-    reply = amp.as_agent("b").get(path)
-    amp.expect_status(reply, 200, what="an authenticated agent reading a public cell")
+    amp.expect_status(read, 200, what="an authenticated agent reading a public cell")
 
 
 @check("AMP-AUTH-08", level=SHOULD)
 def test_keys_authentication_comes_before_anything_else(amp: Amp) -> None:
     """With keys on, a bad key is 401 before validation, permission or state, and stores nothing."""
     need_keys_in_force(amp)
-    if amp.keys_mode:
-        a = amp.agent("a")
-        bad = {AGENT_HEADER: a.id, KEY_HEADER: (a.key or "") + "-wrong"}
-    else:
-        bad = {AGENT_HEADER: unregistered(amp), KEY_HEADER: NOT_A_KEY}
-    client = amp.with_headers(bad)
-    reply = client.post("/memories", {"type": "not-a-type"})
-    amp.expect(reply.status == 401, f"an invalid body with a wrong key is 401, not {reply.status}", reply)
-    reply = client.post("/memories/search", {"limit": 0})
-    amp.expect(reply.status == 401, f"an invalid search with a wrong key is 401, not {reply.status}", reply)
-    reply = client.get("/memories", params={"limit": 0})
-    amp.expect(reply.status == 401, f"an invalid list with a wrong key is 401, not {reply.status}", reply)
-    owner = amp.owner()
-    reply = client.post("/memories", amp.cell_body({"identity": {"owner_id": owner}}))
-    amp.expect(reply.status == 401, f"a valid create with a wrong key is 401, not {reply.status}", reply)
+    got = _refusals(amp)
+    for label, what in (
+        ("an invalid body", "an invalid body with a wrong key"),
+        ("an invalid search", "an invalid search with a wrong key"),
+        ("an invalid list", "an invalid list with a wrong key"),
+        ("a valid create", "a valid create with a wrong key"),
+    ):
+        reply = got[f"bad key: {label}"]
+        amp.expect(reply.status == 401, f"{what} is 401, not {reply.status}", reply)
     if not amp.keys_mode:
         return
-    empty, listed = empty_for_owner(amp, owner)
+    empty, listed = _listed_empty(
+        amp, [got[f"listing the refused create's owner: {s}"] for s in LISTED_STATUSES]
+    )
     amp.expect(empty, "the create refused for its key stored nothing", listed)
-    cell = amp.create_cell()
-    path = f"/memories/{cell['id']}"
-    for label, reply in (
-        (
-            "GET of another's cell",
-            amp.with_headers({AGENT_HEADER: unregistered(amp), KEY_HEADER: NOT_A_KEY}).get(path),
-        ),
-        ("PATCH with a forbidden transition", client.patch(path, {"lifecycle": {"status": "deleted"}})),
-        ("DELETE of an active cell", client.delete(path)),
-        ("GET of an unknown id", client.get(f"/memories/{amp.unknown_id()}")),
+    for label in (
+        "GET of another's cell",
+        "PATCH with a forbidden transition",
+        "DELETE of an active cell",
+        "GET of an unknown id",
     ):
+        reply = got[f"bad key: {label}"]
         amp.expect(reply.status == 401, f"{label} with a wrong key is 401, not {reply.status}", reply)
-    reply = amp.as_agent("a").get(path)
+    reply = got["the creator reading the cell back"]
     amp.expect_status(reply, 200, what="the creator reading the cell back")
     status = (reply.json_object().get("lifecycle") or {}).get("status")
     amp.expect(status == "active", f"the refused requests changed nothing (status {shown(status)})", reply)
