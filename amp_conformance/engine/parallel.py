@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -131,12 +132,13 @@ def _exchange_at(
 # merging ------------------------------------------------------------------------------------------
 
 
-def merge_worker_output(run: Run, output: dict[str, Any]) -> None:
-    """Add one worker's counts (requests, cleanup) to the controller's run."""
+def merge_worker_output(run: Run, output: dict[str, Any], *, counted: int = 0) -> None:
+    """Add one worker's counts (requests, cleanup) to the controller's run; ``counted``: its requests
+    already added as its checks' results came in."""
     counts = output.get("amp")
     if not isinstance(counts, dict):
         return
-    run.worker_requests += int(counts.get("requests", 0))
+    run.worker_requests += int(counts.get("requests", 0)) - counted
     run.cleanup_requests += int(counts.get("cleanup_requests", 0))
     cleanup = counts.get("cleanup", {})
     run.cleanup["attempted"] += int(cleanup.get("attempted", 0))
@@ -190,6 +192,8 @@ class Controller:
         """What every worker starts from (set before the workers start)."""
         self.order: list[str] = []
         self.root_steps: dict[str, dict[str, str]] = {}
+        self._counted: dict[str, int] = {}
+        """Worker id -> requests its checks reported so far (the progress line shows them)."""
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -209,6 +213,9 @@ class Controller:
             return
         result, root_step = result_from_wire(data, self.run.connection.replay)
         self.run.results[result.nodeid] = result
+        worker = str(getattr(getattr(report, "node", None), "gateway", None) and report.node.gateway.id)
+        self._counted[worker] = self._counted.get(worker, 0) + (result.requests or 0)
+        self.run.worker_requests += result.requests or 0
         self.run.selected_requirements.update(result.requirements)
         if isinstance(root_step, dict):
             self.root_steps[result.nodeid] = root_step
@@ -221,7 +228,7 @@ class Controller:
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         output = getattr(node, "workeroutput", None)
         if isinstance(output, dict):
-            merge_worker_output(self.run, output)
+            merge_worker_output(self.run, output, counted=self._counted.get(str(node.gateway.id), 0))
 
     def merge(self) -> None:
         """Once every worker is done: the results in serial order, each broken step reported once."""
@@ -233,15 +240,14 @@ class Controller:
 # scheduling ---------------------------------------------------------------------------------------
 
 
-def serial_check_finder(config: pytest.Config) -> Callable[[str], bool]:
-    """Whether a node id names a check of the serial group, read from the check's own ``@check`` mark
-    (the controller collects nothing: it imports the module the way pytest does). A node id that
-    cannot be read is treated as serial: slower, never wrong."""
+def serial_check_finder(
+    root: Path, *, mode: str = "prepend", namespaces: bool = False
+) -> Callable[[str], bool]:
+    """Whether a node id (relative to ``root``) names a check of the serial group, read from the check's
+    own ``@check`` mark (the controller collects nothing: it imports the module the way pytest does).
+    A node id that cannot be read is treated as serial: slower, never wrong."""
     from _pytest.pathlib import import_path
 
-    root = config.rootpath
-    mode = config.getoption("importmode", "prepend")
-    namespaces = bool(config.getini("consider_namespace_packages"))
     cache: dict[str, bool] = {}
 
     def is_serial(nodeid: str) -> bool:
@@ -278,7 +284,11 @@ def make_scheduler(config: pytest.Config, log: Any) -> Any:
     the other workers take single checks as they free up."""
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
-    is_serial = serial_check_finder(config)
+    is_serial = serial_check_finder(
+        config.rootpath,
+        mode=config.getoption("importmode", "prepend"),
+        namespaces=bool(config.getini("consider_namespace_packages")),
+    )
 
     class SerialGroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:

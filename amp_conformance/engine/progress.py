@@ -88,8 +88,15 @@ class Progress:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        config = session.config
-        if self.active or self.find_run(config) is None or not session.items:
+        self._start(session.config, len(session.items))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """A parallel run's controller collects nothing: the first worker's collection gives the total."""
+        self._start(node.config, len(ids))
+
+    def _start(self, config: pytest.Config, total: int) -> None:
+        if self.active or self.find_run(config) is None or not total:
             return
         self._out = self._terminal(config)
         if self._out is None:
@@ -99,7 +106,7 @@ class Progress:
             reporter.showfspath = False
         self._config = config
         self.active = True
-        self.total = len(session.items)
+        self.total = total
         self.started = time.monotonic()
         self._fuzz_at_start = fuzz_requests()
         self._thread = threading.Thread(target=self._tick, name="amp-progress", daemon=True)
