@@ -23,6 +23,7 @@ PATCH/DELETE check, ``w`` is read by id by AMP-READ-07's; the others are only li
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any
 
 from amp_conformance import Amp
@@ -79,7 +80,9 @@ class Pass:
 
     def shown_as(self, cell_id: str) -> str:
         found = self.status(cell_id)
-        return f"listed as {shown(found)}" if found else "in none of the owner's lists"
+        return (
+            f"listed as {shown(found)}" if found else f"in none of the owner's {'/'.join(self.lists)} lists"
+        )
 
 
 class Passes:
@@ -231,7 +234,9 @@ def _make_both(amp: Amp) -> dict[str, Any]:
     if first["quiet"]:
         between = marks(client.get("/memories", params={"owner_id": owner, "status": "stale"}))
     reply = run_pass_reply(amp)
-    lists = {status: marks(listed) for status, listed in listings_by_status(amp, owner)}
+    # after the second pass only the lists its cells should be in (x, y active; z, w stale)
+    shown_lists = islice(listings_by_status(amp, owner), 2)  # lazy: the archived list is never sent
+    lists = {status: marks(listed) for status, listed in shown_lists}
     second = {"pass": marks(reply), "lists": lists, "lifts": lifts, "between": between}
     return {"first": first, "second": second}
 
