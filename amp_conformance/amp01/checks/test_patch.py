@@ -5,10 +5,11 @@ share one cell and one sequence of requests, sent once by whichever check runs f
 (``amp.shared``): each check judges the answers to its own probes, compared with the answer just
 before them, so a rule broken shows in its own check only. No shared cell takes more than five
 successful PATCHes (a server counting every PATCH against the scoring budget refuses none of them).
-Checks about transitions keep cells of their own: a wrongly allowed transition would change what the
-next probe meets. Values are compared with what the server itself stored (the 201 body or an earlier
-reply), never with what the check sent, so a server that normalises numbers or timestamps is judged
-on the rule, not on formatting.
+A probe that a wrongly allowed transition would disturb comes before that transition; PATCH to
+deleted (which a faulty server may grant) and the scoring PATCH check (serial: no lifecycle pass may
+run meanwhile) keep cells of their own. Values are compared with what the server itself stored (the
+201 body or an earlier reply), never with what the check sent, so a server that normalises numbers
+or timestamps is judged on the rule, not on formatting.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from amp_conformance.amp01.checks._support import (
     expect_transition_refused,
     expect_unknown_id_answer,
     expect_valid_cell,
-    read_back,
     shown,
     step_failed,
 )
@@ -646,7 +646,7 @@ def test_manual_active_stale_transitions_are_accepted(amp: Amp) -> None:
         amp.expect(status == target, f"lifecycle.status is {shown(target)} (got {shown(status)})", reply)
 
 
-# PATCH-10, PATCH-12, PATCH-13, PATCH-16: transitions, a cell of their own ------------------
+# PATCH-10, PATCH-12, PATCH-13: transitions (PATCH to deleted keeps a cell of its own) ------------
 
 
 def _make_stale(amp: Amp, cell_id: str) -> Reply:
@@ -654,23 +654,55 @@ def _make_stale(amp: Amp, cell_id: str) -> Reply:
     return _patch(amp, cell_id, {"lifecycle": {"status": "stale"}})
 
 
+def _transition_probes(amp: Amp) -> _Probes:
+    """Two cells. The first is archived (a status-only body), asked back to active and to stale (a
+    read after each), then sent content with a return to active, and read. The second is sent content
+    with an invalid importance, then content by a stranger, read, made stale by hand and archived.
+    A wrongly allowed return comes after the probes it could disturb (AMP-PATCH-13's own is last)."""
+    record = _Recorder(amp)
+    cell = amp.create_cell(content={"text": "original"})
+    other = amp.create_cell(content={"text": "original"})
+    cell_id, other_id = cell["id"], other["id"]
+    record("archive", _patch(amp, cell_id, {"lifecycle": {"status": "archived"}}))
+    for target in ("active", "stale"):
+        record(f"archived -> {target}", _patch(amp, cell_id, {"lifecycle": {"status": target}}))
+        record(f"read after archived -> {target}", _get(amp, cell_id))
+    returned = {
+        "content": {"text": "applied by the PATCH refused with 409"},
+        "lifecycle": {"status": "active"},
+    }
+    record("refused 409", _patch(amp, cell_id, returned))
+    record("read after 409", _get(amp, cell_id))
+    invalid = {"content": {"text": "applied by the PATCH refused with 422"}, "scoring": {"importance": 2}}
+    record("refused 422", _patch(amp, other_id, invalid))
+    edit = {"content": {"text": "applied by the PATCH refused with 403"}}
+    record("refused 403", _patch(amp, other_id, edit, role="stranger"))
+    record("read after 422 and 403", _get(amp, other_id))
+    record("stale", _make_stale(amp, other_id))
+    record("archive the stale cell", _patch(amp, other_id, {"lifecycle": {"status": "archived"}}))
+    return _Probes({"archived": cell, "stale": other}, record.at)
+
+
+def _transitions(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+    return _probes(amp, "patch:transitions", _transition_probes)
+
+
 @check("AMP-PATCH-10", level=MUST)
 def test_status_only_body_archives_the_cell(amp: Amp) -> None:
     """{"lifecycle":{"status":"archived"}} archives an active (or stale) cell; nothing else changes."""
-    cell = amp.create_cell()
-    reply = _patch(amp, cell["id"], {"lifecycle": {"status": "archived"}})
+    cells, got = _transitions(amp)
+    cell, reply = cells["archived"], got["archive"]
     amp.expect_status(reply, 200)
     archived = reply.json_object()
     status = expect_member(amp, archived, "lifecycle.status", reply)
     amp.expect(status == "archived", f"lifecycle.status is 'archived' (got {shown(status)})", reply)
     for path in ("lifecycle.created_at", "content", "scoring", "identity", "access_policy"):
         _same(amp, cell, archived, path, reply)
-    stale = amp.create_cell()
-    made = _make_stale(amp, stale["id"])
+    made = got["stale"]
     if made.status != 200:
         amp.note(f"stale -> archived not checked: the manual active -> stale write answered {made.status}")
         return
-    reply = _patch(amp, stale["id"], {"lifecycle": {"status": "archived"}})
+    reply = got["archive the stale cell"]
     amp.expect_status(reply, 200, what="archiving a stale cell")
     status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
     amp.expect(status == "archived", f"a stale cell archives (status {shown(status)})", reply)
@@ -700,12 +732,11 @@ def _expect_status_in(amp: Amp, got: Reply, wanted: str) -> None:
 @check("AMP-PATCH-12", "AMP-ERR-03", level=MUST)
 def test_archived_cell_cannot_return(amp: Amp) -> None:
     """archived -> active and archived -> stale are refused with 409 INVALID_TRANSITION."""
-    cell = amp.create_cell()
-    amp.archive(cell["id"])
+    _, got = _transitions(amp)
+    _archive_step(amp, got["archive"])
     for target in ("active", "stale"):
-        reply = _patch(amp, cell["id"], {"lifecycle": {"status": target}})
-        _expect_invalid_transition(amp, reply, f"archived -> {target}")
-        _expect_status_of(amp, cell["id"], "archived")
+        _expect_invalid_transition(amp, got[f"archived -> {target}"], f"archived -> {target}")
+        _expect_status_in(amp, got[f"read after archived -> {target}"], "archived")
 
 
 @check("AMP-PATCH-12", "AMP-ERR-03", level=MUST)
@@ -723,28 +754,20 @@ def test_patch_cannot_set_deleted(amp: Amp) -> None:
 
 @check("AMP-PATCH-13", level=SHOULD)
 def test_refused_patch_applies_nothing(amp: Amp) -> None:
-    """A PATCH refused with 422, 403 or 409 leaves every member of its body unapplied."""
-    cell = amp.create_cell(content={"text": "original"})
-    refused = {
-        422: ("content + importance 2", {"scoring": {"importance": 2}}, "a"),
-        403: ("a stranger's PATCH", {}, "stranger"),
-    }
-    for status, (what, extra, role) in refused.items():
-        text = f"applied by the PATCH refused with {status}"
-        reply = _patch(amp, cell["id"], {"content": {"text": text}, **extra}, role=role)
-        amp.expect_status(reply, status, what=what)
+    """A PATCH refused with 409, 422 or 403 leaves every member of its body unapplied."""
+    cells, got = _transitions(amp)
+    _archive_step(amp, got["archive"])
+    amp.expect_status(got["refused 409"], 409, what="content + archived -> active")
+    back = got["read after 409"]
+    _same(amp, cells["archived"], _stored(amp, back), "content.text", back)
+    amp.expect_status(got["refused 422"], 422, what="content + importance 2")
+    amp.expect_status(got["refused 403"], 403, what="a stranger's PATCH")
     # one read shows both: each refused PATCH sent its own text
-    stored, got = read_back(amp, cell["id"])
-    _same(amp, cell, stored, "content.text", got)
-    amp.archive(cell["id"])
-    body = {"content": {"text": "applied by the PATCH refused with 409"}, "lifecycle": {"status": "active"}}
-    reply = _patch(amp, cell["id"], body)
-    amp.expect_status(reply, 409, what="content + archived -> active")
-    stored, got = read_back(amp, cell["id"])
-    _same(amp, cell, stored, "content.text", got)
+    back = got["read after 422 and 403"]
+    _same(amp, cells["stale"], _stored(amp, back), "content.text", back)
 
 
-# PATCH-16 ----------------------------------------------------------------------------------
+# PATCH-16 (serial: no lifecycle pass may run during it) ---------------------------------------
 
 
 def _listed_status(amp: Amp, cell: dict[str, Any], status: str) -> bool:
@@ -790,7 +813,7 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
     )
 
 
-# PATCH-19 .. PATCH-21 ------------------------------------------------------------------------
+# PATCH-19, PATCH-20: the members cell, archived and then deleted -----------------------------
 
 
 @check("AMP-PATCH-19", level=MUST)
