@@ -10,6 +10,7 @@ server process (C-36). Every check uses fresh cells, so budgets never carry over
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,6 +111,13 @@ def _expect_full_budget_elsewhere(amp: Amp, budget: int) -> None:
             return
 
 
+def _fresh_cell_takes(amp: Amp, budget: int) -> bool:
+    """Whether a fresh cell accepts all ``budget`` scoring PATCHes (only asked once something is off)."""
+    fresh = amp.create_cell()
+    client = amp.as_agent("a")
+    return all(client.patch(f"/memories/{fresh['id']}", _scoring(i)).status == 200 for i in range(budget))
+
+
 def _exhausted(amp: Amp, reply: Reply, budget: int) -> None:
     """The scoring PATCH after the spent budget is refused with 429: a step for every check but the
     one asking whether the budget is enforced (AMP-RATE-01)."""
@@ -191,6 +199,10 @@ class _Spent:
 
     spent: list[int]
     """The scoring PATCHes within the budget, in order (the step stops at the first that is not 200)."""
+    stranger: int | None = None
+    """An agent without write access trying a scoring PATCH just before the budget's last (AMP-RATE-08)."""
+    stranger_spent: int | None = None
+    """The same agent trying again once the budget is spent (AMP-RATE-08)."""
     refused: int | None = None
     """The scoring PATCH one over the budget."""
     seconds: float = 0.0
@@ -204,13 +216,14 @@ class _Spent:
 
 
 def _spend_once(amp: Amp) -> _Spent:
-    """Spend a fresh cell's advertised budget, then probe past it: once with a scoring-only PATCH (the
-    refusal AMP-RATE-01..03 judge) and once with scoring and content, between two reads (AMP-RATE-12).
-    Nothing is judged here: each check judges the answers it is about."""
+    """Spend a fresh cell's advertised budget, an agent without write access trying once just before
+    its last PATCH and once after it (AMP-RATE-08), then probe past it: once with a scoring-only PATCH
+    (the refusal AMP-RATE-01..03 judge) and once with scoring and content, between two reads
+    (AMP-RATE-12). Nothing is judged here: each check judges the answers it is about."""
     budget, _ = _limited(amp)
     base = len(amp.evidence.exchanges)
     cell = amp.create_cell()
-    client = amp.as_agent("a")
+    client, stranger = amp.as_agent("a"), amp.as_agent("b")
     path = f"/memories/{cell['id']}"
 
     def position(reply: Reply) -> int:
@@ -220,10 +233,13 @@ def _spend_once(amp: Amp) -> _Spent:
     made = _Spent(spent=[])
     first = time.monotonic()
     for index in range(budget):
+        if index == budget - 1:
+            made.stranger = position(stranger.patch(path, _scoring(0)))
         reply = client.patch(path, _scoring(index))
         made.spent.append(position(reply))
         if reply.status != 200:
             return made
+    made.stranger_spent = position(stranger.patch(path, _scoring(0)))
     made.refused = position(client.patch(path, _scoring(budget)))
     made.seconds = time.monotonic() - first
     made.before = position(client.get(path))
@@ -235,6 +251,7 @@ def _spend_once(amp: Amp) -> _Spent:
 
 @dataclass
 class _SpentReplies:
+    stranger_spent: Reply
     refused: Reply
     seconds: float
     before: Reply
@@ -242,21 +259,38 @@ class _SpentReplies:
     after: Reply
 
 
-def _spent_cell(amp: Amp) -> tuple[int, int, _SpentReplies]:
-    """(N, W) and the shared spent cell's answers, its budget's PATCHes judged as :func:`_spend` does."""
+def _spent_cell(amp: Amp, stranger: Callable[[Reply], None] | None = None) -> tuple[int, int, _SpentReplies]:
+    """(N, W) and the shared spent cell's answers, its budget's PATCHes judged as :func:`_spend` does
+    (``stranger`` judges the stranger's attempt, where it was sent: before the budget's last PATCH)."""
     budget, window = _limited(amp)
     start = len(amp.evidence.exchanges)
     made = amp.shared("rate:spent-cell", _spend_once)
     replies = [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
     for index, at in enumerate(made.spent):
+        reply = replies[at]
         what = f"scoring PATCH {index + 1} (within the advertised budget of the cell)"
-        expect_scoring_not_limited(amp, replies[at], what)
-        amp.expect_status(replies[at], 200, what=what)
+        if made.stranger is not None and index == budget - 1:
+            if stranger is not None:
+                stranger(replies[made.stranger])
+            if reply.status == 429 and _fresh_cell_takes(amp, budget):
+                expect_step(
+                    amp,
+                    False,
+                    f"{what} answered 429 after a stranger's refused scoring PATCH, though a fresh cell "
+                    f"takes all {budget}: the refused attempt was counted against the budget",
+                    reply,
+                    step="spending the cell's budget after a stranger's refused attempt",
+                    requirement="AMP-RATE-08",
+                    expected="200",
+                )
+        expect_scoring_not_limited(amp, reply, what)
+        amp.expect_status(reply, 200, what=what)
     assert None not in (made.refused, made.before, made.mixed, made.after)  # every spending PATCH was 200
     return (
         budget,
         window,
         _SpentReplies(
+            stranger_spent=replies[made.stranger_spent or 0],
             refused=replies[made.refused or 0],
             seconds=made.seconds,
             before=replies[made.before or 0],
@@ -409,21 +443,15 @@ def test_budget_belongs_to_one_cell(amp: Amp) -> None:
 @check("AMP-RATE-08", "AMP-PATCH-20", level=MUST)
 def test_access_is_checked_before_the_budget(amp: Amp) -> None:
     """A caller without write access gets 403 (never 429) and its attempts use no budget."""
-    budget, _ = _limited(amp)
-    cell = amp.create_cell()
-    writer, stranger = amp.as_agent("a"), amp.as_agent("b")
-    path = f"/memories/{cell['id']}"
-    _spend(amp, writer, cell["id"], budget - 1)
-    with about("AMP-RATE-08"):  # were it counted, the writer's last PATCH of the budget would be refused
-        expect_refusal(
-            amp, stranger.patch(path, _scoring(0)), "a scoring PATCH by an agent without write access"
-        )
-    _spend(amp, writer, cell["id"], 1, start=budget - 1)
+
+    def refused(reply: Reply) -> None:
+        with about("AMP-RATE-08"):  # were it counted, the writer's last PATCH of the budget would be refused
+            expect_refusal(amp, reply, "a scoring PATCH by an agent without write access")
+
+    _, _, spent = _spent_cell(amp, stranger=refused)
     with about("AMP-RATE-08"):
         expect_refusal(
-            amp,
-            stranger.patch(path, _scoring(0)),
-            "a stranger's scoring PATCH on a cell whose budget is spent",
+            amp, spent.stranger_spent, "a stranger's scoring PATCH on a cell whose budget is spent"
         )
 
 
