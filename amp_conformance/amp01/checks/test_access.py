@@ -531,18 +531,50 @@ def _broken_rule(expected: Mapping[str, Any], caller: str, owner_id: str, creato
 # ------------------------------------------------------------------------ the other ACL checks
 
 
-@check("AMP-ACL-10", "AMP-ACL-09", level=MUST)
-def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
-    """A refused GET, PATCH and DELETE are each 403 with FORBIDDEN or ACCESS_DENIED, the same code (C-02)."""
+def make_refusals(amp: Amp) -> dict[str, Any]:
+    """A default-policy cell of agent "a" that agent "b" asks about: b's GET, PATCH and (once archived)
+    DELETE, b's GET of an unknown id, then, once "a" has deleted the cell, b's GET of it again. The
+    replies (by where they sit among the exchanges) serve the two refusal checks."""
+    start = len(amp.evidence.exchanges)
     cell = amp.create_cell()
     path = f"/memories/{cell['id']}"
     stranger = amp.as_agent("b")
-    replies = {
-        "GET": stranger.get(path),
-        "PATCH": stranger.patch(path, {"content": {"text": "a stranger's edit"}}),
-    }
+    at: dict[str, Any] = {}
+
+    def sent(name: str, reply: Reply) -> Reply:
+        at[name] = _offset(amp, start, reply.exchange)
+        return reply
+
+    sent("GET", stranger.get(path))
+    sent("PATCH", stranger.patch(path, {"content": {"text": "a stranger's edit"}}))
+    sent("unknown", stranger.get(f"/memories/{amp.unknown_id()}"))
     amp.archive(cell["id"])  # DELETE is tried on an archived cell: a refusal there is about access alone
-    replies["DELETE"] = stranger.delete(path)
+    refused = not 200 <= sent("DELETE", stranger.delete(path)).status < 300
+    deletion: dict[str, Any] | None = None
+    if refused:
+        reply = amp.as_agent("a").delete(path)
+        if reply.status != 204:
+            failure = PreconditionFailed(
+                f"deleting an archived cell answered status {reply.status}",
+                step="deleting an archived cell",
+                requirement="AMP-ACL-08" if amp.creator_refused(reply) else "AMP-DEL-01",
+                expected="204",
+                exchange=reply.exchange,
+            )
+            deletion = _frozen(amp, start, failure)
+    if deletion is None:
+        sent("deleted", stranger.get(path))
+    return {"at": at, "deletion": deletion}
+
+
+@check("AMP-ACL-10", "AMP-ACL-09", level=MUST)
+def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
+    """A refused GET, PATCH and DELETE are each 403 with FORBIDDEN or ACCESS_DENIED, the same code (C-02)."""
+    base = len(amp.evidence.exchanges)
+    made = amp.shared("acl:stranger-refusals", make_refusals)
+    replies = {
+        name: Reply(amp.evidence.exchanges[base + made["at"][name]]) for name in ("GET", "PATCH", "DELETE")
+    }
     codes: dict[str, str] = {}
     for name, reply in replies.items():
         what = f"a stranger's {name} under the default policy"
@@ -563,14 +595,18 @@ def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
 @check("AMP-ACL-11", level=SHOULD, stance="C-01: the API reference documents 404 for unknown ids")
 def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
     """A stranger gets the same status, code and message for a forbidden, an unknown and a deleted id."""
-    cell = amp.create_cell()
-    stranger = amp.as_agent("b")
+    base = len(amp.evidence.exchanges)
+    made = amp.shared("acl:stranger-refusals", make_refusals)
+
+    def reply_at(offset: int) -> Reply:
+        return Reply(amp.evidence.exchanges[base + offset])
+
+    if made["deletion"] is not None:
+        raise _thawed(made["deletion"], reply_at)
     replies = {
-        "forbidden": stranger.get(f"/memories/{cell['id']}"),
-        "unknown": stranger.get(f"/memories/{amp.unknown_id()}"),
+        name: reply_at(made["at"][key])
+        for name, key in (("forbidden", "GET"), ("unknown", "unknown"), ("deleted", "deleted"))
     }
-    amp.delete_cell(cell["id"])  # the same id, asked about again once it is deleted
-    replies["deleted"] = stranger.get(f"/memories/{cell['id']}")
 
     def answer(reply: Reply) -> tuple[int, Any, Any]:
         try:
