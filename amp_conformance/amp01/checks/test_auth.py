@@ -5,7 +5,8 @@ Keys mode is in force when ``/spec`` says ``api_keys_required`` or the run was g
 flag when the server requires keys and none were given; checks that only provoke refusals (missing,
 wrong and unknown-agent keys) run without keys. The 401 ``MISSING_AGENT_ID`` per route (AMP-AUTH-01)
 lives in test_errors.py; AMP-AUTH-10 (a broken key file stops start-up) is not black-box and is left
-to the reference server's own tests.
+to the reference server's own tests. The refusals AMP-AUTH-03/-04/-05/-08 provoke are sent once per
+run (``amp.shared``), each distinct request once, and judged by every check they answer.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 AMP-ERR-01..05 and -07, and the missing-identity 401 on every memories route (AMP-AUTH-01 with
 AMP-READ-09, -PATCH-18, -LIST-11, -SRCH-16, -DEL-08). Every 401 probe sends an otherwise valid
 request, so the answer cannot depend on whether the server validates the body first (C-15); every
-422 probe sends valid identity headers.
+422 probe sends valid identity headers. The probes are sent once per run (``amp.shared``): every
+check judges the answers it is about, and shows them all as its evidence.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ The budget is the one ``/spec`` advertises in ``scoring_patch_limit`` (AMP-CAP-0
 window_seconds: W}``, or ``null`` for no limit. A claim that is absent skips these checks with a
 reason; one that behaviour contradicts fails. Checks that must wait for the window to pass run only
 when W is at most 30 s (a P-FAST server); otherwise they skip and say so. Rate tests assume a single
-server process (C-36). Every check uses fresh cells, so budgets never carry over between checks.
+server process (C-36). Every check spends fresh cells, so budgets never carry over between checks;
+RATE-01/-02/-03/-08/-12 judge one spent cell, the answers recorded once (``amp.shared``) by whichever
+of them runs first, so no judgement depends on how long ago that was (RATE-03 reads the recorded
+clock).
 """
 
 from __future__ import annotations
