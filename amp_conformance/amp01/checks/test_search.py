@@ -489,7 +489,7 @@ def test_relevance_outranks_freshness(amp: Amp) -> None:
     )
 
 
-@check("AMP-SRCH-14", level=SHOULD)
+@check("AMP-SRCH-14", level=SHOULD, serial=True)
 def test_ranking_uses_the_current_score_with_the_read_reset(amp: Amp) -> None:
     """A by-id read restarts a cell's decay clock, so a re-read twin outranks a fresher unread one."""
     owner = amp.owner()
