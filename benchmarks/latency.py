@@ -12,13 +12,29 @@ the speed-up over the 1-worker row of the same delay, and the ratio of wall time
 bound: the longest request chain of a single check (the report's per-check ``requests``, max over
 checks) times the delay, the least a run could take however many workers it had. Also the serial
 group's requests and seconds (the checks a parallel run keeps on one worker, one at a time: another
-floor) and the report's own duration (wall time less interpreter start-up and collection).
+floor), the report's own duration (wall time less interpreter start-up and collection), and the
+seconds before the first answer a check got and after the last one (start-up, cleanup).
 
     python benchmarks/latency.py                       # delays 50 and 200 ms; 1, 4 and 8 workers
     python benchmarks/latency.py --delay 100 --workers 1,8   # issue 13's bar: 8 workers >= 4x faster
     python benchmarks/latency.py --delays 50 --workers 1 --only crud --keep reports/
 
 Figures are printed, never asserted. A serial 200 ms row takes several minutes.
+
+Measured 2026-12-01 (2 cores shared with other jobs, load 3-7; tree as of 02:40-02:48 UTC):
+
+    delay ms workers  wall s requests  speed-up  serial s  1st answer  after last
+          50       1    64.3      992     1.00x      12.6           0           2
+          50       4    39.7     1608     1.62x      12.3          11           3
+          50       8    41.4     2267     1.55x      13.4          17           5
+         100       1   103.8     1000     1.00x      20.2           0           2
+         100       8    63.8     2228     1.63x      21.0          24           8
+         200       4    89.9     1670        -       35.6          11           5
+         200       8    64.3     2231        -       35.3          12           5
+
+A parallel run sends twice the requests (values ``amp.shared`` makes once are made once per worker,
+and so is their cleanup) and its first check is answered 11-24 s after the run starts (workers
+starting up on two busy cores); the longest single check is 44 requests (4.4 s at 100 ms).
 """
 
 from __future__ import annotations
@@ -34,6 +50,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +80,8 @@ class Row:
     slowest: str | None = None
     serial_requests: int | None = None
     serial_seconds: float | None = None
+    first_answer: float | None = None
+    after_last: float | None = None
 
     @property
     def bound(self) -> float | None:
@@ -156,18 +176,45 @@ def measure(delay_ms: int, workers: int, only: str | None, keep: Path | None = N
         slowest=None if slowest is None else str(slowest.get("id")),
         serial_requests=sum(c.get("requests") or 0 for c in serial),
         serial_seconds=sum(c.get("duration_seconds") or 0.0 for c in serial),
+        **_checking_window(run, checks),
     )
+
+
+def _checking_window(run: dict[str, Any], checks: list[dict[str, Any]]) -> dict[str, float]:
+    """Seconds from the run's start to the first answer a check got, and from the last one to the run's
+    end (start-up and cleanup), read from the answers' ``Date`` headers: to the second, no finer."""
+    try:
+        started = datetime.fromisoformat(run["started_at"].replace("Z", "+00:00"))
+        finished = datetime.fromisoformat(run["finished_at"].replace("Z", "+00:00"))
+        dates = [
+            parsedate_to_datetime(value)
+            for check in checks
+            for exchange in check.get("exchanges") or []
+            for name, value in (exchange.get("response_headers") or {}).items()
+            if name.lower() == "date"
+        ]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return {}
+    if not dates:
+        return {}
+    return {
+        "first_answer": max(0.0, (min(dates) - started).total_seconds()),
+        "after_last": max(0.0, (finished - max(dates)).total_seconds() - 1),
+    }
 
 
 HEADER = (
     f"{'delay ms':>8}{'workers':>8}{'wall s':>8}{'run s':>7}{'requests':>9}  {'verdict (exit)':<15}"
     f"{'speed-up':>8}{'chain':>6}{'bound s':>8}{'wall/bound':>11}{'serial req':>11}{'serial s':>9}"
+    f"{'1st answer':>11}{'after last':>11}"
 )
 LEGEND = """\
 wall: the command's wall time; run: the report's duration (without interpreter start-up, collection);
 speed-up: the 1-worker row's wall over this one's; chain: the most requests one check sent (the report's
 per-check "requests"); bound: chain x delay; serial: the serial group (checks that run one at a time, on
-one worker, in a parallel run): requests and seconds summed over its checks."""
+one worker, in a parallel run): requests and seconds summed over its checks; 1st answer, after last:
+seconds from the run's start to the first answer a check got, and from the last one to the run's end
+(start-up, cleanup; to the second, from the answers' Date headers)."""
 
 
 def _figure(value: float | None, spec: str) -> str:
@@ -187,6 +234,7 @@ def format_row(row: Row, serial: Row | None) -> str:
         f"{'-' if speed_up is None else f'{speed_up:.2f}x':>8}{_figure(row.chain, 'd'):>6}"
         f"{_figure(bound, '.1f'):>8}{_figure(row.wall / bound if bound else None, '.1f'):>11}"
         f"{_figure(row.serial_requests, 'd'):>11}{_figure(row.serial_seconds, '.1f'):>9}"
+        f"{_figure(row.first_answer, '.0f'):>11}{_figure(row.after_last, '.0f'):>11}"
     )
 
 
