@@ -29,6 +29,7 @@ from amp_conformance.amp01.checks._support import (
 )
 from amp_conformance.amp01.context import KEYS_NEEDED
 from amp_conformance.engine.client import Client, Reply
+from amp_conformance.engine.run import NotEnoughAgents
 
 AGENT_HEADER = "X-AMP-Agent-ID"
 KEY_HEADER = "X-AMP-API-Key"
@@ -221,11 +222,15 @@ def _refusal_probes(amp: Amp) -> _Sent:
         send(f"list: {label}", headers, "GET", "/memories", params={"owner_id": owner})
     for label, headers in failures.items():
         send(f"create: {label}", headers, "POST", "/memories", json_body=body)
-    missing = amp.unknown_id()
+    try:
+        missing: str | None = amp.unknown_id()
+    except NotEnoughAgents:  # the id's form needs the conventions, which need a second agent
+        missing = None
     if keys:
         for label, headers in failures.items():
             send(f"read: {label}", headers, "GET", f"/memories/{public['id']}")
-        send("read: unknown id, wrong key", failures["wrong key"], "GET", f"/memories/{missing}")
+        if missing is not None:
+            send("read: unknown id, wrong key", failures["wrong key"], "GET", f"/memories/{missing}")
     key = amp.agent("a").key if keys else NOT_A_KEY
     search = {"query": text, "owner_id": owner}
     for label, header in NO_AGENT_ID:
@@ -259,7 +264,8 @@ def _refusal_probes(amp: Amp) -> _Sent:
         deleted = {"lifecycle": {"status": "deleted"}}
         send("bad key: PATCH with a forbidden transition", bad, "PATCH", path, json_body=deleted)
         send("bad key: DELETE of an active cell", bad, "DELETE", path)
-        send("bad key: GET of an unknown id", bad, "GET", f"/memories/{missing}")
+        if missing is not None:
+            send("bad key: GET of an unknown id", bad, "GET", f"/memories/{missing}")
         send("the creator reading the cell back", None, "GET", path)
     return _Sent(send.at)
 
@@ -337,6 +343,8 @@ def test_keys_every_authentication_failure_gets_the_same_401(amp: Amp) -> None:
     same_401(amp, create_replies, "POST /memories", ("UNAUTHENTICATED",))
     if amp.keys_mode:
         read_replies = {label: got[f"read: {label}"] for label in labels}
+        if "read: unknown id, wrong key" not in got:
+            amp.unknown_id()  # skips as it always has: the id's form needs a second agent
         read_replies["unknown id, wrong key"] = got["read: unknown id, wrong key"]
         same_401(amp, read_replies, "GET /memories/{id}", ("UNAUTHENTICATED",))
 
@@ -467,6 +475,8 @@ def test_keys_authentication_comes_before_anything_else(amp: Amp) -> None:
         "DELETE of an active cell",
         "GET of an unknown id",
     ):
+        if f"bad key: {label}" not in got:
+            amp.unknown_id()  # skips as it always has: the id's form needs a second agent
         reply = got[f"bad key: {label}"]
         amp.expect(reply.status == 401, f"{label} with a wrong key is 401, not {reply.status}", reply)
     reply = got["the creator reading the cell back"]

@@ -226,7 +226,9 @@ def _spend_once(amp: Amp) -> _Spent:
     budget, _ = _limited(amp)
     base = len(amp.evidence.exchanges)
     cell = amp.create_cell()
-    client, stranger = amp.as_agent("a"), amp.as_agent("b")
+    client = amp.as_agent("a")
+    # without a second agent (keys mode, one key) RATE-08 skips, as it always has; the others judge on
+    stranger = amp.as_agent("b") if amp.optional_agent("b") is not None else None
     path = f"/memories/{cell['id']}"
 
     def position(reply: Reply) -> int:
@@ -236,13 +238,14 @@ def _spend_once(amp: Amp) -> _Spent:
     made = _Spent(spent=[])
     first = time.monotonic()
     for index in range(budget):
-        if index == budget - 1:
+        if index == budget - 1 and stranger is not None:
             made.stranger = position(stranger.patch(path, _scoring(0)))
         reply = client.patch(path, _scoring(index))
         made.spent.append(position(reply))
         if reply.status != 200:
             return made
-    made.stranger_spent = position(stranger.patch(path, _scoring(0)))
+    if stranger is not None:
+        made.stranger_spent = position(stranger.patch(path, _scoring(0)))
     made.refused = position(client.patch(path, _scoring(budget)))
     made.seconds = time.monotonic() - first
     made.before = position(client.get(path))
@@ -268,6 +271,8 @@ def _spent_cell(amp: Amp, stranger: Callable[[Reply], None] | None = None) -> tu
     budget, window = _limited(amp)
     start = len(amp.evidence.exchanges)
     made = amp.shared("rate:spent-cell", _spend_once)
+    if stranger is not None:
+        amp.agent("b")  # the stranger's attempts need a second agent: skip without one
     replies = [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
     for index, at in enumerate(made.spent):
         reply = replies[at]
