@@ -12,9 +12,24 @@ from amp_conformance.engine.catalogue import LEVELS, MUST, area_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 MARK = "amp"
-#: Areas whose checks share a clock or the whole store (rate windows, lifecycle passes, the admin route,
-#: retention): in a parallel run they all run in the serial group.
-SERIAL_AREAS = frozenset({"rate", "lc", "admin", "ret"})
+#: Areas whose checks run store-wide lifecycle passes or depend on where a pass leaves cells (the admin
+#: route, lifecycle, retention): in a parallel run they run in the serial group of passes.
+PASS_AREAS = frozenset({"lc", "admin", "ret"})
+#: Areas whose checks work to the scoring-PATCH rate window: the serial group of rate windows. A budget
+#: belongs to one cell (AMP-RATE-07), so the two groups may run beside each other.
+RATE_AREAS = frozenset({"rate"})
+PASSES, RATE_WINDOWS = "passes", "rate-windows"
+
+
+def serial_group_of(*, area: str, global_effects: bool = False, serial: bool = False) -> str | None:
+    """The serial group a check runs in during a parallel run (one check of a group at a time, on one
+    worker), or None: ``passes`` for checks with store-wide effects (``global_effects``), checks a
+    concurrent pass could change (``serial``) and the lifecycle areas; ``rate-windows`` for rate checks."""
+    if global_effects or serial or area in PASS_AREAS:
+        return PASSES
+    if area in RATE_AREAS:
+        return RATE_WINDOWS
+    return None
 
 
 @dataclass(frozen=True)
@@ -29,9 +44,9 @@ class CheckInfo:
     serial: bool = False
 
     @property
-    def in_serial_group(self) -> bool:
-        """Runs in the serial group of a parallel run: one such check at a time, on one worker."""
-        return self.global_effects or self.serial or self.area in SERIAL_AREAS
+    def serial_group(self) -> str | None:
+        """The serial group it runs in during a parallel run (:func:`serial_group_of`), if any."""
+        return serial_group_of(area=self.area, global_effects=self.global_effects, serial=self.serial)
 
 
 def check(
@@ -48,8 +63,8 @@ def check(
     ``area`` defaults to the area of the first id; ``deadline`` overrides the run's per-check deadline
     for checks that must wait (decay, rate windows); ``global_effects`` marks checks that run
     store-wide operations and therefore need ``--allow-global-effects``; ``serial`` marks checks that
-    must not overlap one another in a parallel run (time windows, decay clocks): both run in the serial
-    group, one at a time on one worker.
+    a concurrent lifecycle pass could change: in a parallel run both run in the serial group of passes
+    (:func:`serial_group_of`), one at a time on one worker.
 
     ``level`` is the catalogue's (the strongest level of the cited ids, a project test keeps them
     equal) unless ``stance`` names the requirements.md §2 conflict (``"C-23"``) that documents a

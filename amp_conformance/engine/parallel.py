@@ -19,13 +19,11 @@ from typing import Any
 import pytest
 
 from amp_conformance.engine.exchange import Exchange
-from amp_conformance.engine.marking import MARK, SERIAL_AREAS
+from amp_conformance.engine.marking import MARK, serial_group_of
 from amp_conformance.engine.outcomes import BLOCKED, WARN
 from amp_conformance.engine.replay import ReplayContext
 from amp_conformance.engine.run import CheckResult, Run
 
-#: The work unit of the checks that must not overlap one another (``CheckInfo.in_serial_group``).
-SERIAL_GROUP = "amp-serial"
 #: What xdist appends to a node id grouped with ``xdist_group`` under ``--dist loadgroup``.
 _GROUP_SUFFIX = re.compile(r"@[\w-]+$")
 RESULT_ATTRIBUTE = "amp_result"
@@ -240,58 +238,87 @@ class Controller:
 # scheduling ---------------------------------------------------------------------------------------
 
 
-def serial_check_finder(
-    root: Path, *, mode: str = "prepend", namespaces: bool = False
-) -> Callable[[str], bool]:
-    """Whether a node id (relative to ``root``) names a check of the serial group, read from the check's
-    own ``@check`` mark (the controller collects nothing: it imports the module the way pytest does).
-    A node id that cannot be read is treated as serial: slower, never wrong."""
+#: A module's optional ``AMP_SCOPES``: check name (with its parameter id) -> the name of the work unit
+#: it shares with the checks whose ``amp.shared`` values it uses (by default a module is one unit).
+SCOPES_ATTRIBUTE = "AMP_SCOPES"
+
+
+def scope_finder(root: Path, *, mode: str = "prepend", namespaces: bool = False) -> Callable[[str], str]:
+    """The work unit a node id (relative to ``root``) belongs to in a parallel run: its serial group
+    (``serial:passes``, ``serial:rate-windows``), read from the check's own ``@check`` mark; else the
+    scope its module names for it in ``AMP_SCOPES``; else its module, so that the checks sharing a
+    module's ``amp.shared`` values make them once. The controller collects nothing: it imports the
+    module the way pytest does. A node id that cannot be read goes to the serial group of passes:
+    slower, never wrong."""
     from _pytest.pathlib import import_path
 
-    cache: dict[str, bool] = {}
+    cache: dict[str, str] = {}
 
-    def is_serial(nodeid: str) -> bool:
+    def scope_of(nodeid: str) -> str:
         nodeid = plain_nodeid(nodeid)
         if nodeid not in cache:
+            path, *names = nodeid.split("::")
             try:
-                path, *names = nodeid.split("[", 1)[0].split("::")
-                target: Any = import_path(
+                module = import_path(
                     root / path, mode=mode, root=root, consider_namespace_packages=namespaces
                 )
+                target: Any = module
                 for name in names:
-                    target = getattr(target, name)
-                cache[nodeid] = _marked_serial(target)
-            except Exception:
-                cache[nodeid] = True
+                    target = getattr(target, name.split("[", 1)[0])
+                group = _serial_group(target)
+                scopes = getattr(module, SCOPES_ATTRIBUTE, None)
+                if group is not None:
+                    cache[nodeid] = f"serial:{group}"
+                elif isinstance(scopes, dict) and names and names[-1] in scopes:
+                    cache[nodeid] = f"{path}::{scopes[names[-1]]}"
+                else:
+                    cache[nodeid] = path
+            except Exception:  # any failure to read the mark means "serial"
+                cache[nodeid] = f"serial:{serial_group_of(area='', serial=True)}"
         return cache[nodeid]
 
-    return is_serial
+    return scope_of
 
 
-def _marked_serial(function: Any) -> bool:
+def serial_check_finder(
+    root: Path, *, mode: str = "prepend", namespaces: bool = False
+) -> Callable[[str], str | None]:
+    """The serial group (``passes``, ``rate-windows``) a node id's check runs in, or None."""
+    scope_of = scope_finder(root, mode=mode, namespaces=namespaces)
+
+    def group_of(nodeid: str) -> str | None:
+        scope = scope_of(nodeid)
+        return scope.removeprefix("serial:") if scope.startswith("serial:") else None
+
+    return group_of
+
+
+def _serial_group(function: Any) -> str | None:
     for mark in getattr(function, "pytestmark", []):
         if getattr(mark, "name", None) == MARK:
             kwargs = mark.kwargs
-            return bool(
-                kwargs.get("global_effects") or kwargs.get("serial") or kwargs.get("area") in SERIAL_AREAS
+            return serial_group_of(
+                area=str(kwargs.get("area", "")),
+                global_effects=bool(kwargs.get("global_effects")),
+                serial=bool(kwargs.get("serial")),
             )
-    return False  # not a check: a plain test has no say over the server
+    return None  # not a check: a plain test has no say over the server
 
 
 def make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """xdist's scope scheduling with one scope for the serial group and one per other check: the
-    serial group (the largest unit, so it starts first) runs on one worker, one check at a time, while
-    the other workers take single checks as they free up."""
+    """xdist's scope scheduling over :func:`scope_finder`'s work units: each serial group runs on one
+    worker, one check at a time; the checks sharing ``amp.shared`` values run on one worker, so those
+    values are made once; the workers take the next unit as they free up."""
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
-    is_serial = serial_check_finder(
+    scope_of = scope_finder(
         config.rootpath,
         mode=config.getoption("importmode", "prepend"),
         namespaces=bool(config.getini("consider_namespace_packages")),
     )
 
-    class SerialGroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+    class AmpScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:
-            return SERIAL_GROUP if is_serial(nodeid) else nodeid
+            return scope_of(nodeid)
 
-    return SerialGroupScheduling(config, log)
+    return AmpScheduling(config, log)

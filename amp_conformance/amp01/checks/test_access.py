@@ -226,18 +226,41 @@ def caller_role(amp: Amp, vector: Mapping[str, Any]) -> str:
 
 # ----------------------------------------------------------------- the matrix's shared cells and pages
 
-#: Where a vector's cell is listed and searched: the role calling and the owner template. Vectors with the
-#: same key share one owner, one list and one search (made once, by whichever of them runs first).
-GroupKey = tuple[str, str]
+#: Where a vector's cell is listed and searched: the role calling, the owner template and the chunk.
+#: Vectors with the same key share one owner, one list and one search (made once, by whichever of them
+#: runs first). Chunks of at most GROUP_SIZE vectors keep each group's chain of requests short, and
+#: each group is one work unit of a parallel run (AMP_SCOPES), so it is made once there too.
+GroupKey = tuple[str, str, int]
+GROUP_SIZE = 8
+
+
+def _chunks() -> dict[str, int]:
+    seen: dict[tuple[str, str], int] = {}
+    chunk: dict[str, int] = {}
+    for vector in VECTORS:
+        where = (str(vector["caller"]), str((vector.get("owner") or {}).get("id", "")))
+        chunk[vector["name"]] = seen.get(where, 0) // GROUP_SIZE
+        seen[where] = seen.get(where, 0) + 1
+    return chunk
+
+
+_CHUNK = _chunks()
+#: The parallel scheduler's work units (engine/parallel.py): each matrix group on one worker.
+AMP_SCOPES = {
+    f"test_access_matrix[{v['name']}]": f"matrix:{v['caller']}:{(v.get('owner') or {}).get('id', '')}:"
+    f"{_CHUNK[v['name']]}"
+    for v in VECTORS
+}
 
 
 def group_key(amp: Amp, vector: Mapping[str, Any]) -> GroupKey:
-    return caller_role(amp, vector), str((vector.get("owner") or {}).get("id", ""))
+    owner = str((vector.get("owner") or {}).get("id", ""))
+    return caller_role(amp, vector), owner, _CHUNK[vector["name"]]
 
 
 def _group_name(key: GroupKey) -> str:
-    role, owner = key
-    return f"acl:matrix:{role}:{owner or 'a fresh owner'}"
+    role, owner, chunk = key
+    return f"acl:matrix:{role}:{owner or 'a fresh owner'}:{chunk}"
 
 
 def _offset(amp: Amp, start: int, exchange: Any) -> int | None:
