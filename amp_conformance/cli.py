@@ -107,6 +107,9 @@ def _pytest_base_args(protocol: str = "amp-0.1") -> list[str]:
     # (this package among them) that are imported before pytest starts.
     checks = PROTOCOL_CHECKS.get(protocol, CHECKS_DIR)
     args = [str(checks), "-p", "no:cacheprovider", "--rootdir", str(checks), "--assert=plain"]
+    # The checks drive schemathesis and hypothesis themselves: their pytest plugins would only add a
+    # second of start-up to every process (each worker of a parallel run pays it)
+    args += ["-p", "no:schemathesis", "-p", "no:hypothesispytest"]
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "amp_conformance.plugin"]
     return args
