@@ -106,8 +106,8 @@ def _int_list(text: str) -> list[int]:
 def _command(server: BundledServer, workers: int, report: Path, only: str | None) -> list[str]:
     command = [sys.executable, "-m", "amp_conformance", "--base-url", server.url]
     for agent, key in server.api_keys.items():
-        command += ["--api-key", f"{agent}={key}"]
-    command += ["--admin-token", server.admin_token, "--allow-global-effects", "--no-fuzz"]
+        command += [f"--api-key={agent}={key}"]
+    command += [f"--admin-token={server.admin_token}", "--allow-global-effects", "--no-fuzz"]
     if workers > 1:  # a serial run needs no --workers (and works before the option exists)
         command += ["--workers", str(workers)]
     if only:

@@ -121,9 +121,9 @@ def test_with_a_fault_the_parallel_run_fails_the_same_checks(fault: str, tmp_pat
 
 def _run_against(server: Any, folder: Path, name: str) -> dict[str, str]:
     path = folder / f"{name}.json"
-    args = ["--base-url", server.url, "--admin-token", server.admin_token, "--allow-global-effects"]
+    args = ["--base-url", server.url, f"--admin-token={server.admin_token}", "--allow-global-effects"]
     for agent, key in server.api_keys.items():
-        args += ["--api-key", f"{agent}={key}"]
+        args += [f"--api-key={agent}={key}"]
     _command(*args, "--json", str(path))
     return {check["id"]: check["outcome"] for check in json.loads(path.read_text())["checks"]}
 
