@@ -61,8 +61,6 @@ from amp_conformance.engine.report import (
     write_json_report,
 )
 from amp_conformance.engine.run import CheckResult, NotEnoughAgents, Run
-from amp_conformance.reports.ci_outputs import ci_outputs_wanted, write_ci_outputs
-from amp_conformance.reports.html import write_html_report
 
 RUN_KEY = pytest.StashKey[Run]()
 AMP_KEY = pytest.StashKey[Amp]()
@@ -531,11 +529,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if run.options.json_path is not None:
         write_json_report(run, run.options.json_path)
     if run.options.html_path is not None:
+        from amp_conformance.reports.html import write_html_report  # the reports load only when asked for
+
         problem = write_html_report(build_report(run), run.options.html_path)
         if problem:  # one line and exit 2, like a usage error
             print(f"amp-conformance: {problem}", file=sys.stderr)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
     options = run.options
+    from amp_conformance.reports.ci_outputs import ci_outputs_wanted, write_ci_outputs
+
     if ci_outputs_wanted(options.markdown_path, options.badge_path, options.write_expectations_path):
         outputs = (options.markdown_path, options.badge_path, options.write_expectations_path)
         for problem in write_ci_outputs(build_report(run), *outputs):

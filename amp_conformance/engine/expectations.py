@@ -27,7 +27,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-import jsonschema
 import pytest
 
 from amp_conformance.engine.resources import load_contract
@@ -134,6 +133,8 @@ def parse_expectations(text: str, path: Path) -> Expectations:
     except tomllib.TOMLDecodeError as exc:
         raise ExpectationsError(f"{path}: not valid TOML: {exc}") from None
     lines = _entry_lines(text)
+    import jsonschema  # only when a file is read: every pytest process imports this module
+
     validator = jsonschema.Draft202012Validator(load_contract("expectations.schema.json"))
     errors = sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
