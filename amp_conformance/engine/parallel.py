@@ -318,7 +318,20 @@ def make_scheduler(config: pytest.Config, log: Any) -> Any:
     )
 
     class AmpScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        _ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return scope_of(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if not self._ordered:
+                # the serial groups are the longest chains: they start first, then the largest units
+                self._ordered = True
+                units = sorted(
+                    self.workqueue.items(), key=lambda u: (not u[0].startswith("serial:"), -len(u[1]))
+                )
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
 
     return AmpScheduling(config, log)
