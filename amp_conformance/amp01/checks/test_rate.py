@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
@@ -82,36 +82,14 @@ def _scoring(index: int) -> dict[str, Any]:
     return {"scoring": {"importance": round(0.3 + (index % 60) / 100, 2)}}
 
 
-def _spend(
-    amp: Amp, client: Client, cell_id: str, count: int, start: int = 0, *, counted: str | None = None
-) -> None:
+def _spend(amp: Amp, client: Client, cell_id: str, count: int, start: int = 0) -> None:
     """``count`` scoring PATCHes, each of which must be accepted (a 429 is a broken step, see
-    ``expect_scoring_not_limited``). ``counted`` names the PATCHes sent before, when a 429 shows
-    they were counted against the budget: the check's own finding."""
+    ``expect_scoring_not_limited``)."""
     for index in range(start, start + count):
         reply = client.patch(f"/memories/{cell_id}", _scoring(index))
         what = f"scoring PATCH {index + 1} (within the advertised budget of the cell)"
-        if counted is not None and reply.status == 429:
-            _expect_full_budget_elsewhere(amp, count)
-            amp.fail(
-                f"{what} answered 429 after {counted}, though a fresh cell takes all {count}: "
-                "they were counted against the scoring budget",
-                reply,
-                expected="200",
-            )
         expect_scoring_not_limited(amp, reply, what)
         amp.expect_status(reply, 200, what=what)
-
-
-def _expect_full_budget_elsewhere(amp: Amp, budget: int) -> None:
-    """A fresh cell accepts ``budget`` scoring PATCHes (else the budget itself is broken: a step)."""
-    fresh = amp.create_cell()
-    client = amp.as_agent("a")
-    for index in range(budget):
-        reply = client.patch(f"/memories/{fresh['id']}", _scoring(index))
-        expect_scoring_not_limited(amp, reply, f"scoring PATCH {index + 1} of a fresh cell")
-        if reply.status != 200:
-            return
 
 
 def _fresh_cell_takes(amp: Amp, budget: int) -> bool:
@@ -392,53 +370,141 @@ def test_refused_attempts_are_not_recorded(amp: Amp) -> None:
     )
 
 
-@check("AMP-RATE-05", level=MUST)
-def test_non_scoring_patches_cost_nothing(amp: Amp) -> None:
-    """PATCHes without scoring use no budget and succeed on a cell whose budget is spent."""
+def _judge_spend(amp: Amp, replies: list[Reply], budget: int, counted: tuple[str, str]) -> None:
+    """Recorded spending PATCHes judged as :func:`_spend` does. ``counted`` is (what was sent to the cell
+    before, the rule saying it uses no budget): a 429 while a fresh cell takes the whole budget shows
+    that it was counted, that rule's finding (a step for a check about something else)."""
+    for index, reply in enumerate(replies):
+        what = f"scoring PATCH {index + 1} (within the advertised budget of the cell)"
+        if reply.status == 429 and _fresh_cell_takes(amp, budget):
+            expect_step(
+                amp,
+                False,
+                f"{what} answered 429 after {counted[0]}, though a fresh cell takes all {budget}: it was "
+                "counted against the scoring budget",
+                reply,
+                step=f"spending the cell's budget after {counted[0]}",
+                requirement=counted[1],
+                expected="200",
+            )
+        expect_scoring_not_limited(amp, reply, what)
+        amp.expect_status(reply, 200, what=what)
+
+
+NULL_SENT = ('a {"scoring": null} PATCH', "AMP-RATE-06")
+NON_SCORING_SENT = (
+    "a PATCH of content, provenance, access_policy and lifecycle.expires_at (no scoring)",
+    "AMP-RATE-05",
+)
+
+
+@dataclass
+class _TwoCells:
+    """Two fresh cells, as positions among the shared step's exchanges: the first's budget spent after
+    a {"scoring": null} PATCH, refused, then sent {"scoring": null} again; then the second sent a PATCH
+    without scoring, its whole budget, and the same PATCH again."""
+
+    null_before: int = 0
+    spent: list[int] = field(default_factory=list)
+    over: int | None = None
+    null_spent: int | None = None
+    body_before: int = 0
+    other: list[int] = field(default_factory=list)
+    body_spent: int | None = None
+
+
+def _two_cells_once(amp: Amp) -> _TwoCells:
+    """One cell per budget (AMP-RATE-07 needs both; -06 asks its question of the first, -05 of the
+    second, each with one probe before and one after the spend). Nothing is judged here."""
     budget, _ = _limited(amp)
-    cell = amp.create_cell()
+    base = len(amp.evidence.exchanges)
+    first, second = amp.create_cell(), amp.create_cell()
     client = amp.as_agent("a")
-    path = f"/memories/{cell['id']}"
-    # every non-scoring section in one body: were any of them counted, the last PATCH of the budget
-    # below would be refused; were any refused on a spent budget, the last PATCH would be
+    one, two = f"/memories/{first['id']}", f"/memories/{second['id']}"
+
+    def position(reply: Reply) -> int:
+        mine = amp.evidence.exchanges[base:]
+        return next(i for i, exchange in enumerate(mine) if exchange is reply.exchange)
+
+    made = _TwoCells(null_before=position(client.patch(one, {"scoring": None})))
+    for index in range(budget):
+        reply = client.patch(one, _scoring(index))
+        made.spent.append(position(reply))
+        if reply.status != 200:
+            break
+    else:
+        made.over = position(client.patch(one, _scoring(budget)))
+        made.null_spent = position(client.patch(one, {"scoring": None}))
     body: dict[str, Any] = {
         "content": {"text": "changed text"},
         "provenance": {"source_type": "document"},
         "access_policy": {"readable_by": [amp.agent_id("a")]},
         "lifecycle": {"expires_at": "2030-01-01T00:00:00Z"},
     }
-    what = "a PATCH of content, provenance, access_policy and lifecycle.expires_at (no scoring)"
-    amp.expect_status(client.patch(path, body), 200, what=what)
-    _spend(amp, client, cell["id"], budget, counted=what)
-    reply = client.patch(path, body)
+    made.body_before = position(client.patch(two, body))
+    for index in range(budget):
+        reply = client.patch(two, _scoring(index))
+        made.other.append(position(reply))
+        if reply.status != 200:
+            break
+    else:
+        made.body_spent = position(client.patch(two, body))
+    return made
+
+
+def _two_cells(amp: Amp) -> tuple[int, _TwoCells, list[Reply]]:
+    budget, _ = _limited(amp)
+    start = len(amp.evidence.exchanges)
+    made = amp.shared("rate:two-cells", _two_cells_once)
+    return budget, made, [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
+
+
+@check("AMP-RATE-05", level=MUST)
+def test_non_scoring_patches_cost_nothing(amp: Amp) -> None:
+    """PATCHes without scoring use no budget and succeed on a cell whose budget is spent."""
+    budget, made, replies = _two_cells(amp)
+    # every non-scoring section in one body: were any of them counted, the last PATCH of the budget
+    # would be refused; were any refused on a spent budget, the PATCH after it would be
+    what = NON_SCORING_SENT[0]
+    amp.expect_status(replies[made.body_before], 200, what=what)
+    _judge_spend(amp, [replies[at] for at in made.other], budget, NON_SCORING_SENT)
+    assert made.body_spent is not None  # every PATCH of the budget was 200
+    reply = replies[made.body_spent]
     amp.expect_status(reply, 200, what=f"{what} on a cell whose scoring budget is spent")
 
 
 @check("AMP-RATE-06", level=MUST)
 def test_scoring_null_costs_nothing(amp: Amp) -> None:
     """{"scoring": null} uses no budget and succeeds on a cell whose budget is spent."""
-    budget, _ = _limited(amp)
-    cell = amp.create_cell()
-    client = amp.as_agent("a")
-    path = f"/memories/{cell['id']}"
-    # one is enough: were it counted, the last PATCH of the budget below would be refused
-    amp.expect_status(client.patch(path, {"scoring": None}), 200, what='a {"scoring": null} PATCH')
-    _spend(amp, client, cell["id"], budget, counted='a {"scoring": null} PATCH')
-    reply = client.patch(path, {"scoring": None})
+    budget, made, replies = _two_cells(amp)
+    # one is enough: were it counted, the last PATCH of the budget would be refused
+    amp.expect_status(replies[made.null_before], 200, what='a {"scoring": null} PATCH')
+    _judge_spend(amp, [replies[at] for at in made.spent], budget, NULL_SENT)
+    assert made.null_spent is not None  # every PATCH of the budget was 200
+    reply = replies[made.null_spent]
     amp.expect_status(reply, 200, what='{"scoring": null} on a cell whose scoring budget is spent')
 
 
 @check("AMP-RATE-07", level=MUST)
 def test_budget_belongs_to_one_cell(amp: Amp) -> None:
     """Spending one cell's budget leaves another cell's budget whole."""
-    budget, _ = _limited(amp)
-    client = amp.as_agent("a")
-    spent = amp.create_cell()
-    other = amp.create_cell()
-    _spend(amp, client, spent["id"], budget)
-    _exhausted(amp, client.patch(f"/memories/{spent['id']}", _scoring(budget)), budget)
-    for index in range(budget):
-        reply = client.patch(f"/memories/{other['id']}", _scoring(index))
+    budget, made, replies = _two_cells(amp)
+    _judge_spend(amp, [replies[at] for at in made.spent], budget, NULL_SENT)
+    assert made.over is not None  # every PATCH of the budget was 200
+    _exhausted(amp, replies[made.over], budget)
+    for index, at in enumerate(made.other):
+        reply = replies[at]
+        if reply.status == 429 and index == budget - 1 and _fresh_cell_takes(amp, budget):
+            expect_step(  # only the last can be the PATCH without scoring sent before, counted
+                amp,
+                False,
+                f"scoring PATCH {budget} of another cell answered 429 after {NON_SCORING_SENT[0]}, though a "
+                f"fresh cell takes all {budget}: it was counted against the scoring budget",
+                reply,
+                step=f"spending another cell's budget after {NON_SCORING_SENT[0]}",
+                requirement=NON_SCORING_SENT[1],
+                expected="200",
+            )
         amp.expect(
             reply.status == 200,
             f"scoring PATCH {index + 1} of another cell answered {reply.status} once the first cell's "
@@ -463,22 +529,69 @@ def test_access_is_checked_before_the_budget(amp: Amp) -> None:
         )
 
 
+@dataclass
+class _Agents:
+    """A fresh cell owned by agent "o", writable by "w", created by "a" (a plain cell of "a" when fewer
+    agents are given), as positions: a scoring PATCH refused with 422, the budget spent (half by the
+    owner, the rest by the creator), and the writer's scoring PATCH past it."""
+
+    split: bool
+    invalid: int = 0
+    spent: list[int] = field(default_factory=list)
+    writer: int | None = None
+
+
+INVALID_SENT = ("a scoring PATCH refused with 422", "AMP-RATE-13")
+
+
+def _agents_once(amp: Amp) -> _Agents:
+    budget, _ = _limited(amp)
+    base = len(amp.evidence.exchanges)
+    creator = amp.as_agent("a")
+    owner, writer = amp.optional_agent("o"), amp.optional_agent("w")
+    made = _Agents(split=owner is not None and writer is not None)
+    overrides: dict[str, Any] = {}
+    if owner is not None and writer is not None:
+        overrides = {
+            "identity": {"owner_id": owner.id, "owner_type": "agent"},
+            "access_policy": {"writable_by": [writer.id], "readable_by": [writer.id]},
+        }
+    cell = amp.create_cell(overrides)
+    path = f"/memories/{cell['id']}"
+
+    def position(reply: Reply) -> int:
+        mine = amp.evidence.exchanges[base:]
+        return next(i for i, exchange in enumerate(mine) if exchange is reply.exchange)
+
+    made.invalid = position(creator.patch(path, {"scoring": {"importance": 2}}))
+    share = budget // 2 if made.split else 0
+    for index in range(budget):
+        client = amp.as_agent("o") if index < share else creator
+        reply = client.patch(path, _scoring(index))
+        made.spent.append(position(reply))
+        if reply.status != 200:
+            return made
+    if made.split:
+        made.writer = position(amp.as_agent("w").patch(path, _scoring(budget)))
+    return made
+
+
+def _agents(amp: Amp) -> tuple[int, _Agents, list[Reply]]:
+    budget, _ = _limited(amp)
+    start = len(amp.evidence.exchanges)
+    made = amp.shared("rate:agents", _agents_once)
+    return budget, made, [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
+
+
 @check("AMP-RATE-09", level=SHOULD)
 def test_authorised_agents_share_one_budget(amp: Amp) -> None:
     """Owner, creator and a writable_by agent editing one cell share its single budget."""
-    budget, _ = _limited(amp)
-    owner_agent, writer = amp.agent_id("o"), amp.agent_id("w")
-    cell = amp.create_cell(
-        {
-            "identity": {"owner_id": owner_agent, "owner_type": "agent"},
-            "access_policy": {"writable_by": [writer], "readable_by": [writer]},
-        }
-    )
-    owner_share = budget // 2
-    _spend(amp, amp.as_agent("o"), cell["id"], owner_share)
-    _spend(amp, amp.as_agent("a"), cell["id"], budget - owner_share, start=owner_share)
-    reply = amp.as_agent("w").patch(f"/memories/{cell['id']}", _scoring(budget))
-    expect_error(amp, reply, 429, "RATE_LIMITED")
+    budget, made, replies = _agents(amp)
+    for role in ("o", "w"):
+        amp.agent(role)  # skips without three agents, as it always has
+    _judge_spend(amp, [replies[at] for at in made.spent], budget, INVALID_SENT)
+    assert made.writer is not None  # three agents, every PATCH of the budget 200
+    expect_error(amp, replies[made.writer], 429, "RATE_LIMITED")
 
 
 @check("AMP-RATE-10", "AMP-CAP-08", level=MUST, deadline=SHORT_WINDOW + 30)
@@ -530,10 +643,7 @@ def test_a_429_changes_nothing(amp: Amp) -> None:
 @check("AMP-RATE-13", level=SHOULD)
 def test_a_scoring_patch_refused_by_validation_uses_no_budget(amp: Amp) -> None:
     """Scoring PATCHes refused with 422 use no budget: max_patches valid ones still succeed afterwards."""
-    budget, _ = _limited(amp)
-    cell = amp.create_cell()
-    client = amp.as_agent("a")
+    budget, made, replies = _agents(amp)
     # one is enough: were it counted, the last valid PATCH of the budget would be refused
-    reply = client.patch(f"/memories/{cell['id']}", {"scoring": {"importance": 2}})
-    expect_refused_as_invalid(amp, reply)
-    _spend(amp, client, cell["id"], budget, counted="a scoring PATCH refused with 422")
+    expect_refused_as_invalid(amp, replies[made.invalid])
+    _judge_spend(amp, [replies[at] for at in made.spent], budget, INVALID_SENT)
