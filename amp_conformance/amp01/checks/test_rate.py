@@ -314,34 +314,50 @@ def test_retry_after_is_the_time_until_the_oldest_edit_leaves(amp: Amp) -> None:
     )
 
 
+RETRIES = 4
+RETRY_GAP = 0.3
+"""Refused retries after a 429, this many seconds apart (AMP-RATE-04)."""
+
+
+def _expect_no_growth(amp: Amp, previous: int, seconds: int) -> None:
+    amp.expect(
+        seconds <= previous,
+        f"Retry-After grew from {previous} to {seconds} after a refused retry: refused attempts count",
+        expected=f"<= {previous}",
+    )
+
+
 @check("AMP-RATE-04", level=MUST, deadline=SHORT_WINDOW + 30)
 def test_refused_attempts_are_not_recorded(amp: Amp) -> None:
     """Retrying after a 429 never pushes the deadline back; on a short window the announced wait suffices."""
     budget, window = _limited(amp)
-    short = window <= SHORT_WINDOW
+    if window > SHORT_WINDOW:
+        # long windows: only the retries' Retry-After is judged, on the shared first cell's retries
+        budget, made, replies = _two_cells(amp)
+        _judge_spend(amp, [replies[at] for at in made.spent], budget, NULL_SENT)
+        assert made.over is not None  # every PATCH of the budget was 200
+        previous = _retry_after(amp, replies[made.over], window, budget)
+        for at in made.retries:
+            seconds = _retry_after(amp, replies[at], window, budget)
+            _expect_no_growth(amp, previous, seconds)
+            previous = seconds
+        amp.note(f"window_seconds is {window}: the recovery after hammering is checked only on short windows")
+        return
     cell = amp.create_cell()
     # a control cell, spent at the same time and never hammered, tells a window that never frees
     # (AMP-RATE-10) from refused retries that count (this check's question)
-    control = amp.create_cell() if short else None
+    control = amp.create_cell()
     client = amp.as_agent("a")
     _spend(amp, client, cell["id"], budget)
-    if control is not None:
-        _spend(amp, client, control["id"], budget)
+    _spend(amp, client, control["id"], budget)
     announced = _refused(amp, client, cell["id"], budget, window, budget)
     free_at = time.monotonic() + announced
     previous = announced
-    for attempt in range(4):
-        time.sleep(0.3)
+    for attempt in range(RETRIES):
+        time.sleep(RETRY_GAP)
         seconds = _refused(amp, client, cell["id"], budget + 1 + attempt, window, budget)
-        amp.expect(
-            seconds <= previous,
-            f"Retry-After grew from {previous} to {seconds} after a refused retry: refused attempts count",
-            expected=f"<= {previous}",
-        )
+        _expect_no_growth(amp, previous, seconds)
         previous = seconds
-    if control is None:
-        amp.note(f"window_seconds is {window}: the recovery after hammering is checked only on short windows")
-        return
     # Hammer again just before the announced time, then the announced wait must be enough.
     hammer_at = free_at - min(1.0, window / 2)
     time.sleep(max(0.0, hammer_at - time.monotonic()))
@@ -411,12 +427,15 @@ class _TwoCells:
     body_before: int = 0
     other: list[int] = field(default_factory=list)
     body_spent: int | None = None
+    retries: list[int] = field(default_factory=list)
+    """On a long window, refused retries of the first cell after its refusal (AMP-RATE-04)."""
 
 
 def _two_cells_once(amp: Amp) -> _TwoCells:
     """One cell per budget (AMP-RATE-07 needs both; -06 asks its question of the first, -05 of the
-    second, each with one probe before and one after the spend). Nothing is judged here."""
-    budget, _ = _limited(amp)
+    second, each with one probe before and one after the spend; on a long window -04 retries the first
+    once refused). Nothing is judged here."""
+    budget, window = _limited(amp)
     base = len(amp.evidence.exchanges)
     first, second = amp.create_cell(), amp.create_cell()
     client = amp.as_agent("a")
@@ -435,6 +454,10 @@ def _two_cells_once(amp: Amp) -> _TwoCells:
     else:
         made.over = position(client.patch(one, _scoring(budget)))
         made.null_spent = position(client.patch(one, {"scoring": None}))
+        if window > SHORT_WINDOW:  # a short window's check retries on cells of its own
+            for attempt in range(RETRIES):
+                time.sleep(RETRY_GAP)
+                made.retries.append(position(client.patch(one, _scoring(budget + 1 + attempt))))
     body: dict[str, Any] = {
         "content": {"text": "changed text"},
         "provenance": {"source_type": "document"},
