@@ -32,6 +32,7 @@ from amp_conformance.amp01.checks._support import (
     expect_transition_refused,
     expect_unknown_id_answer,
     expect_valid_cell,
+    member,
     shown,
     step_failed,
 )
@@ -587,8 +588,8 @@ EXPIRY = "2030-01-01T00:00:00Z"
 
 
 def _expiry_probes(amp: Amp) -> _Probes:
-    """A cell; expires_at set, a read, an invalid expires_at, a read, expires_at cleared; then the
-    manual active -> stale -> active writes."""
+    """A cell; expires_at set, a read, an invalid expires_at, a read, expires_at cleared; the manual
+    active -> stale -> active writes; then PATCH to deleted and a read."""
     record = _Recorder(amp)
     cell = amp.create_cell()
     cell_id = cell["id"]
@@ -599,6 +600,9 @@ def _expiry_probes(amp: Amp) -> _Probes:
     record("cleared", _patch(amp, cell_id, {"lifecycle": {"expires_at": None}}))
     for target in ("stale", "active"):
         record(target, _patch(amp, cell_id, {"lifecycle": {"status": target}}))
+    # last: a server that grants it deletes the cell (AMP-PATCH-12)
+    record("to deleted", _patch(amp, cell_id, {"lifecycle": {"status": "deleted"}}))
+    record("read after to deleted", _get(amp, cell_id))
     return _Probes(cell, record.at)
 
 
@@ -665,8 +669,8 @@ def _make_stale(amp: Amp, cell_id: str) -> Reply:
 def _transition_probes(amp: Amp) -> _Probes:
     """Two cells. The first is archived (a status-only body), asked back to active and to stale (a
     read after each), then sent content with a return to active, and read. The second is sent content
-    with an invalid importance, then content by a stranger, read, made stale by hand and archived.
-    A wrongly allowed return comes after the probes it could disturb (AMP-PATCH-13's own is last)."""
+    with an invalid importance, then content by a stranger, read, made stale by hand, archived, sent
+    PATCH to deleted and read. A wrongly allowed transition comes after the probes it could disturb."""
     record = _Recorder(amp)
     cell = amp.create_cell(content={"text": "original"})
     other = amp.create_cell(content={"text": "original"})
@@ -689,6 +693,9 @@ def _transition_probes(amp: Amp) -> _Probes:
     record("read after 422 and 403", _get(amp, other_id))
     record("stale", _make_stale(amp, other_id))
     record("archive the stale cell", _patch(amp, other_id, {"lifecycle": {"status": "archived"}}))
+    # last: a server that grants it deletes the cell (AMP-PATCH-12)
+    record("archived -> deleted", _patch(amp, other_id, {"lifecycle": {"status": "deleted"}}))
+    record("read after archived -> deleted", _get(amp, other_id))
     return _Probes({"archived": cell, "stale": other}, record.at)
 
 
@@ -721,10 +728,6 @@ def _expect_invalid_transition(amp: Amp, reply: Reply, what: str) -> None:
     expect_transition_refused(amp, reply, what, "AMP-PATCH-12")
 
 
-def _expect_status_of(amp: Amp, cell_id: str, wanted: str) -> None:
-    _expect_status_in(amp, _get(amp, cell_id), wanted)
-
-
 def _expect_status_in(amp: Amp, got: Reply, wanted: str) -> None:
     """A read after a refused PATCH shows the status ``wanted`` (AMP-PATCH-12)."""
     stored = _stored(amp, got)
@@ -750,15 +753,20 @@ def test_archived_cell_cannot_return(amp: Amp) -> None:
 
 @check("AMP-PATCH-12", "AMP-ERR-03", level=MUST)
 def test_patch_cannot_set_deleted(amp: Amp) -> None:
-    """PATCH lifecycle.status 'deleted' is refused with 409 from active and, once archived, from archived."""
-    cell = amp.create_cell()
-    reply = _patch(amp, cell["id"], {"lifecycle": {"status": "deleted"}})
-    _expect_invalid_transition(amp, reply, "active -> deleted by PATCH")
-    _expect_status_of(amp, cell["id"], "active")
-    amp.archive(cell["id"])
-    reply = _patch(amp, cell["id"], {"lifecycle": {"status": "deleted"}})
+    """PATCH lifecycle.status 'deleted' is refused with 409 from active (or stale) and from archived."""
+    _, expiry = _expiry(amp)
+    _, transitions = _transitions(amp)
+    # the status the first cell had: the manual writes before may or may not have been accepted
+    status = "active"
+    for label in ("stale", "active"):
+        if expiry[label].status == 200:
+            status = str(member(expiry[label].json_object(), "lifecycle.status"))
+    _expect_invalid_transition(amp, expiry["to deleted"], f"{status} -> deleted by PATCH")
+    _expect_status_in(amp, expiry["read after to deleted"], status)
+    _archive_step(amp, transitions["archive the stale cell"])
+    reply = transitions["archived -> deleted"]
     _expect_invalid_transition(amp, reply, "archived -> deleted by PATCH (DELETE is the way)")
-    _expect_status_of(amp, cell["id"], "archived")
+    _expect_status_in(amp, transitions["read after archived -> deleted"], "archived")
 
 
 @check("AMP-PATCH-13", level=SHOULD)
