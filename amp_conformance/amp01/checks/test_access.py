@@ -1,20 +1,22 @@
 """Access control (AMP-ACL-*): the data-driven access matrix, and policy changes, refusals and body tricks.
 
-The matrix lives in ``fixtures/access/matrix.json``. Each vector is one check: agent "a" creates a cell
-with the vector's owner and policy, then the vector's caller tries every surface. Read is seen through
-GET by id, search and list (the cell is in the results or not); write through a harmless PATCH and,
-once the creator has archived the cell, through DELETE (an archived cell, so that the answer is about
-access alone). Vectors with the same caller and owner share one owner, one list and one search
-(``amp.shared``): whichever of them runs first creates every cell of the group and reads the caller's
-pages once; each check then probes only its own cell and shows the pages as its evidence. All surfaces
-must give the caller the same answer (AMP-SRCH-15, AMP-ACL-14, AMP-LIST-07: a disagreement always
-fails); when they agree with each other but not with the vector, the decision's stance (requirements.md
-§2) makes it a fail or a warn.
+The matrix lives in ``fixtures/access/matrix.json``. Each vector is one check: agent "a" creates a cell with
+the vector's owner and policy, then the vector's caller tries every surface. Read is seen through GET by id,
+search and list (the cell is in the results or not); write through a PATCH and, once the cell is archived,
+through DELETE (an archived cell, so that the answer is about access alone). A vector that refuses writes
+tries a harmless content PATCH and its creator archives the cell; a vector that allows writes has its
+caller's PATCH archive the cell (the archive the DELETE probe needs, one request fewer), and the creator
+archives only when that PATCH did not. Vectors with the same caller and owner share one owner, one list and
+one search (``amp.shared``): whichever of them runs first creates every cell of the group and reads the
+caller's pages once; each check then probes only its own cell and shows the pages as its evidence. All
+surfaces must give the caller the same answer (AMP-SRCH-15, AMP-ACL-14, AMP-LIST-07: a disagreement always
+fails); when they agree with each other but not with the vector, the decision's stance (requirements.md §2)
+makes it a fail or a warn.
 
-Patterns are built from the run's real agent ids: keyless ids derive from the run, and with API keys
-the patterns derive from the keyed agents' ids. A vector whose pattern cannot be expressed with the
-ids at hand (too short, no letter to flip, the pattern does not separate the spec's rule from the
-wrong one it guards against) skips with the reason.
+Patterns are built from the run's real agent ids: keyless ids derive from the run, and with API keys the
+patterns derive from the keyed agents' ids. A vector whose pattern cannot be expressed with the ids at hand
+(too short, no letter to flip, the pattern does not separate the spec's rule from the wrong one it guards
+against) skips with the reason.
 """
 
 from __future__ import annotations
@@ -501,12 +503,17 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     reads["search"] = seen_in(group["search"], live["id"], reply_at)
     reads["list"] = seen_in(group["list"], live["id"], reply_at)
     writes: dict[str, tuple[bool, Reply]] = {}
-    reply = client.patch(
-        path, {"content": {"text": group["text"], "metadata": {"acl_probe": vector["name"]}}}
-    )
+    may_write = bool(vector["expect"]["write"]["allowed"])
+    if may_write:  # the allowed write is the archive the DELETE probe needs
+        reply = client.patch(path, {"lifecycle": {"status": "archived"}})
+    else:
+        reply = client.patch(
+            path, {"content": {"text": group["text"], "metadata": {"acl_probe": vector["name"]}}}
+        )
     writes["PATCH"] = (decision(amp, reply, (200,), f"PATCH by {who}"), reply)
     # DELETE is tried on the archived cell, so that its answer is about access alone (not AMP-DEL-03)
-    amp.archive(live["id"])
+    if not (may_write and reply.status == 200 and _archived(reply)):
+        amp.archive(live["id"])
     reply = client.delete(path)
     writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of the archived cell by {who}"), reply)
 
@@ -539,6 +546,15 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     if failures:
         message = "; ".join(message for message, _, _ in failures) + f" [{context}]"
         amp.fail(message, failures[0][1], requirement=failures[0][2])
+
+
+def _archived(reply: Reply) -> bool:
+    try:
+        body = reply.json()
+    except AssertionError:
+        return False
+    lifecycle = body.get("lifecycle") if isinstance(body, dict) else None
+    return isinstance(lifecycle, dict) and lifecycle.get("status") == "archived"
 
 
 def _broken_rule(expected: Mapping[str, Any], caller: str, owner_id: str, creator: str) -> str:
