@@ -343,7 +343,10 @@ class _Isolation:
     """schemathesis hooks that pin every generated owner id to the run's own and note created ids.
 
     The suite promises to write only under per-run owner ids; generated data would otherwise create
-    cells under arbitrary owners (and searches would read other owners' cells)."""
+    cells under arbitrary owners (and searches would read other owners' cells). Searches and lists are
+    pinned to the fuzz owner even when the generated request names no owner: what they return feeds the
+    stateful phase's links (PATCH, DELETE by id), which must never reach the cells other checks made
+    (cells several checks share among them)."""
 
     def __init__(self, owner_id: str | None) -> None:
         self.owner_id = owner_id
@@ -362,6 +365,13 @@ class _Isolation:
                 body["owner_id"] = self.owner_id
         if isinstance(case.query, dict) and "owner_id" in case.query:
             case.query["owner_id"] = self.owner_id
+        path = str(getattr(getattr(case, "operation", None), "path", "") or "").rstrip("/")
+        method = str(getattr(case, "method", "") or "").upper()
+        if method == "POST" and path.endswith("/memories/search") and isinstance(body, dict):
+            body["owner_id"] = self.owner_id
+        if method == "GET" and path.endswith(("/memories", "/memories/query")):
+            query = case.query if isinstance(case.query, dict) else {}
+            case.query = {**query, "owner_id": self.owner_id}
 
     def after_call(self, context: Any, case: Any, response: Any) -> None:
         if response.status_code != 201:

@@ -47,3 +47,35 @@ def test_the_upstream_contract_loads_and_is_fuzzed_without_crashing(spec_dir: Pa
     assert len(results) == 3
     assert not [r for r in results if r.outcome == "error"], [(r.name, r.message) for r in results]
     assert outcome.exit_code in (0, 1)  # findings against a contract we did not write are reported as such
+
+
+def test_fuzzed_searches_and_lists_only_see_the_fuzz_owners_cells() -> None:
+    """A generated search or list that names no owner would return cells other checks made and share
+    (the stateful phase then PATCHes and DELETEs what it found): a false failure of the search checks
+    that judge those cells after the fuzz area ran. Both are pinned to the fuzz owner."""
+    from types import SimpleNamespace
+
+    from amp_conformance.fuzz._engine import _Isolation
+
+    isolation = _Isolation("amp-ct-run-o9")
+    search = SimpleNamespace(
+        operation=SimpleNamespace(path="/amp/v1/memories/search"),
+        method="POST",
+        body={"query": "x"},
+        query=None,
+    )
+    listing = SimpleNamespace(
+        operation=SimpleNamespace(path="/memories"), method="GET", body=None, query=None
+    )
+    alias = SimpleNamespace(
+        operation=SimpleNamespace(path="/memories/query"), method="GET", body=None, query={"limit": 3}
+    )
+    read = SimpleNamespace(
+        operation=SimpleNamespace(path="/memories/{id}"), method="GET", body=None, query={}
+    )
+    for case in (search, listing, alias, read):
+        isolation.before_call(None, case, {})
+    assert search.body == {"query": "x", "owner_id": "amp-ct-run-o9"}
+    assert listing.query == {"owner_id": "amp-ct-run-o9"}
+    assert alias.query == {"limit": 3, "owner_id": "amp-ct-run-o9"}
+    assert read.query == {}
