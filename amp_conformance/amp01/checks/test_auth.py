@@ -510,7 +510,7 @@ def test_header_names_are_case_insensitive(amp: Amp) -> None:
         f"created_by is {shown(agent.id)} with header names {names} (got {shown(got)})",
         reply,
     )
-    for style in (str.lower, str.upper):
-        reader, names = client(style)
-        reply = reader.get(f"/memories/{cell['id']}")
-        amp.expect_status(reply, 200, what=f"a read with the header names {names}")
+    # the create showed the lower-case names; the read shows the upper-case ones
+    reader, names = client(str.upper)
+    reply = reader.get(f"/memories/{cell['id']}")
+    amp.expect_status(reply, 200, what=f"a read with the header names {names}")
