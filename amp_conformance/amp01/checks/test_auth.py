@@ -171,7 +171,7 @@ def _failure_probes(amp: Amp) -> dict[str, dict[str, str]]:
         a = amp.agent("a")
         assert a.key is not None
         probes["missing key"] = {AGENT_HEADER: a.id}
-        probes["wrong key"] = {AGENT_HEADER: a.id, KEY_HEADER: a.key + "-wrong"}
+        probes["wrong key"] = {AGENT_HEADER: a.id, KEY_HEADER: NOT_A_KEY}
         other = amp.optional_agent("b")
         if other is not None and other.key is not None:
             probes["another agent's key"] = {AGENT_HEADER: a.id, KEY_HEADER: other.key}
