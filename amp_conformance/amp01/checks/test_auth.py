@@ -6,7 +6,8 @@ flag when the server requires keys and none were given; checks that only provoke
 wrong and unknown-agent keys) run without keys. The 401 ``MISSING_AGENT_ID`` per route (AMP-AUTH-01)
 lives in test_errors.py; AMP-AUTH-10 (a broken key file stops start-up) is not black-box and is left
 to the reference server's own tests. The refusals AMP-AUTH-03/-04/-05/-08 provoke are sent once per
-run (``amp.shared``), each distinct request once, and judged by every check they answer.
+run (``amp.shared``, with AMP-AUTH-06's), each distinct request once, and judged by every check they
+answer.
 """
 
 from __future__ import annotations
@@ -20,10 +21,8 @@ from ulid import ULID
 
 from amp_conformance import MUST, SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import (
-    LISTED_STATUSES,
     expect_accepted,
     expect_error,
-    listings_by_status,
     shown,
     step_failed,
 )
@@ -77,34 +76,35 @@ def error_triple(reply: Reply) -> tuple[int, Any, Any]:
     return reply.status, error.get("code"), error.get("message")
 
 
-def empty_for_owner(amp: Amp, owner_id: str) -> tuple[bool, Reply]:
-    """Whether keyed agent "a" lists nothing for ``owner_id`` (any status but deleted)."""
-    reply: Reply | None = None
-    for _status, reply in listings_by_status(amp, owner_id):
-        results = reply.json_object().get("results")
-        if isinstance(results, list) and results:
-            for item in results:
-                if isinstance(item, dict) and isinstance(item.get("id"), str):
-                    amp.remember(item["id"], as_agent="a")
-            return False, reply
-    assert reply is not None
-    return True, reply
+REFUSED_LISTED = ("active", "stale")
+"""The statuses a cell a refused create stored could be in during the run: new, or decayed by a pass
+(archiving takes days of staleness, deletion a request)."""
 
 
-def _listed_empty(amp: Amp, listings: list[Reply]) -> tuple[bool, Reply]:
-    """Whether keyed agent "a"'s listings of an owner, one per status but deleted, show nothing (as
-    ``listings_by_status`` judges each: anything but 200 breaks AMP-LIST-03); cells shown are handed
-    to the clean-up."""
-    for status, reply in zip(LISTED_STATUSES, listings, strict=True):
+def _stored_by(amp: Amp, listings: list[Reply], text: str) -> tuple[bool, Reply]:
+    """Whether keyed agent "a"'s listings of the refused creates' owner (one per REFUSED_LISTED status;
+    anything but 200 breaks AMP-LIST-03) show a cell with ``text``: the texts tell which refused create
+    stored it. Cells shown are handed to the clean-up."""
+    for status, reply in zip(REFUSED_LISTED, listings, strict=True):
         if reply.status != 200:
             step_failed(amp, reply, f"listing the owner's {status} cells", "AMP-LIST-03", "200")
         results = reply.json_object().get("results")
-        if isinstance(results, list) and results:
-            for item in results:
-                if isinstance(item, dict) and isinstance(item.get("id"), str):
-                    amp.remember(item["id"], as_agent="a")
-            return False, reply
-    return True, listings[-1]
+        mine = [
+            item
+            for item in (results if isinstance(results, list) else [])
+            if isinstance(item, dict) and _text_of(item) == text
+        ]
+        for item in mine:
+            if isinstance(item.get("id"), str):
+                amp.remember(item["id"], as_agent="a")
+        if mine:
+            return True, reply
+    return False, listings[-1]
+
+
+def _text_of(cell: dict[str, Any]) -> Any:
+    content = cell.get("content")
+    return content.get("text") if isinstance(content, dict) else None
 
 
 def same_401(amp: Amp, replies: dict[str, Reply], route: str, codes: tuple[str, ...]) -> None:
@@ -200,6 +200,19 @@ def _bad_key(amp: Amp) -> dict[str, str]:
 
 
 PUBLIC_ROUTES = ("GET", "search", "list")
+BAD_KEY_TEXT = "a create refused for its key"
+NAMED_TEXT = "a create without credentials naming a created_by"
+
+
+def _create_failures(amp: Amp) -> list[str]:
+    """AMP-AUTH-04's failures asked on create: in keys mode the wrong key and the unknown agent (the
+    pair an enumerating server tells apart), as list and read ask all of them."""
+    labels = list(_failure_probes(amp))
+    if amp.keys_mode:
+        return ["wrong key", "unknown agent with a made-up key"]
+    return labels
+
+
 NO_AGENT_ID = (("no headers", None), ("a key but no agent id", KEY_HEADER))
 
 
@@ -208,7 +221,9 @@ def _refusal_probes(amp: Amp) -> _Sent:
     text the probes use, and a private cell, the only one refused requests could change, last):
     AMP-AUTH-04's failures on list, create and read; AMP-AUTH-05's requests without agent id; the
     public cell asked by unauthenticated callers, then read by another agent; AMP-AUTH-08's wrong key
-    before validation, state and permission. Nothing is judged here."""
+    before validation, state and permission; AMP-AUTH-06's create without credentials naming a
+    created_by (its owner is the AMP-AUTH-08 create's, so one listing serves both: the texts tell which
+    create stored a cell). Nothing is judged here."""
     send = _Sender(amp)
     keys = amp.keys_mode
     failures = _failure_probes(amp)
@@ -218,10 +233,14 @@ def _refusal_probes(amp: Amp) -> _Sent:
         public = amp.create_cell({"access_policy": {"public": True}})
         owner, text = public["identity"]["owner_id"], public["content"]["text"]
     body = amp.cell_body({"identity": {"owner_id": owner}})
+    refused_owner = amp.owner()
+    valid = amp.cell_body({"identity": {"owner_id": refused_owner}, "content": {"text": BAD_KEY_TEXT}})
     for label, headers in failures.items():
         send(f"list: {label}", headers, "GET", "/memories", params={"owner_id": owner})
-    for label, headers in failures.items():
-        send(f"create: {label}", headers, "POST", "/memories", json_body=body)
+    for label in _create_failures(amp):
+        # the wrong key's create is AMP-AUTH-08's valid create (sent once)
+        create = valid if label == "wrong key" else body
+        send(f"create: {label}", failures[label], "POST", "/memories", json_body=create)
     try:
         missing: str | None = amp.unknown_id()
     except NotEnoughAgents:  # the id's form needs the conventions, which need a second agent
@@ -250,11 +269,18 @@ def _refusal_probes(amp: Amp) -> _Sent:
     send("bad key: an invalid body", bad, "POST", "/memories", json_body={"type": "not-a-type"})
     send("bad key: an invalid search", bad, "POST", "/memories/search", json_body={"limit": 0})
     send("bad key: an invalid list", bad, "GET", "/memories", params={"limit": 0})
-    refused_owner = amp.owner()
-    valid = amp.cell_body({"identity": {"owner_id": refused_owner}})
     send("bad key: a valid create", bad, "POST", "/memories", json_body=valid)
+    named = amp.agent_id("a") if keys else unregistered(amp, "body-creator")
+    claimed = {"identity": {"owner_id": refused_owner, "created_by": named}, "content": {"text": NAMED_TEXT}}
+    send(
+        "no credentials: a create naming created_by",
+        {},
+        "POST",
+        "/memories",
+        json_body=amp.cell_body(claimed),
+    )
     if keys:
-        for status in LISTED_STATUSES:
+        for status in REFUSED_LISTED:
             params = {"owner_id": refused_owner, "status": status}
             send(f"listing the refused create's owner: {status}", None, "GET", "/memories", params=params)
         private = amp.create_cell()
@@ -339,7 +365,7 @@ def test_keys_every_authentication_failure_gets_the_same_401(amp: Amp) -> None:
     elif "another agent's key" not in labels:
         amp.note("only one keyed agent: the 'another agent's key' probe was left out")
     same_401(amp, {label: got[f"list: {label}"] for label in labels}, "GET /memories", ("UNAUTHENTICATED",))
-    create_replies = {label: got[f"create: {label}"] for label in labels}
+    create_replies = {label: got[f"create: {label}"] for label in _create_failures(amp)}
     same_401(amp, create_replies, "POST /memories", ("UNAUTHENTICATED",))
     if amp.keys_mode:
         read_replies = {label: got[f"read: {label}"] for label in labels}
@@ -374,10 +400,9 @@ def test_keys_a_request_without_agent_id_is_401(amp: Amp) -> None:
 def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp) -> None:
     """With keys on, a create with no headers and a body created_by is 401, and no cell is stored."""
     need_keys_in_force(amp)
+    got = _refusals(amp)
     named = amp.agent_id("a") if amp.keys_mode else unregistered(amp, "body-creator")
-    owner = amp.owner()
-    body = amp.cell_body({"identity": {"owner_id": owner, "created_by": named}})
-    reply = amp.anonymous().post("/memories", body)
+    reply = got["no credentials: a create naming created_by"]
     if reply.status in (200, 201):
         try:
             cell_id = reply.json_object().get("id")
@@ -393,8 +418,9 @@ def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp) -> None
         )
     expect_error(amp, reply, 401, ("UNAUTHENTICATED", "MISSING_AGENT_ID"))
     if amp.keys_mode:
-        empty, listed = empty_for_owner(amp, owner)
-        amp.expect(empty, "the refused create stored nothing", listed)
+        listings = [got[f"listing the refused create's owner: {s}"] for s in REFUSED_LISTED]
+        stored, listed = _stored_by(amp, listings, NAMED_TEXT)
+        amp.expect(not stored, "the refused create stored nothing", listed)
 
 
 @check("AMP-AUTH-06", "AMP-CRE-07", "AMP-ACL-13", level=MUST)
@@ -465,10 +491,9 @@ def test_keys_authentication_comes_before_anything_else(amp: Amp) -> None:
         amp.expect(reply.status == 401, f"{what} is 401, not {reply.status}", reply)
     if not amp.keys_mode:
         return
-    empty, listed = _listed_empty(
-        amp, [got[f"listing the refused create's owner: {s}"] for s in LISTED_STATUSES]
-    )
-    amp.expect(empty, "the create refused for its key stored nothing", listed)
+    listings = [got[f"listing the refused create's owner: {s}"] for s in REFUSED_LISTED]
+    stored, listed = _stored_by(amp, listings, BAD_KEY_TEXT)
+    amp.expect(not stored, "the create refused for its key stored nothing", listed)
     for label in (
         "GET of another's cell",
         "PATCH with a forbidden transition",
