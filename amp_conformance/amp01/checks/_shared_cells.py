@@ -18,11 +18,18 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from amp_conformance import Amp
-from amp_conformance.amp01.checks._support import create_step, full_body, post_cell
+from amp_conformance.amp01.checks._support import (
+    create_step,
+    expect_valid_cell,
+    full_body,
+    post_cell,
+    step_failed,
+)
 from amp_conformance.engine.client import Reply
 from amp_conformance.engine.outcomes import CheckFailure, ToolError
 
@@ -221,3 +228,53 @@ def active_and_archived(amp: Amp) -> dict[str, Any]:
         return {"owner": owner, "active": active, "archived": archived}
 
     return amp.shared("cells:active-and-archived", make)
+
+
+# shared answers: one request several checks judge, each its own part --------------------------------
+
+
+def _shared_reply(amp: Amp, name: str, send: Callable[[Amp], Reply]) -> Reply:
+    """``send(amp)``'s answer, sent once per run under ``name``: its exchange is the shared value, so
+    every check gets the same answer (and the request as evidence) and judges it itself."""
+    return Reply(amp.shared(name, lambda a: send(a).exchange))
+
+
+def minimal_read(amp: Amp) -> tuple[dict[str, Any], Reply]:
+    """The minimal cell and agent "a"'s GET of it (a read: it bumps the cell's counters, which no check
+    asserts on for this cell; sent once, not per check)."""
+    made = minimal_cell(amp)
+    cell_id = made["cell"]["id"]
+    return made, _shared_reply(amp, "read:minimal", lambda a: a.as_agent("a").get(f"/memories/{cell_id}"))
+
+
+def full_read(amp: Amp) -> tuple[dict[str, Any], Reply]:
+    """The full cell and agent "a"'s GET of it."""
+    made = full_cell(amp)
+    cell_id = made["cell"]["id"]
+    return made, _shared_reply(amp, "read:full", lambda a: a.as_agent("a").get(f"/memories/{cell_id}"))
+
+
+def minimal_refused_read(amp: Amp) -> tuple[dict[str, Any], Reply]:
+    """The minimal cell (no access_policy) and a stranger's GET of it, which must be refused."""
+    made = minimal_cell(amp)
+    cell_id = made["cell"]["id"]
+    return made, _shared_reply(
+        amp, "read:minimal-by-stranger", lambda a: a.as_agent("stranger").get(f"/memories/{cell_id}")
+    )
+
+
+def minimal_listed(amp: Amp) -> tuple[dict[str, Any], Reply]:
+    """The minimal cell and agent "a"'s GET /memories?owner_id= of its owner (the owner's only cell)."""
+    made = minimal_cell(amp)
+    owner = made["body"]["identity"]["owner_id"]
+    return made, _shared_reply(
+        amp, "list:minimal-owner", lambda a: a.as_agent("a").get("/memories", params={"owner_id": owner})
+    )
+
+
+def judged_read(amp: Amp, reply: Reply, what: str) -> tuple[dict[str, Any], Reply]:
+    """A shared read judged as ``_support.read`` judges a check's own: 200 (a step under AMP-READ-01)
+    with a valid cell."""
+    if reply.status != 200:
+        step_failed(amp, reply, what, "AMP-READ-01", "200")
+    return expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}"), reply

@@ -17,8 +17,12 @@ from amp_conformance.amp01.cells import CellIdError, parse_cell_id
 from amp_conformance.amp01.checks._shared_cells import (
     RICH_METADATA,
     created_reply,
-    full_cell,
+    full_read,
+    judged_read,
     minimal_cell,
+    minimal_listed,
+    minimal_read,
+    minimal_refused_read,
     owner_set,
     series_cells,
 )
@@ -29,12 +33,12 @@ from amp_conformance.amp01.checks._support import (
     expect_step,
     expect_valid_cell,
     expect_validation_error,
-    list_owner,
     member,
     post_cell,
     read,
     server_now_near,
     shown,
+    step_failed,
     timestamp,
     timestamp_set,
 )
@@ -58,13 +62,12 @@ def _valid(amp: Amp, made: dict[str, Any], what: str) -> tuple[dict[str, Any], R
 @check("AMP-CELL-01", "AMP-CELL-02", level=MUST)
 def test_created_and_read_cells_validate(amp: Amp) -> None:
     """Minimal and full cells validate against the schema on create and on read (six required members)."""
-    for label, made in (("a minimal create", minimal_cell(amp)), ("a full create", full_cell(amp))):
+    for label, (made, got) in (("a minimal create", minimal_read(amp)), ("a full create", full_read(amp))):
         cell = made["cell"]
         reply = created_reply(amp, cell["id"])
         missing = [name for name in _REQUIRED if name not in cell]
         amp.expect(not missing, f"{label}: the cell lacks required member(s) {', '.join(missing)}", reply)
         expect_valid_cell(amp, cell, reply, f"the cell returned by {label}")
-        got = amp.as_agent("a").get(f"/memories/{cell['id']}")
         amp.expect_status(got, 200, what=f"reading the cell of {label}")
         again = got.json_object()
         missing = [name for name in _REQUIRED if name not in again]
@@ -97,8 +100,8 @@ def test_cell_carries_every_optional_sub_field(amp: Amp) -> None:
 @check("AMP-CELL-04", level=MUST)
 def test_amp_version_is_0_1_0_on_every_cell(amp: Amp) -> None:
     """amp_version is "0.1.0" on created, read and listed cells."""
-    made = minimal_cell(amp)
-    owner = made["body"]["identity"]["owner_id"]
+    made, got = minimal_read(amp)
+    _, listed = minimal_listed(amp)
     cell = made["cell"]
     reply = created_reply(amp, cell["id"])
     amp.expect(
@@ -106,11 +109,15 @@ def test_amp_version_is_0_1_0_on_every_cell(amp: Amp) -> None:
         f"created: amp_version is '0.1.0' (got {shown(cell.get('amp_version'))})",
         reply,
     )
-    got = amp.as_agent("a").get(f"/memories/{cell.get('id')}")
     amp.expect_status(got, 200, what="reading the cell")
     version = got.json_object().get("amp_version")
     amp.expect(version == "0.1.0", f"read: amp_version is '0.1.0' (got {shown(version)})", got)
-    results, listed = list_owner(amp, owner)
+    if listed.status != 200:
+        step_failed(amp, listed, "listing the owner's cells", "AMP-LIST-01", "200")
+    page = listed.json()
+    results = page.get("results") if isinstance(page, dict) else None
+    if not isinstance(results, list):
+        step_failed(amp, listed, "listing the owner's cells (a results array)", "AMP-LIST-01", "a page")
     amp.expect(results, "the owner's list contains the new cell", listed)
     for item in results:
         version = item.get("amp_version") if isinstance(item, dict) else None
@@ -276,12 +283,12 @@ def test_decay_rate_is_non_negative_and_unbounded(amp: Amp) -> None:
 
 @check("AMP-CELL-14", level=MUST)
 def test_access_count_is_a_non_negative_integer(amp: Amp) -> None:
-    """scoring.access_count is an integer >= 0 on create and after reads."""
-    cell, reply = _valid(amp, minimal_cell(amp), "creating a cell")
+    """scoring.access_count is an integer >= 0 on create and after a read."""
+    made, got = minimal_read(amp)
+    cell, reply = _valid(amp, made, "creating a cell")
     seen = [(member(cell, "scoring.access_count"), reply)]
-    for _ in range(2):
-        after, got = read(amp, cell["id"])
-        seen.append((member(after, "scoring.access_count"), got))
+    after, _ = judged_read(amp, got, "reading the cell")
+    seen.append((member(after, "scoring.access_count"), got))
     for value, where in seen:
         amp.expect(
             isinstance(value, int) and not isinstance(value, bool) and value >= 0,
@@ -329,10 +336,10 @@ def test_omitted_fields_take_the_documented_defaults(amp: Amp) -> None:
 @check("AMP-CELL-16", level=MUST)
 def test_public_never_defaults_to_true(amp: Amp) -> None:
     """Without access_policy, public is false and a stranger's read is refused."""
-    cell, reply = _valid(amp, minimal_cell(amp), "creating a cell")
+    made, refused = minimal_refused_read(amp)
+    cell, reply = _valid(amp, made, "creating a cell")
     public = member(cell, "access_policy.public")
     amp.expect(public is not True, "access_policy.public is not true by default", reply)
-    refused = amp.as_agent("stranger").get(f"/memories/{cell['id']}")
     expect_refusal(amp, refused, "a stranger reading a cell created without access_policy")
 
 

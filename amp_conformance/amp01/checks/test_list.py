@@ -12,7 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance import MAY, MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._shared_cells import active_and_archived, minimal_cell, owner_set
+from amp_conformance.amp01.checks._shared_cells import (
+    active_and_archived,
+    minimal_cell,
+    minimal_listed,
+    owner_set,
+)
 from amp_conformance.amp01.checks._support import (
     expect_refused_as_invalid,
     expect_step,
@@ -63,9 +68,8 @@ def _list(amp: Amp, role: str = "a", path: str = "/memories", **params: Any) -> 
 @check("AMP-LIST-01", level=MUST)
 def test_list_returns_a_page_of_valid_cells(amp: Amp) -> None:
     """GET /memories answers 200 {results, returned, has_more, offset, limit} with valid cells."""
-    made = minimal_cell(amp)
-    owner, cell = made["body"]["identity"]["owner_id"], made["cell"]
-    reply = _list(amp, owner_id=owner)
+    made, reply = minimal_listed(amp)  # sent once per run; AMP-CELL-04 reads amp_version off it
+    cell = made["cell"]
     page = _page(amp, reply)
     amp.expect(_ids(page) == [cell["id"]], f"the owner's one cell is listed (got {_ids(page)})", reply)
     for index, item in enumerate(page["results"]):

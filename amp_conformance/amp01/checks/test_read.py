@@ -11,7 +11,14 @@ import time
 from datetime import UTC, datetime
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._shared_cells import active_and_archived, full_cell, minimal_cell
+from amp_conformance.amp01.checks._shared_cells import (
+    active_and_archived,
+    full_read,
+    judged_read,
+    minimal_cell,
+    minimal_read,
+    minimal_refused_read,
+)
 from amp_conformance.amp01.checks._support import (
     created,
     expect_refusal,
@@ -35,9 +42,13 @@ def _other_id_form(cell_id: str) -> str:
 @check("AMP-READ-01", level=MUST)
 def test_an_allowed_reader_gets_the_full_cell(amp: Amp) -> None:
     """The creator and an agent in readable_by get 200 and the full, valid cell."""
-    cell = full_cell(amp)["cell"]
+    made, shared = full_read(amp)  # the creator's read is sent once per run (AMP-CELL-01 judges it too)
+    cell = made["cell"]
     for role, who in (("a", "the creator"), ("b", "an agent in readable_by")):
-        stored, reply = read(amp, cell["id"], role=role, what=f"{who} reading the cell")
+        what = f"{who} reading the cell"
+        stored, reply = (
+            judged_read(amp, shared, what) if role == "a" else read(amp, cell["id"], role=role, what=what)
+        )
         for path in ("id", "type", "content", "identity", "access_policy", "provenance"):
             amp.expect(
                 member(stored, path) == member(cell, path),
@@ -107,16 +118,15 @@ def test_each_read_sets_last_accessed_at_to_now(amp: Amp) -> None:
 
 @check("AMP-READ-04", level=SHOULD)
 def test_a_read_does_not_touch_last_updated_at(amp: Amp) -> None:
-    """Reads leave last_updated_at as it was (null for a never-patched cell)."""
-    cell = minimal_cell(amp)["cell"]
-    for index in (1, 2):
-        stored, reply = read(amp, cell["id"], what=f"read {index}")
-        value = member(stored, "lifecycle.last_updated_at")
-        amp.expect(
-            value is None,
-            f"after read {index} of a never-patched cell, last_updated_at is null (got {shown(value)})",
-            reply,
-        )
+    """A read leaves last_updated_at as it was (null for a never-patched cell)."""
+    _, shared = minimal_read(amp)  # the run's one read of the shared minimal cell
+    stored, reply = judged_read(amp, shared, "reading the cell")
+    value = member(stored, "lifecycle.last_updated_at")
+    amp.expect(
+        value is None,
+        f"after a read of a never-patched cell, last_updated_at is null (got {shown(value)})",
+        reply,
+    )
 
 
 @check("AMP-READ-05", level=SHOULD)
@@ -186,10 +196,9 @@ def test_an_archived_cell_is_readable(amp: Amp) -> None:
 @check("AMP-READ-10", level=MUST)
 def test_unknown_and_forbidden_ids(amp: Amp) -> None:
     """An unknown id gets the documented unknown-id answer; a forbidden cell 403 (C-01, C-02)."""
-    cell = minimal_cell(amp)["cell"]
+    _, forbidden = minimal_refused_read(amp)  # sent once per run (AMP-CELL-16 judges it too)
     unknown = amp.as_agent("a").get(f"/memories/{amp.unknown_id()}")
     expect_unknown_id_answer(amp, unknown, "reading an unknown id")
-    forbidden = amp.as_agent("stranger").get(f"/memories/{cell['id']}")
     expect_refusal(amp, forbidden, "a stranger reading an existing cell")
     amp.note(f"unknown id: {label(answer_of(unknown))}; forbidden cell: {label(answer_of(forbidden))}")
     if answer_of(unknown) != answer_of(forbidden):  # AMP-ACL-11's finding, reported by its own check
