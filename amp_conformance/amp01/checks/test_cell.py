@@ -244,7 +244,10 @@ def test_provenance_enumerations(amp: Amp) -> None:
 
 @check("AMP-CELL-12", level=MUST)
 def test_importance_and_confidence_are_in_the_unit_interval(amp: Amp) -> None:
-    """importance/confidence 0 and 1 are accepted; 1.5 and -0.1 are 422 on create and on patch."""
+    """importance/confidence 0 and 1 are accepted; 1.5 and -0.1 are 422 on create and on patch.
+
+    Each field's two bounds are asked once, crosswise: importance 1.5 and confidence -0.1 on create,
+    importance -0.1 and confidence 1.5 on a PATCH (both paths refuse both fields out of range)."""
     for made in series_cells(amp)[:2]:
         importance, confidence = made["body"]["scoring"]["importance"], made["body"]["scoring"]["confidence"]
         cell, reply = _valid(amp, made, f"importance {importance}, confidence {confidence}")
@@ -254,12 +257,11 @@ def test_importance_and_confidence_are_in_the_unit_interval(amp: Amp) -> None:
             f"scores ({importance}, {confidence}) are stored (got {got})",
             reply,
         )
-    for field in ("importance", "confidence"):
-        for value in (1.5, -0.1):
-            reply = post_cell(amp, amp.cell_body(scoring={field: value}))
-            expect_validation_error(amp, reply, f"create with scoring.{field} {value}")
-    cell, reply = created(amp, amp.cell_body(scoring={"importance": 0.6, "confidence": 0.9}))
     for field, value in (("importance", 1.5), ("confidence", -0.1)):
+        reply = post_cell(amp, amp.cell_body(scoring={field: value}))
+        expect_validation_error(amp, reply, f"create with scoring.{field} {value}")
+    cell, reply = created(amp, amp.cell_body(scoring={"importance": 0.6, "confidence": 0.9}))
+    for field, value in (("importance", -0.1), ("confidence", 1.5)):
         reply = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"scoring": {field: value}})
         expect_validation_error(amp, reply, f"PATCH scoring.{field} {value}")
     after, reread = read(amp, cell["id"])
