@@ -10,7 +10,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from amp_conformance import MUST, SHOULD, Amp, check
-from amp_conformance.amp01.checks._shared_cells import created_reply, full_cell, minimal_cell
+from amp_conformance.amp01.checks._shared_cells import (
+    created_reply,
+    full_read,
+    minimal_cell,
+    minimal_read,
+)
 from amp_conformance.amp01.checks._support import (
     about,
     create_step,
@@ -26,6 +31,7 @@ from amp_conformance.amp01.checks._support import (
     remember_created,
     server_now_near,
     shown,
+    step_failed,
     timestamp,
 )
 
@@ -57,12 +63,14 @@ def _keys_required(amp: Amp) -> bool:
 @check("AMP-CRE-01", level=MUST)
 def test_create_returns_201_with_the_stored_cell(amp: Amp) -> None:
     """A valid create answers 201 with the stored cell: the body equals a later GET but for read counters."""
-    # the run's shared minimal and full cells: their creates are judged here, their reads sent now
-    for label, made in (("a minimal create", minimal_cell(amp)), ("a full create", full_cell(amp))):
+    # the run's shared minimal and full cells and their shared reads: the creates are judged here
+    for label, (made, got) in (("a minimal create", minimal_read(amp)), ("a full create", full_read(amp))):
         reply = created_reply(amp, made["cell"]["id"])
         expect_accepted(amp, reply, label)
         cell = expect_valid_cell(amp, reply.json_object(), reply, f"the body of {label}")
-        stored, got = read(amp, cell["id"], what=f"reading the cell of {label}")
+        if got.status != 200:
+            step_failed(amp, got, f"reading the cell of {label}", "AMP-READ-01", "200")
+        stored = expect_valid_cell(amp, got.json(), got, f"the cell returned by reading the cell of {label}")
         differ = [p for p in _differences(cell, stored) if p not in _READ_COUNTERS]
         hint = ""
         if differ == ["lifecycle.last_updated_at"]:
@@ -153,12 +161,14 @@ def test_unknown_create_members_are_ignored(amp: Amp) -> None:
 @check("AMP-CRE-06", level=MUST)
 def test_supplied_optional_values_are_stored_as_sent(amp: Amp) -> None:
     """The API reference's example body is stored as sent (scoring, policy, provenance, session, metadata)."""
-    made = full_cell(amp)  # the run's shared full cell (never patched)
+    made, got = full_read(amp)  # the run's shared full cell (never patched) and its shared read
     body = made["body"]
     reply = created_reply(amp, made["cell"]["id"])
     create_step(amp, reply, "creating the example cell")
     cell = expect_valid_cell(amp, reply.json(), reply, "the cell returned by creating the example cell")
-    stored, got = read(amp, cell["id"])
+    if got.status != 200:
+        step_failed(amp, got, "reading the cell", "AMP-READ-01", "200")
+    stored = expect_valid_cell(amp, got.json(), got, "the cell returned by reading the cell")
     for label, value, where in (("create", cell, reply), ("read", stored, got)):
         wrong = []
         for path in (
