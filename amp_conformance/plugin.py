@@ -67,8 +67,8 @@ AMP_KEY = pytest.StashKey[Amp]()
 EXPECTATIONS_KEY = pytest.StashKey[Expectations]()
 EXPECTATION_KEY = pytest.StashKey[Expectation]()
 CONTROLLER_KEY = pytest.StashKey[Controller]()
-#: ``--dist`` modes a parallel run accepts: each spreads single checks, and all honour the serial group
-#: once the plugin switches them to loadgroup.
+#: ``--dist`` modes a parallel run accepts (``-n`` alone means load): the plugin's own scheduler
+#: (``engine.parallel.make_scheduler``) replaces each.
 SPREADING_MODES = ("load", "loadgroup", "worksteal")
 
 
@@ -505,9 +505,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     controller = session.config.stash.get(CONTROLLER_KEY, None)
     if controller is not None:
         controller.merge()
+        if controller.missing:  # a worker died with checks in hand: no verdict on them
+            run.interrupted = True
         expectations = session.config.stash.get(EXPECTATIONS_KEY, None)
-        for result in run.results.values():
-            if expectations is not None:
+        if expectations is not None:  # the workers matched them: mark each used entry here too
+            for result in run.results.values():
                 expectations.match(result.nodeid, result.name, result.requirements)
     if run.preflight_problem:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR

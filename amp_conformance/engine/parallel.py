@@ -190,6 +190,8 @@ class Controller:
         """What every worker starts from (set before the workers start)."""
         self.order: list[str] = []
         self.root_steps: dict[str, dict[str, str]] = {}
+        self.missing: list[str] = []
+        """Checks a worker was given and never reported (it died with them)."""
         self._counted: dict[str, int] = {}
         """Worker id -> requests its checks reported so far (the progress line shows them)."""
 
@@ -231,6 +233,7 @@ class Controller:
     def merge(self) -> None:
         """Once every worker is done: the results in serial order, each broken step reported once."""
         order = self.order or list(self.run.results)
+        self.missing = [nodeid for nodeid in self.order if nodeid not in self.run.results]
         in_collection_order(self.run, order)
         fold_root_steps(self.run, self.root_steps, order)
 

@@ -150,3 +150,43 @@ def test_list_faults_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     command = f"{sys.executable} -m reference_server --list-faults --json | head -c 10"
     result = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+CRASHING_CHECKS = '''
+import os
+
+from amp_conformance import MUST, Amp, check
+
+
+@check("AMP-HEALTH-01", level=MUST)
+def test_health_answers(amp: Amp) -> None:
+    """GET /health answers."""
+    amp.expect_status(amp.anonymous().get("/health"), 200)
+
+
+@check("AMP-HEALTH-02", level=MUST)
+def test_the_worker_dies(amp: Amp) -> None:
+    """The worker process dies in the middle of a check."""
+    os._exit(3)
+'''
+
+
+def test_a_worker_dying_with_a_check_in_hand_makes_the_run_incomplete(
+    server_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "test_crash.py").write_text(CRASHING_CHECKS)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    result = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "test_crash.py", "-p", "no:cacheprovider", "-n", "2"),
+            *("--max-worker-restart", "1", "--amp-base-url", server_url),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode != 0
+    assert "verdict: INCOMPLETE" in result.stdout, result.stdout[-3000:]
+    assert "verdict: PASS" not in result.stdout
