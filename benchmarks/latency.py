@@ -21,24 +21,22 @@ seconds before the first answer a check got and after the last one (start-up, cl
 
 Figures are printed, never asserted. A serial 200 ms row takes several minutes.
 
-Measured 2026-12-01 (2 cores shared with other jobs, load 3-7; tree as of 02:40-02:48 UTC):
+Measured 2026-12-01 04:03-04:23 UTC on 2 cores, machine otherwise idle (896 requests serially):
 
-    delay ms workers  wall s requests  speed-up  serial s  1st answer  after last
-          50       1    64.3      992     1.00x      12.6           0           2
-          50       4    39.7     1608     1.62x      12.3          11           3
-          50       8    41.4     2267     1.55x      13.4          17           5
-         100       1   103.8     1000     1.00x      20.2           0           2
-         100       8    63.8     2228     1.63x      21.0          24           8
-         100       1   101.3      998     1.00x      21.1           0           2   (02:58, load 1)
-         100       8    52.8     2247     1.92x      22.2          14           7   (02:58, load 1)
-         200       4    89.9     1670        -       35.6          11           5
-         200       8    64.3     2231        -       35.3          12           5
+    delay ms workers  wall s requests  speed-up  passes group s  1st answer  after last
+          50       1    49.9      896     1.00x             8.1           0           1
+          50       4    19.7      962     2.53x             8.3           2           1
+          50       8    17.7      957     2.82x             8.5           5           2
+         100       1    86.9      896     1.00x            12.2           0           2
+         100       8    20.7      957     4.20x            12.6           4           1
+         200       1   164.3      896     1.00x            20.8           0           4
+         200       4    49.6      943     3.32x            21.4           4           2
+         200       8    31.5      957     5.22x            21.3           5           3
 
-A parallel run sends twice the requests (values ``amp.shared`` makes once are made once per worker,
-and so is their cleanup) and its first check is answered 11-24 s after the run starts (workers
-starting up on two busy cores); the longest single check is 44 requests (4.4 s at 100 ms). With 8
-workers the checks are answered from 13 s to 40 s, the last seconds at one worker's pace: the serial
-group (~155 requests, 22 s at 100 ms, the rate area 9 s of it) is the floor the 4x bar meets first.
+A parallel run sends ~7% more requests (a value ``amp.shared`` makes is made once per worker whose
+checks need it) and its workers take a few seconds to start on two cores (about 1.3 CPU-seconds each).
+The floor with many workers is the serial group of lifecycle passes (one check at a time on one
+worker, ~87 requests plus the decay checks' waits); the longest single check is 38 requests.
 """
 
 from __future__ import annotations
