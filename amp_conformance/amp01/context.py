@@ -190,6 +190,10 @@ class Amp:
     def archive(self, cell_id: str, *, as_agent: str = "a") -> dict[str, Any]:
         """Archive a cell (a step: anything but 200 with an object blocks the check under AMP-PATCH-10)."""
         reply = self.as_agent(as_agent).patch(f"/memories/{cell_id}", {"lifecycle": {"status": "archived"}})
+        return self.archived_step(reply)
+
+    def archived_step(self, reply: Reply) -> dict[str, Any]:
+        """Judge an archive PATCH (sent here or by a shared step) as a step: 200 with an object."""
         body = reply.json() if reply.status == 200 else None
         if not isinstance(body, dict):
             self.precondition_failed(
@@ -203,7 +207,10 @@ class Amp:
     def delete_cell(self, cell_id: str, *, as_agent: str = "a") -> None:
         """Archive, then delete (steps: a refusal blocks the check under AMP-PATCH-10 or AMP-DEL-01)."""
         self.archive(cell_id, as_agent=as_agent)
-        reply = self.as_agent(as_agent).delete(f"/memories/{cell_id}")
+        self.deleted_step(self.as_agent(as_agent).delete(f"/memories/{cell_id}"))
+
+    def deleted_step(self, reply: Reply) -> None:
+        """Judge the DELETE of an archived cell (sent here or by a shared step) as a step: 204."""
         if reply.status != 204:
             self.precondition_failed(
                 f"deleting an archived cell answered status {reply.status}",

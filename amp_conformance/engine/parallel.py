@@ -53,7 +53,8 @@ def worker_output(config: pytest.Config) -> dict[str, Any] | None:
 
 
 def plain_nodeid(nodeid: str) -> str:
-    """The check's node id as a serial run names it (without the serial group's suffix)."""
+    """The check's node id as a serial run names it: without the ``@group`` suffix xdist's workers add
+    under ``--dist loadgroup`` to tests marked ``xdist_group`` (pytest before 9.2)."""
     return _GROUP_SUFFIX.sub("", nodeid) if "@" in nodeid.rsplit("]", 1)[-1] else nodeid
 
 
@@ -213,7 +214,8 @@ class Controller:
             return
         result, root_step = result_from_wire(data, self.run.connection.replay)
         self.run.results[result.nodeid] = result
-        worker = str(getattr(getattr(report, "node", None), "gateway", None) and report.node.gateway.id)
+        node = getattr(report, "node", None)  # the worker that sent it (set by xdist)
+        worker = str(node.gateway.id) if node is not None else ""
         self._counted[worker] = self._counted.get(worker, 0) + (result.requests or 0)
         self.run.worker_requests += result.requests or 0
         self.run.selected_requirements.update(result.requirements)

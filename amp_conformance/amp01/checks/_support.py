@@ -400,9 +400,15 @@ def read(
 ) -> tuple[dict[str, Any], Reply]:
     """GET a cell that must answer 200 with a valid cell (a step under AMP-READ-01)."""
     reply = amp.as_agent(role).get(f"/memories/{cell_id}")
+    return read_of(amp, reply, what), reply
+
+
+def read_of(amp: Amp, reply: Reply, what: str = "reading the cell") -> dict[str, Any]:
+    """The valid cell a read (already sent, e.g. by a shared step) answered, or a broken step under
+    AMP-READ-01."""
     if reply.status != 200:
         step_failed(amp, reply, what, "AMP-READ-01", "200")
-    return expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}"), reply
+    return expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}")
 
 
 def read_back(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[dict[str, Any], Reply]:
@@ -410,12 +416,19 @@ def read_back(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[dict[str, Any
 
     Note that a read by id is an access: it bumps access_count and restarts the decay clock."""
     reply = amp.as_agent(role).get(f"/memories/{cell_id}")
+    return read_back_of(amp, reply), reply
+
+
+def read_back_of(amp: Amp, reply: Reply) -> dict[str, Any]:
+    """The cell a read-back (already sent, e.g. by a shared step) answered: 200 with an object, or a
+    broken step under AMP-READ-01."""
     if reply.status != 200:
         step_failed(amp, reply, "reading the cell back", "AMP-READ-01", "200")
     body = reply.json()
     if not isinstance(body, dict):
         step_failed(amp, reply, "reading the cell back (a JSON object)", "AMP-READ-01", "a cell")
-    return body, reply
+    cell: dict[str, Any] = body
+    return cell
 
 
 def expect_deleted_read(amp: Amp, cell_id: str, what: str) -> None:

@@ -591,15 +591,9 @@ def make_refusals(amp: Amp) -> dict[str, Any]:
     refused = not 200 <= sent("DELETE", stranger.delete(path)).status < 300
     deletion: dict[str, Any] | None = None
     if refused:
-        reply = amp.as_agent("a").delete(path)
-        if reply.status != 204:
-            failure = PreconditionFailed(
-                f"deleting an archived cell answered status {reply.status}",
-                step="deleting an archived cell",
-                requirement="AMP-ACL-08" if amp.creator_refused(reply) else "AMP-DEL-01",
-                expected="204",
-                exchange=reply.exchange,
-            )
+        try:
+            amp.deleted_step(amp.as_agent("a").delete(path))
+        except PreconditionFailed as failure:
             deletion = _frozen(amp, start, failure)
     if deletion is None:
         sent("deleted", stranger.get(path))

@@ -23,6 +23,7 @@ from amp_conformance.amp01.checks._support import (
     about,
     expect_error,
     expect_step,
+    listings_by_status,
     shared_replies,
     shown,
 )
@@ -81,20 +82,7 @@ def listed_under(amp: Amp, cell: dict[str, Any]) -> str | None:
 
     A list is the suite's way to see a status without touching the cell: a list that fails is a
     broken step (AMP-LIST-03), not a finding about the admin route."""
-    owner = cell["identity"]["owner_id"]
-    client = amp.as_agent("a")
-    for status in ("active", "stale", "archived"):
-        reply = client.get("/memories", params={"owner_id": owner, "status": status, "limit": 100})
-        what = f"listing the probe cell's owner with status={status}"
-        expect_step(
-            amp,
-            reply.status == 200,
-            f"{what} answered {reply.status}, not 200",
-            reply,
-            step=what,
-            requirement="AMP-LIST-03",
-            expected="200",
-        )
+    for status, reply in listings_by_status(amp, cell["identity"]["owner_id"]):
         results = reply.json_object().get("results")
         if isinstance(results, list) and any(
             isinstance(item, dict) and item.get("id") == cell["id"] for item in results

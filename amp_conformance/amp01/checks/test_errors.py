@@ -18,8 +18,8 @@ from amp_conformance.amp01.checks._support import (
     expect_error,
     expect_refused_as_invalid,
     member,
+    read_back_of,
     shown,
-    step_failed,
 )
 from amp_conformance.amp01.conventions import Conventions
 from amp_conformance.amp01.envelope import CODE_PATTERN, envelope_problems
@@ -265,17 +265,6 @@ def _case(amp: Amp, label: str) -> Reply:
     return _table_reply(_provoked(amp)[0], label)
 
 
-def _read_back(amp: Amp, reply: Reply) -> dict[str, Any]:
-    """A read-back the shared step sent: 200 with an object, or a broken step (as ``read_back``)."""
-    if reply.status != 200:
-        step_failed(amp, reply, "reading the cell back", "AMP-READ-01", "200")
-    body = reply.json()
-    if not isinstance(body, dict):
-        step_failed(amp, reply, "reading the cell back (a JSON object)", "AMP-READ-01", "a cell")
-    cell: dict[str, Any] = body
-    return cell
-
-
 # 401 MISSING_AGENT_ID on every memories route (AMP-AUTH-01) ----------------------------------
 
 
@@ -322,7 +311,7 @@ def test_delete_without_identity_is_401(amp: Amp) -> None:
     reply = _table_reply(cases, "DELETE without identity")
     _expect_missing_identity(amp, reply, "DELETE /memories/{id}")
     back = probes["reading the archived cell back"]
-    status = member(_read_back(amp, back), "lifecycle.status")
+    status = member(read_back_of(amp, back), "lifecycle.status")
     amp.expect(status == "archived", f"the cell is still archived (got {shown(status)})", back)
 
 

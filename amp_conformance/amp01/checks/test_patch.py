@@ -33,6 +33,7 @@ from amp_conformance.amp01.checks._support import (
     expect_unknown_id_answer,
     expect_valid_cell,
     member,
+    read_back_of,
     shown,
     step_failed,
 )
@@ -126,17 +127,6 @@ def _probes(amp: Amp, name: str, make: Callable[[Amp], _Probes]) -> tuple[dict[s
     return made.cell, {label: Reply(exchanges[at]) for label, at in made.at.items()}
 
 
-def _stored(amp: Amp, reply: Reply) -> dict[str, Any]:
-    """A read the sequence sent: 200 with an object, or a broken step (as ``read_back``)."""
-    if reply.status != 200:
-        step_failed(amp, reply, "reading the cell back", "AMP-READ-01", "200")
-    body = reply.json()
-    if not isinstance(body, dict):
-        step_failed(amp, reply, "reading the cell back (a JSON object)", "AMP-READ-01", "a cell")
-    cell: dict[str, Any] = body
-    return cell
-
-
 def _get(amp: Amp, cell_id: str) -> Reply:
     return amp.as_agent("a").get(f"/memories/{cell_id}")
 
@@ -195,7 +185,7 @@ def test_patch_returns_the_complete_updated_cell(amp: Amp) -> None:
     text = expect_member(amp, updated, "content.text", reply)
     amp.expect(text == MERGE_TEXT, f"content.text is the new text ({shown(text)})", reply)
     back = got["read after content"]
-    stored = _stored(amp, back)
+    stored = read_back_of(amp, back)
     amp.expect(
         expect_member(amp, stored, "content.text", back) == text,
         "a GET after the PATCH returns the new content.text",
@@ -207,14 +197,14 @@ def test_patch_returns_the_complete_updated_cell(amp: Amp) -> None:
 def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
     """PATCH of content only leaves scoring, access_policy, provenance and identity untouched."""
     _, got = _merge(amp)
-    before = _stored(amp, got["read before"])
+    before = read_back_of(amp, got["read before"])
     reply = got["content"]
     amp.expect_status(reply, 200)
     updated = reply.json_object()
     for section in ("scoring", "access_policy", "provenance", "identity"):
         _same(amp, before, updated, section, reply)
     back = got["read after content"]
-    stored = _stored(amp, back)
+    stored = read_back_of(amp, back)
     for section in ("access_policy", "provenance", "identity"):
         _same(amp, before, stored, section, back)
 
@@ -223,7 +213,7 @@ def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
 def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
     """PATCH scoring.importance keeps confidence, decay_rate and access_count as stored."""
     _, got = _merge(amp)
-    before = _stored(amp, got["read after content"])  # access_count 2, so a reset to the default 0 shows
+    before = read_back_of(amp, got["read after content"])  # access_count 2, so a reset to the default 0 shows
     reply = got["scoring"]
     expect_scoring_not_limited(amp, reply, "a scoring PATCH of a fresh cell")
     amp.expect_status(reply, 200)
@@ -238,7 +228,7 @@ def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
 def test_access_policy_keys_not_sent_keep_their_values(amp: Amp) -> None:
     """PATCH access_policy.public keeps readable_by and writable_by as stored."""
     _, got = _merge(amp)
-    before = _stored(amp, got["read after content"])
+    before = read_back_of(amp, got["read after content"])
     reply = got["public"]
     amp.expect_status(reply, 200)
     updated = reply.json_object()
@@ -258,7 +248,7 @@ def test_sent_arrays_replace_the_stored_ones(amp: Amp) -> None:
     value = expect_member(amp, reply.json_object(), "access_policy.readable_by", reply)
     amp.expect(value == [f"{owner}-b"], f"readable_by is exactly [{owner}-b] (got {shown(value)})", reply)
     back = got["read after readable_by"]
-    value = expect_member(amp, _stored(amp, back), "access_policy.readable_by", back)
+    value = expect_member(amp, read_back_of(amp, back), "access_policy.readable_by", back)
     amp.expect(value == [f"{owner}-b"], f"a GET shows readable_by [{owner}-b] (got {shown(value)})", back)
 
 
@@ -323,7 +313,7 @@ def test_every_patch_stamps_last_updated_at(amp: Amp) -> None:
 def test_patch_is_not_an_access(amp: Amp) -> None:
     """A PATCH leaves access_count and last_accessed_at as they were."""
     _, got = _merge(amp)
-    before = _stored(amp, got["read before"])
+    before = read_back_of(amp, got["read before"])
     reply = got["content"]
     amp.expect_status(reply, 200)
     updated = reply.json_object()
@@ -399,7 +389,7 @@ def test_identity_cannot_be_patched(amp: Amp) -> None:
     for key in ("owner_id", "owner_type", "created_by", "session_id"):
         _same(amp, cell, reply.json_object(), f"identity.{key}", reply)
     back = got["read"]
-    _same(amp, cell, _stored(amp, back), "identity", back)
+    _same(amp, cell, read_back_of(amp, back), "identity", back)
 
 
 @check("AMP-PATCH-08", level=MUST)
@@ -410,7 +400,7 @@ def test_created_at_cannot_be_patched(amp: Amp) -> None:
     amp.expect_status(reply, 200, what="PATCH with lifecycle.created_at (ignored, not refused)")
     _same(amp, cell, reply.json_object(), "lifecycle.created_at", reply)
     back = got["read"]
-    _same(amp, cell, _stored(amp, back), "lifecycle.created_at", back)
+    _same(amp, cell, read_back_of(amp, back), "lifecycle.created_at", back)
 
 
 @check("AMP-PATCH-08", level=MUST)
@@ -424,7 +414,7 @@ def test_id_version_and_type_cannot_be_patched(amp: Amp) -> None:
     for key in ("id", "amp_version", "type"):
         _same(amp, cell, reply.json_object(), key, reply)
     back = got["read after id"]
-    stored = _stored(amp, back)
+    stored = read_back_of(amp, back)
     for key in ("id", "amp_version", "type"):
         _same(amp, cell, stored, key, back)
 
@@ -535,7 +525,7 @@ def test_unknown_patch_members_are_ignored(amp: Amp) -> None:
     reply = got["unknown members"]
     amp.expect_status(reply, 200)
     back = got["read after unknown members"]
-    for body, where in ((reply.json_object(), reply), (_stored(amp, back), back)):
+    for body, where in ((reply.json_object(), reply), (read_back_of(amp, back), back)):
         amp.expect("foo" not in body, "the unknown top-level member 'foo' is not in the cell", where)
         content = expect_member(amp, body, "content", where)
         amp.expect(
@@ -571,7 +561,7 @@ def test_out_of_range_or_mistyped_values_are_refused(amp: Amp) -> None:
     for index in range(len(BAD_BODIES)):
         expect_refused_as_invalid(amp, details=True, reply=got[f"bad {index}"])
     back = got["read after the refusals"]
-    stored = _stored(amp, back)
+    stored = read_back_of(amp, back)
     for path in (
         "scoring.importance",
         "scoring.confidence",
@@ -622,7 +612,7 @@ def test_expires_at_can_be_set(amp: Amp) -> None:
     # one read shows both: expires_at was stored, and the refused PATCH left it as set
     back = got["read after invalid"]
     amp.expect(
-        _time(amp, _stored(amp, back), "lifecycle.expires_at", back) == wanted,
+        _time(amp, read_back_of(amp, back), "lifecycle.expires_at", back) == wanted,
         "a GET after the refused PATCH shows the expires_at that was set",
         back,
     )
@@ -725,7 +715,7 @@ def _expect_invalid_transition(amp: Amp, reply: Reply, what: str) -> None:
 
 def _expect_status_in(amp: Amp, got: Reply, wanted: str) -> None:
     """A read after a refused PATCH shows the status ``wanted`` (AMP-PATCH-12)."""
-    stored = _stored(amp, got)
+    stored = read_back_of(amp, got)
     status = expect_member(amp, stored, "lifecycle.status", got)
     amp.expect(
         status == wanted,
@@ -740,7 +730,7 @@ def _expect_status_in(amp: Amp, got: Reply, wanted: str) -> None:
 def test_archived_cell_cannot_return(amp: Amp) -> None:
     """archived -> active and archived -> stale are refused with 409 INVALID_TRANSITION."""
     _, got = _transitions(amp)
-    _archive_step(amp, got["archive"])
+    amp.archived_step(got["archive"])
     for target in ("active", "stale"):
         _expect_invalid_transition(amp, got[f"archived -> {target}"], f"archived -> {target}")
     _expect_status_in(amp, got["read after archived -> active and stale"], "archived")
@@ -758,7 +748,7 @@ def test_patch_cannot_set_deleted(amp: Amp) -> None:
             status = str(member(expiry[label].json_object(), "lifecycle.status"))
     _expect_invalid_transition(amp, expiry["to deleted"], f"{status} -> deleted by PATCH")
     _expect_status_in(amp, expiry["read after to deleted"], status)
-    _archive_step(amp, transitions["archive the stale cell"])
+    amp.archived_step(transitions["archive the stale cell"])
     reply = transitions["archived -> deleted"]
     _expect_invalid_transition(amp, reply, "archived -> deleted by PATCH (DELETE is the way)")
     _expect_status_in(amp, transitions["read after archived -> deleted"], "archived")
@@ -769,15 +759,15 @@ def test_refused_patch_applies_nothing(amp: Amp) -> None:
     """A PATCH refused with 409, 422 or 403 leaves every member of its body unapplied."""
     cells, got = _transitions(amp)
     amp.agent("stranger")  # skips without a second agent, as it always has
-    _archive_step(amp, got["archive"])
+    amp.archived_step(got["archive"])
     amp.expect_status(got["refused 409"], 409, what="content + archived -> active")
     back = got["read after 409"]
-    _same(amp, cells["archived"], _stored(amp, back), "content.text", back)
+    _same(amp, cells["archived"], read_back_of(amp, back), "content.text", back)
     amp.expect_status(got["refused 422"], 422, what="content + importance 2")
     amp.expect_status(got["refused 403"], 403, what="a stranger's PATCH")
     # one read shows both: each refused PATCH sent its own text
     back = got["read after 422 and 403"]
-    _same(amp, cells["stale"], _stored(amp, back), "content.text", back)
+    _same(amp, cells["stale"], read_back_of(amp, back), "content.text", back)
 
 
 # PATCH-16 (serial: no lifecycle pass may run during it) ---------------------------------------
@@ -833,16 +823,8 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
 def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
     """PATCH of a deleted cell is refused (unknown-id answer, or 409 where deleted cells stay readable)."""
     _, got = _members(amp)
-    _archive_step(amp, got["archive"])
-    delete = got["delete"]
-    if delete.status != 204:
-        amp.precondition_failed(
-            f"deleting an archived cell answered status {delete.status}",
-            delete,
-            step="deleting an archived cell",
-            requirement="AMP-ACL-08" if amp.creator_refused(delete) else "AMP-DEL-01",
-            expected="204",
-        )
+    amp.archived_step(got["archive"])
+    amp.deleted_step(got["delete"])
     _expect_read_as_deleted(amp, got["read after delete"])
     readable = amp.conventions.deleted_read
     reply = got["content of a deleted cell"]
@@ -861,18 +843,6 @@ def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
         )
     else:
         expect_unknown_id_answer(amp, after, "GET of a deleted cell after the refused PATCH")
-
-
-def _archive_step(amp: Amp, reply: Reply) -> None:
-    """The sequence's archive, a step as ``amp.archive`` judges it (200 with an object)."""
-    body = reply.json() if reply.status == 200 else None
-    if not isinstance(body, dict):
-        amp.precondition_failed(
-            f"archiving a cell answered status {reply.status}",
-            reply,
-            step="archiving a cell",
-            requirement="AMP-ACL-08" if amp.creator_refused(reply) else "AMP-PATCH-10",
-        )
 
 
 def _expect_read_as_deleted(amp: Amp, reply: Reply) -> None:
@@ -903,7 +873,7 @@ def test_permission_is_checked_before_the_transition(amp: Amp) -> None:
     """A forbidden transition asked by a stranger is 403 (not 409); without identity it is 401."""
     _, got = _members(amp)
     amp.agent("stranger")  # skips without a second agent, as it always has
-    _archive_step(amp, got["archive"])
+    amp.archived_step(got["archive"])
     expect_refusal(amp, got["stranger asks archived -> active"], "a stranger asking archived -> active")
     amp.expect_status(
         got["anonymous asks archived -> active"], 401, what="archived -> active without X-AMP-Agent-ID"

@@ -25,8 +25,8 @@ from amp_conformance.amp01.checks._support import (
     expect_refused_as_invalid,
     expect_scoring_not_limited,
     expect_step,
+    read_back_of,
     shown,
-    step_failed,
 )
 from amp_conformance.engine.client import Client, Reply
 
@@ -161,17 +161,6 @@ def _retry_after(amp: Amp, reply: Reply, window: int, budget: int) -> int:
 def _refused(amp: Amp, client: Client, cell_id: str, index: int, window: int, budget: int) -> int:
     reply = client.patch(f"/memories/{cell_id}", _scoring(index))
     return _retry_after(amp, reply, window, budget)
-
-
-def _read_object(amp: Amp, reply: Reply) -> dict[str, Any]:
-    """A read the shared step sent: 200 with an object, or a broken step (as ``read_back``)."""
-    if reply.status != 200:
-        step_failed(amp, reply, "reading the cell back", "AMP-READ-01", "200")
-    body = reply.json()
-    if not isinstance(body, dict):
-        step_failed(amp, reply, "reading the cell back (a JSON object)", "AMP-READ-01", "a cell")
-    cell: dict[str, Any] = body
-    return cell
 
 
 @dataclass
@@ -651,9 +640,9 @@ def test_no_scoring_patch_is_refused_when_the_limit_is_off(amp: Amp) -> None:
 def test_a_429_changes_nothing(amp: Amp) -> None:
     """A 429 applies nothing, not even the non-scoring members of the same body."""
     budget, _, spent = _spent_cell(amp)
-    before = _read_object(amp, spent.before)
+    before = read_back_of(amp, spent.before)
     _exhausted(amp, spent.mixed, budget)
-    after = _read_object(amp, spent.after)
+    after = read_back_of(amp, spent.after)
     for section, key in (("content", "text"), ("lifecycle", "last_updated_at"), ("scoring", "importance")):
         amp.expect(
             after[section][key] == before[section][key],
