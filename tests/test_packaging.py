@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -38,6 +39,28 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert "amp-reference-server = reference_server.amp01.__main__:main" in text
     assert "amp_conformance = amp_conformance.plugin" in text
     return target
+
+
+def test_the_version_is_defined_once() -> None:
+    """`amp_conformance/_version.py` is the one version source: pyproject names it, never a literal."""
+    import importlib.metadata
+
+    from amp_conformance._version import __version__
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert "version" not in project["project"], "pyproject.toml carries a literal version"
+    assert "version" in project["project"]["dynamic"]
+    assert project["tool"]["hatch"]["version"]["path"] == "amp_conformance/_version.py"
+    assert importlib.metadata.version("amp-conformance") == __version__
+
+
+def test_the_wheel_carries_the_package_version(installed: Path) -> None:
+    from amp_conformance._version import __version__
+
+    (dist_info,) = installed.glob("*.dist-info")
+    assert dist_info.name == f"amp_conformance-{__version__}.dist-info"
+    metadata = (dist_info / "METADATA").read_text().splitlines()
+    assert f"Version: {__version__}" in metadata
 
 
 def test_the_wheel_ships_contract_files_fixtures_and_check_configuration(installed: Path) -> None:
