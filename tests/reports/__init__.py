@@ -1,0 +1,1 @@
+"""Tests of the HTML report, without a browser and in Debian's chromium."""

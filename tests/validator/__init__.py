@@ -1,0 +1,1 @@
+"""Tests of the offline validator and its profiles (amr-lite, memorycloud, secrets, rule catalogues)."""
