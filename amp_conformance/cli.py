@@ -1,46 +1,40 @@
-"""``amp-conformance``: run the checks against a server (or the bundled one), list them, validate.
+"""``amp-conformance``: run the checks against a server (or the bundled one), list them, validate,
+render and compare reports.
 
 Exit codes: 0 no MUST check failed; 1 a MUST check failed; 2 usage error, unreachable server, or
-checks that could not reach a verdict (errors).
+checks that could not reach a verdict (errors). The protocol (``--protocol``) is found in the
+registry; this module names none.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from amp_conformance._version import __version__
-from amp_conformance.engine.catalogue import expand_areas, levels_up_to
-from amp_conformance.engine.client import normalise_base_url
-from amp_conformance.engine.marking import CheckInfo, check_info
-from amp_conformance.engine.options import (
-    COMMAND_OPTION_SPECS,
-    OPTION_SPECS,
-    UsageError,
-    build_options,
-    parse_workers,
-)
+from amp_conformance.engine import registry
+from amp_conformance.engine.catalogue import levels_up_to
+from amp_conformance.engine.configuration import build_options
+from amp_conformance.engine.marking import checks_of
+from amp_conformance.engine.options import COMMAND_OPTION_SPECS, UsageError, parse_workers
 from amp_conformance.engine.progress import Progress
+from amp_conformance.engine.protocol import Protocol, protocol_option_error
 from amp_conformance.engine.report import verdict
 from amp_conformance.engine.run import Run
-from amp_conformance.plugin import HttpOverride, active_run
+from amp_conformance.plugin import HttpOverride, active_run, all_option_specs
 
-CHECKS_DIR = Path(__file__).resolve().parent / "amp01" / "checks"
-#: The checks of each protocol (``--protocol``); each folder holds its own pytest.ini.
-PROTOCOL_CHECKS = {"amp-0.1": CHECKS_DIR, "amp-1.1": Path(__file__).resolve().parent / "amp11" / "checks"}
 EXIT_OK, EXIT_MUST_FAILED, EXIT_USAGE = 0, 1, 2
+PROG = "amp-conformance"
 
 
 def _metavar(name: str) -> str:
@@ -48,7 +42,7 @@ def _metavar(name: str) -> str:
     environment variable the command does not read)."""
     known = {"base-url": "URL", "openapi": "PATH|URL", "api-key": "AGENT=KEY", "server-env": "KEY=VALUE"}
     known |= {"app": "MODULE:ATTR", "server-cmd": "CMD", "seed": "N", "fuzz-examples": "N", "only": "AREAS"}
-    known |= {"workers": "N|auto"}
+    known |= {"workers": "N|auto", "protocol": "NAME", "mcp-command": "CMD"}
     if name in known:
         return known[name]
     if name in ("timeout", "deadline", "fuzz-seconds", "startup-timeout"):
@@ -56,25 +50,65 @@ def _metavar(name: str) -> str:
     return "TOKEN" if name.endswith("token") else "PATH"
 
 
+def _validate(arguments: list[str]) -> int:
+    from amp_conformance.validator import validate_main
+
+    return validate_main(arguments)
+
+
+def _validate_contract(arguments: list[str]) -> int:
+    from amp_conformance.validator import validate_contract_main
+
+    return validate_contract_main(arguments)
+
+
+def _report(arguments: list[str]) -> int:
+    from amp_conformance.reports.cli import report_main
+
+    return report_main(arguments)
+
+
+def _diff(arguments: list[str]) -> int:
+    from amp_conformance.reports.diff_cli import diff_main
+
+    return diff_main(arguments)
+
+
+#: Subcommand -> (entry point taking the rest of the command line, one line of help). Each parses
+#: its own options (``amp-conformance NAME --help``).
+SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
+    "validate": (_validate, "validate AMP cells, AMR-lite files or MemoryCloud archives offline"),
+    "validate-contract": (_validate_contract, "compare an OpenAPI document (path or URL) with the contract"),
+    "report": (_report, "render a saved JSON report (HTML; with two reports, the page of what changed)"),
+    "diff": (_diff, "compare two JSON reports: regressions and fixes (exit 1 on a regression)"),
+}
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="amp-conformance",
-        description="Check an AMP v0.1.0 server against the spec, requirement by requirement. "
-        "Without --base-url the bundled reference server is started and checked (the self-test). "
-        "Subcommands: 'validate PATH...', 'validate-contract PATH|URL', "
-        "'report REPORT.json [NEW.json] --html PATH' and 'diff OLD.json NEW.json' (see their --help). "
-        "In CI: --server-cmd starts your server, --app checks a Python ASGI app in-process (docs/ci.md).",
+        prog=PROG,
+        description="Check a server against its protocol's catalogue, requirement by requirement. "
+        "Without a target the bundled reference server of the protocol is started and checked (the "
+        "self-test). In CI: --server-cmd starts your server, --app checks a Python ASGI app in-process "
+        "(docs/ci.md).",
     )
-    for spec in (*OPTION_SPECS, *COMMAND_OPTION_SPECS):
+    commands = parser.add_subparsers(
+        dest="command", metavar="{" + ",".join(SUBCOMMANDS) + "}", title="subcommands"
+    )
+    for name, (_, help_text) in SUBCOMMANDS.items():
+        sub = commands.add_parser(name, help=help_text, add_help=False, prog=f"{PROG} {name}")
+        sub.add_argument("arguments", nargs=argparse.REMAINDER)
+    for spec in (*all_option_specs(), *COMMAND_OPTION_SPECS):
         kwargs = dict(spec.kwargs)
         if kwargs.get("action") not in ("store_true", "count") and "choices" not in kwargs:
             kwargs.setdefault("metavar", _metavar(spec.name))
         parser.add_argument(f"--{spec.name}", dest=spec.dest, help=spec.help, **kwargs)
     parser.add_argument("--list", action="store_true", help="list every check with its requirement ids")
     parser.add_argument("--format", choices=["text", "json"], help="--list output format (default text)")
+    parser.add_argument("--list-protocols", action="store_true", help="list the installed protocols")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="show each check as it runs")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress line, less output")
-    parser.add_argument("--version", action="version", version=f"amp-conformance {__version__}")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return parser
 
 
@@ -89,23 +123,22 @@ class _Capture:
 
     def __init__(self) -> None:
         self.run: Run | None = None
-        self.infos: list[tuple[str, CheckInfo]] = []
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        for item in items:
-            info = check_info(item)
-            if info is not None:
-                self.infos.append((item.nodeid, info))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.run = active_run(session.config)
 
 
-def _pytest_base_args(protocol: str = "amp-0.1") -> list[str]:
+def _protocol(values: dict[str, Any]) -> Protocol:
+    try:
+        return registry.get(str(values.get("amp_protocol") or registry.DEFAULT_PROTOCOL))
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+
+
+def _pytest_base_args(protocol: Protocol) -> list[str]:
     # --assert=plain: checks judge through amp.expect, and rewriting would warn about modules
     # (this package among them) that are imported before pytest starts.
-    checks = PROTOCOL_CHECKS.get(protocol, CHECKS_DIR)
+    checks = protocol.checks_dir
     args = [str(checks), "-p", "no:cacheprovider", "--rootdir", str(checks), "--assert=plain"]
     # The checks drive schemathesis and hypothesis themselves: their pytest plugins would only add a
     # second of start-up to every process (each worker of a parallel run pays it)
@@ -119,7 +152,7 @@ def suite_args(values: dict[str, Any]) -> list[str]:
     """Turn command option values into ``--amp-*`` pytest arguments (``--flag=value``, so that a value
     starting with ``-``, as a random token may, is never read as an option)."""
     args: list[str] = []
-    for spec in OPTION_SPECS:
+    for spec in all_option_specs():
         value = values.get(spec.dest)
         if value is None or value is False or value == []:
             continue
@@ -147,7 +180,7 @@ def run_suite(
     extra: list[object] = [capture, Progress(active_run, default_verbosity=-1), *plugins]
     if http is not None:
         extra.append(HttpOverride(http))
-    protocol = values.get("amp_protocol") or "amp-0.1"
+    protocol = _protocol(values)
     args = [*_pytest_base_args(protocol), *suite_args(values), "-q" if verbose == 0 else "-v"]
     workers = parse_workers(values.get("amp_workers"))
     if workers != 1:
@@ -173,26 +206,26 @@ def run_suite(
     return SuiteOutcome({"pass": EXIT_OK, "fail": EXIT_MUST_FAILED}.get(verdict(run), EXIT_USAGE), run)
 
 
-def list_checks(protocol: str = "amp-0.1") -> list[dict[str, Any]]:
-    """Every check with its requirement ids, level, area and title (validated by list.schema.json)."""
-    capture = _Capture()
-    with contextlib.redirect_stdout(io.StringIO()):
-        pytest.main([*_pytest_base_args(protocol), "--collect-only", "-q"], plugins=[capture])
+def list_checks(protocol: str = registry.DEFAULT_PROTOCOL) -> list[dict[str, Any]]:
+    """Every check with its requirement ids, level, area and title (validated by list.schema.json),
+    read from the check registry (no pytest collection)."""
     return [
         {
-            "id": nodeid,
-            "requirements": list(info.requirements),
-            "level": info.level,
-            "area": info.area,
-            "title": info.title,
+            "id": spec.nodeid,
+            "requirements": list(spec.requirements),
+            "level": str(spec.level),
+            "area": spec.area,
+            "title": spec.title,
         }
-        for nodeid, info in capture.infos
+        for spec in checks_of(protocol)
     ]
 
 
-def _selected(checks: list[dict[str, Any]], values: dict[str, Any]) -> list[dict[str, Any]]:
+def _selected(
+    checks: list[dict[str, Any]], values: dict[str, Any], protocol: Protocol
+) -> list[dict[str, Any]]:
     """The checks ``--only`` and ``--level`` select (as a run would)."""
-    areas = expand_areas(values["amp_only"]) if values.get("amp_only") else None
+    areas = protocol.catalogue.expand_areas(values["amp_only"]) if values.get("amp_only") else None
     levels = levels_up_to(values.get("amp_level") or "MAY")
     fuzz = not values.get("amp_no_fuzz")
     return [
@@ -203,12 +236,13 @@ def _selected(checks: list[dict[str, Any]], values: dict[str, Any]) -> list[dict
 
 
 def _print_list(fmt: str, values: dict[str, Any]) -> None:
-    checks = _selected(list_checks(values.get("amp_protocol") or "amp-0.1"), values)
+    protocol = _protocol(values)
+    checks = _selected(list_checks(protocol.name), values, protocol)
     if fmt == "json":
         document = {
             "list_version": "1.1",
             "tool_version": __version__,
-            "protocol": values.get("amp_protocol") or "amp-0.1",
+            "protocol": protocol.name,
             "checks": checks,
         }
         print(json.dumps(document, indent=1))
@@ -220,16 +254,24 @@ def _print_list(fmt: str, values: dict[str, Any]) -> None:
     print(f"{len(checks)} checks")
 
 
-def _preflight(url: str, timeout: float) -> str | None:
-    """One clear reason when the server cannot be reached at all, else None."""
-    api_base, _ = normalise_base_url(url)
-    try:
-        httpx.get(f"{api_base}/health", timeout=timeout)
-    except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-        return f"cannot reach {url}: connection failed ({exc or type(exc).__name__})"
-    except httpx.HTTPError:
-        return None  # reachable but misbehaving: the checks will say how
-    return None
+def _quiet_broken_pipe() -> None:
+    """``amp-conformance --list | head``: the reader went away; end quietly."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _check_values(values: dict[str, Any], protocol: Protocol) -> None:
+    """Every usage problem the options show, before anything starts (UsageError)."""
+    others = [p for p in registry.protocols() if p is not protocol]
+    problem = protocol_option_error(protocol, values, others)
+    if problem:
+        raise UsageError(problem)
+    workers = parse_workers(values.get("amp_workers"))
+    if workers != 1 and values.get("amp_app"):
+        raise UsageError("--app checks the app in-process, which workers cannot share: use --server-cmd")
+    if workers != 1:
+        reason = protocol.parallel_problem(build_options(values, protocol), in_process=False)
+        if reason:
+            raise UsageError(reason)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -239,96 +281,63 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault(
         "HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(tempfile.gettempdir(), "amp-conformance-hypothesis")
     )
-    if arguments and arguments[0] in ("validate", "validate-contract"):
-        from amp_conformance import validator
-
-        entry = validator.validate_main if arguments[0] == "validate" else validator.validate_contract_main
-        return entry(arguments[1:])
-    if arguments and arguments[0] == "report":
-        from amp_conformance.reports.cli import report_main
-
-        return report_main(arguments[1:])
-    if arguments and arguments[0] == "diff":
-        from amp_conformance.reports.diff_cli import diff_main
-
-        return diff_main(arguments[1:])
-    parser = _parser()
-    namespace = parser.parse_args(arguments)
+    if arguments and arguments[0] in SUBCOMMANDS:  # each subcommand parses its own options
+        return SUBCOMMANDS[arguments[0]][0](arguments[1:])
+    namespace = _parser().parse_args(arguments)
+    values = vars(namespace)
     if namespace.format is not None and not namespace.list:
         print("amp-conformance: --format goes with --list", file=sys.stderr)
         return EXIT_USAGE
-    if namespace.list:
-        try:
-            _print_list(namespace.format or "text", vars(namespace))
-        except ValueError as exc:
-            print(f"amp-conformance: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        except BrokenPipeError:  # e.g. `amp-conformance --list | head`
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-    values = vars(namespace)
     try:
-        workers = parse_workers(values.get("amp_workers"))
-        if workers != 1 and values.get("amp_app"):
-            raise UsageError("--app checks the app in-process, which workers cannot share: use --server-cmd")
-        if workers != 1 and values.get("amp_protocol") == "amp-1.1":
-            raise UsageError("AMP v1.1 runs use one worker (its MCP channel is a single process)")
-    except UsageError as exc:
+        if namespace.list_protocols:
+            for name in registry.names():
+                print(f"{name:<10}{registry.get(name).title}")
+            return EXIT_OK
+        if namespace.list:
+            _print_list(namespace.format or "text", values)
+            return EXIT_OK
+    except (UsageError, ValueError) as exc:
         print(f"amp-conformance: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if values.get("amp_app") or values.get("amp_server_cmd"):
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+        return EXIT_OK
+    try:
+        protocol = _protocol(values)
+        _check_values(values, protocol)
+    except (UsageError, ValueError) as exc:
+        print(f"amp-conformance: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+    def runner(values: dict[str, Any], http: httpx.Client | None, plugins: list[object]) -> int:
+        return run_suite(
+            values, http=http, verbose=namespace.verbose, quiet=namespace.quiet, plugins=plugins
+        ).exit_code
+
+    if values.get("amp_app"):
         from amp_conformance.engine.app_target import run_with_app
+
+        return run_with_app(values, runner, protocol)
+    if values.get("amp_server_cmd"):
         from amp_conformance.engine.server_process import run_with_server
 
-        def runner(values: dict[str, Any], http: httpx.Client | None, plugins: list[object]) -> int:
-            return run_suite(
-                values, http=http, verbose=namespace.verbose, quiet=namespace.quiet, plugins=plugins
-            ).exit_code
-
-        if values.get("amp_app"):
-            return run_with_app(values, runner)
-        return run_with_server(values, runner, active_run)
-    if values.get("amp_protocol") == "amp-1.1":
-        # AMP v1.1: the target is --base-url (REST) and/or --mcp-command; neither is the self-test of
-        # the bundled server over both channels (the plugin starts it)
+        return run_with_server(values, runner, active_run, protocol)
+    if not protocol.is_self_test(values):
         try:
-            build_options(values)
-        except (UsageError, ValueError) as exc:
-            print(f"amp-conformance: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        if not values.get("amp_base_url") and not values.get("amp_mcp_command"):
-            print(
-                "amp-conformance: no target given, checking the bundled AMP v1.1 reference server "
-                "(MCP and REST)"
-            )
-        return run_suite(values, verbose=namespace.verbose, quiet=namespace.quiet).exit_code
-    if values.get("amp_base_url"):
-        try:
-            build_options(values)
-            reason = _preflight(values["amp_base_url"], values["amp_timeout"])
+            options = build_options(values, protocol)
+            reason = protocol.reachable(options)
         except (UsageError, ValueError) as exc:
             print(f"amp-conformance: {exc}", file=sys.stderr)
             return EXIT_USAGE
         if reason:
             print(f"amp-conformance: {reason}", file=sys.stderr)
             return EXIT_USAGE
-        return run_suite(values, verbose=namespace.verbose, quiet=namespace.quiet).exit_code
-    from amp_conformance.amp01.selfserve import BundledServer
-
-    with BundledServer(keys=True) as server:
-        print(
-            f"amp-conformance: no --base-url given, checking the bundled reference server at {server.url} "
-            f"(API keys required, {len(server.api_keys)} agents)"
-        )
-        values.update(
-            amp_base_url=server.url,
-            amp_admin_token=server.admin_token,
-            amp_allow_global_effects=True,
-            amp_api_key=[f"{agent}={key}" for agent, key in server.api_keys.items()],
-        )
+        return runner(values, None, [])
+    with protocol.self_test(values) as announcement:
+        print(f"amp-conformance: {announcement}")
         try:
-            build_options(values)
-        except UsageError as exc:
+            build_options(values, protocol)
+        except (UsageError, ValueError) as exc:
             print(f"amp-conformance: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        return run_suite(values, verbose=namespace.verbose, quiet=namespace.quiet).exit_code
+        return runner(values, None, [])

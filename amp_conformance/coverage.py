@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from amp_conformance.engine.catalogue import AREAS, area_names, catalogue
+from amp_conformance.engine import registry
 from amp_conformance.validator.rules import PROFILES, profile_coverage_markdown
 
 
 def coverage_rows(
-    checks: list[dict[str, Any]], protocol: str = "amp01"
+    checks: list[dict[str, Any]], protocol: str = registry.DEFAULT_PROTOCOL
 ) -> list[tuple[str, str, str, list[str]]]:
     """(id, level, title, [check names]) for every catalogue requirement, in catalogue order."""
     by_requirement: dict[str, list[str]] = defaultdict(list)
@@ -24,7 +24,8 @@ def coverage_rows(
         for rid in entry["requirements"]:
             if name not in by_requirement[rid]:
                 by_requirement[rid].append(name)
-    return [(r.id, r.level, r.title, by_requirement.get(r.id, [])) for r in catalogue(protocol).values()]
+    requirements = registry.get(protocol).catalogue.requirements.values()
+    return [(r.id, str(r.level), r.title, by_requirement.get(r.id, [])) for r in requirements]
 
 
 def _protocol_table(rows: list[tuple[str, str, str, list[str]]], names: dict[str, str]) -> list[str]:
@@ -51,10 +52,10 @@ def coverage_markdown(checks: list[dict[str, Any]], amp11_checks: list[dict[str,
         "",
         f"{covered} of {len(rows)} catalogue requirements are cited by at least one check.",
         "",
-        *_protocol_table(rows, AREAS),
+        *_protocol_table(rows, dict(registry.get(registry.DEFAULT_PROTOCOL).catalogue.areas)),
     ]
     if amp11_checks is not None:
-        rows11 = coverage_rows(amp11_checks, "amp11")
+        rows11 = coverage_rows(amp11_checks, "amp-1.1")
         covered11 = sum(1 for row in rows11 if row[3])
         lines += [
             "",
@@ -62,7 +63,7 @@ def coverage_markdown(checks: list[dict[str, Any]], amp11_checks: list[dict[str,
             "",
             f"{covered11} of {len(rows11)} AMP v1.1 catalogue requirements are cited by at least one check "
             "(the catalogue with its sources and tiers: `docs/amp11-requirements.md`).",
-            *_protocol_table(rows11, area_names("amp11")),
+            *_protocol_table(rows11, dict(registry.get("amp-1.1").catalogue.areas)),
         ]
     return "\n".join(lines) + "\n" + "".join(profile_coverage_markdown(profile) for profile in PROFILES)
 

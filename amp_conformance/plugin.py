@@ -1,8 +1,9 @@
-"""The pytest plugin (entry point ``pytest11``).
+"""The pytest plugin (entry point ``pytest11``): turns a protocol's checks into a conformance run.
 
-Inert unless ``--amp-base-url`` is given: it then turns the checks under ``amp_conformance/amp01/checks``
-(or any test marked with ``@check``) into a conformance run against that server, classifies each
-result as pass / fail / warn / skip / error, and writes the reports.
+It acts when given a target for the chosen protocol (``--amp-protocol``, default: the registry's): a base
+URL, or whatever the protocol accepts (``--amp-mcp-command``; AMP v1.1 self-tests its bundled server
+with no target). The protocol is found in the registry; this module names none. Each result is
+classified as pass / fail / warn / skip / error / blocked and the reports are written.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from amp_conformance.amp01.context import Amp
-from amp_conformance.engine.catalogue import MUST, level_of
-from amp_conformance.engine.client import normalise_base_url
+from amp_conformance.engine import registry
+from amp_conformance.engine.configuration import build_options
+from amp_conformance.engine.context import CheckContext
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.expectations import (
     Expectation,
@@ -27,8 +28,8 @@ from amp_conformance.engine.expectations import (
     render_expectations,
     xfail_marker,
 )
-from amp_conformance.engine.marking import MARK, CheckInfo, check_info
-from amp_conformance.engine.options import OPTION_SPECS, UsageError, build_options
+from amp_conformance.engine.marking import MARK, check_info
+from amp_conformance.engine.options import OPTION_SPECS, UsageError
 from amp_conformance.engine.outcomes import (
     BLOCKED,
     ERROR,
@@ -38,9 +39,9 @@ from amp_conformance.engine.outcomes import (
     WARN,
     CheckFailure,
     Evidence,
+    NotApplicable,
     PreconditionFailed,
     ToolError,
-    TransportFailure,
 )
 from amp_conformance.engine.parallel import (
     RESULT_ATTRIBUTE,
@@ -53,6 +54,7 @@ from amp_conformance.engine.parallel import (
     worker_output,
 )
 from amp_conformance.engine.progress import Progress
+from amp_conformance.engine.protocol import Protocol, protocol_option_error
 from amp_conformance.engine.report import (
     build_report,
     render_failure,
@@ -60,10 +62,12 @@ from amp_conformance.engine.report import (
     resolve_blocked,
     write_json_report,
 )
-from amp_conformance.engine.run import CheckResult, NotEnoughAgents, Run
+from amp_conformance.engine.run import CheckResult, Run
+from amp_conformance.engine.spec import CheckSpec
+from amp_conformance.engine.vocabulary import Level
 
 RUN_KEY = pytest.StashKey[Run]()
-AMP_KEY = pytest.StashKey[Amp]()
+CONTEXT_KEY = pytest.StashKey[CheckContext]()
 EXPECTATIONS_KEY = pytest.StashKey[Expectations]()
 EXPECTATION_KEY = pytest.StashKey[Expectation]()
 CONTROLLER_KEY = pytest.StashKey[Controller]()
@@ -74,26 +78,47 @@ SPREADING_MODES = ("load", "loadgroup", "worksteal")
 
 class HttpOverride:
     """Pass an instance in ``pytest.main(plugins=[...])`` to send the run's requests through ``http``
-    (for example `amp_conformance.engine.inprocess.asgi_client(app)` for the reference server in-process)."""
+    (for example `amp_conformance.engine.inprocess.asgi_client(app)` for a server in-process)."""
 
     def __init__(self, http: httpx.Client):
         self.http = http
 
 
+def all_option_specs() -> list[Any]:
+    """The engine's options and every registered protocol's own (each name once)."""
+    specs = {spec.name: spec for spec in OPTION_SPECS}
+    for name in registry.names():
+        try:
+            protocol = registry.get(name)
+        except Exception as exc:  # a broken third-party protocol must not break every pytest run
+            print(f"amp-conformance: protocol {name!r} cannot be loaded: {exc}", file=sys.stderr)
+            continue
+        for spec in protocol.options:
+            specs.setdefault(spec.name, spec)
+    return list(specs.values())
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("amp-conformance", "AMP conformance suite")
-    for spec in OPTION_SPECS:
+    for spec in all_option_specs():
         group.addoption(f"--amp-{spec.name}", dest=spec.dest, help=spec.help, **spec.kwargs)
 
 
+def _values(config: pytest.Config) -> dict[str, Any]:
+    return {spec.dest: config.getoption(spec.dest, None) for spec in all_option_specs()}
+
+
+def _protocol(config: pytest.Config) -> Protocol:
+    name = config.getoption("amp_protocol", None) or registry.DEFAULT_PROTOCOL
+    try:
+        return registry.get(str(name))
+    except KeyError as exc:
+        raise pytest.UsageError(f"amp-conformance: {exc.args[0]}") from None
+
+
 def _enabled(config: pytest.Config) -> bool:
-    """The plugin acts only when given a target: a base URL, an MCP command, or ``--amp-protocol
-    amp-1.1`` alone (the AMP v1.1 self-test)."""
-    return bool(
-        config.getoption("amp_base_url", None)
-        or config.getoption("amp_mcp_command", None)
-        or config.getoption("amp_protocol", None) == "amp-1.1"
-    )
+    """The plugin acts only when given a target of the chosen protocol."""
+    return _protocol(config).has_target(_values(config))
 
 
 def active_run(config: pytest.Config) -> Run | None:
@@ -105,11 +130,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARK}(requirements, level, area): an AMP conformance check")
     if not _enabled(config):
         return
-    values = {spec.dest: config.getoption(spec.dest) for spec in OPTION_SPECS}
+    protocol = _protocol(config)
+    values = _values(config)
+    others = [p for p in registry.protocols() if p is not protocol]
     try:
-        options = build_options(values)
-        if options.base_url:
-            normalise_base_url(options.base_url)
+        problem = protocol_option_error(protocol, values, others)
+        if problem:
+            raise UsageError(problem)
+        options = build_options(values, protocol)
     except (UsageError, ValueError) as exc:
         raise pytest.UsageError(f"amp-conformance: {exc}") from None
     if getattr(config.option, "tbstyle", "auto") == "auto":
@@ -118,10 +146,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.tbstyle = "native"
     if options.junit_path is not None and not getattr(config.option, "xmlpath", None):
         config.option.xmlpath = str(options.junit_path)
-    http = next((p.http for p in config.pluginmanager.get_plugins() if isinstance(p, HttpOverride)), None)
+    plugins = list(config.pluginmanager.get_plugins())
+    http = next((p.http for p in plugins if isinstance(p, HttpOverride)), None)
     controller = is_controller(config)
     if controller:
-        problem = _parallel_problem(config, options.protocol, http)
+        problem = _parallel_problem(config, protocol, options, http)
         if problem:
             pytest.exit(f"amp-conformance: {problem}", 2)
     if options.expectations_path is not None:
@@ -130,122 +159,52 @@ def pytest_configure(config: pytest.Config) -> None:
         except ExpectationsError as exc:
             raise pytest.UsageError(f"amp-conformance: {exc}") from None
     if is_worker(config):
-        config.stash[RUN_KEY] = _worker_run(config, options)
+        briefing = worker_input(config)
+        run = Run(options, protocol, run_id=briefing.get("amp_run_id"), worker=str(briefing.get("workerid")))
+        run.preflight_problem = briefing.get("amp_preflight_problem")
+        run.session = protocol.open_session(run, http=http, plugins=plugins)
+        run.session.adopt_briefing(briefing.get("amp_protocol") or {})
+        config.stash[RUN_KEY] = run
         return  # a worker shows nothing: the controller reports the merged run
-    run = Run(options, http=http)
+    run = Run(options, protocol)
+    run.session = protocol.open_session(run, http=http, plugins=plugins)
     config.stash[RUN_KEY] = run
     if controller:
         run.workers = len(getattr(config.option, "tx", None) or ()) or 1
         config.stash[CONTROLLER_KEY] = Controller(run)
         config.pluginmanager.register(config.stash[CONTROLLER_KEY], "amp-parallel-controller")
-    if not any(isinstance(p, Progress) for p in config.pluginmanager.get_plugins()):
+    if not any(isinstance(p, Progress) for p in plugins):
         config.pluginmanager.register(Progress(active_run), "amp-progress")
 
 
-def _parallel_problem(config: pytest.Config, protocol: str, http: httpx.Client | None) -> str | None:
+def _parallel_problem(
+    config: pytest.Config, protocol: Protocol, options: Any, http: httpx.Client | None
+) -> str | None:
     """Why this run cannot be spread over workers, if it cannot."""
-    if protocol != "amp-0.1":
-        return f"{protocol} runs use one worker (its MCP channel is a single process): drop -n/--workers"
-    if http is not None:
-        return (
-            "an in-process app cannot be shared by parallel workers: give the server a port "
-            "(--server-cmd or --base-url) or drop -n/--workers"
-        )
+    problem = protocol.parallel_problem(options, in_process=http is not None)
+    if problem:
+        return problem
     dist = getattr(config.option, "dist", "no")
     if dist not in SPREADING_MODES:
         return f"--dist {dist} is not supported: leave --dist out (the plugin schedules the checks itself)"
     return None
 
 
-def _worker_run(config: pytest.Config, options: Any) -> Run:
-    """A worker's run: the controller's run id and conventions, its own namespace."""
-    briefing = worker_input(config)
-    run = Run(options, run_id=briefing.get("amp_run_id"), worker=str(briefing.get("workerid", "gw")))
-    run.preflight_problem = briefing.get("amp_preflight_problem")
-    spec = briefing.get("amp_spec")
-    if isinstance(spec, dict):
-        run.adopt_spec_state(spec)
-    conventions = briefing.get("amp_conventions")
-    if isinstance(conventions, dict):
-        from amp_conformance.amp01.conventions import Conventions
-
-        run.conventions = Conventions.from_wire(conventions)
-    return run
-
-
 def pytest_sessionstart(session: pytest.Session) -> None:
     run = active_run(session.config)
-    if run is None:
-        return
-    if run.options.protocol == "amp-1.1":
-        from amp_conformance.amp11 import hooks
-
-        options = run.options
-        hooks.configure(
-            session.config,
-            mcp_command=options.mcp_command,
-            base_url=options.base_url,
-            timeout=options.timeout,
-            deadline=options.deadline,
-            run_id=str(run.id),
-            http=run.connection.http_override,
-            keep=options.keep_cells,
-        )
-        problem = hooks.start(session.config)
-    elif is_worker(session.config):
-        return  # the controller ran the preflight
-    else:
-        problem = preflight(run)
+    if run is None or is_worker(session.config):
+        return  # a worker: the controller ran the preflight
+    problem = run.active_session.preflight()
     if problem:
         # one line, no pytest banner: no check is run (all are deselected) and the session ends with 2
         run.preflight_problem = problem
         print(f"amp-conformance: {problem}", file=sys.stderr, flush=True)
     controller = session.config.stash.get(CONTROLLER_KEY, None)
     if controller is not None:
-        controller.briefing = _briefing(run)
-
-
-def _briefing(run: Run) -> dict[str, Any]:
-    """What every worker of a parallel run starts from: detected once here, seen by all."""
-    briefing: dict[str, Any] = {"amp_run_id": str(run.id), "amp_preflight_problem": run.preflight_problem}
-    if run.preflight_problem is None and run.options.protocol == "amp-0.1":
-        from amp_conformance.amp01.conventions import detect_conventions
-
-        briefing["amp_spec"] = run.spec_state()
-        conventions = detect_conventions(run)
-        run.conventions = conventions
-        briefing["amp_conventions"] = conventions.as_wire()
-    return briefing
-
-
-def preflight(run: Run) -> str | None:
-    """One clear reason not to start the checks (nothing answers, or what answers is no AMP server),
-    else None: a wrong URL costs one line, not a hundred failures. A server that answers either
-    ``GET /health`` or ``GET /spec`` with a JSON object is checked; its flaws are the checks' business."""
-    if run.options.protocol != "amp-0.1":
-        return None
-    client = run.client(None)
-    seen: list[str] = []
-    for path in ("/health", "/spec"):
-        try:
-            reply = client.get(path)
-        except TransportFailure as exc:
-            reason = exc.exchange.error if exc.exchange and exc.exchange.error else str(exc)
-            return f"cannot reach {run.options.base_url}: {reason}"
-        except ToolError as exc:
-            return f"cannot reach {run.options.base_url}: {exc}"
-        kind = reply.headers.get("content-type", "no content type").split(";")[0]
-        try:
-            body = reply.json() if reply.status == 200 else None
-        except AssertionError:
-            body = None
-        if isinstance(body, dict):
-            return None
-        seen.append(f"GET {reply.exchange.url} answered {reply.status} ({kind})")
-    return (
-        f"{run.options.base_url} does not look like an AMP server: {'; '.join(seen)}. "
-        "Give the server's base URL, with or without /amp/v1."
-    )
+        briefing: dict[str, Any] = {"amp_run_id": str(run.id), "amp_preflight_problem": run.preflight_problem}
+        if run.preflight_problem is None:
+            briefing["amp_protocol"] = run.active_session.briefing()
+        controller.briefing = briefing
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -287,14 +246,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture
-def amp(request: pytest.FixtureRequest) -> Amp:
-    """The per-check API of the AMP conformance suite (see ``amp_conformance.amp01.context.Amp``)."""
+def amp(request: pytest.FixtureRequest) -> CheckContext:
+    """The per-check API of the run's protocol (its ``CheckContext`` subclass)."""
     run = active_run(request.config)
     info = check_info(request.node) if isinstance(request.node, pytest.Item) else None
     if run is None or info is None:
-        pytest.skip("the amp fixture needs --amp-base-url and an @check mark")
-    context = Amp(run, info)
-    request.node.stash[AMP_KEY] = context
+        pytest.skip("the amp fixture needs a target (--amp-base-url) and an @check mark")
+    context: CheckContext = run.protocol.context(run.active_session, info)
+    request.node.stash[CONTEXT_KEY] = context
     return context
 
 
@@ -309,8 +268,8 @@ def pytest_runtest_makereport(
         return report
     if report.when == "teardown" or (report.when == "setup" and report.passed):
         return report
-    context = item.stash.get(AMP_KEY, None)
-    evidence = context.evidence if context is not None else _protocol_evidence(run, item)
+    context = item.stash.get(CONTEXT_KEY, None)
+    evidence: Evidence | None = context.evidence if context is not None else None
     result = CheckResult(
         nodeid=plain_nodeid(item.nodeid),
         name=item.name,
@@ -322,25 +281,14 @@ def pytest_runtest_makereport(
         duration=report.duration,
     )
     if context is not None:
-        result.requests = run.connection.requests - context.requests_at_start
+        result.requests = run.active_session.requests - context.requests_at_start
     if evidence is not None:
         result.exchanges = list(evidence.exchanges)
         result.warnings = [
-            _warning_entry(w.message, w.requirements, w.exchange, info) for w in evidence.warnings
+            _warning_entry(run, w.message, w.requirements, w.exchange, info) for w in evidence.warnings
         ]
         result.notes = list(evidence.notes)
-    server_errors = [e for e in result.exchanges if e.status is not None and e.status >= 500]
-    if server_errors:
-        first = server_errors[0]
-        result.warnings.append(
-            _warning_entry(
-                f"{first.method} {first.url} answered {first.status}, a server error "
-                f"({len(server_errors)} in this check)",
-                ("AMP-ERR-07",),
-                first,
-                info,
-            )
-        )
+    _server_errors(run, result, info)
     _classify(run, info, result, call.excinfo, report, context)
     expectation = item.stash.get(EXPECTATION_KEY, None)
     if expectation is not None:
@@ -355,48 +303,60 @@ def pytest_runtest_makereport(
     return report
 
 
-def _protocol_evidence(run: Run, item: pytest.Item) -> Evidence | None:
-    """A check's evidence kept by a protocol package other than AMP v0.1.0."""
-    if run.options.protocol == "amp-1.1":
-        from amp_conformance.amp11 import hooks
-
-        return hooks.evidence_of(item)
-    return None
+def _server_errors(run: Run, result: CheckResult, info: CheckSpec) -> None:
+    """Every server error a check saw is a warning under the protocol's server-error requirement,
+    whatever the check asserts (an HTTP 5xx; a protocol may count more)."""
+    requirement = run.protocol.server_error_requirement
+    if requirement is None:
+        return
+    server_errors = run.protocol.server_errors(result.exchanges)
+    if server_errors:
+        first = server_errors[0]
+        result.warnings.append(
+            _warning_entry(
+                run,
+                f"{first.method} {first.url} answered {first.status}, a server error "
+                f"({len(server_errors)} in this check)",
+                (requirement,),
+                first,
+                info,
+            )
+        )
 
 
 def _warning_entry(
-    message: str, requirements: tuple[str, ...], exchange: Exchange | None, info: CheckInfo
+    run: Run, message: str, requirements: tuple[str, ...], exchange: Exchange | None, info: CheckSpec
 ) -> dict[str, Any]:
     return {
         "message": message,
         "requirements": list(requirements),
-        "level": _finding_level(info, requirements),
+        "level": _finding_level(info.level, info.requirements, requirements),
         "curl": exchange.curl() if exchange else None,
         "exchange": exchange.as_dict() if exchange else None,
     }
 
 
-def _finding_level(info: CheckInfo, requirements: tuple[str, ...]) -> str:
-    """A finding about the check's own ids has the check's level (the catalogue's, or the documented
-    stance it names); a finding about other ids has theirs."""
-    if set(requirements) <= set(info.requirements):
-        return info.level
-    return level_of(requirements, default=info.level)
+def _finding_level(spec_level: str, own: tuple[str, ...], finding: tuple[str, ...]) -> str:
+    """A finding about the check's own ids has the check's level (the catalogue's, or the stance it
+    names); a finding about other ids has theirs."""
+    if set(finding) <= set(own):
+        return spec_level
+    return registry.level_of(finding, default=spec_level)
 
 
 def _classify(
     run: Run,
-    info: CheckInfo,
+    info: CheckSpec,
     result: CheckResult,
     excinfo: pytest.ExceptionInfo[BaseException] | None,
     report: pytest.TestReport,
-    context: Amp | None,
+    context: CheckContext | None,
 ) -> None:
     """Turn what happened into one outcome: pass, fail, warn, skip, error or blocked."""
     error = excinfo.value if excinfo is not None else None
     if isinstance(error, CheckFailure) and context is not None:
         error = context.reattribute(error)
-    if isinstance(error, NotEnoughAgents):
+    if isinstance(error, NotApplicable):
         result.outcome = SKIP
         result.message = str(error)
         _as_skipped(report, result.message)
@@ -443,10 +403,10 @@ def _classify(
         result.expected = failure.expected if isinstance(failure, CheckFailure) else None
         named = failure.requirements if isinstance(failure, CheckFailure) else ()
         result.finding_requirements = named or info.requirements
-        result.level = _finding_level(info, result.finding_requirements)
+        result.level = _finding_level(info.level, info.requirements, result.finding_requirements)
         for rid in result.finding_requirements:
             run.root_causes.setdefault(rid, result.nodeid)
-        if result.level == MUST:
+        if result.level == Level.MUST:
             result.outcome = FAIL
             report.longrepr = render_failure(result, expected=result.expected)
         else:
@@ -454,7 +414,10 @@ def _classify(
             report.outcome = "passed"
             report.longrepr = None
             result.warnings.insert(
-                0, _warning_entry(result.message, result.finding_requirements, result.failing_exchange, info)
+                0,
+                _warning_entry(
+                    run, result.message, result.finding_requirements, result.failing_exchange, info
+                ),
             )
         return
     result.outcome = ERROR
@@ -491,16 +454,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if run is None:
         return
     run.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    protocol_session = run.active_session
     output = worker_output(session.config)
-    if output is not None:  # a worker: clean up its own cells and tell the controller what it counted
+    if output is not None:  # a worker: clean up its own data and tell the controller what it counted
         if not run.preflight_problem:
-            run.clean_up()
-        output["amp"] = {
-            "requests": run.connection.requests,
-            "cleanup_requests": run.cleanup_requests,
-            "cleanup": run.cleanup,
-            "broken_reason": run.connection.broken_reason,
-        }
+            protocol_session.clean_up()
+        output["amp"] = protocol_session.worker_summary()
         return
     controller = session.config.stash.get(CONTROLLER_KEY, None)
     if controller is not None:
@@ -513,16 +472,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                 expectations.match(result.nodeid, result.name, result.requirements)
     if run.preflight_problem:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        if run.options.protocol == "amp-1.1":
-            from amp_conformance.amp11 import hooks
-
-            hooks.finish(session.config)  # stops the MCP process
+        protocol_session.close()
         return
-    run.clean_up()
-    if run.options.protocol == "amp-1.1":
-        from amp_conformance.amp11 import hooks
-
-        run.protocol_blocks = hooks.finish(session.config)
+    protocol_session.clean_up()
     resolve_blocked(run)
     run.finished_monotonic = time.monotonic()
     expectations = session.config.stash.get(EXPECTATIONS_KEY, None)

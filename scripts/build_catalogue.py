@@ -2,7 +2,8 @@
 
 Run after requirements.md changes:
     python scripts/build_catalogue.py ../shared/spec/requirements.md
-A project test fails while the packaged copy and the markdown disagree.
+The file's other members (protocol, prefix, areas and their aliases) are kept as they are. A project
+test fails while the packaged copy and the markdown disagree.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from amp_conformance.engine.catalogue import parse_requirements_markdown
+from amp_conformance.amp01.requirements import parse_requirements_markdown
 
 OUTPUT = Path(__file__).resolve().parents[1] / "amp_conformance" / "amp01" / "contract" / "requirements.json"
 
@@ -19,7 +20,10 @@ OUTPUT = Path(__file__).resolve().parents[1] / "amp_conformance" / "amp01" / "co
 def main(argv: list[str]) -> int:
     source = Path(argv[0]) if argv else Path(__file__).resolve().parents[2] / "shared/spec/requirements.md"
     entries = parse_requirements_markdown(source.read_text(encoding="utf-8"))
-    document = {"source": "requirements.md", "requirements": [entry.as_dict() for entry in entries]}
+    document = json.loads(OUTPUT.read_text(encoding="utf-8"))
+    document["requirements"] = [
+        {"id": entry.id, "level": str(entry.level), "title": entry.title} for entry in entries
+    ]
     OUTPUT.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"{len(entries)} requirements -> {OUTPUT}")
     return 0

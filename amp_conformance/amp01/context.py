@@ -4,23 +4,21 @@ from __future__ import annotations
 
 import copy
 import re
-import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
-
-import pytest
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from amp_conformance.amp01.conventions import Conventions, answer_of, detect_conventions, label
 from amp_conformance.amp01.envelope import envelope_problems, validation_error_problems
+from amp_conformance.amp01.session import Agent, Amp01Session, NotEnoughAgents
 from amp_conformance.engine.client import Client, Reply
-from amp_conformance.engine.exchange import Exchange
-from amp_conformance.engine.marking import CheckInfo
-from amp_conformance.engine.outcomes import CheckFailure, Evidence, PreconditionFailed, ToolError, Warn
-from amp_conformance.engine.run import Agent, NotEnoughAgents, Run
+from amp_conformance.engine.context import CheckContext
+from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed, ToolError
+
+if TYPE_CHECKING:
+    from amp_conformance.engine.run import Run
+    from amp_conformance.engine.spec import CheckSpec
 
 DEFAULT_MAX_PAGE_SIZE = 100
-T = TypeVar("T")
 _CELL_IN_URL = re.compile(r"/memories/([^/?#]+)")
 KEYS_NEEDED = (
     "the server requires API keys (/spec api_keys_required: true): give the suite keys with "
@@ -46,16 +44,14 @@ def _open_route_refused(reply: Reply) -> bool:
     return exchange.method == "GET" and exchange.status in (401, 403) and path.endswith(("/spec", "/health"))
 
 
-class Amp:
-    """The per-check API. Requests made through it are recorded as the check's evidence."""
+class Amp(CheckContext):
+    """The per-check API of AMP v0.1.0: the engine's verdicts plus identities, cells and envelopes.
+    Requests made through it are recorded as the check's evidence."""
 
-    def __init__(self, run: Run, info: CheckInfo):
-        self.run = run
-        self.info = info
-        self.evidence = Evidence()
-        self.deadline = time.monotonic() + (info.deadline or run.options.deadline)
-        self.requests_at_start = run.connection.requests
-        """The run's request count when the check began (the report states what each check sent)."""
+    session: Amp01Session
+
+    def __init__(self, run: Run, spec: CheckSpec, session: Amp01Session):
+        super().__init__(run, spec, session)
         self._roles: dict[str, Agent] = {}
 
     # identities ------------------------------------------------------------------------------
@@ -66,7 +62,7 @@ class Amp:
             self.skip(KEYS_NEEDED)
         if role not in self._roles:
             try:
-                self._roles[role] = self.run.agent(role, taken=len(self._roles))
+                self._roles[role] = self.session.agent(role, taken=len(self._roles))
             except NotEnoughAgents as exc:
                 self.skip(str(exc))
         return self._roles[role]
@@ -76,7 +72,7 @@ class Amp:
         if role in self._roles:
             return self._roles[role]
         try:
-            agent = self.run.agent(role, taken=len(self._roles))
+            agent = self.session.agent(role, taken=len(self._roles))
         except NotEnoughAgents:
             return None
         self._roles[role] = agent
@@ -87,26 +83,26 @@ class Amp:
 
     def as_agent(self, role: str = "a") -> Client:
         """A client sending ``role``'s identity (and key in keys mode)."""
-        return self.run.client(self.agent(role), log=self.evidence.exchanges, deadline=self.deadline)
+        return self.session.client(self.agent(role), log=self.evidence.exchanges, deadline=self.deadline)
 
     def anonymous(self) -> Client:
         """A client sending no identity and no key."""
-        return self.run.client(None, log=self.evidence.exchanges, deadline=self.deadline)
+        return self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
 
     def with_headers(self, headers: Mapping[str, str]) -> Client:
         """A client sending exactly ``headers`` (for identity and key probes)."""
-        client = self.run.client(None, log=self.evidence.exchanges, deadline=self.deadline)
+        client = self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
         client.headers = dict(headers)
         return client
 
     def owner(self) -> str:
         """A fresh owner id, unique to this run."""
-        return self.run.new_owner()
+        return self.session.new_owner()
 
     @property
     def keys_mode(self) -> bool:
         """The run was given API keys."""
-        return self.run.options.keys_mode
+        return self.session.options.keys_mode
 
     @property
     def server_requires_keys(self) -> bool:
@@ -119,13 +115,13 @@ class Amp:
     @property
     def spec(self) -> dict[str, Any]:
         """``/spec`` ``capabilities``; the check fails when the server cannot say."""
-        body = self.run.fetch_spec()
+        body = self.session.fetch_spec()
         if body is None:
-            message = f"GET /spec is needed by this check and failed: {self.run.spec_error}"
-            if self.run.spec_failed_in_transport:
+            message = f"GET /spec is needed by this check and failed: {self.session.spec_error}"
+            if self.session.spec_failed_in_transport:
                 raise ToolError(message)
             # /spec refused to a caller without credentials breaks "open to all" (AMP-AUTH-07), not its shape
-            root = "AMP-AUTH-07" if self.run.spec_status in (401, 403) else "AMP-CAP-01"
+            root = "AMP-AUTH-07" if self.session.spec_status in (401, 403) else "AMP-CAP-01"
             raise PreconditionFailed(message, step="reading GET /spec", requirement=root)
         capabilities = body.get("capabilities")
         if not isinstance(capabilities, dict):
@@ -137,7 +133,7 @@ class Amp:
     @property
     def capabilities(self) -> dict[str, Any]:
         """``/spec`` capabilities, or ``{}`` when the server cannot say (never fails the check)."""
-        body = self.run.fetch_spec()
+        body = self.session.fetch_spec()
         capabilities = body.get("capabilities") if isinstance(body, dict) else None
         return capabilities if isinstance(capabilities, dict) else {}
 
@@ -148,10 +144,10 @@ class Amp:
 
     @property
     def conventions(self) -> Conventions:
-        found = self.run.conventions
+        found = self.session.conventions
         if not isinstance(found, Conventions):
-            found = detect_conventions(self.run)
-            self.run.conventions = found
+            found = detect_conventions(self.session)
+            self.session.conventions = found
         return found
 
     # cells -------------------------------------------------------------------------------------
@@ -185,7 +181,7 @@ class Amp:
 
     def remember(self, cell_id: str, *, as_agent: str = "a") -> None:
         """Register a cell created outside :meth:`create_cell`, so the run cleans it up."""
-        self.run.remember(cell_id, self.agent(as_agent))
+        self.session.remember(cell_id, self.agent(as_agent))
 
     def archive(self, cell_id: str, *, as_agent: str = "a") -> dict[str, Any]:
         """Archive a cell (a step: anything but 200 with an object blocks the check under AMP-PATCH-10)."""
@@ -220,51 +216,15 @@ class Amp:
                 expected="204",
             )
 
-    def shared(self, name: str, make: Callable[[Amp], T]) -> T:
-        """``make(amp)`` once per run (per worker), for the read-only checks that can share what it made
-        (cells a check only reads, lists and searches): every later check gets the same value, the
-        requests that made it as evidence (not sent again), and the same agents in the same roles.
+    def _shared_state(self) -> Any:
+        return dict(self._roles)  # every role the maker held: later checks play the same parts
 
-        Call it before the check acts as any agent of its own. What ``make`` returns must never be
-        changed by a check. A step that broke while making it blocks every check sharing it; a finding
-        while making it is the first check's failure and a broken step for the others.
-        """
-        made: dict[str, _Shared] = self.run.cache.setdefault("amp01-shared", {})
-        entry = made.get(name)
-        if entry is None:
-            start = len(self.evidence.exchanges)
-            try:
-                value: Any = make(self)
-                error: BaseException | None = None
-            except (CheckFailure, pytest.skip.Exception, ToolError) as exc:
-                value, error = None, exc
-            roles = dict(self._roles)  # every role the maker held: later checks play the same parts
-            exchanges = self.evidence.exchanges[start:]
-            entry = _Shared(value, error, exchanges, roles, self.info.title, self.info.requirements)
-            made[name] = entry
-            if error is not None:
-                raise error
-            return value  # type: ignore[no-any-return]
-        for role, agent in entry.roles.items():
+    def _adopt_shared_state(self, name: str, state: Any) -> None:
+        for role, agent in dict(state or {}).items():
             taken = role not in self._roles and agent in self._roles.values()
             if self._roles.get(role, agent) != agent or taken:
                 raise ToolError(f"shared {name!r}: call amp.shared before acting as another agent")
             self._roles[role] = agent
-        self.evidence.exchanges.extend(entry.exchanges)
-        self.evidence.notes.append(f"uses {name!r}, made once by the check {entry.maker!r} (requests shown)")
-        error = entry.error
-        if isinstance(error, CheckFailure) and not isinstance(error, PreconditionFailed):
-            requirement = (error.requirements or entry.requirements)[0]
-            raise PreconditionFailed(
-                error.message,
-                step=f"making {name!r}",
-                requirement=requirement,
-                expected=error.expected,
-                exchange=error.exchange,
-            )
-        if error is not None:
-            raise error
-        return copy.deepcopy(entry.value)  # type: ignore[no-any-return]
 
     def unknown_id(self) -> str:
         """A well-formed id no server has issued, in the server's id form."""
@@ -275,45 +235,6 @@ class Amp:
 
     # verdicts ----------------------------------------------------------------------------------
 
-    def fail(
-        self,
-        message: str,
-        reply: Reply | None = None,
-        *,
-        expected: str | None = None,
-        requirement: str | None = None,
-    ) -> NoReturn:
-        """End the check with a finding; ``requirement`` names the id it breaks when the check cites
-        several (or it is another id's): the finding is reported at that requirement's level."""
-        raise CheckFailure(
-            message,
-            expected=expected,
-            exchange=self._exchange(reply),
-            requirements=(requirement,) if requirement else (),
-        )
-
-    def expect(
-        self,
-        condition: object,
-        message: str,
-        reply: Reply | None = None,
-        *,
-        expected: str | None = None,
-        requirement: str | None = None,
-    ) -> None:
-        """Fail with ``message`` (the finding) unless ``condition`` is true."""
-        if not condition:
-            self.fail(message, reply, expected=expected, requirement=requirement)
-
-    def precondition_failed(
-        self, message: str, reply: Reply | None, *, step: str, requirement: str, expected: str | None = None
-    ) -> NoReturn:
-        """A step the check depends on broke ``requirement``: the check is ``blocked`` under it (or fails,
-        when the check itself asks about that requirement)."""
-        raise PreconditionFailed(
-            message, step=step, requirement=requirement, expected=expected, exchange=self._exchange(reply)
-        )
-
     def creator_refused(self, reply: Reply) -> bool:
         """Whether ``reply`` refuses (401/403) the agent that created the cell the request names: the
         creator's access is AMP-ACL-08's question, a step for every other check."""
@@ -322,7 +243,7 @@ class Amp:
             return False
         match = _CELL_IN_URL.search(exchange.url)
         agent = {k.lower(): v for k, v in exchange.request_headers.items()}.get("x-amp-agent-id")
-        return match is not None and agent is not None and self.run.creator_of(match.group(1)) == agent
+        return match is not None and agent is not None and self.session.creator_of(match.group(1)) == agent
 
     def reattribute(self, failure: CheckFailure) -> CheckFailure:
         """The failure as the root cause it stands for. A list or search by a cell's creator that misses
@@ -340,7 +261,11 @@ class Amp:
         ):
             return failure
         agent = {k.lower(): v for k, v in exchange.request_headers.items()}.get("x-amp-agent-id")
-        if agent is None or agent not in {c.agent.id for c in self.run.created} or self._creators_served():
+        if (
+            agent is None
+            or agent not in {c.agent.id for c in self.session.created}
+            or self._creators_served()
+        ):
             return failure
         return PreconditionFailed(
             failure.message,
@@ -354,18 +279,18 @@ class Amp:
         """Whether a creator may read its own fresh cell (probed once per run, outside any check)."""
         known = self.run.cache.get("creator_reads_own_cell")
         if known is None:
-            agent = self.run.agent("a")
-            client = self.run.run_client(agent)
+            agent = self.session.agent("a")
+            client = self.session.run_client(agent)
             body = {
                 "type": "semantic",
                 "content": {"text": "amp-conformance creator probe"},
-                "identity": {"owner_id": self.run.new_owner(), "owner_type": "user"},
+                "identity": {"owner_id": self.session.new_owner(), "owner_type": "user"},
             }
             try:
                 created = client.post("/memories", body)
                 cell = created.json() if 200 <= created.status < 300 else None
                 if isinstance(cell, dict) and isinstance(cell.get("id"), str):
-                    self.run.remember(cell["id"], agent)
+                    self.session.remember(cell["id"], agent)
                     known = client.get(f"/memories/{cell['id']}").status not in (401, 403)
                 else:
                     known = True  # nothing to learn: the create's own checks report it
@@ -464,44 +389,13 @@ class Amp:
         self.expect(reply.status == 403, f"{what}: expected 403, got {reply.status}", reply, expected="403")
         self.expect_error(reply, 403, codes)
 
-    def warn(self, message: str, reply: Reply | None = None, *, requirements: tuple[str, ...] = ()) -> None:
-        """Record a warning (a SHOULD not met, or a convention worth noting) and carry on.
-
-        ``requirements`` names the ids the warning is about when they are not the check's own."""
-        cited = requirements or self.info.requirements
-        self.evidence.warnings.append(Warn(message, cited, self._exchange(reply)))
-
-    def note(self, message: str) -> None:
-        """Record an informational finding (no effect on the outcome)."""
-        self.evidence.notes.append(message)
-
-    def skip(self, reason: str) -> NoReturn:
-        pytest.skip(reason)
-
     def admin(self) -> Client:
         """A client carrying the admin token; skips unless the run may have global effects."""
-        options = self.run.options
+        options = self.session.options
         if options.admin_token is None:
             self.skip("needs the admin token: give --admin-token and --allow-global-effects")
         if not options.allow_global_effects:
             self.skip("runs a store-wide lifecycle pass: give --allow-global-effects to allow it")
-        client = self.run.client(None, log=self.evidence.exchanges, deadline=self.deadline)
+        client = self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
         client.headers = {"X-AMP-Admin-Token": options.admin_token}
         return client
-
-    def _exchange(self, reply: Reply | None) -> Exchange | None:
-        if reply is not None:
-            return reply.exchange
-        return self.evidence.exchanges[-1] if self.evidence.exchanges else None
-
-
-@dataclass
-class _Shared:
-    """What :meth:`Amp.shared` made once: the value (or what stopped it) and how it was made."""
-
-    value: Any
-    error: BaseException | None
-    exchanges: list[Exchange]
-    roles: dict[str, Agent]
-    maker: str
-    requirements: tuple[str, ...]

@@ -7,34 +7,15 @@ The JSON is the source of truth; ``docs/amp11-requirements.md`` is rendered from
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
+from amp_conformance.engine.catalogue import Requirement, catalogue_from_document
+
 PROTOCOL = "amp-1.1"
 TIERS = ("core", "full", "draft")
 CHANNELS = ("mcp", "rest")
-
-
-@dataclass(frozen=True)
-class Requirement11:
-    id: str
-    level: str
-    tier: str
-    source: str
-    channels: tuple[str, ...]
-    title: str
-    verified: str
-
-    @property
-    def area(self) -> str:
-        """``AMP11-REC-02`` -> ``rec``."""
-        return self.id.split("-")[1].lower()
-
-    def as_dict(self) -> dict[str, str]:
-        """The fields a report's catalogue block carries."""
-        return {"id": self.id, "level": self.level, "title": self.title, "area": self.area, "tier": self.tier}
 
 
 @cache
@@ -45,22 +26,14 @@ def document() -> dict[str, Any]:
     return loaded
 
 
-def _entry(raw: dict[str, Any]) -> Requirement11:
-    return Requirement11(
-        id=raw["id"],
-        level=raw["level"],
-        tier=raw["tier"],
-        source=raw["source"],
-        channels=tuple(raw["channels"]),
-        title=raw["title"],
-        verified=raw["verified"],
-    )
+def _entry(raw: dict[str, Any]) -> Requirement:
+    return Requirement.from_json(raw)
 
 
 @cache
-def catalogue() -> dict[str, Requirement11]:
+def catalogue() -> dict[str, Requirement]:
     """Every requirement, by id, in catalogue order."""
-    return {raw["id"]: _entry(raw) for raw in document()["requirements"]}
+    return dict(catalogue_from_document(document()).requirements)
 
 
 def areas() -> dict[str, str]:
@@ -137,6 +110,6 @@ def render_markdown(doc: dict[str, Any] | None = None) -> str:
             ]
         lines.append(
             f"| {row.id} | {row.level} | {row.tier} | {', '.join(row.channels)} | {_cell(row.title)} "
-            f"| {_cell(row.source)} | {_cell(row.verified)} |"
+            f"| {_cell(row.source or '')} | {_cell(row.verified or '')} |"
         )
     return "\n".join(lines) + "\n"

@@ -6,16 +6,18 @@ import json
 import time
 import uuid
 from collections.abc import Iterable
-from typing import Any, NoReturn
-
-import pytest
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from amp_conformance.amp11.channels import ERROR_MAPPING, MCP, REST, NotOnChannel, VerbResult
 from amp_conformance.amp11.schemas import VERBS_FULL, output_problems
 from amp_conformance.amp11.session import Amp11Session
+from amp_conformance.engine.context import CheckContext
 from amp_conformance.engine.exchange import Exchange
-from amp_conformance.engine.marking import CheckInfo
-from amp_conformance.engine.outcomes import CheckFailure, Evidence, PreconditionFailed, Warn
+from amp_conformance.engine.outcomes import CheckFailure
+
+if TYPE_CHECKING:
+    from amp_conformance.engine.run import Run
+    from amp_conformance.engine.spec import CheckSpec
 
 LEVEL_REQUIREMENT = "AMP11-INIT-05"
 #: The requirement a verb breaks when it fails as a step of another check (the engine reports such a
@@ -32,14 +34,15 @@ STEP_REQUIREMENTS = {
 }
 
 
-class Amp11:
-    """The per-check API. Every call made through it is recorded as the check's evidence."""
+class Amp11(CheckContext):
+    """The per-check API of AMP v1.1: the engine's verdicts plus channels, scopes and verb calls.
+    Every call made through it is recorded as the check's evidence."""
 
-    def __init__(self, session: Amp11Session, info: CheckInfo):
-        self.session = session
-        self.info = info
-        self.evidence = Evidence()
-        self.deadline = time.monotonic() + (info.deadline or session.target.deadline)
+    session: Amp11Session
+
+    def __init__(self, run: Run, spec: CheckSpec, session: Amp11Session):
+        super().__init__(run, spec, session)
+        self.deadline = time.monotonic() + (spec.deadline or session.target.deadline)
 
     # -- channels ------------------------------------------------------------------------------------
 
@@ -218,53 +221,13 @@ class Amp11:
 
     def step_failed(self, verb: str, message: str, result: VerbResult | Exchange | None) -> NoReturn:
         """A verb used as a step failed: the check is blocked under that verb's requirement."""
-        raise PreconditionFailed(
+        self.precondition_failed(
             message,
+            result,
             step=verb,
             requirement=STEP_REQUIREMENTS[verb],
             expected="a successful result",
-            exchange=self._exchange(result),
         )
-
-    def fail(
-        self, message: str, result: VerbResult | Exchange | None, *, expected: str | None = None
-    ) -> NoReturn:
-        raise CheckFailure(message, expected=expected, exchange=self._exchange(result))
-
-    def expect(
-        self,
-        condition: object,
-        message: str,
-        result: VerbResult | Exchange | None = None,
-        *,
-        expected: str | None = None,
-    ) -> None:
-        """Fail with ``message`` unless ``condition`` holds."""
-        if not condition:
-            self.fail(message, result, expected=expected)
-
-    def warn(
-        self, message: str, result: VerbResult | Exchange | None = None, *, requirements: tuple[str, ...] = ()
-    ) -> None:
-        """Record a warning (a SHOULD not met) and carry on."""
-        self.evidence.warnings.append(
-            Warn(message, requirements or self.info.requirements, self._exchange(result))
-        )
-
-    def note(self, message: str) -> None:
-        """Record an informational finding (which documented behaviour the server follows)."""
-        if message not in self.evidence.notes:
-            self.evidence.notes.append(message)
-
-    def skip(self, reason: str) -> NoReturn:
-        pytest.skip(reason)
-
-    def _exchange(self, result: VerbResult | Exchange | None) -> Exchange | None:
-        if isinstance(result, VerbResult):
-            return result.exchange
-        if isinstance(result, Exchange):
-            return result
-        return self.evidence.exchanges[-1] if self.evidence.exchanges else None
 
 
 def refused_as_unsupported(result: VerbResult) -> bool:

@@ -153,6 +153,8 @@ class McpSession:
         self._started_at = time.monotonic()
         self._lock = threading.Lock()
         self._consecutive_timeouts = 0
+        self.requests = 0
+        """Frames this session sent to the server (requests and notifications)."""
 
     # -- process -------------------------------------------------------------------------------------
 
@@ -324,6 +326,7 @@ class McpSession:
         return "; stderr: " + _clip(" | ".join(tail), limit)
 
     def _new_exchange(self, method: str, label: str, frame: bytes, rpc_id: int | None) -> McpExchange:
+        self.requests += 1
         return McpExchange(
             method=method,
             url=f"mcp:{label}",

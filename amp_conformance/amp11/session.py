@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from ulid import ULID
@@ -19,7 +19,11 @@ from amp_conformance.amp11.channels import MCP, REST, McpChannel, NotOnChannel, 
 from amp_conformance.amp11.mcp import McpExchange, McpSession
 from amp_conformance.engine.client import Client, Connection
 from amp_conformance.engine.exchange import Exchange
-from amp_conformance.engine.outcomes import ServerUnavailable, ToolError
+from amp_conformance.engine.outcomes import ServerUnavailable, ToolError, TransportFailure
+from amp_conformance.engine.protocol import ProtocolSession
+
+if TYPE_CHECKING:
+    from amp_conformance.engine.run import Run
 
 
 @dataclass(eq=False)  # hashable: pytest registers an instance as a plugin
@@ -50,10 +54,12 @@ class Created:
     arguments: dict[str, Any]  # scope (or flat agent_id) and id, ready for amp.forget
 
 
-class Amp11Session:
-    """The session-wide state behind the ``amp11`` fixture."""
+class Amp11Session(ProtocolSession):
+    """The session-wide state behind the ``amp11`` fixture (the engine's protocol session)."""
 
-    def __init__(self, target: Amp11Target):
+    def __init__(self, target: Amp11Target, run: Run | None = None):
+        if run is not None:
+            self.run = run
         self.target = target
         self.created: list[Created] = []
         self.backend_errors: list[VerbResult] = []  # every backend_error any check saw (AMP11-ERR-04)
@@ -68,6 +74,57 @@ class Amp11Session:
         self._connection: Connection | None = None
         self._tools: dict[str, dict[str, Any]] | None = None
         self.tools_exchange: McpExchange | None = None
+
+    # -- what the engine reads -----------------------------------------------------------------------
+
+    @property
+    def target_label(self) -> str:
+        parts = []
+        if self.target.mcp_command:
+            command = self.target.mcp_command
+            parts.append(f"MCP: {command if isinstance(command, str) else ' '.join(command)}")
+        if self.target.base_url:
+            parts.append(f"REST: {self.target.base_url}")
+        return "; ".join(parts) or "(no target)"
+
+    @property
+    def requests(self) -> int:
+        sent = self._connection.requests if self._connection is not None else 0
+        return sent + (self._mcp.requests if self._mcp is not None else 0)
+
+    def preflight(self) -> str | None:
+        """One line saying why no check can run (the MCP command is unusable, the REST URL
+        unreachable), else None. Bounded: an MCP server that hangs costs one timeout, one that exits
+        costs nothing. The checks reuse the MCP process it started."""
+        target = self.target
+        if target.mcp_command:
+            try:
+                self.mcp()
+            except ToolError as exc:
+                return f"the MCP server is unusable: {exc}"
+        if target.base_url:
+            client = Client(self.connection())
+            try:
+                client.get("/v1/memories/stats", params={"agent_id": self.unique("preflight")})
+            except TransportFailure as exc:
+                if exc.unreachable:
+                    reason = exc.exchange.error if exc.exchange and exc.exchange.error else str(exc)
+                    return f"cannot reach {target.base_url}: {reason}"
+            except ToolError as exc:
+                return f"cannot reach {target.base_url}: {exc}"
+        return None
+
+    def clean_up(self) -> None:
+        before = self.requests
+        try:
+            self.cleanup()
+        finally:
+            self.cleanup_requests += self.requests - before
+
+    def report_blocks(self) -> dict[str, Any]:
+        server = {"base_url": self.target.base_url, "spec": None, "spec_error": None, "unavailable": None}
+        server.update(self.report_info())
+        return {"server": server, "cleanup": self.cleanup_info(), "conventions": None}
 
     # -- identities ---------------------------------------------------------------------------------
 

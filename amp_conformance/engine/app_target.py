@@ -15,11 +15,14 @@ import inspect
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from amp_conformance.engine.inprocess import ASGITransport
+
+if TYPE_CHECKING:
+    from amp_conformance.engine.protocol import Protocol
 
 DEFAULT_BASE_URL = "http://testserver"
 
@@ -159,10 +162,11 @@ def app_client(app: Any, base_url: str = DEFAULT_BASE_URL, *, startup_timeout: f
     return httpx.Client(transport=transport, base_url=base_url)
 
 
-def run_with_app(values: dict[str, Any], runner: Runner) -> int:
+def run_with_app(values: dict[str, Any], runner: Runner, protocol: Protocol) -> int:
     """The command's ``--app`` path: ``--server-env`` goes into this process's environment (the app
     is built here), the app is loaded and started, and the suite runs through it. Returns the exit code."""
-    from amp_conformance.engine.options import UsageError, build_options
+    from amp_conformance.engine.configuration import build_options
+    from amp_conformance.engine.options import UsageError
     from amp_conformance.engine.server_process import parse_server_env
 
     spec = str(values.get("amp_app"))
@@ -172,7 +176,7 @@ def run_with_app(values: dict[str, Any], runner: Runner) -> int:
     try:
         os.environ.update(parse_server_env(values.get("amp_server_env") or []))
         values["amp_base_url"] = values.get("amp_base_url") or DEFAULT_BASE_URL
-        build_options(values)
+        build_options(values, protocol)
         app = load_app(spec)
         http = app_client(
             app, values["amp_base_url"], startup_timeout=values.get("amp_startup_timeout") or 30.0

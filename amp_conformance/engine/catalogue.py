@@ -1,73 +1,119 @@
-"""The requirement catalogue: every check cites ids from it, and reports show their level and title.
+"""Requirement catalogues: every check cites ids from one, and reports show their level and title.
 
-The source of truth is ``requirements.md`` (the spec folder); the package ships an extract,
-``contract/requirements.json``, so an installed suite knows the catalogue without the spec folder.
+One model for every catalogue the project ships (AMP v0.1.0, AMP v1.1, the validator's AMR-lite and
+MemoryCloud profiles): a :class:`Catalogue` of :class:`Requirement` rows read from a JSON file that
+``contract/requirements.schema.json`` describes. The engine knows no catalogue by name: a protocol
+package loads its own (:func:`load_catalogue`) and the registry finds an id's catalogue by its prefix.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from functools import cache
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
 
-from amp_conformance.engine.resources import load_contract
+from amp_conformance.engine.vocabulary import LEVELS, Level
 
-MUST = "MUST"
-SHOULD = "SHOULD"
-MAY = "MAY"
-LEVELS = (MUST, SHOULD, MAY)
-
-#: Area codes of the catalogue and the friendly names ``--only`` also accepts.
-AREAS: dict[str, str] = {
-    "cell": "Cell model & schema",
-    "cre": "Create",
-    "read": "Read by id",
-    "patch": "Patch",
-    "del": "Delete",
-    "list": "List / query alias",
-    "srch": "Search",
-    "acl": "Access control",
-    "err": "Errors",
-    "auth": "Identity & auth",
-    "admin": "Admin /lifecycle/run",
-    "lc": "Lifecycle engine",
-    "cap": "Capabilities (/spec)",
-    "ret": "Retention & purge",
-    "size": "Size limit",
-    "rate": "Scoring-PATCH rate limit",
-    "health": "Health",
-    "oas": "OpenAPI document",
-    "fuzz": "OpenAPI fuzzing",
-    "bytes": "Bodies that are not well-formed JSON requests",
-}
-AREA_ALIASES: dict[str, tuple[str, ...]] = {
-    "create": ("cre",),
-    "delete": ("del",),
-    "search": ("srch",),
-    "lifecycle": ("lc",),
-    "capabilities": ("cap",),
-    "errors": ("err",),
-    "crud": ("cre", "read", "patch", "del"),
-    "retention": ("ret",),
-    "openapi": ("oas",),
-}
-
-_HEADING = re.compile(r"^\*\*(AMP-[A-Z]+-\d{2})\*\*\s*(?:\([^)]*\)\s*)?(.*)$")
-_LEVEL = re.compile(r"^- Level:\s*(.*)$")
+MUST, SHOULD, MAY = Level.MUST, Level.SHOULD, Level.MAY
 
 
 @dataclass(frozen=True)
 class Requirement:
+    """One numbered requirement. ``area`` is the id's second part (``AMP-READ-02`` -> ``read``);
+    the optional fields are what some catalogues add (tiers and channels of AMP v1.1, the quoted source
+    lines of a validator profile)."""
+
     id: str
-    level: str
+    level: Level
     title: str
+    tier: str | None = None
+    source: str | None = None
+    channels: tuple[str, ...] = ()
+    verified: str | None = None
+    lines: tuple[int, ...] = ()
+    quote: str | None = None
+    checkable: bool = True
+    why_not: str | None = None
 
     @property
     def area(self) -> str:
         return area_of(self.id)
 
     def as_dict(self) -> dict[str, str]:
-        return {"id": self.id, "level": self.level, "title": self.title}
+        """The fields a report's catalogue block carries."""
+        entry = {"id": self.id, "level": str(self.level), "title": self.title, "area": self.area}
+        if self.tier is not None:
+            entry["tier"] = self.tier
+        return entry
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Requirement:
+        return cls(
+            id=raw["id"],
+            level=Level(raw["level"]),
+            title=raw["title"],
+            tier=raw.get("tier"),
+            source=raw.get("source"),
+            channels=tuple(raw.get("channels") or ()),
+            verified=raw.get("verified"),
+            lines=tuple(raw.get("lines") or ()),
+            quote=raw.get("quote"),
+            checkable=bool(raw.get("checkable", True)),
+            why_not=raw.get("why_not"),
+        )
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """A protocol's (or profile's) requirements by id, in catalogue order, with its area names and the
+    friendly area names ``--only`` also accepts."""
+
+    name: str
+    title: str
+    prefix: str
+    requirements: Mapping[str, Requirement]
+    areas: Mapping[str, str] = field(default_factory=dict)
+    aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    document: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The whole parsed file (conflicts, sources, tiers...), read-only."""
+
+    def get(self, requirement_id: str) -> Requirement | None:
+        return self.requirements.get(requirement_id)
+
+    def __contains__(self, requirement_id: object) -> bool:
+        return requirement_id in self.requirements
+
+    def strongest_level(self, requirement_ids: Iterable[str]) -> Level | None:
+        """The strongest level of the ids this catalogue has (None when it has none of them)."""
+        found = [r.level for rid in requirement_ids if (r := self.requirements.get(rid)) is not None]
+        return min(found, key=LEVELS.index) if found else None
+
+    def expand_areas(self, names: str | Iterable[str]) -> set[str]:
+        """``--only`` text (``"acl,crud"``) as area codes; an unknown name raises ValueError."""
+        items = names.split(",") if isinstance(names, str) else list(names)
+        result: set[str] = set()
+        for raw in items:
+            name = raw.strip().lower()
+            if not name:
+                continue
+            if name in self.areas:
+                result.add(name)
+            elif name in self.aliases:
+                result.update(self.aliases[name])
+            else:
+                known = ", ".join([*self.areas, *self.aliases])
+                raise ValueError(f"unknown area {raw!r}; known areas: {known}")
+        return result
+
+    def as_report(self) -> dict[str, Any]:
+        """The report's ``catalogue`` block."""
+        return {
+            "protocol": self.name,
+            "areas": dict(self.areas),
+            "requirements": [r.as_dict() for r in self.requirements.values()],
+        }
 
 
 def area_of(requirement_id: str) -> str:
@@ -75,89 +121,28 @@ def area_of(requirement_id: str) -> str:
     return requirement_id.split("-")[1].lower()
 
 
-def _normalise_level(text: str) -> str:
-    """The strongest RFC 2119 word at the start of a Level line ("MUST NOT" counts as MUST)."""
-    for word in ("MUST", "SHOULD", "MAY"):
-        if text.startswith(word) or text.startswith(f"MAY / {word}"):
-            return word
-    upper = text.upper()
-    for word in ("MUST", "SHOULD", "MAY"):
-        if word in upper:
-            return word
-    raise ValueError(f"no level in {text!r}")
+def catalogue_from_document(document: Mapping[str, Any]) -> Catalogue:
+    """A :class:`Catalogue` from a parsed catalogue file (the shape ``requirements.schema.json`` gives)."""
+    rows = document.get("requirements")
+    if rows is None:
+        rows = document["rules"]  # a validator profile calls its requirements rules
+    requirements = {raw["id"]: Requirement.from_json(raw) for raw in rows}
+    aliases = {name: tuple(codes) for name, codes in (document.get("area_aliases") or {}).items()}
+    return Catalogue(
+        name=str(document.get("protocol") or document.get("profile") or ""),
+        title=str(document.get("title") or ""),
+        prefix=str(document.get("prefix") or ""),
+        requirements=requirements,
+        areas=dict(document.get("areas") or {}),
+        aliases=aliases,
+        document=document,
+    )
 
 
-def parse_requirements_markdown(text: str) -> list[Requirement]:
-    """Read ``**AMP-AREA-NN** title`` headings and the ``- Level:`` line that follows each."""
-    found: list[Requirement] = []
-    pending: tuple[str, str] | None = None
-    for line in text.splitlines():
-        heading = _HEADING.match(line.strip())
-        if heading:
-            pending = (heading.group(1), heading.group(2).strip())
-            continue
-        level = _LEVEL.match(line.strip())
-        if level and pending:
-            found.append(Requirement(pending[0], _normalise_level(level.group(1)), pending[1]))
-            pending = None
-    return found
-
-
-@cache
-def catalogue(protocol: str = "amp01") -> dict[str, Requirement]:
-    """A protocol package's packaged catalogue (``amp01``: AMP v0.1.0; ``amp11``: AMP v1.1), by id."""
-    document = load_contract("requirements.json", protocol)
-    return {
-        entry["id"]: Requirement(entry["id"], entry["level"], entry["title"])
-        for entry in document["requirements"]
-    }
-
-
-def area_names(protocol: str = "amp01") -> dict[str, str]:
-    """Area code -> display name: a catalogue's own ``areas`` member, else the AMP v0.1.0 table."""
-    try:
-        document = load_contract("requirements.json", protocol)
-    except FileNotFoundError:
-        return {}
-    found = document.get("areas") if isinstance(document, dict) else None
-    return dict(found) if isinstance(found, dict) else dict(AREAS)
-
-
-def protocol_of(requirement_id: str) -> str:
-    """The protocol package whose catalogue holds ``requirement_id`` (``AMP11-...`` or ``AMP-...``)."""
-    return "amp11" if requirement_id.startswith("AMP11-") else "amp01"
-
-
-def requirement(requirement_id: str) -> Requirement | None:
-    """The catalogue entry of any protocol's id, or None for an id no catalogue has."""
-    try:
-        return catalogue(protocol_of(requirement_id)).get(requirement_id)
-    except FileNotFoundError:
-        return None
-
-
-def level_of(requirement_ids: tuple[str, ...] | list[str], default: str = MAY) -> str:
-    """The strongest catalogue level among ``requirement_ids`` (``default`` when none is known)."""
-    found = [r.level for rid in requirement_ids if (r := requirement(rid)) is not None]
-    return min(found, key=LEVELS.index) if found else default
-
-
-def expand_areas(names: str | list[str]) -> set[str]:
-    """Turn ``--only`` text (``"acl,crud"``) into area codes; unknown names raise ValueError."""
-    items = names.split(",") if isinstance(names, str) else names
-    result: set[str] = set()
-    for raw in items:
-        name = raw.strip().lower()
-        if not name:
-            continue
-        if name in AREAS:
-            result.add(name)
-        elif name in AREA_ALIASES:
-            result.update(AREA_ALIASES[name])
-        else:
-            known = ", ".join([*AREAS, *AREA_ALIASES])
-            raise ValueError(f"unknown area {raw!r}; known areas: {known}")
-    return result
+def load_catalogue(package: str, resource: str = "contract/requirements.json") -> Catalogue:
+    """The catalogue file ``resource`` shipped in ``package`` (a protocol package's dotted name)."""
+    path = resources.files(package).joinpath(*resource.split("/"))
+    return catalogue_from_document(json.loads(path.read_text(encoding="utf-8")))
 
 
 def levels_up_to(level: str) -> set[str]:
@@ -165,4 +150,4 @@ def levels_up_to(level: str) -> set[str]:
     level = level.upper()
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; use MUST, SHOULD or MAY")
-    return set(LEVELS[: LEVELS.index(level) + 1])
+    return set(LEVELS[: LEVELS.index(Level(level)) + 1])

@@ -29,17 +29,6 @@ from amp_conformance.engine.replay import ReplayContext
 _NO_BODY = object()
 
 
-def normalise_base_url(url: str) -> tuple[str, str]:
-    """Return ``(api_base, root)`` for a URL given with or without the ``/amp/v1`` suffix."""
-    url = url.strip().rstrip("/")
-    parsed = httpx.URL(url)
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ValueError(f"not an http(s) URL: {url!r}")
-    if url.endswith("/amp/v1"):
-        return url, url[: -len("/amp/v1")]
-    return f"{url}/amp/v1", url
-
-
 class Reply:
     """A received response, with JSON access that fails the check (not the tool) on a bad body."""
 
@@ -89,12 +78,16 @@ class Connection:
         self,
         base_url: str,
         *,
+        root: str | None = None,
         timeout: float = 10.0,
         http: httpx.Client | None = None,
         max_consecutive_failures: int = 3,
         replay: ReplayContext | None = None,
     ):
-        self.api_base, self.root = normalise_base_url(base_url)
+        self.api_base = base_url.rstrip("/")
+        """Where paths are sent: the protocol's API base (``.../amp/v1`` for AMP v0.1.0)."""
+        self.root = (root or self.api_base).rstrip("/")
+        """The origin root, for the paths a request asks at the root (``root=True``)."""
         self.replay = replay
         """The run's secrets (masked by value in evidence, variables in curl lines) and body folder;
         None: exchanges hide the key and token headers by name."""

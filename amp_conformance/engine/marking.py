@@ -1,106 +1,189 @@
-"""``@check(...)``: how a test declares the requirements it verifies, their level and its area."""
+"""``@check(...)``: how a test declares the requirements it verifies, and :class:`CheckSpec`, what the
+engine knows of a check (read from its mark, with or without a pytest collection).
+
+A check's level is its catalogue's: the strongest level of the ids it cites. It is written only with a
+``stance``, the documented reading that softens it (a requirements.md §2 conflict such as ``"C-23"``,
+a Level line's own split, the draft tier of AMP v1.1).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import importlib
+import itertools
+import pkgutil
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import cache
+from types import ModuleType
 from typing import Any, TypeVar
 
 import pytest
 
-from amp_conformance.engine.catalogue import LEVELS, MUST, area_of
+from amp_conformance.engine import registry
+from amp_conformance.engine.catalogue import area_of
+from amp_conformance.engine.spec import CheckSpec
+from amp_conformance.engine.vocabulary import LEVELS, Level
 
 F = TypeVar("F", bound=Callable[..., Any])
 MARK = "amp"
-#: Areas whose checks run store-wide lifecycle passes or depend on where a pass leaves cells (the admin
-#: route, lifecycle, retention): in a parallel run they run in the serial group of passes.
-PASS_AREAS = frozenset({"lc", "admin", "ret"})
-#: Areas whose checks work to the scoring-PATCH rate window: the serial group of rate windows. A budget
-#: belongs to one cell (AMP-RATE-07), so the two groups may run beside each other.
-RATE_AREAS = frozenset({"rate"})
-PASSES, RATE_WINDOWS = "passes", "rate-windows"
 
 
-def serial_group_of(*, area: str, global_effects: bool = False, serial: bool = False) -> str | None:
-    """The serial group a check runs in during a parallel run (one check of a group at a time, on one
-    worker), or None: ``passes`` for checks with store-wide effects (``global_effects``), checks a
-    concurrent pass could change (``serial``) and the lifecycle areas; ``rate-windows`` for rate checks."""
-    if global_effects or serial or area in PASS_AREAS:
-        return PASSES
-    if area in RATE_AREAS:
-        return RATE_WINDOWS
-    return None
-
-
-@dataclass(frozen=True)
-class CheckInfo:
-    requirements: tuple[str, ...]
-    level: str
-    area: str
-    title: str
-    deadline: float | None = None
-    global_effects: bool = False
-    stance: str | None = None
-    serial: bool = False
-
-    @property
-    def serial_group(self) -> str | None:
-        """The serial group it runs in during a parallel run (:func:`serial_group_of`), if any."""
-        return serial_group_of(area=self.area, global_effects=self.global_effects, serial=self.serial)
+CheckInfo = CheckSpec  # the name the checks' helpers used before the registry
 
 
 def check(
     *requirements: str,
-    level: str = MUST,
+    level: str | None = None,
     area: str | None = None,
     deadline: float | None = None,
     global_effects: bool = False,
     stance: str | None = None,
     serial: bool = False,
-) -> Callable[[F], F]:
-    """Mark a test as a conformance check of ``requirements`` (AMP-AREA-NN ids) at ``level``.
+    scope: str | None = None,
+) -> pytest.MarkDecorator:
+    """Mark a test as a conformance check of ``requirements`` (catalogue ids).
 
-    ``area`` defaults to the area of the first id; ``deadline`` overrides the run's per-check deadline
-    for checks that must wait (decay, rate windows); ``global_effects`` marks checks that run
-    store-wide operations and therefore need ``--allow-global-effects``; ``serial`` marks checks that
-    a concurrent lifecycle pass could change: in a parallel run both run in the serial group of passes
-    (:func:`serial_group_of`), one at a time on one worker.
-
-    ``level`` is the catalogue's (the strongest level of the cited ids, a project test keeps them
-    equal) unless ``stance`` names the requirements.md §2 conflict (``"C-23"``) that documents a
-    softer reading; findings about other ids take those ids' own catalogue levels.
+    ``level`` defaults to the catalogue's strongest level of the cited ids and may be written only
+    together with ``stance``; findings about other ids take those ids' own levels. ``area`` defaults
+    to the area of the first id; ``deadline`` overrides the run's per-check deadline for checks that
+    must wait; ``global_effects`` marks checks that run store-wide operations (they need
+    ``--allow-global-effects``); ``serial`` marks checks a concurrent store-wide operation could
+    change; ``scope`` names the work unit a parallel run keeps the check in (by default its module).
     """
     if not requirements:
         raise ValueError("a check cites at least one requirement id")
-    if level not in LEVELS:
-        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+    unknown = [rid for rid in requirements if registry.requirement(rid) is None]
+    if unknown:
+        raise ValueError(f"@check cites ids no registered catalogue has: {', '.join(unknown)}")
+    derived = registry.level_of(requirements)
+    if level is not None:
+        if level not in LEVELS:
+            raise ValueError(f"level must be one of {tuple(LEVELS)}, got {level!r}")
+        if stance is None and level != derived:
+            raise ValueError(
+                f"@check{requirements}: level {level} differs from the catalogue's {derived}: "
+                "name the documented reading with stance=..."
+            )
     return pytest.mark.amp(
         requirements=tuple(requirements),
-        level=level,
+        level=Level(level or derived),
         area=area or area_of(requirements[0]),
         deadline=deadline,
         global_effects=global_effects,
         stance=stance,
         serial=serial,
+        scope=scope,
     )
 
 
-def check_info(item: pytest.Item) -> CheckInfo | None:
-    """The check metadata of a collected item, or None for a test that is not a check."""
-    marker = item.get_closest_marker(MARK)
-    if marker is None:
-        return None
-    kwargs = marker.kwargs
-    obj = getattr(item, "obj", None)
-    doc = (getattr(obj, "__doc__", None) or "").strip()
-    title = doc.splitlines()[0].strip() if doc else item.name
-    return CheckInfo(
+def _spec(kwargs: Mapping[str, Any], title: str, name: str, nodeid: str) -> CheckSpec:
+    return CheckSpec(
         requirements=tuple(kwargs["requirements"]),
-        level=kwargs["level"],
+        level=Level(kwargs["level"]),
         area=kwargs["area"],
         title=title,
+        name=name,
+        nodeid=nodeid,
         deadline=kwargs.get("deadline"),
         global_effects=bool(kwargs.get("global_effects")),
         stance=kwargs.get("stance"),
         serial=bool(kwargs.get("serial")),
+        scope=kwargs.get("scope"),
     )
+
+
+def _title(obj: object, fallback: str) -> str:
+    doc = (getattr(obj, "__doc__", None) or "").strip()
+    return doc.splitlines()[0].strip() if doc else fallback
+
+
+def check_info(item: pytest.Item) -> CheckSpec | None:
+    """The check a collected item is, or None for a test that is not a check."""
+    marker = item.get_closest_marker(MARK)
+    if marker is None:
+        return None
+    return _spec(marker.kwargs, _title(getattr(item, "obj", None), item.name), item.name, item.nodeid)
+
+
+# reading checks without a collection ---------------------------------------------------------------
+
+
+def _marks(obj: object) -> list[pytest.Mark]:
+    found = getattr(obj, "pytestmark", [])
+    return list(found) if isinstance(found, list) else [found]
+
+
+def _param_id(value: object, argname: str, index: int) -> str:
+    """pytest's id for a parameter value without an explicit id (the simple kinds checks use)."""
+    if isinstance(value, str) and value.isascii() and value.isprintable():
+        return value
+    if isinstance(value, bool | int | float) or value is None:
+        return str(value)
+    return f"{argname}{index}"
+
+
+def _parameter_sets(mark: pytest.Mark) -> Iterator[tuple[str, list[pytest.Mark]]]:
+    """Each parameter of a ``parametrize`` mark: its id and the marks it carries."""
+    argnames = mark.args[0]
+    first = argnames.split(",")[0].strip() if isinstance(argnames, str) else str(argnames[0])
+    values: Sequence[Any] = mark.args[1]
+    ids = mark.kwargs.get("ids")
+    for index, value in enumerate(values):
+        marks: list[pytest.Mark] = []
+        explicit = None
+        if hasattr(value, "values") and hasattr(value, "marks") and hasattr(value, "id"):  # pytest.param
+            explicit = value.id
+            marks = [getattr(m, "mark", m) for m in value.marks]
+            value = value.values[0] if len(value.values) == 1 else value.values
+        if explicit is None and ids is not None:
+            explicit = ids[index]
+        yield (str(explicit) if explicit is not None else _param_id(value, first, index)), marks
+
+
+def specs_of_module(module: ModuleType) -> list[CheckSpec]:
+    """The checks a module declares, parameters expanded as pytest would (ids joined by ``-``)."""
+    path = module.__name__.rsplit(".", 1)[-1] + ".py"
+    found: list[CheckSpec] = []
+    for name, function in vars(module).items():
+        if not name.startswith("test_") or not callable(function):
+            continue
+        marks = _marks(function)
+        own = next((m for m in marks if m.name == MARK), None)
+        title = _title(function, name)
+        parametrized = [m for m in marks if m.name == "parametrize"]
+        if not parametrized:
+            if own is not None:
+                found.append(_spec(own.kwargs, title, name, f"{path}::{name}"))
+            continue
+        # as pytest does: the ids in pytestmark's order, the last parametrization varying fastest
+        choices = [list(_parameter_sets(mark)) for mark in parametrized]
+        for ordered in itertools.product(*choices):
+            param_id = "-".join(pid for pid, _ in ordered)
+            param_marks = [m for _, marks_of in ordered for m in marks_of]
+            mark = next((m for m in param_marks if m.name == MARK), own)
+            if mark is not None:
+                full = f"{name}[{param_id}]"
+                found.append(_spec(mark.kwargs, title, full, f"{path}::{full}"))
+    return found
+
+
+@cache
+def checks_of(protocol_name: str) -> tuple[CheckSpec, ...]:
+    """Every check the protocol's checks package declares, in module and definition order, with its
+    parameters expanded (node ids as a pytest collection rooted at the checks folder names them)."""
+    protocol = registry.get(protocol_name)
+    package = importlib.import_module(protocol.checks_package)
+    found: list[CheckSpec] = []
+    for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if module_info.name.startswith("test_"):
+            found += specs_of_module(importlib.import_module(f"{protocol.checks_package}.{module_info.name}"))
+    return tuple(found)
+
+
+def check_by_nodeid(protocol_name: str, nodeid: str) -> CheckSpec | None:
+    """The check a node id (relative to the checks folder) names, or None."""
+    return _by_nodeid(protocol_name).get(nodeid)
+
+
+@cache
+def _by_nodeid(protocol_name: str) -> dict[str, CheckSpec]:
+    return {spec.nodeid: spec for spec in checks_of(protocol_name)}

@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from amp_conformance.engine.catalogue import LEVELS, expand_areas, levels_up_to
+from amp_conformance.engine.vocabulary import LEVELS
 
 
 @dataclass(frozen=True)
@@ -24,26 +22,13 @@ class OptionSpec:
         return "amp_" + self.name.replace("-", "_")
 
 
-PROTOCOLS = ("amp-0.1", "amp-1.1")
-
 OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("base-url", "URL of the AMP server, with or without /amp/v1 (enables the suite)"),
     OptionSpec(
-        "mcp-command",
-        "amp-1.1: the MCP server command (stdio); the suite starts and stops it",
-    ),
-    OptionSpec(
         "protocol",
-        "the protocol to check: amp-0.1 (AMP v0.1.0 REST, the default) or amp-1.1 (smriti-memcore AMP v1.1)",
-        {"default": "amp-0.1", "choices": list(PROTOCOLS)},
+        "the protocol to check, by name (--list-protocols shows the installed ones; default: AMP v0.1.0)",
+        {"default": None},
     ),
-    OptionSpec("admin-token", "admin token for POST /lifecycle/run (never printed)"),
-    OptionSpec(
-        "api-key",
-        "AGENT=KEY: an API key the suite may use for that agent (repeatable)",
-        {"action": "append", "default": []},
-    ),
-    OptionSpec("api-keys-file", 'JSON file {"agent-id": "plain key", ...} of keys the suite may use'),
     OptionSpec("timeout", "seconds to wait for one response (default 10)", {"type": float, "default": 10.0}),
     OptionSpec(
         "deadline", "seconds one check may take in all (default 60)", {"type": float, "default": 60.0}
@@ -57,11 +42,6 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("json", "write the JSON report to this path"),
     OptionSpec("junit", "write a JUnit XML report to this path"),
     OptionSpec("html", "write a self-contained HTML report to this path"),
-    OptionSpec(
-        "allow-global-effects",
-        "allow store-wide operations such as POST /lifecycle/run (needs --admin-token)",
-        {"action": "store_true", "default": False},
-    ),
     OptionSpec("no-fuzz", "do not run the fuzz area", {"action": "store_true", "default": False}),
     OptionSpec(
         "keep-cells",
@@ -125,13 +105,11 @@ def parse_workers(value: object) -> int | str:
 
 @dataclass(frozen=True)
 class SuiteOptions:
-    """Validated options of one run."""
+    """Validated options of one run. ``protocol_options`` is what the protocol made of its own
+    options (:meth:`Protocol.parse_options`)."""
 
     base_url: str | None
-    protocol: str = "amp-0.1"
-    mcp_command: str | None = None
-    admin_token: str | None = None
-    api_keys: dict[str, str] = field(default_factory=dict)
+    protocol: str = ""
     timeout: float = 10.0
     deadline: float = 60.0
     areas: frozenset[str] | None = None
@@ -139,7 +117,6 @@ class SuiteOptions:
     json_path: Path | None = None
     junit_path: Path | None = None
     html_path: Path | None = None
-    allow_global_effects: bool = False
     fuzz: bool = True
     keep_cells: bool = False
     seed: int | None = None
@@ -151,24 +128,17 @@ class SuiteOptions:
     expectations_path: Path | None = None
     strict_expectations: bool = False
     write_expectations_path: Path | None = None
-
-    @property
-    def keys_mode(self) -> bool:
-        return bool(self.api_keys)
+    protocol_options: Any = None
 
     def public_view(self) -> dict[str, Any]:
         """The options as the report shows them: secrets reduced to whether they were given."""
-        return {
+        view: dict[str, Any] = {
             "base_url": self.base_url,
             "protocol": self.protocol,
-            "mcp_command": self.mcp_command,
-            "admin_token_given": self.admin_token is not None,
-            "api_key_agents": sorted(self.api_keys),
             "timeout": self.timeout,
             "deadline": self.deadline,
             "areas": sorted(self.areas) if self.areas is not None else None,
             "levels": [lv for lv in LEVELS if lv in self.levels],
-            "allow_global_effects": self.allow_global_effects,
             "fuzz": self.fuzz,
             "keep_cells": self.keep_cells,
             "seed": self.seed,
@@ -176,95 +146,10 @@ class SuiteOptions:
             "fuzz_examples": self.fuzz_examples,
             "fuzz_seconds": self.fuzz_seconds,
         }
-
-
-def iter_specs() -> Iterator[OptionSpec]:
-    yield from OPTION_SPECS
-
-
-def _parse_keys(pairs: list[str], keys_file: str | None) -> dict[str, str]:
-    keys: dict[str, str] = {}
-    if keys_file:
-        try:
-            loaded = json.loads(Path(keys_file).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"cannot read --api-keys-file {keys_file}: {exc}") from None
-        if not isinstance(loaded, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in loaded.items()
-        ):
-            raise UsageError(f"--api-keys-file {keys_file} must be a JSON object of agent id -> key")
-        keys.update(loaded)
-    for pair in pairs:
-        agent, sep, key = pair.partition("=")
-        if not sep or not agent or not key:
-            raise UsageError(f"--api-key takes AGENT=KEY, got {pair!r}")
-        keys[agent] = key
-    return keys
-
-
-def build_options(values: dict[str, Any]) -> SuiteOptions:
-    """Validate raw option values (keyed by :attr:`OptionSpec.dest`) into :class:`SuiteOptions`."""
-    base_url = values.get("amp_base_url")
-    protocol = str(values.get("amp_protocol") or "amp-0.1")
-    mcp_command = values.get("amp_mcp_command")
-    if mcp_command and protocol != "amp-1.1":
-        raise UsageError("--mcp-command goes with --protocol amp-1.1")
-    if not base_url and protocol != "amp-1.1":
-        raise UsageError("--base-url is required")
-    try:
-        areas = frozenset(expand_areas(values["amp_only"])) if values.get("amp_only") else None
-        levels = frozenset(levels_up_to(values.get("amp_level") or "MAY"))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if values.get("amp_timeout", 10.0) <= 0 or values.get("amp_deadline", 60.0) <= 0:
-        raise UsageError("--timeout and --deadline must be positive")
-    if values.get("amp_allow_global_effects") and not values.get("amp_admin_token"):
-        raise UsageError("--allow-global-effects needs --admin-token")
-    if (values.get("amp_server_env") or values.get("amp_server_log")) and not (
-        values.get("amp_server_cmd") or values.get("amp_app")
-    ):
-        raise UsageError("--server-env and --server-log go with --server-cmd (or --server-env with --app)")
-    if values.get("amp_expectations"):  # a malformed file is a usage error before anything starts
-        from amp_conformance.engine.expectations import ExpectationsError, load_expectations
-
-        try:
-            load_expectations(Path(values["amp_expectations"]))
-        except ExpectationsError as exc:
-            raise UsageError(str(exc)) from None
-    json_path = values.get("amp_json")
-    junit_path = values.get("amp_junit")
-    for flag, dest in _REPORT_PATHS:
-        value = values.get(dest)
-        if value and not (value == "-" and flag == "--json"):
-            problem = unwritable(Path(value))
-            if problem:
-                raise UsageError(f"{flag} {value}: {problem}")
-    return SuiteOptions(
-        base_url=base_url,
-        protocol=protocol,
-        mcp_command=mcp_command or None,
-        admin_token=values.get("amp_admin_token"),
-        api_keys=_parse_keys(values.get("amp_api_key") or [], values.get("amp_api_keys_file")),
-        timeout=float(values.get("amp_timeout", 10.0)),
-        deadline=float(values.get("amp_deadline", 60.0)),
-        areas=areas,
-        levels=levels,
-        json_path=Path(json_path) if json_path else None,
-        junit_path=Path(junit_path) if junit_path else None,
-        html_path=Path(values["amp_html"]) if values.get("amp_html") else None,
-        allow_global_effects=bool(values.get("amp_allow_global_effects")),
-        fuzz=not values.get("amp_no_fuzz", False),
-        keep_cells=bool(values.get("amp_keep_cells")),
-        seed=values.get("amp_seed"),
-        openapi=values.get("amp_openapi"),
-        fuzz_examples=int(values.get("amp_fuzz_examples", 25)),
-        fuzz_seconds=float(values.get("amp_fuzz_seconds", 45.0)),
-        markdown_path=_path(values.get("amp_markdown")),
-        badge_path=_path(values.get("amp_badge")),
-        expectations_path=_path(values.get("amp_expectations")),
-        strict_expectations=bool(values.get("amp_strict_expectations")),
-        write_expectations_path=_path(values.get("amp_write_expectations")),
-    )
+        public = getattr(self.protocol_options, "public_view", None)
+        if callable(public):
+            view.update(public())
+        return view
 
 
 def _path(value: Any) -> Path | None:

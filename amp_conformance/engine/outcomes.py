@@ -12,13 +12,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from amp_conformance.engine.exchange import Exchange
 
-PASS = "pass"
-FAIL = "fail"
-WARN = "warn"
-SKIP = "skip"
-ERROR = "error"
-BLOCKED = "blocked"
-OUTCOMES = (PASS, FAIL, WARN, SKIP, ERROR, BLOCKED)
+from amp_conformance.engine.vocabulary import OUTCOMES as OUTCOMES
+from amp_conformance.engine.vocabulary import Outcome
+
+PASS, FAIL, WARN, SKIP = Outcome.PASS, Outcome.FAIL, Outcome.WARN, Outcome.SKIP
+ERROR, BLOCKED = Outcome.ERROR, Outcome.BLOCKED
 """``blocked``: the check could not reach its own question because a step it depends on broke; the
 step's requirement is the root cause, reported once by the check that asks about it (as WPT and TAP
 tell a failing assertion from a failed harness step)."""
@@ -44,6 +42,10 @@ class CheckFailure(AssertionError):
         self.exchange = exchange
         self.requirements = requirements
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # copies (a shared step's value holds findings) keep every member, not only the message
+        return (_rebuild, (type(self), self.message), dict(self.__dict__))
+
 
 class PreconditionFailed(CheckFailure):
     """A step the check depends on (create, archive, delete, read back...) broke ``requirement``.
@@ -63,6 +65,17 @@ class PreconditionFailed(CheckFailure):
         super().__init__(message, expected=expected, exchange=exchange, requirements=(requirement,))
         self.step = step
         self.requirement = requirement
+
+
+class NotApplicable(Exception):
+    """The check cannot be asked of this server with what the run was given (too few keys, a channel
+    that is not targeted): a *skip* with this message, never a verdict."""
+
+
+def _rebuild(kind: type[CheckFailure], message: str) -> CheckFailure:
+    failure = kind.__new__(kind)
+    AssertionError.__init__(failure, message)
+    return failure
 
 
 class ToolError(Exception):

@@ -13,16 +13,19 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from amp_conformance.engine.exchange import Exchange
-from amp_conformance.engine.marking import MARK, serial_group_of
+from amp_conformance.engine.marking import check_by_nodeid
 from amp_conformance.engine.outcomes import BLOCKED, WARN
+from amp_conformance.engine.protocol import Protocol
 from amp_conformance.engine.replay import ReplayContext
 from amp_conformance.engine.run import CheckResult, Run
+
+#: Where a check the registry does not know runs: one at a time, beside nothing (slower, never wrong).
+UNKNOWN_GROUP = "passes"
 
 #: What xdist appends to a node id grouped with ``xdist_group`` under ``--dist loadgroup``.
 _GROUP_SUFFIX = re.compile(r"@[\w-]+$")
@@ -138,14 +141,8 @@ def merge_worker_output(run: Run, output: dict[str, Any], *, counted: int = 0) -
     if not isinstance(counts, dict):
         return
     run.worker_requests += int(counts.get("requests", 0)) - counted
-    run.cleanup_requests += int(counts.get("cleanup_requests", 0))
-    cleanup = counts.get("cleanup", {})
-    run.cleanup["attempted"] += int(cleanup.get("attempted", 0))
-    run.cleanup["deleted"] += int(cleanup.get("deleted", 0))
-    run.cleanup["problems"].extend(str(p) for p in cleanup.get("problems", []))
-    broken = counts.get("broken_reason")
-    if broken and run.connection.broken_reason is None:
-        run.connection.broken_reason = str(broken)  # the summary says the server went away
+    run.worker_cleanup_requests += int(counts.get("cleanup_requests", 0))
+    run.active_session.merge_worker_summary(counts)  # cleanup, and whether the server went away
 
 
 def fold_root_steps(run: Run, root_steps: dict[str, dict[str, str]], order: list[str]) -> None:
@@ -212,7 +209,7 @@ class Controller:
         data = getattr(report, RESULT_ATTRIBUTE, None)
         if not isinstance(data, dict):
             return
-        result, root_step = result_from_wire(data, self.run.connection.replay)
+        result, root_step = result_from_wire(data, self.run.active_session.replay)
         self.run.results[result.nodeid] = result
         node = getattr(report, "node", None)  # the worker that sent it (set by xdist)
         worker = str(node.gateway.id) if node is not None else ""
@@ -224,7 +221,7 @@ class Controller:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        return make_scheduler(config, log)
+        return make_scheduler(config, log, self.run.protocol)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
@@ -243,53 +240,30 @@ class Controller:
 # scheduling ---------------------------------------------------------------------------------------
 
 
-#: A module's optional ``AMP_SCOPES``: check name (with its parameter id) -> the name of the work unit
-#: it shares with the checks whose ``amp.shared`` values it uses (by default a module is one unit).
-SCOPES_ATTRIBUTE = "AMP_SCOPES"
-
-
-def scope_finder(root: Path, *, mode: str = "prepend", namespaces: bool = False) -> Callable[[str], str]:
-    """The work unit a node id (relative to ``root``) belongs to in a parallel run: its serial group
-    (``serial:passes``, ``serial:rate-windows``), read from the check's own ``@check`` mark; else the
-    scope its module names for it in ``AMP_SCOPES``; else its module, so that the checks sharing a
-    module's ``amp.shared`` values make them once. The controller collects nothing: it imports the
-    module the way pytest does. A node id that cannot be read goes to the serial group of passes:
-    slower, never wrong."""
-    from _pytest.pathlib import import_path
-
-    cache: dict[str, str] = {}
+def scope_finder(protocol: Protocol) -> Callable[[str], str]:
+    """The work unit a node id (relative to the checks folder) belongs to in a parallel run: its serial
+    group (``serial:passes``...: the protocol's :meth:`~Protocol.serial_group` of the check), else the
+    ``scope`` its ``@check`` names, else its module, so that the checks sharing a module's shared values
+    make them once. Read from the check registry, without a collection. A node id the registry does
+    not know goes to the first serial group: slower, never wrong."""
 
     def scope_of(nodeid: str) -> str:
         nodeid = plain_nodeid(nodeid)
-        if nodeid not in cache:
-            path, *names = nodeid.split("::")
-            try:
-                module = import_path(
-                    root / path, mode=mode, root=root, consider_namespace_packages=namespaces
-                )
-                target: Any = module
-                for name in names:
-                    target = getattr(target, name.split("[", 1)[0])
-                group = _serial_group(target)
-                scopes = getattr(module, SCOPES_ATTRIBUTE, None)
-                if group is not None:
-                    cache[nodeid] = f"serial:{group}"
-                elif isinstance(scopes, dict) and names and names[-1] in scopes:
-                    cache[nodeid] = f"{path}::{scopes[names[-1]]}"
-                else:
-                    cache[nodeid] = path
-            except Exception:  # any failure to read the mark means "serial"
-                cache[nodeid] = f"serial:{serial_group_of(area='', serial=True)}"
-        return cache[nodeid]
+        spec = check_by_nodeid(protocol.name, nodeid)
+        if spec is None:
+            return f"serial:{UNKNOWN_GROUP}"
+        group = protocol.serial_group(spec)
+        if group is not None:
+            return f"serial:{group}"
+        path = nodeid.split("::", 1)[0]
+        return f"{path}::{spec.scope}" if spec.scope else path
 
     return scope_of
 
 
-def serial_check_finder(
-    root: Path, *, mode: str = "prepend", namespaces: bool = False
-) -> Callable[[str], str | None]:
-    """The serial group (``passes``, ``rate-windows``) a node id's check runs in, or None."""
-    scope_of = scope_finder(root, mode=mode, namespaces=namespaces)
+def serial_check_finder(protocol: Protocol) -> Callable[[str], str | None]:
+    """The serial group a node id's check runs in, or None."""
+    scope_of = scope_finder(protocol)
 
     def group_of(nodeid: str) -> str | None:
         scope = scope_of(nodeid)
@@ -298,29 +272,13 @@ def serial_check_finder(
     return group_of
 
 
-def _serial_group(function: Any) -> str | None:
-    for mark in getattr(function, "pytestmark", []):
-        if getattr(mark, "name", None) == MARK:
-            kwargs = mark.kwargs
-            return serial_group_of(
-                area=str(kwargs.get("area", "")),
-                global_effects=bool(kwargs.get("global_effects")),
-                serial=bool(kwargs.get("serial")),
-            )
-    return None  # not a check: a plain test has no say over the server
-
-
-def make_scheduler(config: pytest.Config, log: Any) -> Any:
+def make_scheduler(config: pytest.Config, log: Any, protocol: Protocol) -> Any:
     """xdist's scope scheduling over :func:`scope_finder`'s work units: each serial group runs on one
     worker, one check at a time; the checks sharing ``amp.shared`` values run on one worker, so those
     values are made once; the workers take the next unit as they free up."""
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
-    scope_of = scope_finder(
-        config.rootpath,
-        mode=config.getoption("importmode", "prepend"),
-        namespaces=bool(config.getini("consider_namespace_packages")),
-    )
+    scope_of = scope_finder(protocol)
 
     class AmpScheduling(LoadScopeScheduling):  # type: ignore[misc]
         _ordered = False

@@ -15,23 +15,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from amp_conformance._version import __version__
-from amp_conformance.engine.catalogue import (
-    LEVELS,
-    MUST,
-    Requirement,
-    area_names,
-    catalogue,
-    level_of,
-    requirement,
-)
 from amp_conformance.engine.expectations import unexpected_passes
 from amp_conformance.engine.outcomes import BLOCKED, ERROR, FAIL, OUTCOMES, SKIP, WARN
+from amp_conformance.engine.registry import level_of, requirement
+from amp_conformance.engine.vocabulary import LEVELS, Level
+
+MUST = Level.MUST
 
 if TYPE_CHECKING:
     from amp_conformance.engine.run import CheckResult, Run
 
 REPORT_VERSION = "2.0"
-PROTOCOL_PACKAGES = {"amp-0.1": "amp01", "amp-1.1": "amp11"}
 
 
 def _requirement_line(rid: str, level: str | None = None) -> str:
@@ -161,46 +155,15 @@ def _check_entry(result: CheckResult) -> dict[str, Any]:
     }
 
 
-def _catalogue_entry(protocol: str) -> dict[str, Any]:
-    package = PROTOCOL_PACKAGES.get(protocol, "amp01")
-    try:
-        entries: dict[str, Requirement] = catalogue(package)
-    except FileNotFoundError:
-        entries = {}
-    return {
-        "protocol": protocol,
-        "areas": area_names(package),
-        "requirements": [
-            {"id": r.id, "level": r.level, "title": r.title, "area": r.area} for r in entries.values()
-        ],
-    }
-
-
-def _server_block(run: Run) -> dict[str, Any]:
-    """What the report says about the server: the REST base URL and ``/spec`` (AMP v0.1.0), or what
-    the protocol package reports about its channels."""
-    supplied = run.protocol_blocks.get("server")
-    if run.options.protocol != "amp-0.1":
-        block = {"base_url": run.options.base_url, "spec": None, "spec_error": None, "unavailable": None}
-        block.update(supplied or {})
-        return block
-    spec = run.fetch_spec() if run.connection.broken_reason is None else None
-    return {
-        "base_url": run.connection.api_base,
-        "spec": spec,
-        "spec_error": run.spec_error,
-        "unavailable": run.connection.broken_reason,
-    }
-
-
 def build_report(run: Run) -> dict[str, Any]:
     finished = run.finished_monotonic or time.monotonic()
-    conventions = run.conventions_if_detected()
-    protocol = run.options.protocol
+    blocks = run.active_session.report_blocks()
     total = run.requests_sent or sum(len(r.exchanges) for r in run.results.values())
+    server = dict(blocks.get("server") or {})
+    server.setdefault("unavailable", run.broken_reason)
     return {
         "report_version": REPORT_VERSION,
-        "protocol": protocol,
+        "protocol": run.protocol.name,
         "tool": {"name": "amp-conformance", "version": __version__},
         "run": {
             "id": str(run.id),
@@ -215,12 +178,12 @@ def build_report(run: Run) -> dict[str, Any]:
             },
             "workers": run.workers,
         },
-        "server": _server_block(run),
-        "conventions": conventions.as_report() if conventions is not None else None,
-        "catalogue": _catalogue_entry(protocol),
+        "server": server,
+        "conventions": blocks.get("conventions"),
+        "catalogue": run.protocol.catalogue.as_report(),
         "summary": summarise(run),
         "checks": [_check_entry(result) for result in run.results.values()],
-        "cleanup": dict(run.protocol_blocks.get("cleanup") or run.cleanup),
+        "cleanup": dict(blocks.get("cleanup") or {"attempted": 0, "deleted": 0, "problems": []}),
         "expectations": run.expectations_report,
     }
 
@@ -252,16 +215,11 @@ def render_summary(run: Run) -> str:
     their causes, skip reasons, the verdict."""
     summary = summarise(run)
     results = list(run.results.values())
-    lines = ["", f"AMP conformance of {run.connection.api_base} (run {run.id})"]
-    conventions = run.conventions_if_detected()
-    if conventions is not None:
-        lines.append("conventions:")
-        for name, entry in conventions.as_report().items():
-            if name != "problems":
-                lines.append(f"  {name:<13} {entry['value'] or 'undetermined'}  ({entry['source']})")
-        lines += [f"  note: {problem}" for problem in conventions.problems]
+    session = run.active_session
+    lines = ["", f"AMP conformance of {session.target_label} (run {run.id}, {run.protocol.title})"]
+    lines += session.summary_lines()
     lines += ["", _row("area", dict(zip(OUTCOMES, OUTCOMES, strict=True)))]
-    names = area_names(PROTOCOL_PACKAGES.get(run.options.protocol, "amp01"))
+    names = run.protocol.catalogue.areas
     for area, counts in summary["by_area"].items():
         lines.append(_row(f"{area} ({names.get(area, area)})", counts))
     lines.append(_row("total", summary["outcomes"]))
@@ -312,11 +270,12 @@ def render_summary(run: Run) -> str:
         reasons = Counter(_one_line(r.message) for r in skipped)
         for reason, count in reasons.most_common():
             lines.append(f"  {count:>4} x {reason}")
-    if run.cleanup["problems"]:
+    problems = (session.report_blocks().get("cleanup") or {}).get("problems") or []
+    if problems:
         lines += ["", "cleanup (not counted against the server):"]
-        lines += [f"  {problem}" for problem in run.cleanup["problems"][:10]]
-    if run.connection.broken_reason:
-        lines += ["", f"server unavailable: {run.connection.broken_reason}"]
+        lines += [f"  {problem}" for problem in problems[:10]]
+    if run.broken_reason:
+        lines += ["", f"server unavailable: {run.broken_reason}"]
     lines += [
         "",
         f"requirements cited: {len(summary['requirements_cited'])}"

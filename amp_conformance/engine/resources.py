@@ -19,7 +19,7 @@ def contract_path(name: str, protocol: str | None = None) -> Path:
     """Path of a bundled contract file.
 
     Without ``protocol``: the schemas of our own outputs (``contract_path("report.schema.json")``); with
-    it, a protocol package's contract files (``contract_path("openapi.json", "amp01")``).
+    it, a protocol package's contract files (``contract_path("openapi.json", PACKAGE)``).
     """
     folder = _PACKAGE_DIR / protocol if protocol else _PACKAGE_DIR
     return folder / "contract" / name

@@ -27,10 +27,10 @@ from typing import IO, TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from amp_conformance.engine.client import normalise_base_url
 from amp_conformance.engine.outcomes import ToolError
 
 if TYPE_CHECKING:
+    from amp_conformance.engine.protocol import Protocol
     from amp_conformance.engine.run import Run
 
 LOG_TAIL_LINES = 40
@@ -137,6 +137,7 @@ class ServerProcess:
         log_path: Path | None = None,
         base_url: str | None = None,
         port: int | None = None,
+        health_url: Callable[[str], str] | None = None,
     ):
         try:
             argv = shlex.split(command)
@@ -157,7 +158,7 @@ class ServerProcess:
         self.argv = [arg.replace(PORT_PLACEHOLDER, str(self.port)) for arg in argv]
         self.url = given.replace(PORT_PLACEHOLDER, str(self.port)) or f"http://127.0.0.1:{self.port}"
         try:
-            self.health_url = f"{normalise_base_url(self.url)[0]}/health"
+            self.health_url = health_url(self.url) if health_url else f"{self.url.rstrip('/')}/health"
         except ValueError as exc:
             raise ServerStartError(str(exc)) from None
         self.env = {**os.environ, "PORT": str(self.port), **(env or {})}
@@ -350,8 +351,8 @@ class ServerWatch:
                 self.server.keep_log = True
                 self.gone = self.server.describe_exit(code, "during the run")
                 run = self.find_run(self._config) if self._config is not None else None
-                if run is not None and run.connection.broken_reason is None:
-                    run.connection.broken_reason = self.gone.splitlines()[0].removeprefix("the ")
+                if run is not None and run.session is not None and run.broken_reason is None:
+                    run.session.mark_unavailable(self.gone.splitlines()[0].removeprefix("the "))
         return self.gone
 
     @pytest.hookimpl(tryfirst=True)
@@ -378,12 +379,16 @@ Runner = Callable[[dict[str, Any], httpx.Client | None, list[object]], int]
 
 
 def run_with_server(
-    values: dict[str, Any], runner: Runner, find_run: Callable[[pytest.Config], Run | None]
+    values: dict[str, Any],
+    runner: Runner,
+    find_run: Callable[[pytest.Config], Run | None],
+    protocol: Protocol,
 ) -> int:
     """The command's ``--server-cmd`` path: start the server, run the suite against it, stop it on
     every way out. Returns the exit code (2 when the server cannot be started or the run is
     interrupted)."""
-    from amp_conformance.engine.options import UsageError, build_options
+    from amp_conformance.engine.configuration import build_options
+    from amp_conformance.engine.options import UsageError
 
     log = values.get("amp_server_log")
     try:
@@ -393,9 +398,10 @@ def run_with_server(
             startup_timeout=float(values.get("amp_startup_timeout") or 30.0),
             log_path=Path(log) if log else None,
             base_url=values.get("amp_base_url"),
+            health_url=protocol.health_url,
         )
         values["amp_base_url"] = server.url
-        build_options(values)  # usage errors before anything starts
+        build_options(values, protocol)  # usage errors before anything starts
     except (ServerStartError, UsageError, ValueError) as exc:
         print(f"amp-conformance: {exc}", file=sys.stderr)
         return 2

@@ -69,13 +69,16 @@ def area_of(requirement_id: str) -> str:
     return parts[1].lower() if len(parts) >= 3 else "other"
 
 
-def _packaged_catalogue() -> Catalogue:
+def _packaged_catalogue(protocol: str | None = None) -> Catalogue:
     """The catalogue the installed suite ships (for v1.0 reports, which do not carry one)."""
     try:
-        from amp_conformance.engine.catalogue import AREAS, catalogue
+        from amp_conformance.engine import registry
 
-        entries = catalogue().values()
-        return Catalogue(dict(AREAS), [Requirement(r.id, r.level, r.title, area_of(r.id)) for r in entries])
+        packaged = registry.get(protocol or registry.DEFAULT_PROTOCOL).catalogue
+        entries = packaged.requirements.values()
+        return Catalogue(
+            dict(packaged.areas), [Requirement(r.id, str(r.level), r.title, area_of(r.id)) for r in entries]
+        )
     except (ImportError, OSError, ValueError, KeyError):  # a broken install still renders the checks
         return Catalogue({}, [])
 
@@ -85,7 +88,8 @@ def read_catalogue(report: Mapping[str, Any]) -> Catalogue:
     embedded = as_dict(report.get("catalogue"))
     entries = as_list(embedded.get("requirements"))
     if not entries:
-        return _packaged_catalogue()
+        protocol = report.get("protocol")
+        return _packaged_catalogue(protocol if isinstance(protocol, str) else None)
     areas = {str(k): as_text(v) for k, v in as_dict(embedded.get("areas")).items()}
     requirements = []
     seen: set[str] = set()

@@ -71,12 +71,26 @@ def _titles(report: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
             found[entry["id"]] = (str(entry.get("level") or ""), str(entry.get("title") or ""))
     if not found:
         try:
-            from amp_conformance.engine.catalogue import catalogue
+            from amp_conformance.engine import registry
 
-            found = {rid: (r.level, r.title) for rid, r in catalogue().items()}
+            packaged = registry.get(str(report.get("protocol") or registry.DEFAULT_PROTOCOL)).catalogue
+            found = {rid: (str(r.level), r.title) for rid, r in packaged.requirements.items()}
         except (ImportError, OSError, ValueError, KeyError):
             pass
     return found
+
+
+def _area_names(report: Mapping[str, Any]) -> dict[str, str]:
+    """Area code -> name, from the report's catalogue or its protocol's packaged one."""
+    names = _dict(_dict(report.get("catalogue")).get("areas"))
+    if names:
+        return {str(k): str(v) for k, v in names.items()}
+    try:
+        from amp_conformance.engine import registry
+
+        return dict(registry.get(str(report.get("protocol") or registry.DEFAULT_PROTOCOL)).catalogue.areas)
+    except (ImportError, OSError, ValueError, KeyError):
+        return {}
 
 
 def _about(check: Mapping[str, Any]) -> list[str]:
@@ -175,9 +189,7 @@ def render_markdown_summary(report: Mapping[str, Any]) -> str:
         lines += [f"Expected failures: {expected}. Unexpected passes: {unexpected}.", ""]
     if server.get("unavailable"):
         lines += [f"Server unavailable: {md_escape(server.get('unavailable'))}", ""]
-    from amp_conformance.engine.catalogue import AREAS
-
-    lines += _table("By area", _dict(summary.get("by_area")), AREAS)
+    lines += _table("By area", _dict(summary.get("by_area")), _area_names(report))
     lines += _table("By level", _dict(summary.get("by_level")))
     checks = [c for c in _list(report.get("checks")) if isinstance(c, dict)]
     failures = [c for c in checks if c.get("outcome") in BAD]

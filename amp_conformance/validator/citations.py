@@ -13,45 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from amp_conformance.engine.catalogue import catalogue
+from amp_conformance.amp01.cell_rules import UPSTREAM_REQUIRED as UPSTREAM_REQUIRED
+from amp_conformance.amp01.cell_rules import cell_requirement as cell_requirement
+from amp_conformance.amp01.requirements import catalogue
 from amp_conformance.validator.contract import ContractDifference
 from amp_conformance.validator.openapi import declares, operations, route_key, statuses
 
-#: Members the upstream schema (spec/upstream/memory-cell.schema.json) requires, with the
-#: requirement their absence breaks; our bundled schema requires every other member too (AMP-CELL-03).
-UPSTREAM_REQUIRED: Final = {
-    "$.amp_version": "AMP-CELL-02",
-    "$.id": "AMP-CELL-02",
-    "$.type": "AMP-CELL-02",
-    "$.content": "AMP-CELL-02",
-    "$.identity": "AMP-CELL-02",
-    "$.lifecycle": "AMP-CELL-02",
-    "$.content.text": "AMP-CELL-17",
-    "$.identity.owner_id": "AMP-CELL-01",
-    "$.identity.owner_type": "AMP-CELL-01",
-    "$.lifecycle.created_at": "AMP-CELL-01",
-}
-_BY_PATH: Final = {
-    "$.amp_version": "AMP-CELL-04",
-    "$.id": "AMP-CELL-05",
-    "$.type": "AMP-CELL-08",
-    "$.identity.owner_type": "AMP-CELL-09",
-    "$.lifecycle.status": "AMP-CELL-10",
-    "$.provenance.source_type": "AMP-CELL-11",
-    "$.provenance.extraction_method": "AMP-CELL-11",
-    "$.scoring.importance": "AMP-CELL-12",
-    "$.scoring.confidence": "AMP-CELL-12",
-    "$.scoring.decay_rate": "AMP-CELL-13",
-    "$.scoring.access_count": "AMP-CELL-14",
-    "$.content.text": "AMP-CELL-17",
-}
-_BY_CODE: Final = {
-    "timestamp-format": "AMP-CELL-18",
-    "timestamp-not-utc": "AMP-CELL-18",
-    "timestamp-order": "AMP-CELL-20",
-    "decay-score": "AMP-LC-01",
-    "unknown-member": "AMP-CELL-01",
-}
 #: The contract requirements' level for a document other than our reference server's (requirements.md
 #: AMP-OAS-02: "MUST for our reference server; SHOULD for others"; AMP-OAS-03 and -04 are SHOULD).
 CONTRACT_LEVEL: Final = "SHOULD"
@@ -61,16 +28,7 @@ _UNKNOWN_ID_REQUIREMENTS: Final = ("AMP-READ-10", "AMP-PATCH-19", "AMP-DEL-08")
 
 def level_of(requirement: str) -> str:
     """The catalogue's level of a requirement id."""
-    return catalogue()[requirement].level
-
-
-def cell_requirement(path: str, code: str) -> str:
-    """The requirement a ``validate_cell`` problem (JSON path, code) breaks."""
-    if code == "missing-member":
-        return UPSTREAM_REQUIRED.get(path, "AMP-CELL-03")
-    if code == "bad-format" and path.startswith("$.lifecycle."):
-        return "AMP-CELL-18"
-    return _BY_CODE.get(code) or _BY_PATH.get(path, "AMP-CELL-01")
+    return str(catalogue().requirements[requirement].level)
 
 
 def contract_requirement(difference: ContractDifference) -> str:

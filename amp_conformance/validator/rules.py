@@ -13,21 +13,17 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
+from amp_conformance.engine.catalogue import Requirement, catalogue_from_document
+
 PROFILES: Final = ("amr-lite", "memorycloud")
 #: How a problem under a rule of each level counts: only MUST problems make an input invalid.
 SEVERITY: Final = {"MUST": "error", "SHOULD": "warning", "MAY": "note"}
 _DIRECTORY: Final = Path(__file__).resolve().parent / "catalogues"
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
-    id: str
-    level: str
-    title: str
-    lines: tuple[int, ...]
-    quote: str
-    checkable: bool
-    why_not: str | None
+#: A profile's rule is the engine's one requirement model (``lines``, ``quote``, ``checkable`` and
+#: ``why_not`` are its optional fields).
+Rule = Requirement
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,18 +43,7 @@ class RuleCatalogue:
 def rule_catalogue(profile: str) -> RuleCatalogue:
     """The catalogue of ``profile`` (one of ``PROFILES``), parsed once."""
     document = json.loads((_DIRECTORY / f"{profile}.json").read_text(encoding="utf-8"))
-    rules = {
-        entry["id"]: Rule(
-            entry["id"],
-            entry["level"],
-            entry["title"],
-            tuple(entry["lines"]),
-            entry["quote"],
-            entry["checkable"],
-            entry.get("why_not"),
-        )
-        for entry in document["rules"]
-    }
+    rules = dict(catalogue_from_document(document).requirements)
     return RuleCatalogue(
         document["profile"], document["title"], document["source"], document["source_title"], rules
     )

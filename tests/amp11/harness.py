@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from amp_conformance.amp11.fixtures import CONTEXT_KEY, SESSION_KEY
 from amp_conformance.amp11.session import Amp11Session, Amp11Target
 from amp_conformance.engine.inprocess import ASGITransport
 from amp_conformance.engine.marking import check_info
+from amp_conformance.plugin import active_run
 
 CHECKS_DIR = Path(__file__).resolve().parents[2] / "amp_conformance" / "amp11" / "checks"
 MCP_SERVER = [sys.executable, "-m", "reference_server.amp11", "--mcp"]
@@ -33,6 +33,7 @@ class Outcome:
     message: str = ""
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    blocked_by: dict[str, Any] | None = None
 
 
 class Collector:
@@ -41,6 +42,7 @@ class Collector:
     def __init__(self, requirements: frozenset[str] = frozenset()) -> None:
         self.results: dict[str, Outcome] = {}
         self.session: Amp11Session | None = None
+        self.run: Any = None
         self.requirements = requirements
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -52,30 +54,24 @@ class Collector:
             config.hook.pytest_deselected(items=dropped)
         items[:] = keep
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        report = yield
-        info = check_info(item)
-        if info is None or (report.when != "call" and not (report.failed or report.skipped)):
-            return report
-        context = item.stash.get(CONTEXT_KEY, None)
-        entry = Outcome(item.name, info.requirements, report.outcome)
-        if report.failed and call.excinfo is not None:
-            error = call.excinfo.value
-            entry.outcome = "failed" if isinstance(error, AssertionError) else "error"
-            entry.message = str(error)
-        elif report.skipped and isinstance(report.longrepr, tuple):
-            entry.message = str(report.longrepr[2])
-        if context is not None:
-            entry.warnings = [w.message for w in context.evidence.warnings]
-            entry.notes = list(context.evidence.notes)
-            if entry.outcome == "passed" and entry.warnings:
-                entry.outcome = "warned"
-        self.results[item.name] = entry
-        return report
-
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.session = session.config.stash.get(SESSION_KEY, None)
+        """The engine's results, by check name (the outcome words pytest would use, plus ``warned``
+        and ``blocked``)."""
+        run = active_run(session.config)
+        if run is None:
+            return
+        self.run = run
+        self.session = run.session if isinstance(run.session, Amp11Session) else None
+        session_state = run.session
+        self.session = session_state if isinstance(session_state, Amp11Session) else None
+        words = {"pass": "passed", "fail": "failed", "skip": "skipped", "warn": "warned"}
+        for result in run.results.values():
+            entry = Outcome(result.name, result.requirements, words.get(result.outcome, result.outcome))
+            entry.message = result.message
+            entry.warnings = [str(w.get("message", "")) for w in result.warnings]
+            entry.notes = list(result.notes)
+            entry.blocked_by = result.blocked_by
+            self.results[result.name] = entry
 
 
 def run_checks(target: Amp11Target, *selection: str, requirements: frozenset[str] = frozenset()) -> Collector:
@@ -86,7 +82,11 @@ def run_checks(target: Amp11Target, *selection: str, requirements: frozenset[str
         "-p",
         "no:cacheprovider",
         "-p",
-        "no:amp_conformance",
+        "amp_conformance.plugin",
+        "--amp-protocol=amp-1.1",
+        f"--amp-timeout={target.timeout}",
+        f"--amp-deadline={target.deadline}",
+        "--assert=plain",
         "--rootdir",
         str(CHECKS_DIR),
     ]

@@ -84,34 +84,9 @@ def test_packaged_openapi_is_current_and_valid() -> None:
 def test_check_levels_match_the_catalogue() -> None:
     """Every check runs at its requirements' catalogue level; draft-tier checks run at MAY so a draft
     shortfall can never fail a v1.1 verdict."""
-    import os
+    from amp_conformance.engine.marking import checks_of
 
-    import pytest
-
-    from amp_conformance.amp11.hooks import CHECKS_DIR
-    from amp_conformance.engine.marking import check_info
-
-    found: dict[str, tuple[str, tuple[str, ...]]] = {}
-
-    class Collect:
-        def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-            for item in items:
-                info = check_info(item)
-                if info is not None:
-                    found[item.name] = (info.level, info.requirements)
-
-    previous = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    try:
-        pytest.main(
-            [str(CHECKS_DIR), "--collect-only", "-q", "--assert=plain", "-p", "no:cacheprovider"],
-            plugins=[Collect()],
-        )
-    finally:
-        if previous is None:
-            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = previous
+    found = {spec.name: (spec.level, spec.requirements) for spec in checks_of("amp-1.1")}
     rows = catalogue()
     assert len(found) > 140
     cited = {rid for _, ids in found.values() for rid in ids}

@@ -6,15 +6,12 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 
+from amp_conformance.amp01.requirements import catalogue, parse_requirements_markdown
 from amp_conformance.cli import list_checks
 from amp_conformance.coverage import coverage_markdown
-from amp_conformance.engine.catalogue import (
-    catalogue,
-    expand_areas,
-    levels_up_to,
-    parse_requirements_markdown,
-)
+from amp_conformance.engine.catalogue import levels_up_to
 from amp_conformance.engine.resources import load_contract
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_the_packaged_catalogue_matches_requirements_md(spec_dir: Path) -> None:
     parsed = parse_requirements_markdown((spec_dir / "requirements.md").read_text(encoding="utf-8"))
     assert len(parsed) == 200
-    assert {r.id: r for r in parsed} == catalogue(), "run scripts/build_catalogue.py"
+    assert {r.id: r for r in parsed} == catalogue().requirements, "run scripts/build_catalogue.py"
 
 
 def test_every_check_cites_only_ids_that_requirements_md_has(spec_dir: Path) -> None:
@@ -62,7 +59,7 @@ def test_the_committed_coverage_table_is_current() -> None:
 
 
 def test_area_names_and_levels() -> None:
-    assert expand_areas("crud,acl") == {"cre", "read", "patch", "del", "acl"}
+    assert catalogue().expand_areas("crud,acl") == {"cre", "read", "patch", "del", "acl"}
     assert levels_up_to("should") == {"MUST", "SHOULD"}
     for name in ("report", "list"):
         jsonschema.Draft202012Validator.check_schema(
@@ -73,7 +70,7 @@ def test_area_names_and_levels() -> None:
 def test_no_check_is_stricter_than_the_requirements_it_cites() -> None:
     """A check may be weaker than the catalogue (a Warn stance in §2), never stronger."""
     strength = {"MUST": 3, "SHOULD": 2, "MAY": 1}
-    known = catalogue()
+    known = catalogue().requirements
     too_strict = [
         (c["id"], c["level"])
         for c in list_checks()
@@ -83,24 +80,26 @@ def test_no_check_is_stricter_than_the_requirements_it_cites() -> None:
 
 
 def test_a_check_declares_its_requirements_level_or_names_the_stance_that_softens_it() -> None:
-    """Levels come from the catalogue (issue 10 §2): a check is declared at the strongest level of the
-    ids it cites, unless it names the documented stance (a requirements.md §2 conflict or Level line)."""
-    import contextlib
-    import io
+    """Levels come from the catalogue (issue 10 §2, issue 19): a check's level is the strongest level of
+    the ids it cites unless it names the documented stance (a requirements.md §2 conflict or Level line),
+    and ``level=`` without a stance is refused when the check is declared."""
+    from amp_conformance.engine import registry
+    from amp_conformance.engine.marking import check, checks_of
+    from amp_conformance.engine.vocabulary import LEVELS
 
-    import pytest
-
-    from amp_conformance.cli import CHECKS_DIR, _Capture
-    from amp_conformance.engine.catalogue import LEVELS
-
-    capture = _Capture()
-    with contextlib.redirect_stdout(io.StringIO()):
-        pytest.main([str(CHECKS_DIR), "--collect-only", "-q", "-p", "no:cacheprovider"], plugins=[capture])
-    known = catalogue()
-    wrong = []
-    for nodeid, info in capture.infos:
-        strongest = min((known[rid].level for rid in info.requirements), key=LEVELS.index)
-        if info.level != strongest and not info.stance:
-            wrong.append((nodeid, info.level, strongest))
-    assert capture.infos
-    assert not wrong, f"declared level differs from the catalogue's and names no stance: {wrong}"
+    for protocol in ("amp-0.1", "amp-1.1"):
+        known = registry.get(protocol).catalogue.requirements
+        specs = checks_of(protocol)
+        assert specs
+        wrong = []
+        for spec in specs:
+            strongest = min((known[rid].level for rid in spec.requirements), key=LEVELS.index)
+            if spec.level != strongest and not spec.stance:
+                wrong.append((spec.nodeid, spec.level, strongest))
+        assert not wrong, f"declared level differs from the catalogue's and names no stance: {wrong}"
+    with pytest.raises(ValueError, match="stance"):
+        check("AMP-READ-02", level="SHOULD")
+    with pytest.raises(ValueError, match="no registered catalogue"):
+        check("AMP-NOPE-99")
+    assert check("AMP-CELL-17", level="SHOULD", stance="C-23").kwargs["level"] == "SHOULD"
+    assert check("AMP-READ-02").kwargs["level"] == "MUST"

@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from amp_conformance.engine.client import Client, Connection, normalise_base_url
+from amp_conformance.amp01.target import normalise_base_url
+from amp_conformance.engine.client import Client, Connection
 from amp_conformance.engine.exchange import MAX_RESPONSE_BYTES, Exchange
 from amp_conformance.engine.outcomes import (
     CheckFailure,

@@ -118,7 +118,7 @@ def test_option_values_that_look_like_options_reach_the_plugin() -> None:
     from amp_conformance.cli import suite_args
 
     args = suite_args({"amp_admin_token": "-starts-with-dash", "amp_api_key": ["a=-k"], "amp_no_fuzz": True})
-    assert args == ["--amp-admin-token=-starts-with-dash", "--amp-api-key=a=-k", "--amp-no-fuzz"]
+    assert sorted(args) == ["--amp-admin-token=-starts-with-dash", "--amp-api-key=a=-k", "--amp-no-fuzz"]
 
 
 def test_list_names_every_check_with_its_ids(capsys: pytest.CaptureFixture[str]) -> None:

@@ -157,10 +157,9 @@ def test_no_check_outside_the_serial_group_of_passes_is_changed_by_a_concurrent_
             stop.set()
             for thread in storm:
                 thread.join(timeout=10)
-    from amp_conformance.cli import CHECKS_DIR
-    from amp_conformance.engine.marking import PASSES
+    from amp_conformance.amp01.protocol import PASSES, PROTOCOL
 
-    group_of = serial_check_finder(CHECKS_DIR)
+    group_of = serial_check_finder(PROTOCOL)
     changed = {
         check: (quiet.get(check), outcome)
         for check, outcome in stormy.items()

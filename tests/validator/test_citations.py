@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft7Validator, Draft202012Validator
 
-from amp_conformance.engine.catalogue import catalogue
+from amp_conformance.amp01.requirements import catalogue
 from amp_conformance.engine.resources import load_contract
 from amp_conformance.validator import validate_contract_main, validate_main
 from amp_conformance.validator.citations import UPSTREAM_REQUIRED, cell_requirement
@@ -122,7 +122,7 @@ def test_every_problem_carries_the_catalogue_level_of_its_requirement(
         ("$.lifecycle.last_accessed_at", "AMP-CELL-20", "SHOULD"),
         ("$.extra", "AMP-CELL-01", "MUST"),
     }
-    known = catalogue()
+    known = catalogue().requirements
     assert all(known[p["requirement"]].level == p["level"] for p in document["problems"])
 
 
@@ -169,7 +169,7 @@ def test_the_upstream_contract_passes_with_its_convention_reported(
     assert document["differences"] == [] and document["valid"] is True
     [convention] = document["conventions"]
     assert convention["id"] == "C-01" and len(convention["operations"]) == 3
-    assert set(convention["requirements"]) <= set(catalogue())
+    assert set(convention["requirements"]) <= set(catalogue().requirements)
 
 
 def test_contract_differences_are_should_and_count_only_with_strict(

@@ -15,10 +15,12 @@ from email.utils import parsedate_to_datetime
 from typing import Any, NoReturn, TypeVar
 
 from amp_conformance import Amp
+from amp_conformance.amp01.cell_rules import cell_requirement
 from amp_conformance.amp01.cells import Problem, TimestampError, parse_utc_timestamp, validate_cell
 from amp_conformance.amp01.envelope import envelope_problems
 from amp_conformance.engine.client import Reply
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed
+from amp_conformance.engine.registry import level_of
 
 T = TypeVar("T")
 
@@ -28,7 +30,6 @@ T = TypeVar("T")
 SKEW = timedelta(seconds=120)
 
 #: Missing members that are a SHOULD (AMP-CELL-03), not a schema failure (see the schema's $comment).
-_SHOULD_MEMBERS = ("$.scoring", "$.access_policy", "$.provenance")
 
 
 def shown(value: Any) -> str:
@@ -63,32 +64,9 @@ def expect_member(amp: Amp, cell: Any, path: str, reply: Reply | None = None) ->
     return current
 
 
-#: Which requirement a cell problem breaks, by the JSON path it is at (longest prefix wins); any other
-#: problem is the schema's own (AMP-CELL-01).
-_PROBLEM_REQUIREMENTS: tuple[tuple[str, str], ...] = (
-    ("$.id", "AMP-CELL-05"),
-    ("$.amp_version", "AMP-CELL-04"),
-    ("$.type", "AMP-CELL-08"),
-    ("$.identity.owner_type", "AMP-CELL-09"),
-    ("$.lifecycle.status", "AMP-CELL-10"),
-    ("$.lifecycle.", "AMP-CELL-18"),
-    ("$.provenance.", "AMP-CELL-11"),
-    ("$.scoring.importance", "AMP-CELL-12"),
-    ("$.scoring.confidence", "AMP-CELL-12"),
-    ("$.scoring.decay_rate", "AMP-CELL-13"),
-    ("$.scoring.access_count", "AMP-CELL-14"),
-    ("$.content", "AMP-CELL-17"),
-)
-
-
 def problem_requirement(problem: Problem) -> str:
-    """The catalogue id a cell problem breaks (a missing required member: AMP-CELL-02)."""
-    if problem.code == "missing-member":
-        return "AMP-CELL-02"
-    for prefix, rid in _PROBLEM_REQUIREMENTS:
-        if problem.path.startswith(prefix):
-            return rid
-    return "AMP-CELL-01"
+    """The catalogue id a cell problem breaks (the table the validator uses too)."""
+    return cell_requirement(problem.path, problem.code)
 
 
 def expect_valid_cell(amp: Amp, cell: object, reply: Reply | None, what: str) -> dict[str, Any]:
@@ -103,19 +81,14 @@ def expect_valid_cell(amp: Amp, cell: object, reply: Reply | None, what: str) ->
             f"{what}: the body is not a JSON object", reply, step=what, requirement="AMP-CELL-01"
         )
     problems = validate_cell(cell)
-    soft = [
-        p
-        for p in problems
-        if (p.code == "missing-member" and p.path.startswith(_SHOULD_MEMBERS)) or p.code == "timestamp-order"
-    ]
+    # a problem under a rule the catalogue holds below MUST (AMP-CELL-03, -20) is a warning
+    soft = [p for p in problems if level_of((problem_requirement(p),)) != "MUST"]
     hard = [p for p in problems if p not in soft]
     if soft:
         amp.warn(
             f"{what}: {_summary(soft)}",
             reply,
-            requirements=tuple(
-                sorted({"AMP-CELL-20" if p.code == "timestamp-order" else "AMP-CELL-03" for p in soft})
-            ),
+            requirements=tuple(sorted({problem_requirement(p) for p in soft})),
         )
     if hard:
         rid = problem_requirement(hard[0])

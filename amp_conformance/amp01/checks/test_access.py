@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from amp_conformance import MUST, SHOULD, Amp, check, load_fixture
+from amp_conformance import SHOULD, Amp, check, load_fixture
 from amp_conformance.amp01.checks._support import about, expect_refusal, expect_step, shown
 from amp_conformance.engine.client import Reply
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed
@@ -231,7 +231,7 @@ def caller_role(amp: Amp, vector: Mapping[str, Any]) -> str:
 #: Where a vector's cell is listed and searched: the role calling, the owner template and the chunk.
 #: Vectors with the same key share one owner, one list and one search (made once, by whichever of them
 #: runs first). Chunks of at most GROUP_SIZE vectors keep each group's chain of requests short, and
-#: each group is one work unit of a parallel run (AMP_SCOPES), so it is made once there too.
+#: each group is one work unit of a parallel run (``scope=``), so it is made once there too.
 GroupKey = tuple[str, str, int]
 GROUP_SIZE = 8
 
@@ -247,12 +247,11 @@ def _chunks() -> dict[str, int]:
 
 
 _CHUNK = _chunks()
-#: The parallel scheduler's work units (engine/parallel.py): each matrix group on one worker.
-AMP_SCOPES = {
-    f"test_access_matrix[{v['name']}]": f"matrix:{v['caller']}:{(v.get('owner') or {}).get('id', '')}:"
-    f"{_CHUNK[v['name']]}"
-    for v in VECTORS
-}
+
+
+def _scope(vector: Mapping[str, Any]) -> str:
+    """The parallel scheduler's work unit of a vector (``@check(scope=...)``): each group on one worker."""
+    return f"matrix:{vector['caller']}:{(vector.get('owner') or {}).get('id', '')}:{_CHUNK[vector['name']]}"
 
 
 def group_key(amp: Amp, vector: Mapping[str, Any]) -> GroupKey:
@@ -426,7 +425,7 @@ def seen_in(surface: Mapping[str, Any], cell_id: str, reply_at: Callable[[int], 
 def _marks(vector: Mapping[str, Any]) -> Any:
     """The vector's own @check mark (pytest.param takes the MarkDecorator that check() returns)."""
     ids = list(dict.fromkeys([*vector["requirements"], *SURFACE_IDS]))
-    return check(*ids, level=MUST)
+    return check(*ids, scope=_scope(vector))
 
 
 def _describe(observed: Mapping[str, tuple[bool, Reply]]) -> str:
@@ -600,7 +599,7 @@ def make_refusals(amp: Amp) -> dict[str, Any]:
     return {"at": at, "deletion": deletion}
 
 
-@check("AMP-ACL-10", "AMP-ACL-09", level=MUST)
+@check("AMP-ACL-10", "AMP-ACL-09")
 def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
     """A refused GET, PATCH and DELETE are each 403 with FORBIDDEN or ACCESS_DENIED, the same code (C-02)."""
     base = len(amp.evidence.exchanges)
@@ -662,7 +661,7 @@ def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
     )
 
 
-@check("AMP-ACL-12", "AMP-ACL-14", level=MUST)
+@check("AMP-ACL-12", "AMP-ACL-14")
 def test_policy_changes_take_effect_at_once(amp: Amp) -> None:
     """After the owner names agent b in readable_by, b reads and lists the cell; after removal it cannot."""
     reader = amp.agent_id("b")
@@ -709,7 +708,7 @@ def test_policy_changes_take_effect_at_once(amp: Amp) -> None:
     )
 
 
-@check("AMP-ACL-13", level=MUST)
+@check("AMP-ACL-13")
 def test_nothing_in_the_body_raises_a_callers_rights(amp: Amp) -> None:
     """A stranger naming itself created_by (or in the policy) in a PATCH body is refused and gains nothing."""
     creator, stranger_id = amp.agent_id("a"), amp.agent_id("b")

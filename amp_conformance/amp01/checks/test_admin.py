@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from amp_conformance import MAY, MUST, SHOULD, Amp, check
+from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._lifecycle_passes import LOW, both_passes, first_pass
 from amp_conformance.amp01.checks._support import (
     Marks,
@@ -121,7 +121,7 @@ def expect_no_pass(amp: Amp, posts: RefusedPosts, group: str, what: str, require
 def gate(amp: Amp) -> str:
     """The requirement a refused admin request answers to: AMP-ADMIN-03 when the server has a token
     (the run was given it), AMP-ADMIN-02 when it has none."""
-    return "AMP-ADMIN-03" if amp.run.options.admin_token is not None else "AMP-ADMIN-02"
+    return "AMP-ADMIN-03" if amp.session.options.admin_token is not None else "AMP-ADMIN-02"
 
 
 def probe_cell(amp: Amp) -> dict[str, Any] | None:
@@ -134,7 +134,7 @@ Group = tuple[str, str, str, list[str | None]]
 def _groups(amp: Amp) -> list[Group]:
     """The refused POSTs the checks without the right token judge, in the order they are sent: (group,
     what its POSTs are, the rule a pass they ran breaks, their token headers; None: no header)."""
-    secret = amp.run.options.admin_token
+    secret = amp.session.options.admin_token
     made_up: list[str | None] = ["amp-conformance-made-up-token"]
     if secret is None:
         return [
@@ -257,7 +257,7 @@ def expect_transitions(amp: Amp, reply: Reply) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- without the token
 
 
-@check("AMP-ADMIN-01", "AMP-ADMIN-03", level=MUST)
+@check("AMP-ADMIN-01", "AMP-ADMIN-03")
 def test_run_endpoint_exists_and_refuses_without_a_token(amp: Amp) -> None:
     """POST to the advertised run endpoint without a token is a 403 refusal (never 404) and runs no pass."""
     posts = RefusedPosts(amp)
@@ -278,7 +278,7 @@ def test_run_endpoint_exists_and_refuses_without_a_token(amp: Amp) -> None:
         requirement=gate(amp),
     )
     with about(gate(amp)):
-        if amp.run.options.admin_token is not None:
+        if amp.session.options.admin_token is not None:
             expect_error(amp, reply, 403, "ACCESS_DENIED")
         else:
             error = expect_error(amp, reply, 403, ("ADMIN_DISABLED", "ACCESS_DENIED"))
@@ -286,10 +286,10 @@ def test_run_endpoint_exists_and_refuses_without_a_token(amp: Amp) -> None:
     expect_no_pass(amp, posts, "none", "the tokenless POST", gate(amp))
 
 
-@check("AMP-ADMIN-02", level=MUST)
+@check("AMP-ADMIN-02")
 def test_server_without_a_token_answers_admin_disabled(amp: Amp) -> None:
     """A server with no admin token answers 403 ADMIN_DISABLED whatever token is sent, and runs no pass."""
-    if amp.run.options.admin_token is not None:
+    if amp.session.options.admin_token is not None:
         amp.skip(
             "the run was given --admin-token, so the server has one: AMP-ADMIN-02 needs a server started "
             "without AMP_ADMIN_TOKEN and a run without --admin-token"
@@ -320,10 +320,10 @@ def test_server_without_a_token_answers_admin_disabled(amp: Amp) -> None:
     expect_no_pass(amp, posts, "made-up", "the POST with a made-up token", "AMP-ADMIN-02")
 
 
-@check("AMP-ADMIN-03", level=MUST)
+@check("AMP-ADMIN-03")
 def test_a_wrong_token_is_refused_and_runs_no_pass(amp: Amp) -> None:
     """A wrong X-AMP-Admin-Token gets 403 ACCESS_DENIED and changes nothing."""
-    if amp.run.options.admin_token is None:
+    if amp.session.options.admin_token is None:
         amp.skip(NO_TOKEN + " (without it, AMP-ADMIN-01/-02 check the refusal)")
     posts = RefusedPosts(amp)
     for label, reply in zip(("a wrong token", "an empty token"), posts.replies("wrong"), strict=True):
@@ -332,10 +332,10 @@ def test_a_wrong_token_is_refused_and_runs_no_pass(amp: Amp) -> None:
     expect_no_pass(amp, posts, "wrong", "the POSTs with wrong tokens", "AMP-ADMIN-03")
 
 
-@check("AMP-ADMIN-10", level=SHOULD)
+@check("AMP-ADMIN-10")
 def test_the_token_comparison_is_exact(amp: Amp) -> None:
     """A token differing from the right one only in letter case is wrong: 403 ACCESS_DENIED, no pass."""
-    secret = amp.run.options.admin_token
+    secret = amp.session.options.admin_token
     if secret is None:
         amp.skip(NO_TOKEN)
     if secret.swapcase() == secret:
@@ -352,7 +352,7 @@ def test_the_token_comparison_is_exact(amp: Amp) -> None:
 # ------------------------------------------------------------------- with the token (global effects)
 
 
-@check("AMP-ADMIN-04", "AMP-ADMIN-06", level=MUST, global_effects=True)
+@check("AMP-ADMIN-04", "AMP-ADMIN-06", global_effects=True)
 def test_a_pass_reports_all_three_transition_counts(amp: Amp) -> None:
     """The right token gets 200 {"transitions": {...}} with all three keys as integers >= 0 (never {})."""
     client = amp.admin()
@@ -365,7 +365,7 @@ def test_a_pass_reports_all_three_transition_counts(amp: Amp) -> None:
     expect_transitions(amp, reply)
 
 
-@check("AMP-ADMIN-05", "AMP-ADMIN-03", level=MUST, global_effects=True)
+@check("AMP-ADMIN-05", "AMP-ADMIN-03", global_effects=True)
 def test_a_pass_counts_the_cells_it_moved(amp: Amp) -> None:
     """A pass moves the suite's low-score cells to stale, and active_to_stale counts at least them."""
     amp.admin()
@@ -397,7 +397,7 @@ def test_a_pass_counts_the_cells_it_moved(amp: Amp) -> None:
     )
 
 
-@check("AMP-ADMIN-07", level=MAY, global_effects=True)
+@check("AMP-ADMIN-07", global_effects=True)
 def test_a_pass_may_report_extra_members(amp: Amp) -> None:
     """Members beside the three counts are tolerated; a 'purged' count, if present, is an integer >= 0.
 
@@ -422,7 +422,7 @@ def test_a_pass_may_report_extra_members(amp: Amp) -> None:
         )
 
 
-@check("AMP-ADMIN-08", level=SHOULD, global_effects=True)
+@check("AMP-ADMIN-08", global_effects=True)
 def test_a_pass_needs_only_the_admin_token(amp: Amp) -> None:
     """The admin route works with the admin token alone: no X-AMP-Agent-ID, no X-AMP-API-Key."""
     client = amp.admin()
@@ -440,7 +440,7 @@ def test_a_pass_needs_only_the_admin_token(amp: Amp) -> None:
     )
 
 
-@check("AMP-ADMIN-09", level=SHOULD, global_effects=True)
+@check("AMP-ADMIN-09", global_effects=True)
 def test_a_second_pass_does_not_move_the_cell_again(amp: Amp) -> None:
     """Right after a pass made a cell stale, a second pass leaves it stale (not archived, not active)."""
     amp.admin()

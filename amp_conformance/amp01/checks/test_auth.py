@@ -19,7 +19,7 @@ from typing import Any
 
 from ulid import ULID
 
-from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._support import (
     expect_accepted,
     expect_error,
@@ -27,8 +27,8 @@ from amp_conformance.amp01.checks._support import (
     step_failed,
 )
 from amp_conformance.amp01.context import KEYS_NEEDED
+from amp_conformance.amp01.session import NotEnoughAgents
 from amp_conformance.engine.client import Client, Reply
-from amp_conformance.engine.run import NotEnoughAgents
 
 AGENT_HEADER = "X-AMP-Agent-ID"
 KEY_HEADER = "X-AMP-API-Key"
@@ -307,7 +307,7 @@ def _refusals(amp: Amp) -> dict[str, Reply]:
 # ------------------------------------------------------------------------------------- keyless
 
 
-@check("AMP-AUTH-02", level=MUST)
+@check("AMP-AUTH-02")
 def test_keyless_server_trusts_any_agent_id(amp: Amp) -> None:
     """Without API keys any agent-id string works with no credential: create, read and list succeed."""
     if keys_in_force(amp):
@@ -334,7 +334,7 @@ def test_keyless_server_trusts_any_agent_id(amp: Amp) -> None:
 # ---------------------------------------------------------------------------------------- keys
 
 
-@check("AMP-AUTH-03", level=MUST)
+@check("AMP-AUTH-03")
 def test_keys_the_right_pair_works_on_every_agent_route(amp: Amp) -> None:
     """With the registered key for the claimed agent, every agent route behaves normally."""
     need_keys(amp)
@@ -354,7 +354,7 @@ def test_keys_the_right_pair_works_on_every_agent_route(amp: Amp) -> None:
     amp.delete_cell(cell["id"])
 
 
-@check("AMP-AUTH-04", level=MUST)
+@check("AMP-AUTH-04")
 def test_keys_every_authentication_failure_gets_the_same_401(amp: Amp) -> None:
     """Missing, wrong, another agent's and unknown-agent keys all get one identical 401 UNAUTHENTICATED."""
     need_keys_in_force(amp)
@@ -375,7 +375,7 @@ def test_keys_every_authentication_failure_gets_the_same_401(amp: Amp) -> None:
         same_401(amp, read_replies, "GET /memories/{id}", ("UNAUTHENTICATED",))
 
 
-@check("AMP-AUTH-05", level=MUST)
+@check("AMP-AUTH-05")
 def test_keys_a_request_without_agent_id_is_401(amp: Amp) -> None:
     """With keys on, a request without X-AMP-Agent-ID is 401 (UNAUTHENTICATED or MISSING_AGENT_ID, C-15)."""
     need_keys_in_force(amp)
@@ -396,7 +396,7 @@ def test_keys_a_request_without_agent_id_is_401(amp: Amp) -> None:
     amp.note(f"401 code for a missing agent id in keys mode: {', '.join(sorted(seen))} (C-15)")
 
 
-@check("AMP-AUTH-06", level=MUST)
+@check("AMP-AUTH-06")
 def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp) -> None:
     """With keys on, a create with no headers and a body created_by is 401, and no cell is stored."""
     need_keys_in_force(amp)
@@ -423,7 +423,7 @@ def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp) -> None
         amp.expect(not stored, "the refused create stored nothing", listed)
 
 
-@check("AMP-AUTH-06", "AMP-CRE-07", "AMP-ACL-13", level=MUST)
+@check("AMP-AUTH-06", "AMP-CRE-07", "AMP-ACL-13")
 def test_keys_body_created_by_cannot_impersonate(amp: Amp) -> None:
     """A keyed caller whose body names another agent as created_by is recorded as itself (C-10)."""
     need_keys(amp)
@@ -439,7 +439,7 @@ def test_keys_body_created_by_cannot_impersonate(amp: Amp) -> None:
     )
 
 
-@check("AMP-AUTH-07", level=MUST)
+@check("AMP-AUTH-07")
 def test_health_and_spec_stay_open(amp: Amp) -> None:
     """GET /health and GET /spec answer 200 JSON without agent id or key, with or without API keys."""
     client = amp.anonymous()
@@ -454,7 +454,7 @@ def test_health_and_spec_stay_open(amp: Amp) -> None:
             amp.warn(f"GET /spec with an unknown agent and key answered {reply.status}, not 200", reply)
 
 
-@check("AMP-AUTH-03", "AMP-ACL-01", level=MUST)
+@check("AMP-AUTH-03", "AMP-ACL-01")
 def test_keys_a_public_cell_needs_an_authenticated_caller(amp: Amp) -> None:
     """With keys on, a public cell is readable by any authenticated agent, and by no one else (C-35)."""
     need_keys(amp)
@@ -476,7 +476,7 @@ def test_keys_a_public_cell_needs_an_authenticated_caller(amp: Amp) -> None:
     amp.expect_status(read, 200, what="an authenticated agent reading a public cell")
 
 
-@check("AMP-AUTH-08", level=SHOULD)
+@check("AMP-AUTH-08")
 def test_keys_authentication_comes_before_anything_else(amp: Amp) -> None:
     """With keys on, a bad key is 401 before validation, permission or state, and stores nothing."""
     need_keys_in_force(amp)
@@ -510,7 +510,7 @@ def test_keys_authentication_comes_before_anything_else(amp: Amp) -> None:
     amp.expect(status == "active", f"the refused requests changed nothing (status {shown(status)})", reply)
 
 
-@check("AMP-AUTH-09", level=MUST)
+@check("AMP-AUTH-09")
 def test_header_names_are_case_insensitive(amp: Amp) -> None:
     """X-AMP-Agent-ID (and X-AMP-API-Key) work in lower and upper case: a create in lower case is
     recorded as the agent, and a read in upper case of that cell (private to its creator) is served."""

@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from amp_conformance import MUST, Amp, check
+from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._shared_cells import minimal_cell
 from amp_conformance.amp01.checks._support import expect_step, remember_created
 from amp_conformance.amp01.envelope import envelope_problems, validation_error_problems
@@ -251,7 +251,7 @@ def _expect_envelope(amp: Amp, reply: Reply, what: str) -> None:
 # the shapes ------------------------------------------------------------------------------------
 
 
-@check(*IDS, level=MUST, area=AREA)
+@check(*IDS, area=AREA)
 @by_route
 def test_bytes_that_are_not_utf8(amp: Amp, route: Route) -> None:
     """A body with a byte that is not UTF-8 (Latin-1 'é') is refused with a 4xx in the envelope."""
@@ -261,7 +261,7 @@ def test_bytes_that_are_not_utf8(amp: Amp, route: Route) -> None:
     _judge(amp, reply, what, refusals=NOT_JSON, success="warn", not_json=True, route=route.name)
 
 
-@check(*IDS, level=MUST, area=AREA)
+@check(*IDS, area=AREA)
 @by_route
 def test_byte_order_mark(amp: Amp, route: Route) -> None:
     """A body starting with a UTF-8 byte-order mark is read as the JSON after it or refused (envelope)."""
@@ -271,7 +271,7 @@ def test_byte_order_mark(amp: Amp, route: Route) -> None:
     _judge(amp, reply, what, refusals=NOT_JSON, success="accept", not_json=False, route=route.name)
 
 
-@check(*IDS, level=MUST, area=AREA)
+@check(*IDS, area=AREA)
 @by_route
 def test_truncated_json(amp: Amp, route: Route) -> None:
     """A body cut off in the middle of its JSON (inside a string) is refused with a 4xx in the envelope."""
@@ -282,7 +282,7 @@ def test_truncated_json(amp: Amp, route: Route) -> None:
     _judge(amp, reply, what, refusals=MALFORMED, success="warn", not_json=True, route=route.name)
 
 
-@check(*IDS, level=MUST, area=AREA)
+@check(*IDS, area=AREA)
 @by_route
 def test_duplicate_member_names(amp: Amp, route: Route) -> None:
     """A body naming one member twice with two values is read one way or refused, never a 5xx."""
@@ -294,7 +294,7 @@ def test_duplicate_member_names(amp: Amp, route: Route) -> None:
     _judge(amp, reply, what, refusals=MALFORMED, success="accept", not_json=False, route=route.name)
 
 
-@check(*IDS, level=MUST, area=AREA)
+@check(*IDS, area=AREA)
 @by_route
 @pytest.mark.parametrize("number", ["1e400", "-1e400", HUGE_INTEGER], ids=["1e400", "-1e400", "400-digits"])
 def test_numbers_beyond_any_float(amp: Amp, route: Route, number: str) -> None:
@@ -307,7 +307,7 @@ def test_numbers_beyond_any_float(amp: Amp, route: Route, number: str) -> None:
     _restore(amp, route, path, reply, what)
 
 
-@check(*IDS, level=MUST, area=AREA)
+@check(*IDS, area=AREA)
 @by_route
 def test_deep_nesting(amp: Amp, route: Route) -> None:
     """A body nesting arrays 10,000 deep is kept or refused in the envelope, never a crash."""
@@ -319,7 +319,7 @@ def test_deep_nesting(amp: Amp, route: Route) -> None:
     _restore(amp, route, path, reply, what)
 
 
-@check(*IDS, level=MUST, area=AREA)
+@check(*IDS, area=AREA)
 @by_route
 @pytest.mark.parametrize("media_type", ["text/plain", "application/x-www-form-urlencoded"])
 def test_wrong_content_type(amp: Amp, route: Route, media_type: str) -> None:
@@ -330,7 +330,7 @@ def test_wrong_content_type(amp: Amp, route: Route, media_type: str) -> None:
     _judge(amp, reply, what, refusals=NOT_JSON, success="warn", not_json=False, route=route.name)
 
 
-@check(*IDS, level=MUST, area=AREA)
+@check(*IDS, area=AREA)
 @by_route
 def test_missing_content_type(amp: Amp, route: Route) -> None:
     """A JSON body without a Content-Type is read as JSON or refused in the envelope, never a 5xx."""
@@ -340,7 +340,7 @@ def test_missing_content_type(amp: Amp, route: Route) -> None:
     _judge(amp, reply, what, refusals=NOT_JSON, success="accept", not_json=False, route=route.name)
 
 
-@check(*IDS, level=MUST, area=AREA)
+@check(*IDS, area=AREA)
 @by_route
 def test_empty_body(amp: Amp, route: Route) -> None:
     """An empty body labelled application/json is refused with a 4xx in the envelope."""
@@ -350,7 +350,7 @@ def test_empty_body(amp: Amp, route: Route) -> None:
     _judge(amp, reply, what, refusals=NOT_JSON, success="warn", not_json=True, route=route.name)
 
 
-@check("AMP-ERR-03", "AMP-ERR-01", "AMP-ERR-05", "AMP-ERR-07", level=MUST, area=AREA)
+@check("AMP-ERR-03", "AMP-ERR-01", "AMP-ERR-05", "AMP-ERR-07", area=AREA)
 @pytest.mark.parametrize("target", ["read", "list"])
 def test_body_on_get(amp: Amp, target: str) -> None:
     """A GET carrying a JSON body is served as if it had none, or refused in the envelope; never a 5xx."""

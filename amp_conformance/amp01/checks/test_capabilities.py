@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from amp_conformance import MAY, MUST, SHOULD, Amp, check
+from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._support import (
     about,
     expect_error,
@@ -117,7 +117,7 @@ def _page_size_claim(amp: Amp) -> int:
     return value
 
 
-@check("AMP-CAP-02", level=MUST)
+@check("AMP-CAP-02")
 def test_spec_capabilities_have_the_documented_members_and_types(amp: Amp) -> None:
     """/spec capabilities carry every documented member with its documented type."""
     reply = _spec_reply(amp)
@@ -133,7 +133,7 @@ def test_spec_capabilities_have_the_documented_members_and_types(amp: Amp) -> No
         amp.fail(f"max_page_size is not an integer > 0: {shown(page)}", reply)
 
 
-@check("AMP-CAP-05", "AMP-CAP-04", level=MUST)
+@check("AMP-CAP-05", "AMP-CAP-04")
 def test_api_keys_required_matches_behaviour(amp: Amp) -> None:
     """api_keys_required matches behaviour: false serves agents without a key, true answers 401."""
     claim = amp.spec.get("api_keys_required")
@@ -153,7 +153,7 @@ def test_api_keys_required_matches_behaviour(amp: Amp) -> None:
         amp.expect_status(reply, 200, what="api_keys_required is false, so a list without a key")
 
 
-@check("AMP-CAP-06", "AMP-CAP-04", "AMP-SRCH-09", "AMP-LIST-05", level=MUST)
+@check("AMP-CAP-06", "AMP-CAP-04", "AMP-SRCH-09", "AMP-LIST-05")
 def test_max_page_size_is_the_exact_ceiling_on_search_and_list(amp: Amp) -> None:
     """limit = max_page_size is accepted and echoed on search and list; max_page_size + 1 is a 422."""
     ceiling = _page_size_claim(amp)
@@ -176,7 +176,7 @@ def test_max_page_size_is_the_exact_ceiling_on_search_and_list(amp: Amp) -> None
         expect_refused_as_invalid(amp, over)
 
 
-@check("AMP-CAP-09", level=MUST)
+@check("AMP-CAP-09")
 def test_retention_days_is_at_least_30(amp: Amp) -> None:
     """retention_days is an integer of at least 30 (the spec's floor)."""
     if "retention_days" not in amp.spec:
@@ -196,11 +196,11 @@ def _manual_run_path(amp: Amp) -> str:
     return path
 
 
-@check("AMP-CAP-10", "AMP-ADMIN-01", level=MUST, global_effects=True)
+@check("AMP-CAP-10", "AMP-ADMIN-01", global_effects=True)
 def test_manual_run_endpoint_exists_and_is_gated(amp: Amp) -> None:
     """The advertised manual_run_endpoint exists (never 404) and refuses callers without the token."""
     path = _manual_run_path(amp)
-    options = amp.run.options
+    options = amp.session.options
     if not (options.admin_token and options.allow_global_effects):
         # Without leave to run a pass, probe with a method that cannot start one.
         reply = amp.anonymous().get(path, root=True)
@@ -240,7 +240,7 @@ def test_manual_run_endpoint_exists_and_is_gated(amp: Amp) -> None:
     )
 
 
-@check("AMP-CAP-11", level=MAY)
+@check("AMP-CAP-11")
 def test_deployment_facts_are_well_formed(amp: Amp) -> None:
     """mcp_compatible, storage_backends and embedding are well-formed (HTTP cannot confirm them)."""
     caps = amp.spec
@@ -271,7 +271,7 @@ def test_deployment_facts_are_well_formed(amp: Amp) -> None:
     )
 
 
-@check("AMP-CAP-12", level=SHOULD)
+@check("AMP-CAP-12")
 def test_capabilities_stay_the_same_during_the_run(amp: Amp) -> None:
     """Capability values do not change between calls during one server run."""
     first = amp.spec

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.cells import CellIdError, parse_cell_id
 from amp_conformance.amp01.checks._shared_cells import (
     RICH_METADATA,
@@ -59,7 +59,7 @@ def _valid(amp: Amp, made: dict[str, Any], what: str) -> tuple[dict[str, Any], R
     return expect_valid_cell(amp, cell, reply, f"the cell returned by {what}"), reply
 
 
-@check("AMP-CELL-01", "AMP-CELL-02", level=MUST)
+@check("AMP-CELL-01", "AMP-CELL-02")
 def test_created_and_read_cells_validate(amp: Amp) -> None:
     """Minimal and full cells validate against the schema on create and on read (six required members)."""
     for label, (made, got) in (("a minimal create", minimal_read(amp)), ("a full create", full_read(amp))):
@@ -77,7 +77,7 @@ def test_created_and_read_cells_validate(amp: Amp) -> None:
         expect_valid_cell(amp, again, got, f"the cell read after {label}")
 
 
-@check("AMP-CELL-03", level=SHOULD)
+@check("AMP-CELL-03")
 def test_cell_carries_every_optional_sub_field(amp: Amp) -> None:
     """A minimal cell carries scoring, access_policy and provenance with every sub-field present."""
     cell = minimal_cell(amp)["cell"]
@@ -97,7 +97,7 @@ def test_cell_carries_every_optional_sub_field(amp: Amp) -> None:
     )
 
 
-@check("AMP-CELL-04", level=MUST)
+@check("AMP-CELL-04")
 def test_amp_version_is_0_1_0_on_every_cell(amp: Amp) -> None:
     """amp_version is "0.1.0" on created, read and listed cells."""
     made, got = minimal_read(amp)
@@ -124,7 +124,7 @@ def test_amp_version_is_0_1_0_on_every_cell(amp: Amp) -> None:
         amp.expect(version == "0.1.0", f"listed: amp_version is '0.1.0' (got {shown(version)})", listed)
 
 
-@check("AMP-CELL-05", level=MUST)
+@check("AMP-CELL-05")
 def test_id_is_a_ulid(amp: Amp) -> None:
     """The id is a ULID, bare or behind 'mem_' (C-03: either form passes; the form is reported)."""
     cell_id = minimal_cell(amp)["cell"].get("id")
@@ -137,7 +137,7 @@ def test_id_is_a_ulid(amp: Amp) -> None:
     amp.note(f"id form: {form} ({cell_id})")
 
 
-@check("AMP-CELL-06", level=MUST)
+@check("AMP-CELL-06")
 def test_ids_are_unique(amp: Amp) -> None:
     """The run's shared cells have distinct ids: ten creates, five of them one owner's identical texts
     sent back to back, three sent 6 ms apart."""
@@ -153,7 +153,7 @@ def test_ids_are_unique(amp: Amp) -> None:
     )
 
 
-@check("AMP-CELL-07", level=SHOULD)
+@check("AMP-CELL-07")
 def test_ids_follow_creation_order(amp: Amp) -> None:
     """Ids of cells created a few ms apart sort in creation order; the ULID time matches created_at."""
     cells = [
@@ -184,7 +184,7 @@ def test_ids_follow_creation_order(amp: Amp) -> None:
     )
 
 
-@check("AMP-CELL-08", level=MUST)
+@check("AMP-CELL-08")
 def test_type_is_one_of_the_three_memory_types(amp: Amp) -> None:
     """episodic, semantic and procedural are accepted and echoed; type 'literal' is 422."""
     made = {m["body"]["type"]: m for m in reversed(owner_set(amp)["cells"])}
@@ -199,7 +199,7 @@ def test_type_is_one_of_the_three_memory_types(amp: Amp) -> None:
     expect_validation_error(amp, reply, "type 'literal'")
 
 
-@check("AMP-CELL-09", level=MUST)
+@check("AMP-CELL-09")
 def test_owner_type_is_user_agent_or_organization(amp: Amp) -> None:
     """owner_type user, agent and organization are accepted and echoed; 'team' is 422."""
     made = [minimal_cell(amp), *series_cells(amp)[:2]]
@@ -211,7 +211,7 @@ def test_owner_type_is_user_agent_or_organization(amp: Amp) -> None:
     expect_validation_error(amp, reply, "owner_type 'team'")
 
 
-@check("AMP-CELL-10", level=MUST)
+@check("AMP-CELL-10")
 def test_status_is_one_of_the_four_lifecycle_states(amp: Amp) -> None:
     """A new cell's status is a lifecycle state, and PATCH lifecycle.status 'expired' is 422."""
     cell, reply = created(amp, amp.cell_body())
@@ -228,7 +228,7 @@ def test_status_is_one_of_the_four_lifecycle_states(amp: Amp) -> None:
     amp.expect(status == "active", f"the refused PATCH left the status 'active' (got {shown(status)})", got)
 
 
-@check("AMP-CELL-11", level=MUST)
+@check("AMP-CELL-11")
 def test_provenance_enumerations(amp: Amp) -> None:
     """Every documented source_type and extraction_method round-trips; undocumented values are 422."""
     for made in (owner_set(amp)["other"], *series_cells(amp)):
@@ -242,7 +242,7 @@ def test_provenance_enumerations(amp: Amp) -> None:
         expect_validation_error(amp, reply, f"provenance.{field} {shown(value)}")
 
 
-@check("AMP-CELL-12", level=MUST)
+@check("AMP-CELL-12")
 def test_importance_and_confidence_are_in_the_unit_interval(amp: Amp) -> None:
     """importance/confidence 0 and 1 are accepted; 1.5 and -0.1 are 422 on create and on patch.
 
@@ -271,7 +271,7 @@ def test_importance_and_confidence_are_in_the_unit_interval(amp: Amp) -> None:
     )
 
 
-@check("AMP-CELL-13", level=MUST)
+@check("AMP-CELL-13")
 def test_decay_rate_is_non_negative_and_unbounded(amp: Amp) -> None:
     """decay_rate 0 and 20000 are accepted and stored; -0.01 is 422."""
     for made in series_cells(amp)[1:]:
@@ -283,7 +283,7 @@ def test_decay_rate_is_non_negative_and_unbounded(amp: Amp) -> None:
     expect_validation_error(amp, reply, "decay_rate -0.01")
 
 
-@check("AMP-CELL-14", level=MUST)
+@check("AMP-CELL-14")
 def test_access_count_is_a_non_negative_integer(amp: Amp) -> None:
     """scoring.access_count is an integer >= 0 on create and after a read."""
     made, got = minimal_read(amp)
@@ -319,7 +319,7 @@ _DEFAULTS = {
 }
 
 
-@check("AMP-CELL-15", level=MUST)
+@check("AMP-CELL-15")
 def test_omitted_fields_take_the_documented_defaults(amp: Amp) -> None:
     """A minimal create stores every documented default (importance 0.5, confidence 1.0, ...)."""
     cell, reply = _valid(amp, minimal_cell(amp), "a minimal create")
@@ -335,7 +335,7 @@ def test_omitted_fields_take_the_documented_defaults(amp: Amp) -> None:
     amp.expect(not wrong, "defaults of a minimal create: " + "; ".join(wrong), reply)
 
 
-@check("AMP-CELL-16", level=MUST)
+@check("AMP-CELL-16")
 def test_public_never_defaults_to_true(amp: Amp) -> None:
     """Without access_policy, public is false and a stranger's read is refused."""
     made, refused = minimal_refused_read(amp)
@@ -345,7 +345,7 @@ def test_public_never_defaults_to_true(amp: Amp) -> None:
     expect_refusal(amp, refused, "a stranger reading a cell created without access_policy")
 
 
-@check("AMP-CELL-17", level=MUST)
+@check("AMP-CELL-17")
 def test_text_is_required_and_metadata_round_trips(amp: Amp) -> None:
     """content.text is a required string; arbitrary JSON metadata round-trips on create and read."""
     cell, reply = _valid(amp, series_cells(amp)[0], "a create with rich metadata")
@@ -371,7 +371,7 @@ def test_empty_text_is_refused(amp: Amp) -> None:
     expect_validation_error(amp, reply, 'content.text "" (schema minLength 1)')
 
 
-@check("AMP-CELL-18", level=MUST)
+@check("AMP-CELL-18")
 def test_every_timestamp_is_utc(amp: Amp) -> None:
     """created_at, last_accessed_at, last_updated_at and expires_at are RFC 3339 UTC timestamps."""
     cell, reply = created(amp, amp.cell_body())
@@ -409,7 +409,7 @@ def test_every_timestamp_is_utc(amp: Amp) -> None:
         )
 
 
-@check("AMP-CELL-19", level=MUST)
+@check("AMP-CELL-19")
 def test_created_at_is_the_time_of_creation(amp: Amp) -> None:
     """created_at is the server's time of the create (within 120 s of the client clock or Date)."""
     shared = minimal_cell(amp)
@@ -424,7 +424,7 @@ def test_created_at_is_the_time_of_creation(amp: Amp) -> None:
     )
 
 
-@check("AMP-CELL-20", level=SHOULD)
+@check("AMP-CELL-20")
 def test_timestamps_are_consistent_and_move_forward(amp: Amp) -> None:
     """last_accessed_at / last_updated_at are never before created_at and only move forward."""
     cell, reply = created(amp, amp.cell_body())

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._shared_cells import (
     created_reply,
     full_read,
@@ -60,7 +60,7 @@ def _keys_required(amp: Amp) -> bool:
     return amp.spec.get("api_keys_required") is True
 
 
-@check("AMP-CRE-01", level=MUST)
+@check("AMP-CRE-01")
 def test_create_returns_201_with_the_stored_cell(amp: Amp) -> None:
     """A valid create answers 201 with the stored cell: the body equals a later GET but for read counters."""
     # the run's shared minimal and full cells and their shared reads: the creates are judged here
@@ -81,7 +81,7 @@ def test_create_returns_201_with_the_stored_cell(amp: Amp) -> None:
         )
 
 
-@check("AMP-CRE-02", level=MUST)
+@check("AMP-CRE-02")
 def test_each_required_field_is_required(amp: Amp) -> None:
     """Dropping type, content.text, identity.owner_id or identity.owner_type gives 422 VALIDATION_ERROR."""
     for path in ("type", "content", "content.text", "identity", "identity.owner_id", "identity.owner_type"):
@@ -93,7 +93,7 @@ def test_each_required_field_is_required(amp: Amp) -> None:
         expect_validation_error(amp, reply, f"a create without {path}")
 
 
-@check("AMP-CRE-03", level=MUST)
+@check("AMP-CRE-03")
 def test_the_server_chooses_the_id(amp: Amp) -> None:
     """An id sent in the create body is not used (one well-formed id in the server's own form: the
     id a server honouring client ids would most readily take)."""
@@ -104,7 +104,7 @@ def test_the_server_chooses_the_id(amp: Amp) -> None:
     amp.expect(cell["id"] != sent, f"the server chose the id: the client's {shown(sent)} was used", reply)
 
 
-@check("AMP-CRE-04", level=MUST)
+@check("AMP-CRE-04")
 def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
     """Client lifecycle/amp_version are ignored: status active, fresh created_at, null last_*, 0.1.0."""
     body = amp.cell_body(
@@ -137,7 +137,7 @@ def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
     amp.expect(not problems, "the client's lifecycle/amp_version were applied: " + "; ".join(problems), reply)
 
 
-@check("AMP-CRE-05", level=SHOULD)
+@check("AMP-CRE-05")
 def test_unknown_create_members_are_ignored(amp: Amp) -> None:
     """Unknown members (ttl, content.colour) are accepted, not stored and not echoed."""
     reply = post_cell(amp, amp.cell_body(ttl=3600, content={"colour": "x"}))
@@ -156,7 +156,7 @@ def test_unknown_create_members_are_ignored(amp: Amp) -> None:
     expect_valid_cell(amp, stored, got, "the stored cell")
 
 
-@check("AMP-CRE-06", level=MUST)
+@check("AMP-CRE-06")
 def test_supplied_optional_values_are_stored_as_sent(amp: Amp) -> None:
     """The API reference's example body is stored as sent (scoring, policy, provenance, session, metadata)."""
     made, got = full_read(amp)  # the run's shared full cell (never patched) and its shared read
@@ -185,7 +185,7 @@ def test_supplied_optional_values_are_stored_as_sent(amp: Amp) -> None:
         amp.expect(not wrong, f"{label}: supplied values are stored as sent: " + "; ".join(wrong), where)
 
 
-@check("AMP-CRE-07", level=MUST)
+@check("AMP-CRE-07")
 def test_created_by_is_the_header_agent(amp: Amp) -> None:
     """created_by is the X-AMP-Agent-ID of the create, with or without a body created_by (C-10)."""
     made = minimal_cell(amp)  # the run's shared minimal cell: a create without identity.created_by
@@ -215,7 +215,7 @@ def test_created_by_is_the_header_agent(amp: Amp) -> None:
         )
 
 
-@check("AMP-CRE-07", level=MUST)
+@check("AMP-CRE-07")
 def test_body_created_by_is_the_keyless_fallback(amp: Amp) -> None:
     """Without X-AMP-Agent-ID (and without keys) the body's created_by is the creator; with keys it is 401."""
     body_agent = amp.agent_id("b")
@@ -233,7 +233,7 @@ def test_body_created_by_is_the_keyless_fallback(amp: Amp) -> None:
     read(amp, cell["id"], role="b", what="the body-named creator reading the cell")
 
 
-@check("AMP-CRE-07", level=MUST)
+@check("AMP-CRE-07")
 def test_create_without_any_identity_is_401(amp: Amp) -> None:
     """A create with neither X-AMP-Agent-ID nor created_by is 401 MISSING_AGENT_ID."""
     body = amp.cell_body()
@@ -246,7 +246,7 @@ def test_create_without_any_identity_is_401(amp: Amp) -> None:
     amp.expect(not results, f"the refused create stored a cell anyway: the owner has {len(results)}", listed)
 
 
-@check("AMP-CRE-08", level=MUST)
+@check("AMP-CRE-08")
 def test_a_new_cell_starts_unread_and_unexpired(amp: Amp) -> None:
     """A new cell has access_count 0 and null last_accessed_at, last_updated_at and expires_at."""
     made = minimal_cell(amp)  # the run's shared minimal cell: its create answer is judged
@@ -274,7 +274,7 @@ def test_a_new_cell_starts_unread_and_unexpired(amp: Amp) -> None:
         amp.expect(count == 0, f"access_count of a new cell is 0 (got {shown(count)})", reply)
 
 
-@check("AMP-CRE-09", level=MUST)
+@check("AMP-CRE-09")
 def test_a_new_cell_is_readable_and_listed_at_once(amp: Amp) -> None:
     """Right after the create, the creator reads the cell and the owner's list contains it."""
     body = amp.cell_body()
@@ -290,7 +290,7 @@ def test_a_new_cell_is_readable_and_listed_at_once(amp: Amp) -> None:
     amp.expect(cell["id"] in ids, f"the owner's list contains the new cell (got ids {ids})", listed)
 
 
-@check("AMP-CRE-10", level=SHOULD)
+@check("AMP-CRE-10")
 def test_a_body_that_is_not_a_json_object_is_422(amp: Amp) -> None:
     """A body that is not JSON, or JSON but not an object, is 422 VALIDATION_ERROR in the envelope."""
     client = amp.as_agent("a")
@@ -306,7 +306,7 @@ def test_a_body_that_is_not_a_json_object_is_422(amp: Amp) -> None:
 _MAX_PROBE_BYTES = 4 * 1024 * 1024
 
 
-@check("AMP-CRE-11", level=MUST)
+@check("AMP-CRE-11")
 def test_an_oversized_create_is_413_and_stores_nothing(amp: Amp) -> None:
     """A create larger than max_cell_size_bytes is 413 CELL_TOO_LARGE and the owner has no cell afterwards."""
     limit = amp.spec.get("max_cell_size_bytes")

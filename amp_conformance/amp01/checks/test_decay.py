@@ -16,7 +16,7 @@ import math
 import time
 from typing import Any
 
-from amp_conformance import MUST, Amp, check, load_fixture
+from amp_conformance import Amp, check, load_fixture
 from amp_conformance.amp01.checks._lifecycle_passes import both_passes, listed_status
 from amp_conformance.amp01.checks._support import (
     expect_at_least,
@@ -59,7 +59,7 @@ def _point_problems(case: dict[str, Any], point: dict[str, Any]) -> list[str]:
     return problems
 
 
-@check("AMP-LC-01", level=MUST)
+@check("AMP-LC-01")
 def test_decay_formula_matches_the_worked_examples(amp: Amp) -> None:
     """importance x confidence x exp(-decay_rate x Δt_days) and the pass rules reproduce §3 examples A–H."""
     cases = _cases()
@@ -87,7 +87,7 @@ def test_decay_formula_matches_the_worked_examples(amp: Amp) -> None:
     amp.expect(not problems, "decay vectors: " + "; ".join(problems))
 
 
-@check("AMP-LC-04", "AMP-LC-01", level=MUST)
+@check("AMP-LC-04", "AMP-LC-01")
 def test_the_equality_case_is_not_below_the_threshold(amp: Amp) -> None:
     """Example E: 0.3 x 1.0 x exp(0) is exactly 0.3, not below the threshold: active after a pass."""
     equal = [c for c in _cases() if c.get("exact_threshold")]
@@ -111,7 +111,7 @@ def test_the_equality_case_is_not_below_the_threshold(amp: Amp) -> None:
             )
 
 
-@check("AMP-LC-06", "AMP-LC-02", "AMP-LC-01", "AMP-LC-10", level=MUST, deadline=30, global_effects=True)
+@check("AMP-LC-06", "AMP-LC-02", "AMP-LC-01", "AMP-LC-10", deadline=30, global_effects=True)
 def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
     """Fast decay: a cell turns stale at a pass; a by-id read restarts its clock, the next pass revives it."""
     # the lifecycle checks' shared passes: a stale cell lifted to 0.9 recovered at the second, which

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amp_conformance import MUST, Amp, check
+from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._support import (
     Marks,
     about,
@@ -69,7 +69,7 @@ def _ids(amp: Amp, reply: Reply) -> list[Any]:
     return [r.get("id") for r in results if isinstance(r, dict)]
 
 
-@check("AMP-DEL-01", level=MUST)
+@check("AMP-DEL-01")
 def test_delete_of_an_archived_cell_is_204_with_empty_body(amp: Amp) -> None:
     """DELETE of an archived cell by its creator answers 204 with an empty body."""
     _owner, _id, reply = _deleted(amp)
@@ -77,7 +77,7 @@ def test_delete_of_an_archived_cell_is_204_with_empty_body(amp: Amp) -> None:
     amp.expect(len(reply.content) == 0, f"the 204 body is empty (got {len(reply.content)} bytes)", reply)
 
 
-@check("AMP-DEL-03", "AMP-ERR-03", level=MUST)
+@check("AMP-DEL-03", "AMP-ERR-03")
 def test_delete_of_an_active_cell_is_refused(amp: Amp) -> None:
     """DELETE of an active cell is 409 INVALID_TRANSITION and the cell stays active."""
     cell = amp.create_cell()
@@ -92,7 +92,7 @@ def test_delete_of_an_active_cell_is_refused(amp: Amp) -> None:
     )
 
 
-@check("AMP-DEL-03", "AMP-ERR-03", level=MUST, serial=True)
+@check("AMP-DEL-03", "AMP-ERR-03", serial=True)
 def test_delete_of_a_stale_cell_is_refused(amp: Amp) -> None:
     """DELETE of a stale cell is 409 INVALID_TRANSITION and the cell stays stale."""
     cell = amp.create_cell()
@@ -112,7 +112,7 @@ def test_delete_of_a_stale_cell_is_refused(amp: Amp) -> None:
     )
 
 
-@check("AMP-DEL-04", level=MUST)
+@check("AMP-DEL-04")
 def test_delete_needs_write_access(amp: Amp) -> None:
     """A stranger's DELETE is 403 on an active cell (not 409) and on an archived one; nothing changes."""
     cell = amp.create_cell()  # refused while active, then archived and refused again
@@ -125,7 +125,7 @@ def test_delete_needs_write_access(amp: Amp) -> None:
     amp.expect(status == "archived", f"the cell is still 'archived' (got {shown(status)})", got)
 
 
-@check("AMP-DEL-05", level=MUST)
+@check("AMP-DEL-05")
 def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
     """A deleted cell is absent from list and search whatever status filters are sent (the
     /memories/query alias is asked the one filter that names deleted cells). The default list is the
@@ -165,7 +165,7 @@ def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
         )
 
 
-@check("AMP-DEL-06", "AMP-DEL-02", level=MUST)
+@check("AMP-DEL-06", "AMP-DEL-02")
 def test_deleted_cell_reads_as_deleted_or_unknown(amp: Amp) -> None:
     """GET of a deleted cell answers 200 with status 'deleted' or the unknown-id answer, per convention."""
     _owner, cell_id, _ = _deleted(amp)
@@ -174,7 +174,7 @@ def test_deleted_cell_reads_as_deleted_or_unknown(amp: Amp) -> None:
     amp.note(f"deleted cells: {amp.conventions.deleted_read or 'convention not detected'} (C-05)")
 
 
-@check("AMP-DEL-07", level=MUST)
+@check("AMP-DEL-07")
 def test_deleted_is_terminal(amp: Amp) -> None:
     """A second DELETE is refused, PATCHes back to archived or active are refused, the cell stays deleted."""
     cell = amp.create_cell()
@@ -201,7 +201,7 @@ def test_deleted_is_terminal(amp: Amp) -> None:
     expect_deleted_read(amp, cell["id"], "GET after the refused attempts")
 
 
-@check("AMP-DEL-08", "AMP-READ-10", "AMP-ERR-03", level=MUST)
+@check("AMP-DEL-08", "AMP-READ-10", "AMP-ERR-03")
 def test_unknown_id_gets_the_same_answer_on_get_patch_and_delete(amp: Amp) -> None:
     """DELETE, PATCH and GET of an unknown id give the server's one unknown-id answer (404 or 403)."""
     unknown = amp.unknown_id()

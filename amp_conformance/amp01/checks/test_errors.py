@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import (
     about,
     expect_error,
@@ -23,8 +23,8 @@ from amp_conformance.amp01.checks._support import (
 )
 from amp_conformance.amp01.conventions import Conventions
 from amp_conformance.amp01.envelope import CODE_PATTERN, envelope_problems
+from amp_conformance.amp01.session import NotEnoughAgents
 from amp_conformance.engine.client import Reply
-from amp_conformance.engine.run import NotEnoughAgents
 
 MISSING_AGENT_ID = "MISSING_AGENT_ID"
 UNAUTHENTICATED = "UNAUTHENTICATED"
@@ -268,7 +268,7 @@ def _case(amp: Amp, label: str) -> Reply:
 # 401 MISSING_AGENT_ID on every memories route (AMP-AUTH-01) ----------------------------------
 
 
-@check("AMP-AUTH-01", level=MUST)
+@check("AMP-AUTH-01")
 def test_create_without_identity_is_401(amp: Amp) -> None:
     """POST /memories with a valid body but no X-AMP-Agent-ID and no created_by is 401 MISSING_AGENT_ID."""
     cases, probes = _provoked(amp)
@@ -282,13 +282,13 @@ def test_create_without_identity_is_401(amp: Amp) -> None:
     )
 
 
-@check("AMP-READ-09", "AMP-AUTH-01", level=MUST)
+@check("AMP-READ-09", "AMP-AUTH-01")
 def test_read_without_identity_is_401(amp: Amp) -> None:
     """GET /memories/{id} of an existing cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""
     _expect_missing_identity(amp, _case(amp, "GET /memories/{id} without identity"), "GET /memories/{id}")
 
 
-@check("AMP-PATCH-18", "AMP-AUTH-01", level=MUST)
+@check("AMP-PATCH-18", "AMP-AUTH-01")
 def test_patch_without_identity_is_401(amp: Amp) -> None:
     """PATCH with a valid body but no X-AMP-Agent-ID is 401 MISSING_AGENT_ID and changes nothing."""
     cases, probes = _provoked(amp)
@@ -304,7 +304,7 @@ def test_patch_without_identity_is_401(amp: Amp) -> None:
     )
 
 
-@check("AMP-DEL-08", "AMP-AUTH-01", level=MUST)
+@check("AMP-DEL-08", "AMP-AUTH-01")
 def test_delete_without_identity_is_401(amp: Amp) -> None:
     """DELETE of an archived cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID; the cell stays archived."""
     cases, probes = _provoked(amp)
@@ -315,7 +315,7 @@ def test_delete_without_identity_is_401(amp: Amp) -> None:
     amp.expect(status == "archived", f"the cell is still archived (got {shown(status)})", back)
 
 
-@check("AMP-LIST-11", "AMP-AUTH-01", level=MUST)
+@check("AMP-LIST-11", "AMP-AUTH-01")
 def test_list_without_identity_is_401(amp: Amp) -> None:
     """GET /memories and GET /memories/query without X-AMP-Agent-ID are 401 MISSING_AGENT_ID."""
     cases, _ = _provoked(amp)
@@ -324,7 +324,7 @@ def test_list_without_identity_is_401(amp: Amp) -> None:
         _expect_missing_identity(amp, reply, f"GET {path}")
 
 
-@check("AMP-SRCH-16", "AMP-AUTH-01", level=MUST)
+@check("AMP-SRCH-16", "AMP-AUTH-01")
 def test_search_without_identity_is_401(amp: Amp) -> None:
     """POST /memories/search with a complete body but no X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""
     if not amp.keys_mode and amp.server_requires_keys:
@@ -372,7 +372,7 @@ def _error_codes_of(reply: Reply) -> Any:
     return error.get("code") if isinstance(error, dict) else None
 
 
-@check("AMP-ERR-01", "AMP-ERR-02", level=MUST)
+@check("AMP-ERR-01", "AMP-ERR-02")
 def test_every_error_is_the_json_envelope(amp: Amp) -> None:
     """Every provoked 4xx is application/json {"error": {"code", "message"}} with a SCREAMING_SNAKE code."""
     problems: list[Problem] = []
@@ -416,7 +416,7 @@ def test_every_error_carries_details(amp: Amp) -> None:
     _first_problem(amp, problems)
 
 
-@check("AMP-ERR-03", "AMP-ERR-02", level=MUST)
+@check("AMP-ERR-03", "AMP-ERR-02")
 def test_each_route_answers_the_documented_status_and_code(amp: Amp) -> None:
     """Each provoked error answers the (status, code) pair the table gives for its route (C-01/02/15)."""
     problems: list[Problem] = []
@@ -461,7 +461,7 @@ def _locs(error: dict[str, Any]) -> list[list[Any]]:
     return [e["loc"] for e in entries or [] if isinstance(e, dict) and isinstance(e.get("loc"), list)]
 
 
-@check("AMP-ERR-04", level=MUST)
+@check("AMP-ERR-04")
 def test_validation_errors_name_the_fields(amp: Amp) -> None:
     """422 VALIDATION_ERROR carries details.errors of {type, loc, msg, input} naming the bad fields."""
     table = {case.label: case.reply for case in _provoked(amp)[0]}
@@ -487,7 +487,7 @@ def test_validation_errors_name_the_fields(amp: Amp) -> None:
         )
 
 
-@check("AMP-ERR-05", level=MUST)
+@check("AMP-ERR-05")
 def test_validation_failures_never_use_a_framework_shape(amp: Amp) -> None:
     """Rejected bodies, queries and malformed JSON answer the AMP envelope, never a top-level 'detail'."""
     cases, probes = _provoked(amp)
@@ -542,7 +542,7 @@ def _remember_created(amp: Amp, reply: Reply) -> None:
         amp.remember(body["id"], as_agent="a")
 
 
-@check("AMP-ERR-07", level=SHOULD)
+@check("AMP-ERR-07")
 def test_odd_but_valid_requests_do_not_crash(amp: Amp) -> None:
     """Unicode text, a long agent id and null sections never produce a 5xx."""
     a = amp.as_agent("a")

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from amp_conformance import MUST, Amp, check
+from amp_conformance import Amp, check
 from amp_conformance.engine.outcomes import ToolError
 from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, run_fuzz
 
@@ -51,15 +51,15 @@ def fuzz_result(amp: Amp) -> FuzzResult:
         options = amp.run.options
         agent = amp.agent("a")
         config = FuzzConfig(
-            base_url=amp.run.connection.root,
+            base_url=amp.session.connection.root,
             headers=agent.headers(),
             contract=_contract(options.openapi, options.timeout),
             max_examples=options.fuzz_examples,
             seconds=options.fuzz_seconds,
             seed=options.seed,
             request_timeout=options.timeout,
-            app=amp.run.connection.app,
-            allow_global_effects=options.allow_global_effects,
+            app=amp.session.connection.app,
+            allow_global_effects=amp.session.options.allow_global_effects,
             owner_id=amp.owner(),
         )
         cached = run_fuzz(config)
@@ -100,19 +100,19 @@ def _describe(finding: FuzzFinding) -> str:
     )
 
 
-@check("AMP-ERR-07", "AMP-ERR-03", level=MUST, area="fuzz")
+@check("AMP-ERR-07", "AMP-ERR-03", area="fuzz")
 def test_fuzzing_provokes_no_server_error(amp: Amp) -> None:
     """No generated request, valid or invalid, gets a 5xx."""
     _judge(amp, SERVER_ERRORS, "the server answered generated requests with a 5xx")
 
 
-@check("AMP-ERR-01", "AMP-ERR-02", "AMP-ERR-04", "AMP-ERR-05", level=MUST, area="fuzz")
+@check("AMP-ERR-01", "AMP-ERR-02", "AMP-ERR-04", "AMP-ERR-05", area="fuzz")
 def test_fuzzed_errors_use_the_envelope(amp: Amp) -> None:
     """Every 4xx from an AMP route, for any generated request, uses the AMP error envelope."""
     _judge(amp, ENVELOPE, "4xx answers without the AMP error envelope")
 
 
-@check("AMP-ERR-03", "AMP-CELL-01", "AMP-CRE-09", "AMP-ERR-06", level=MUST, area="fuzz")
+@check("AMP-ERR-03", "AMP-CELL-01", "AMP-CRE-09", "AMP-ERR-06", area="fuzz")
 def test_fuzzed_responses_follow_the_contract(amp: Amp) -> None:
     """Generated requests get declared statuses, JSON bodies matching their schemas, required headers."""
     _judge(amp, CONTRACT, "responses that break the contract")

@@ -4,11 +4,11 @@ The checks judge one anonymous GET of ``/health`` and one of ``/spec``, sent onc
 
 from __future__ import annotations
 
-from amp_conformance import MUST, Amp, check
+from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._support import open_route_reply, shown
 
 
-@check("AMP-HEALTH-01", level=MUST)
+@check("AMP-HEALTH-01")
 def test_health_reports_ok_and_the_protocol_version(amp: Amp) -> None:
     """GET /health answers 200 {"status": "ok", "amp_version": "0.1.0"}."""
     reply = open_route_reply(amp, "/health")
@@ -22,7 +22,7 @@ def test_health_reports_ok_and_the_protocol_version(amp: Amp) -> None:
     )
 
 
-@check("AMP-HEALTH-02", "AMP-AUTH-07", level=MUST)
+@check("AMP-HEALTH-02", "AMP-AUTH-07")
 def test_health_needs_no_identity_and_answers_json(amp: Amp) -> None:
     """GET /health needs neither agent id nor key, and answers JSON."""
     reply = open_route_reply(amp, "/health")
@@ -36,7 +36,7 @@ def test_health_needs_no_identity_and_answers_json(amp: Amp) -> None:
     reply.json_object()
 
 
-@check("AMP-CAP-01", level=MUST)
+@check("AMP-CAP-01")
 def test_spec_reports_version_and_capabilities(amp: Amp) -> None:
     """GET /spec answers 200 with amp_version "0.1.0" and a capabilities object, without identity."""
     reply = open_route_reply(amp, "/spec")
@@ -50,7 +50,7 @@ def test_spec_reports_version_and_capabilities(amp: Amp) -> None:
     amp.expect(isinstance(body.get("capabilities"), dict), "capabilities is an object", reply)
 
 
-@check("AMP-CAP-03", level=MUST)
+@check("AMP-CAP-03")
 def test_spec_and_health_agree_on_the_version(amp: Amp) -> None:
     """/spec and /health report the same amp_version."""
     health = open_route_reply(amp, "/health")

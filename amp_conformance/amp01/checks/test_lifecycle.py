@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 
-from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._lifecycle_passes import (
     CELLS,
     LIFTS,
@@ -64,7 +64,7 @@ def _expect_listed(
     )
 
 
-@check("AMP-LC-03", "AMP-ADMIN-05", level=MUST, global_effects=True)
+@check("AMP-LC-03", "AMP-ADMIN-05", global_effects=True)
 def test_low_score_cells_become_stale_after_one_pass(amp: Amp) -> None:
     """Cells with importance x confidence < 0.3 are stale after one pass; counts include them."""
     passes = first_pass(amp)
@@ -88,7 +88,7 @@ def test_low_score_cells_become_stale_after_one_pass(amp: Amp) -> None:
     expect_at_least(amp, first.transitions, "active_to_stale", len(LOW))
 
 
-@check("AMP-LC-04", level=MUST, global_effects=True)
+@check("AMP-LC-04", global_effects=True)
 def test_a_score_of_exactly_0_3_is_not_below_the_threshold(amp: Amp) -> None:
     """A score of exactly 0.3 stays active, and brings a stale cell back to active (C-33)."""
     passes = both_passes(amp)
@@ -112,7 +112,7 @@ def test_a_score_of_exactly_0_3_is_not_below_the_threshold(amp: Amp) -> None:
     )
 
 
-@check("AMP-LC-05", "AMP-ADMIN-05", level=MUST, global_effects=True)
+@check("AMP-LC-05", "AMP-ADMIN-05", global_effects=True)
 def test_a_stale_cell_whose_score_recovers_becomes_active(amp: Amp) -> None:
     """A stale cell whose score is back at or above 0.3 becomes active at the next pass."""
     passes = both_passes(amp)
@@ -131,7 +131,7 @@ def test_a_stale_cell_whose_score_recovers_becomes_active(amp: Amp) -> None:
     expect_at_least(amp, second.transitions, "stale_to_active", len(recovered))
 
 
-@check("AMP-PATCH-16", level=MUST, area="lc", global_effects=True)
+@check("AMP-PATCH-16", area="lc", global_effects=True)
 def test_a_scoring_patch_does_not_flip_the_status_by_itself(amp: Amp) -> None:
     """A scoring PATCH that lifts a stale cell's score leaves it stale until the next pass (C-34)."""
     passes = both_passes(amp)
@@ -156,7 +156,7 @@ def test_a_scoring_patch_does_not_flip_the_status_by_itself(amp: Amp) -> None:
     passes.step_recovered(amp, "y")
 
 
-@check("AMP-LC-07", "AMP-LC-11", level=MUST, global_effects=True)
+@check("AMP-LC-07", "AMP-LC-11", global_effects=True)
 def test_a_freshly_stale_cell_is_not_archived(amp: Amp) -> None:
     """A pass moves a cell one step: a freshly stale cell is not archived, nor by the next pass."""
     passes = both_passes(amp)
@@ -171,7 +171,7 @@ def test_a_freshly_stale_cell_is_not_archived(amp: Amp) -> None:
     )
 
 
-@check("AMP-LC-08", "AMP-PATCH-12", level=MUST, global_effects=True)
+@check("AMP-LC-08", "AMP-PATCH-12", global_effects=True)
 def test_archived_cells_stay_archived(amp: Amp) -> None:
     """An archived cell with a high score is left archived by a pass and cannot be PATCHed back (409)."""
     passes = first_pass(amp)
@@ -193,7 +193,7 @@ def test_archived_cells_stay_archived(amp: Amp) -> None:
     _expect_listed(amp, passes.owner, cell_id, "archived", "after the refused PATCH", "AMP-PATCH-12")
 
 
-@check("AMP-PATCH-12", "AMP-DEL-03", level=MUST, area="lc", global_effects=True)
+@check("AMP-PATCH-12", "AMP-DEL-03", area="lc", global_effects=True)
 def test_a_stale_cell_cannot_be_patched_or_deleted_to_deleted(amp: Amp) -> None:
     """A stale cell: PATCH to deleted is 409 INVALID_TRANSITION, DELETE is 409; it stays stale."""
     passes = both_passes(amp)
@@ -208,7 +208,7 @@ def test_a_stale_cell_cannot_be_patched_or_deleted_to_deleted(amp: Amp) -> None:
     _expect_listed(amp, passes.owner, cell_id, "stale", "after the refused PATCH and DELETE")
 
 
-@check("AMP-READ-07", level=MUST, area="lc", global_effects=True)
+@check("AMP-READ-07", area="lc", global_effects=True)
 def test_a_stale_cell_can_still_be_read_by_id(amp: Amp) -> None:
     """A stale cell is still readable by id: 200 with status stale."""
     passes = both_passes(amp)
@@ -220,7 +220,7 @@ def test_a_stale_cell_can_still_be_read_by_id(amp: Amp) -> None:
     amp.expect(status == "stale", f"the read shows status stale (got {shown(status)})", reply)
 
 
-@check("AMP-LC-14", level=MUST, global_effects=True)
+@check("AMP-LC-14", global_effects=True)
 def test_stale_cells_leave_default_search_and_list(amp: Amp) -> None:
     """Stale cells are left out of default search (and list) and come back with include_stale or status."""
     passes = both_passes(amp)
@@ -264,7 +264,7 @@ def test_stale_cells_leave_default_search_and_list(amp: Amp) -> None:
         amp.warn("the default list shows a stale cell (AMP-LIST-04 and C-12: only active by default)")
 
 
-@check("AMP-LC-09", "AMP-RET-01", level=MUST, global_effects=True)
+@check("AMP-LC-09", "AMP-RET-01", global_effects=True)
 def test_a_pass_leaves_deleted_cells_deleted_and_kept(amp: Amp) -> None:
     """A deleted cell (high score) is neither changed nor purged by a pass (where deleted cells read back)."""
     amp.admin()
@@ -285,7 +285,7 @@ def test_a_pass_leaves_deleted_cells_deleted_and_kept(amp: Amp) -> None:
     )
 
 
-@check("AMP-RET-02", level=MUST)
+@check("AMP-RET-02")
 def test_no_rest_route_purges_a_deleted_cell(amp: Amp) -> None:
     """Physical purge is no REST operation: purge-looking requests never succeed on a deleted cell."""
     cell = amp.create_cell()
@@ -310,7 +310,7 @@ def test_no_rest_route_purges_a_deleted_cell(amp: Amp) -> None:
     expect_deleted_read(amp, cell_id, "reading the deleted cell after the purge probes")
 
 
-@check("AMP-RET-03", "AMP-ADMIN-07", level=SHOULD, global_effects=True)
+@check("AMP-RET-03", "AMP-ADMIN-07", global_effects=True)
 def test_a_pass_purges_nothing_by_default(amp: Amp) -> None:
     """A pass reports purged (if at all) as an integer >= 0; it purges nothing unless the operator opts in."""
     reply = first_pass(amp).first.reply
@@ -330,7 +330,7 @@ def test_a_pass_purges_nothing_by_default(amp: Amp) -> None:
         )
 
 
-@check("AMP-LC-13", level=SHOULD)
+@check("AMP-LC-13")
 def test_no_automatic_pass_when_the_scheduler_is_off(amp: Amp) -> None:
     """With lifecycle_scheduler.enabled false, a low-score cell stays active (no pass runs by itself)."""
     scheduler = amp.spec.get("lifecycle_scheduler")
@@ -345,7 +345,7 @@ def test_no_automatic_pass_when_the_scheduler_is_off(amp: Amp) -> None:
     _expect_listed(amp, owner, cell_id, "active", "a low-score cell one second later, with the scheduler off")
 
 
-@check("AMP-LC-12", level=MUST, deadline=60)
+@check("AMP-LC-12", deadline=60)
 def test_the_scheduler_runs_passes_by_itself(amp: Amp) -> None:
     """With the scheduler on and a short interval, a low-score cell turns stale without a manual pass."""
     scheduler = amp.spec.get("lifecycle_scheduler")

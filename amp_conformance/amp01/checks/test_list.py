@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amp_conformance import MAY, MUST, SHOULD, Amp, check
+from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.checks._shared_cells import (
     active_and_archived,
     minimal_cell,
@@ -65,7 +65,7 @@ def _list(amp: Amp, role: str = "a", path: str = "/memories", **params: Any) -> 
     return amp.as_agent(role).get(path, params=params)
 
 
-@check("AMP-LIST-01", level=MUST)
+@check("AMP-LIST-01")
 def test_list_returns_a_page_of_valid_cells(amp: Amp) -> None:
     """GET /memories answers 200 {results, returned, has_more, offset, limit} with valid cells."""
     made, reply = minimal_listed(amp)  # sent once per run; AMP-CELL-04 reads amp_version off it
@@ -76,7 +76,7 @@ def test_list_returns_a_page_of_valid_cells(amp: Amp) -> None:
         expect_valid_cell(amp, item, reply, f"results[{index}]")
 
 
-@check("AMP-LIST-02", level=MUST)
+@check("AMP-LIST-02")
 def test_query_alias_answers_like_the_list(amp: Amp) -> None:
     """GET /memories/query takes the same parameters and returns the same page as GET /memories.
 
@@ -115,7 +115,7 @@ def test_query_alias_answers_like_the_list(amp: Amp) -> None:
         )
 
 
-@check("AMP-LIST-03", level=MUST)
+@check("AMP-LIST-03")
 def test_owner_and_type_filters_are_exact(amp: Amp) -> None:
     """owner_id matches identity.owner_id exactly and type returns only that memory type."""
     shared = owner_set(amp)
@@ -168,7 +168,7 @@ def test_status_filter_and_active_default(amp: Amp) -> None:
     amp.expect(_ids(page) == [active], f"status=active lists only the active cell (got {_ids(page)})", reply)
 
 
-@check("AMP-LIST-05", "AMP-ERR-04", level=MUST)
+@check("AMP-LIST-05", "AMP-ERR-04")
 def test_limit_bounds_are_enforced_not_clamped(amp: Amp) -> None:
     """limit above max_page_size, 0 or negative is 422; limit = max_page_size is accepted and echoed."""
     owner = amp.owner()
@@ -205,7 +205,7 @@ def test_limit_defaults_to_20(amp: Amp) -> None:
     )
 
 
-@check("AMP-LIST-06", level=MUST)
+@check("AMP-LIST-06")
 def test_offset_must_not_be_negative(amp: Amp) -> None:
     """offset -1 (or not an integer) is 422 VALIDATION_ERROR; without offset, offset 0 is echoed."""
     owner = amp.owner()
@@ -216,7 +216,7 @@ def test_offset_must_not_be_negative(amp: Amp) -> None:
     amp.expect(page["offset"] == 0, f"the default offset 0 is echoed (got {shown(page['offset'])})", reply)
 
 
-@check("AMP-LIST-07", "AMP-ACL-14", level=MUST)
+@check("AMP-LIST-07", "AMP-ACL-14")
 def test_pages_hold_only_readable_cells_and_count_them(amp: Amp) -> None:
     """Only readable cells are listed and limit counts them: 3 readable of 5, limit 2 -> 2, 1."""
     shared = owner_set(amp)
@@ -248,7 +248,7 @@ def test_pages_hold_only_readable_cells_and_count_them(amp: Amp) -> None:
     )
 
 
-@check("AMP-LIST-08", level=MUST)
+@check("AMP-LIST-08")
 def test_paging_members_tell_the_truth(amp: Amp) -> None:
     """returned = len(results) <= limit, has_more exactly when a next page holds something, window echoed."""
     shared = owner_set(amp)
@@ -312,7 +312,7 @@ def test_paging_members_tell_the_truth(amp: Amp) -> None:
         )
 
 
-@check("AMP-LIST-09", level=SHOULD)
+@check("AMP-LIST-09")
 def test_pages_partition_the_readable_cells(amp: Amp) -> None:
     """Walking every page with limit 2 yields each readable cell exactly once."""
     shared = owner_set(amp)
@@ -334,7 +334,7 @@ def test_pages_partition_the_readable_cells(amp: Amp) -> None:
     )
 
 
-@check("AMP-LIST-10", "AMP-ERR-04", level=MUST)
+@check("AMP-LIST-10", "AMP-ERR-04")
 def test_invalid_type_or_status_is_a_validation_error(amp: Amp) -> None:
     """type=literal and status=expired are 422 VALIDATION_ERROR."""
     owner = amp.owner()
@@ -342,7 +342,7 @@ def test_invalid_type_or_status_is_a_validation_error(amp: Amp) -> None:
     expect_refused_as_invalid(amp, details=True, reply=_list(amp, owner_id=owner, status="expired"))
 
 
-@check("AMP-LIST-12", level=MAY)
+@check("AMP-LIST-12")
 def test_without_owner_id_every_owners_readable_cells_are_listed(amp: Amp) -> None:
     """Omitting owner_id lists the caller's readable cells of every owner."""
     mine = {minimal_cell(amp)["cell"]["id"], owner_set(amp)["cells"][0]["cell"]["id"]}  # two owners

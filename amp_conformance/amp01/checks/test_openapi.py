@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import shared_replies, shown
 from amp_conformance.engine.client import Reply
 
@@ -43,14 +43,14 @@ def served_document(amp: Amp) -> tuple[dict[str, Any], Reply]:
     )
 
 
-@check("AMP-OAS-01", level=MUST)
+@check("AMP-OAS-01")
 def test_the_openapi_document_is_served(amp: Amp) -> None:
     """A running server serves its OpenAPI document at /openapi.json."""
     document, reply = served_document(amp)
     amp.expect(isinstance(document.get("paths"), dict), "the served document has a 'paths' object", reply)
 
 
-@check("AMP-OAS-03", level=SHOULD)
+@check("AMP-OAS-03")
 def test_the_served_document_is_valid_openapi_3_1(amp: Amp) -> None:
     """The served document is valid OpenAPI 3.1."""
     from openapi_spec_validator import validate
@@ -93,7 +93,7 @@ def test_the_served_document_has_our_routes_methods_and_statuses(amp: Amp) -> No
     )
 
 
-@check("AMP-OAS-04", level=SHOULD)
+@check("AMP-OAS-04")
 def test_declared_error_responses_use_the_envelope(amp: Amp) -> None:
     """Every declared 4xx response of the served document uses the AMP error envelope."""
     differences, reply = _differences(amp, {"no-error-envelope", "unresolvable-ref"})
@@ -102,7 +102,7 @@ def test_declared_error_responses_use_the_envelope(amp: Amp) -> None:
     )
 
 
-@check("AMP-OAS-05", level=SHOULD)
+@check("AMP-OAS-05")
 def test_the_patch_schema_has_no_created_at(amp: Amp) -> None:
     """The PATCH request schema offers no lifecycle.created_at."""
     document, reply = served_document(amp)

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from amp_conformance import MAY, MUST, SHOULD, Amp, check
+from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
 from amp_conformance.amp01.checks._support import (
     expect_member,
@@ -37,9 +37,9 @@ from amp_conformance.amp01.checks._support import (
     shown,
     step_failed,
 )
+from amp_conformance.amp01.session import NotEnoughAgents
 from amp_conformance.engine.client import Reply
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed
-from amp_conformance.engine.run import NotEnoughAgents
 
 CLOCK_SKEW = timedelta(seconds=120)
 MISSING = object()
@@ -174,7 +174,7 @@ def _merge(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
     return _probes(amp, "patch:merge-rules", _merge_probes)
 
 
-@check("AMP-PATCH-01", level=MUST)
+@check("AMP-PATCH-01")
 def test_patch_returns_the_complete_updated_cell(amp: Amp) -> None:
     """A valid PATCH answers 200 with the complete updated cell, and a GET agrees."""
     cell, got = _merge(amp)
@@ -193,7 +193,7 @@ def test_patch_returns_the_complete_updated_cell(amp: Amp) -> None:
     )
 
 
-@check("AMP-PATCH-02", level=MUST)
+@check("AMP-PATCH-02")
 def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
     """PATCH of content only leaves scoring, access_policy, provenance and identity untouched."""
     _, got = _merge(amp)
@@ -209,7 +209,7 @@ def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
         _same(amp, before, stored, section, back)
 
 
-@check("AMP-PATCH-03", level=MUST)
+@check("AMP-PATCH-03")
 def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
     """PATCH scoring.importance keeps confidence, decay_rate and access_count as stored."""
     _, got = _merge(amp)
@@ -224,7 +224,7 @@ def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
         _same(amp, before, updated, f"scoring.{key}", reply)
 
 
-@check("AMP-PATCH-03", level=MUST)
+@check("AMP-PATCH-03")
 def test_access_policy_keys_not_sent_keep_their_values(amp: Amp) -> None:
     """PATCH access_policy.public keeps readable_by and writable_by as stored."""
     _, got = _merge(amp)
@@ -238,7 +238,7 @@ def test_access_policy_keys_not_sent_keep_their_values(amp: Amp) -> None:
         _same(amp, before, updated, f"access_policy.{key}", reply)
 
 
-@check("AMP-PATCH-04", level=MUST)
+@check("AMP-PATCH-04")
 def test_sent_arrays_replace_the_stored_ones(amp: Amp) -> None:
     """A sent readable_by replaces the stored list as a whole (not appended)."""
     cell, got = _merge(amp)
@@ -252,7 +252,7 @@ def test_sent_arrays_replace_the_stored_ones(amp: Amp) -> None:
     amp.expect(value == [f"{owner}-b"], f"a GET shows readable_by [{owner}-b] (got {shown(value)})", back)
 
 
-@check("AMP-PATCH-05", level=MUST)
+@check("AMP-PATCH-05")
 def test_content_text_and_metadata_are_updated(amp: Amp) -> None:
     """PATCH content with text and metadata applies both (metadata merge or replace is reported)."""
     _, got = _merge(amp)
@@ -283,7 +283,7 @@ def test_content_text_and_metadata_are_updated(amp: Amp) -> None:
     amp.note(f"a metadata-only PATCH (content without text) answered {probe.status} (C-20)")
 
 
-@check("AMP-PATCH-06", level=MUST)
+@check("AMP-PATCH-06")
 def test_every_patch_stamps_last_updated_at(amp: Amp) -> None:
     """Each PATCH sets last_updated_at to the server's time: non-null, >= created_at, increasing."""
     cell, got = _merge(amp)
@@ -309,7 +309,7 @@ def test_every_patch_stamps_last_updated_at(amp: Amp) -> None:
     )
 
 
-@check("AMP-PATCH-07", level=SHOULD)
+@check("AMP-PATCH-07")
 def test_patch_is_not_an_access(amp: Amp) -> None:
     """A PATCH leaves access_count and last_accessed_at as they were."""
     _, got = _merge(amp)
@@ -362,7 +362,7 @@ def _immutable(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
     return _probes(amp, "patch:immutable", _immutable_probes)
 
 
-@check("AMP-PATCH-06", level=MUST)
+@check("AMP-PATCH-06")
 def test_client_sent_last_updated_at_is_replaced_by_server_time(amp: Amp) -> None:
     """A client-sent lifecycle.last_updated_at is not stored: the server stamps its own time."""
     cell, got = _immutable(amp)
@@ -380,7 +380,7 @@ def test_client_sent_last_updated_at_is_replaced_by_server_time(amp: Amp) -> Non
     )
 
 
-@check("AMP-PATCH-08", level=MUST)
+@check("AMP-PATCH-08")
 def test_identity_cannot_be_patched(amp: Amp) -> None:
     """identity members sent in a PATCH are ignored: 200, identity unchanged."""
     cell, got = _immutable(amp)
@@ -392,7 +392,7 @@ def test_identity_cannot_be_patched(amp: Amp) -> None:
     _same(amp, cell, read_back_of(amp, back), "identity", back)
 
 
-@check("AMP-PATCH-08", level=MUST)
+@check("AMP-PATCH-08")
 def test_created_at_cannot_be_patched(amp: Amp) -> None:
     """A client-sent lifecycle.created_at is ignored: 200, created_at unchanged."""
     cell, got = _immutable(amp)
@@ -403,7 +403,7 @@ def test_created_at_cannot_be_patched(amp: Amp) -> None:
     _same(amp, cell, read_back_of(amp, back), "lifecycle.created_at", back)
 
 
-@check("AMP-PATCH-08", level=MUST)
+@check("AMP-PATCH-08")
 def test_id_version_and_type_cannot_be_patched(amp: Amp) -> None:
     """id, amp_version and type sent in a PATCH are ignored: 200, values unchanged."""
     cell, got = _immutable(amp)
@@ -419,7 +419,7 @@ def test_id_version_and_type_cannot_be_patched(amp: Amp) -> None:
         _same(amp, cell, stored, key, back)
 
 
-@check("AMP-PATCH-21", level=MAY)
+@check("AMP-PATCH-21")
 def test_empty_body_changes_nothing(amp: Amp) -> None:
     """An empty PATCH body {} is accepted and changes nothing but last_updated_at."""
     cell, got = _immutable(amp)
@@ -497,7 +497,7 @@ def _members(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
     return _probes(amp, "patch:members", _member_probes)
 
 
-@check("AMP-PATCH-07", level=SHOULD)
+@check("AMP-PATCH-07")
 def test_client_cannot_write_access_fields(amp: Amp) -> None:
     """A PATCH cannot set access_count or last_accessed_at (C-21, C-22)."""
     _, got = _members(amp)
@@ -518,7 +518,7 @@ def test_client_cannot_write_access_fields(amp: Amp) -> None:
             )
 
 
-@check("AMP-PATCH-09", level=MUST)
+@check("AMP-PATCH-09")
 def test_unknown_patch_members_are_ignored(amp: Amp) -> None:
     """Unknown members in a PATCH body are ignored: 200, not stored, not echoed."""
     _, got = _members(amp)
@@ -536,7 +536,7 @@ def test_unknown_patch_members_are_ignored(amp: Amp) -> None:
         amp.expect(content.get("text") == "x", "content.text is 'x'", where)
 
 
-@check("AMP-PATCH-11", level=MAY)
+@check("AMP-PATCH-11")
 def test_setting_the_current_status_again_is_accepted(amp: Amp) -> None:
     """PATCH lifecycle.status 'active' on an active cell answers 200 and the cell stays active."""
     _, got = _members(amp)
@@ -546,7 +546,7 @@ def test_setting_the_current_status_again_is_accepted(amp: Amp) -> None:
     amp.expect(status == "active", f"lifecycle.status is still 'active' (got {shown(status)})", reply)
 
 
-@check("AMP-PATCH-12", "AMP-ERR-04", level=MUST)
+@check("AMP-PATCH-12", "AMP-ERR-04")
 def test_unknown_status_is_a_validation_error(amp: Amp) -> None:
     """PATCH lifecycle.status 'expired' (not a status) is 422 VALIDATION_ERROR; the cell stays active."""
     _, got = _members(amp)
@@ -554,7 +554,7 @@ def test_unknown_status_is_a_validation_error(amp: Amp) -> None:
     _expect_status_in(amp, got["read after the refusals"], "active")
 
 
-@check("AMP-PATCH-17", "AMP-ERR-04", level=MUST)
+@check("AMP-PATCH-17", "AMP-ERR-04")
 def test_out_of_range_or_mistyped_values_are_refused(amp: Amp) -> None:
     """Out-of-range or wrongly typed values are 422 VALIDATION_ERROR and change nothing."""
     cell, got = _members(amp)
@@ -599,7 +599,7 @@ def _expiry(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
     return _probes(amp, "patch:expiry", _expiry_probes)
 
 
-@check("AMP-PATCH-14", level=MUST)
+@check("AMP-PATCH-14")
 def test_expires_at_can_be_set(amp: Amp) -> None:
     """lifecycle.expires_at can be set and is echoed; an invalid date-time is 422 and changes nothing."""
     _, got = _expiry(amp)
@@ -631,7 +631,7 @@ def test_expires_at_can_be_cleared(amp: Amp) -> None:
     )
 
 
-@check("AMP-PATCH-11", level=MAY)
+@check("AMP-PATCH-11")
 def test_manual_active_stale_transitions_are_accepted(amp: Amp) -> None:
     """Manual active -> stale and stale -> active writes answer 200 with the new status."""
     _, got = _expiry(amp)
@@ -688,7 +688,7 @@ def _transitions(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
     return _probes(amp, "patch:transitions", _transition_probes)
 
 
-@check("AMP-PATCH-10", level=MUST)
+@check("AMP-PATCH-10")
 def test_status_only_body_archives_the_cell(amp: Amp) -> None:
     """{"lifecycle":{"status":"archived"}} archives an active (or stale) cell; nothing else changes."""
     cells, got = _transitions(amp)
@@ -726,7 +726,7 @@ def _expect_status_in(amp: Amp, got: Reply, wanted: str) -> None:
     )
 
 
-@check("AMP-PATCH-12", "AMP-ERR-03", level=MUST)
+@check("AMP-PATCH-12", "AMP-ERR-03")
 def test_archived_cell_cannot_return(amp: Amp) -> None:
     """archived -> active and archived -> stale are refused with 409 INVALID_TRANSITION."""
     _, got = _transitions(amp)
@@ -736,7 +736,7 @@ def test_archived_cell_cannot_return(amp: Amp) -> None:
     _expect_status_in(amp, got["read after archived -> active and stale"], "archived")
 
 
-@check("AMP-PATCH-12", "AMP-ERR-03", level=MUST)
+@check("AMP-PATCH-12", "AMP-ERR-03")
 def test_patch_cannot_set_deleted(amp: Amp) -> None:
     """PATCH lifecycle.status 'deleted' is refused with 409 from active (or stale) and from archived."""
     _, expiry = _expiry(amp)
@@ -754,7 +754,7 @@ def test_patch_cannot_set_deleted(amp: Amp) -> None:
     _expect_status_in(amp, transitions["read after archived -> deleted"], "archived")
 
 
-@check("AMP-PATCH-13", level=SHOULD)
+@check("AMP-PATCH-13")
 def test_refused_patch_applies_nothing(amp: Amp) -> None:
     """A PATCH refused with 409, 422 or 403 leaves every member of its body unapplied."""
     cells, got = _transitions(amp)
@@ -784,7 +784,7 @@ def _listed_status(amp: Amp, cell: dict[str, Any], status: str) -> bool:
     )
 
 
-@check("AMP-PATCH-16", level=MUST, serial=True)
+@check("AMP-PATCH-16", serial=True)
 def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
     """A scoring PATCH leaves lifecycle.status as it was (active, then stale); the next pass decides."""
     cell = amp.create_cell()
@@ -819,7 +819,7 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
 # PATCH-19, PATCH-20: the members cell, archived and then deleted -----------------------------
 
 
-@check("AMP-PATCH-19", level=MUST)
+@check("AMP-PATCH-19")
 def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
     """PATCH of a deleted cell is refused (unknown-id answer, or 409 where deleted cells stay readable)."""
     _, got = _members(amp)
@@ -868,7 +868,7 @@ def _expect_read_as_deleted(amp: Amp, reply: Reply) -> None:
         )
 
 
-@check("AMP-PATCH-20", level=SHOULD)
+@check("AMP-PATCH-20")
 def test_permission_is_checked_before_the_transition(amp: Amp) -> None:
     """A forbidden transition asked by a stranger is 403 (not 409); without identity it is 401."""
     _, got = _members(amp)

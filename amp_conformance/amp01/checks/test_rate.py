@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._support import (
     about,
     expect_error,
@@ -275,21 +275,21 @@ def _spent_cell(amp: Amp, stranger: Callable[[Reply], None] | None = None) -> tu
     )
 
 
-@check("AMP-RATE-01", "AMP-CAP-08", "AMP-CAP-04", level=MUST)
+@check("AMP-RATE-01", "AMP-CAP-08", "AMP-CAP-04")
 def test_exactly_max_patches_scoring_patches_are_accepted(amp: Amp) -> None:
     """Exactly max_patches scoring PATCHes of one cell are accepted; the next is 429 RATE_LIMITED."""
     budget, _, spent = _spent_cell(amp)
     _exhausted(amp, spent.refused, budget)
 
 
-@check("AMP-RATE-02", "AMP-ERR-06", level=MUST)
+@check("AMP-RATE-02", "AMP-ERR-06")
 def test_429_carries_a_matching_retry_after(amp: Amp) -> None:
     """A 429 has Retry-After in 1..window_seconds, equal to error.details.retry_after_seconds."""
     budget, window, spent = _spent_cell(amp)
     _retry_after(amp, spent.refused, window, budget)
 
 
-@check("AMP-RATE-03", level=SHOULD)
+@check("AMP-RATE-03")
 def test_retry_after_is_the_time_until_the_oldest_edit_leaves(amp: Amp) -> None:
     """Retry-After is about window_seconds minus the age of the oldest counted edit (2 s tolerance)."""
     budget, window, spent = _spent_cell(amp)
@@ -316,7 +316,7 @@ def _expect_no_growth(amp: Amp, previous: int, seconds: int) -> None:
     )
 
 
-@check("AMP-RATE-04", level=MUST, deadline=SHORT_WINDOW + 30)
+@check("AMP-RATE-04", deadline=SHORT_WINDOW + 30)
 def test_refused_attempts_are_not_recorded(amp: Amp) -> None:
     """Retrying after a 429 never pushes the deadline back; on a short window the announced wait suffices."""
     budget, window = _limited(amp)
@@ -471,7 +471,7 @@ def _two_cells(amp: Amp) -> tuple[int, _TwoCells, list[Reply]]:
     return budget, made, [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
 
 
-@check("AMP-RATE-05", level=MUST)
+@check("AMP-RATE-05")
 def test_non_scoring_patches_cost_nothing(amp: Amp) -> None:
     """PATCHes without scoring use no budget and succeed on a cell whose budget is spent."""
     budget, made, replies = _two_cells(amp)
@@ -485,7 +485,7 @@ def test_non_scoring_patches_cost_nothing(amp: Amp) -> None:
     amp.expect_status(reply, 200, what=f"{what} on a cell whose scoring budget is spent")
 
 
-@check("AMP-RATE-06", level=MUST)
+@check("AMP-RATE-06")
 def test_scoring_null_costs_nothing(amp: Amp) -> None:
     """{"scoring": null} uses no budget and succeeds on a cell whose budget is spent."""
     budget, made, replies = _two_cells(amp)
@@ -497,7 +497,7 @@ def test_scoring_null_costs_nothing(amp: Amp) -> None:
     amp.expect_status(reply, 200, what='{"scoring": null} on a cell whose scoring budget is spent')
 
 
-@check("AMP-RATE-07", level=MUST)
+@check("AMP-RATE-07")
 def test_budget_belongs_to_one_cell(amp: Amp) -> None:
     """Spending one cell's budget leaves another cell's budget whole."""
     budget, made, replies = _two_cells(amp)
@@ -526,7 +526,7 @@ def test_budget_belongs_to_one_cell(amp: Amp) -> None:
         )
 
 
-@check("AMP-RATE-08", "AMP-PATCH-20", level=MUST)
+@check("AMP-RATE-08", "AMP-PATCH-20")
 def test_access_is_checked_before_the_budget(amp: Amp) -> None:
     """A caller without write access gets 403 (never 429) and its attempts use no budget."""
 
@@ -595,7 +595,7 @@ def _agents(amp: Amp) -> tuple[int, _Agents, list[Reply]]:
     return budget, made, [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
 
 
-@check("AMP-RATE-09", level=SHOULD)
+@check("AMP-RATE-09")
 def test_authorised_agents_share_one_budget(amp: Amp) -> None:
     """Owner, creator and a writable_by agent editing one cell share its single budget."""
     budget, made, replies = _agents(amp)
@@ -606,7 +606,7 @@ def test_authorised_agents_share_one_budget(amp: Amp) -> None:
     expect_error(amp, replies[made.writer], 429, "RATE_LIMITED")
 
 
-@check("AMP-RATE-10", "AMP-CAP-08", level=MUST, deadline=SHORT_WINDOW + 30)
+@check("AMP-RATE-10", "AMP-CAP-08", deadline=SHORT_WINDOW + 30)
 def test_scoring_patches_are_accepted_again_after_the_window(amp: Amp) -> None:
     """Once the announced Retry-After has passed, scoring PATCHes are accepted again (short windows only)."""
     budget, window = _short_window(amp)
@@ -624,7 +624,7 @@ def test_scoring_patches_are_accepted_again_after_the_window(amp: Amp) -> None:
     )
 
 
-@check("AMP-RATE-11", "AMP-CAP-08", level=MUST)
+@check("AMP-RATE-11", "AMP-CAP-08")
 def test_no_scoring_patch_is_refused_when_the_limit_is_off(amp: Amp) -> None:
     """With scoring_patch_limit null, three times the default budget of scoring PATCHes all succeed."""
     if _limit_claim(amp) is not None:
@@ -636,7 +636,7 @@ def test_no_scoring_patch_is_refused_when_the_limit_is_off(amp: Amp) -> None:
     _spend(amp, amp.as_agent("a"), cell["id"], 3 * DEFAULT_BUDGET)
 
 
-@check("AMP-RATE-12", level=MUST)
+@check("AMP-RATE-12")
 def test_a_429_changes_nothing(amp: Amp) -> None:
     """A 429 applies nothing, not even the non-scoring members of the same body."""
     budget, _, spent = _spent_cell(amp)
@@ -652,7 +652,7 @@ def test_a_429_changes_nothing(amp: Amp) -> None:
         )
 
 
-@check("AMP-RATE-13", level=SHOULD)
+@check("AMP-RATE-13")
 def test_a_scoring_patch_refused_by_validation_uses_no_budget(amp: Amp) -> None:
     """Scoring PATCHes refused with 422 use no budget: max_patches valid ones still succeed afterwards."""
     budget, made, replies = _agents(amp)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._shared_cells import (
     active_and_archived,
     full_read,
@@ -39,7 +39,7 @@ def _other_id_form(cell_id: str) -> str:
     return cell_id[len("mem_") :] if cell_id.startswith("mem_") else f"mem_{cell_id}"
 
 
-@check("AMP-READ-01", level=MUST)
+@check("AMP-READ-01")
 def test_an_allowed_reader_gets_the_full_cell(amp: Amp) -> None:
     """The creator and an agent in readable_by get 200 and the full, valid cell."""
     made, shared = full_read(amp)  # the creator's read is sent once per run (AMP-CELL-01 judges it too)
@@ -58,7 +58,7 @@ def test_an_allowed_reader_gets_the_full_cell(amp: Amp) -> None:
             )
 
 
-@check("AMP-READ-02", level=MUST)
+@check("AMP-READ-02")
 def test_each_read_adds_one_to_access_count(amp: Amp) -> None:
     """Every successful read adds exactly 1 to access_count, and the reply already shows it."""
     cell, _ = created(amp, amp.cell_body())
@@ -73,7 +73,7 @@ def test_each_read_adds_one_to_access_count(amp: Amp) -> None:
         )
 
 
-@check("AMP-READ-03", level=MUST)
+@check("AMP-READ-03")
 def test_each_read_sets_last_accessed_at_to_now(amp: Amp) -> None:
     """Every read sets last_accessed_at to the server's current time (after created_at, moving forward)."""
     cell, reply = created(amp, amp.cell_body())
@@ -116,7 +116,7 @@ def test_each_read_sets_last_accessed_at_to_now(amp: Amp) -> None:
         )
 
 
-@check("AMP-READ-04", level=SHOULD)
+@check("AMP-READ-04")
 def test_a_read_does_not_touch_last_updated_at(amp: Amp) -> None:
     """A read leaves last_updated_at as it was (null for a never-patched cell)."""
     _, shared = minimal_read(amp)  # the run's one read of the shared minimal cell
@@ -129,7 +129,7 @@ def test_a_read_does_not_touch_last_updated_at(amp: Amp) -> None:
     )
 
 
-@check("AMP-READ-05", level=SHOULD)
+@check("AMP-READ-05")
 def test_a_refused_read_does_not_count(amp: Amp) -> None:
     """Refused reads (403 stranger, 401 anonymous) change neither access_count nor last_accessed_at."""
     body = amp.cell_body()
@@ -153,7 +153,7 @@ def test_a_refused_read_does_not_count(amp: Amp) -> None:
     amp.expect(count == 1, f"only the creator's read counted: access_count is 1 (got {shown(count)})", reply)
 
 
-@check("AMP-READ-06", level=SHOULD)
+@check("AMP-READ-06")
 def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
     """Lists and searches hitting the cell change neither access_count nor last_accessed_at (C-25)."""
     body = amp.cell_body()
@@ -182,7 +182,7 @@ def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
     amp.expect(count == 1, f"the first read by id gives access_count 1 (got {shown(count)})", reply)
 
 
-@check("AMP-READ-08", level=SHOULD)
+@check("AMP-READ-08")
 def test_an_archived_cell_is_readable(amp: Amp) -> None:
     """An archived cell reads back with 200 and status 'archived'."""
     cell = active_and_archived(amp)["archived"]["cell"]
@@ -193,7 +193,7 @@ def test_an_archived_cell_is_readable(amp: Amp) -> None:
     )
 
 
-@check("AMP-READ-10", level=MUST)
+@check("AMP-READ-10")
 def test_unknown_and_forbidden_ids(amp: Amp) -> None:
     """An unknown id gets the documented unknown-id answer; a forbidden cell 403 (C-01, C-02)."""
     _, forbidden = minimal_refused_read(amp)  # sent once per run (AMP-CELL-16 judges it too)
@@ -208,7 +208,7 @@ def test_unknown_and_forbidden_ids(amp: Amp) -> None:
         )
 
 
-@check("AMP-READ-11", level=SHOULD)
+@check("AMP-READ-11")
 def test_a_malformed_id_is_answered_like_an_unknown_one(amp: Amp) -> None:
     """'not-an-id' and an existing cell's id in the other form (bare / mem_) answer like an unknown id."""
     cell = minimal_cell(amp)["cell"]

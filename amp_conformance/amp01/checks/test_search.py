@@ -16,7 +16,7 @@ import json
 import time
 from typing import Any
 
-from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._shared_cells import active_and_archived, ids_by_rank, owner_set, take_roles
 from amp_conformance.amp01.checks._support import (
     expect_refused_as_invalid,
@@ -169,7 +169,7 @@ def _owner_search(amp: Amp) -> tuple[dict[str, Any], Reply]:
 # shape and validation ----------------------------------------------------------------------------------
 
 
-@check("AMP-SRCH-01", level=MUST)
+@check("AMP-SRCH-01")
 def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp) -> None:
     """A search answers {results, returned, has_more, offset, limit, query}; every result is a valid cell."""
     shared, reply = _owner_search(amp)
@@ -193,7 +193,7 @@ def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp) -> None:
     )
 
 
-@check("AMP-SRCH-02", level=MUST)
+@check("AMP-SRCH-02")
 def test_search_without_query_is_422(amp: Amp) -> None:
     """A search without query is refused with 422 VALIDATION_ERROR."""
     reply = amp.as_agent("a").post("/memories/search", {"owner_id": amp.owner()})
@@ -203,7 +203,7 @@ def test_search_without_query_is_422(amp: Amp) -> None:
 # filters -------------------------------------------------------------------------------------------------
 
 
-@check("AMP-SRCH-03", level=MUST)
+@check("AMP-SRCH-03")
 def test_owner_filter_returns_only_that_owners_cells(amp: Amp) -> None:
     """With owner_id, every result belongs to that owner (two owners, identical texts; the other owner's id
     has this one's as a prefix)."""
@@ -224,7 +224,7 @@ def test_owner_filter_returns_only_that_owners_cells(amp: Amp) -> None:
     amp.note(f"search without owner_id answered {missing.status} (C-11: 422 and 200 are both documented)")
 
 
-@check("AMP-SRCH-04", level=MUST)
+@check("AMP-SRCH-04")
 def test_types_filter_restricts_results(amp: Amp) -> None:
     """types restricts results to the listed types; omitted or null means all; unknown values are 422."""
     shared, plain = _owner_search(amp)
@@ -246,14 +246,14 @@ def test_types_filter_restricts_results(amp: Amp) -> None:
     expect_refused_as_invalid(amp, _search(client, owner, types=["literal"]))
 
 
-@check("AMP-SRCH-05", "AMP-LC-14", level=MUST, global_effects=True)
+@check("AMP-SRCH-05", "AMP-LC-14", global_effects=True)
 def test_default_search_leaves_stale_cells_out(amp: Amp) -> None:
     """Without status or include_stale, search returns active cells only (a stale twin is left out)."""
     owner, active, _stale = _active_and_stale(amp)
     _expect_ids(amp, _search(amp.as_agent("a"), owner), [active], "default search", requirement="AMP-SRCH-05")
 
 
-@check("AMP-SRCH-06", "AMP-LC-14", level=MUST, global_effects=True)
+@check("AMP-SRCH-06", "AMP-LC-14", global_effects=True)
 def test_include_stale_adds_stale_cells(amp: Amp) -> None:
     """include_stale: true adds stale to the statuses searched (default and explicit ["active"])."""
     owner, active, stale = _active_and_stale(amp)
@@ -274,7 +274,7 @@ def test_include_stale_adds_stale_cells(amp: Amp) -> None:
     )
 
 
-@check("AMP-SRCH-07", level=MUST, global_effects=True)
+@check("AMP-SRCH-07", global_effects=True)
 def test_explicit_status_filter_is_honoured(amp: Amp) -> None:
     """An explicit status list is honoured: ["stale"] returns only the stale cell."""
     owner, active, stale = _active_and_stale(amp)
@@ -292,7 +292,7 @@ def test_explicit_status_filter_is_honoured(amp: Amp) -> None:
     )
 
 
-@check("AMP-SRCH-08", level=MUST)
+@check("AMP-SRCH-08")
 def test_deleted_cells_are_never_returned(amp: Amp) -> None:
     """Deleted cells never come back from search, whatever status or include_stale says (or 422)."""
     owner = amp.owner()
@@ -326,7 +326,7 @@ def test_deleted_cells_are_never_returned(amp: Amp) -> None:
 # paging and limits -------------------------------------------------------------------------------------
 
 
-@check("AMP-SRCH-09", level=MUST)
+@check("AMP-SRCH-09")
 def test_search_limit_bounds(amp: Amp) -> None:
     """limit defaults to 10 and must be 1..max_page_size: 0, -1 and max_page_size + 1 are 422."""
     shared, plain = _owner_search(amp)
@@ -344,7 +344,7 @@ def test_search_limit_bounds(amp: Amp) -> None:
         expect_refused_as_invalid(amp, _search(client, owner, limit=limit))
 
 
-@check("AMP-SRCH-10", level=MUST)
+@check("AMP-SRCH-10")
 def test_offset_counts_only_results_the_caller_may_read(amp: Amp) -> None:
     """offset skips results the caller can read, in ranked order; a negative offset is 422."""
     shared = owner_set(amp)  # "b" may read 3 of its 5 cells, interleaved with the 2 it may not
@@ -391,7 +391,7 @@ def test_offset_counts_only_results_the_caller_may_read(amp: Amp) -> None:
     expect_refused_as_invalid(amp, _search(client, owner, offset=-1))
 
 
-@check("AMP-SRCH-11", "AMP-LIST-08", level=MUST)
+@check("AMP-SRCH-11", "AMP-LIST-08")
 def test_paging_fields_are_truthful_on_search_and_list(amp: Amp) -> None:
     """returned counts the page, has_more says whether another page exists, offset/limit are echoed."""
     shared = owner_set(amp)  # 5 cells, all readable by their creator "a"
@@ -431,7 +431,7 @@ def test_paging_fields_are_truthful_on_search_and_list(amp: Amp) -> None:
             )
 
 
-@check("AMP-SRCH-11", level=MUST)
+@check("AMP-SRCH-11")
 def test_query_is_echoed_verbatim(amp: Amp) -> None:
     """The query string comes back verbatim, including non-ASCII characters and inner spacing."""
     query = "Größe  of “Python” — 検索テスト 🐍 ü\u0301"
@@ -444,7 +444,7 @@ def test_query_is_echoed_verbatim(amp: Amp) -> None:
     )
 
 
-@check("AMP-SRCH-17", level=MUST)
+@check("AMP-SRCH-17")
 def test_no_matches_is_an_empty_page(amp: Amp) -> None:
     """A search that matches nothing answers 200 with results [], returned 0 and has_more false."""
     reply = _search(amp.as_agent("a"), amp.owner())
@@ -459,7 +459,7 @@ def test_no_matches_is_an_empty_page(amp: Amp) -> None:
 # ranking -----------------------------------------------------------------------------------------------
 
 
-@check("AMP-SRCH-12", level=MUST)
+@check("AMP-SRCH-12")
 def test_higher_decay_score_ranks_first_among_equal_texts(amp: Amp) -> None:
     """Among cells with identical text, the higher decay score ranks first (importance, then confidence)."""
     shared, reply = _owner_search(amp)
@@ -477,7 +477,7 @@ def test_higher_decay_score_ranks_first_among_equal_texts(amp: Amp) -> None:
     )
 
 
-@check("AMP-SRCH-13", level=SHOULD)
+@check("AMP-SRCH-13")
 def test_relevance_outranks_freshness(amp: Amp) -> None:
     """A clearly relevant cell outranks an unrelated one even when the unrelated one scores 1.0."""
     owner = amp.owner()
@@ -496,7 +496,7 @@ def test_relevance_outranks_freshness(amp: Amp) -> None:
     )
 
 
-@check("AMP-SRCH-14", level=SHOULD, serial=True)
+@check("AMP-SRCH-14", serial=True)
 def test_ranking_uses_the_current_score_with_the_read_reset(amp: Amp) -> None:
     """A by-id read restarts a cell's decay clock, so a re-read twin outranks a fresher unread one."""
     owner = amp.owner()
@@ -516,7 +516,7 @@ def test_ranking_uses_the_current_score_with_the_read_reset(amp: Amp) -> None:
     )
 
 
-@check("AMP-SRCH-18", level=SHOULD)
+@check("AMP-SRCH-18")
 def test_search_is_not_an_access(amp: Amp) -> None:
     """Searches do not change access_count or last_accessed_at; the first GET afterwards shows 1."""
     owner = amp.owner()

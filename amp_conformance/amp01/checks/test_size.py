@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from itertools import islice
 from typing import Any
 
-from amp_conformance import MUST, SHOULD, Amp, check
+from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._support import (
     Marks,
     about,
@@ -159,7 +159,7 @@ def _ids_of(reply: Reply, owner: str) -> list[str]:
     return [str(c.get("id")) for c in cells if c.get("identity", {}).get("owner_id") == owner]
 
 
-@check("AMP-SIZE-03", "AMP-CAP-07", "AMP-CAP-04", level=MUST)
+@check("AMP-SIZE-03", "AMP-CAP-07", "AMP-CAP-04")
 def test_cell_of_exactly_the_advertised_size_is_accepted(amp: Amp) -> None:
     """A create whose stored cell is exactly max_cell_size_bytes bytes is accepted (201)."""
     limit = _size_claim(amp)
@@ -184,7 +184,7 @@ def test_cell_of_exactly_the_advertised_size_is_accepted(amp: Amp) -> None:
     )
 
 
-@check("AMP-SIZE-01", "AMP-CAP-07", level=MUST)
+@check("AMP-SIZE-01", "AMP-CAP-07")
 def test_create_one_byte_over_the_limit_is_refused_with_413(amp: Amp) -> None:
     """A create whose cell would be max_cell_size_bytes + 1 bytes is refused: 413 CELL_TOO_LARGE."""
     _size_claim(amp)
@@ -193,7 +193,7 @@ def test_create_one_byte_over_the_limit_is_refused_with_413(amp: Amp) -> None:
         expect_error(amp, reply, 413, "CELL_TOO_LARGE")
 
 
-@check("AMP-SIZE-02", level=MUST)
+@check("AMP-SIZE-02")
 def test_refused_create_writes_nothing(amp: Amp) -> None:
     """After a 413 on create, nothing of the refused cell is stored (the owner has no cells)."""
     _size_claim(amp)
@@ -208,7 +208,7 @@ def test_refused_create_writes_nothing(amp: Amp) -> None:
     )
 
 
-@check("AMP-SIZE-04", "AMP-CAP-07", level=MUST)
+@check("AMP-SIZE-04", "AMP-CAP-07")
 def test_patch_is_held_to_the_same_limit(amp: Amp) -> None:
     """A PATCH to exactly the limit is accepted; one byte more is 413 CELL_TOO_LARGE and changes nothing."""
     limit = _size_claim(amp)
@@ -261,7 +261,7 @@ def test_patch_is_held_to_the_same_limit(amp: Amp) -> None:
     )
 
 
-@check("AMP-SIZE-05", level=SHOULD)
+@check("AMP-SIZE-05")
 def test_limit_counts_bytes_of_the_whole_cell(amp: Amp) -> None:
     """The limit counts UTF-8 bytes of the whole cell: multi-byte text and bulky metadata count too."""
     limit = _size_claim(amp)
@@ -285,7 +285,7 @@ def test_limit_counts_bytes_of_the_whole_cell(amp: Amp) -> None:
     expect_error(amp, reply, 413, "CELL_TOO_LARGE")
 
 
-@check("AMP-SIZE-06", level=SHOULD)
+@check("AMP-SIZE-06")
 def test_oversized_patch_by_a_stranger_is_403_not_413(amp: Amp) -> None:
     """A caller without write access gets 403 (not 413) for an oversized PATCH."""
     limit = _size_claim(amp)

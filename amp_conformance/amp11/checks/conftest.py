@@ -1,5 +1,11 @@
-"""Makes the ``amp11`` fixtures (and the ``amp`` marker) available to the checks in this folder."""
+"""The ``amp11`` fixture: the engine's check context (``amp``) of an AMP v1.1 run, by its protocol's name."""
 
-from amp_conformance.amp11.fixtures import amp11, amp11_session, pytest_configure
+import pytest
 
-__all__ = ["amp11", "amp11_session", "pytest_configure"]
+from amp_conformance.amp11.context import Amp11
+
+
+@pytest.fixture
+def amp11(amp: Amp11) -> Amp11:
+    """The per-check API of the AMP v1.1 checks (see ``amp_conformance.amp11.context.Amp11``)."""
+    return amp

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance.amp11.context import Amp11
-from amp_conformance.engine.catalogue import SHOULD
 from amp_conformance.engine.marking import check
 
 
@@ -126,7 +125,7 @@ def test_visibility_values(amp11: Amp11) -> None:
                 amp11.expect(shown in ("private", "shared"), f"over {channel}: visibility {shown!r}")
 
 
-@check("AMP11-COMPAT-07", level=SHOULD)
+@check("AMP11-COMPAT-07")
 def test_visibility_echo(amp11: Amp11) -> None:
     """Legacy private:true echoes private, private:false echoes shared; v1.1-native encodes echo nothing."""
     for channel in amp11.channels:

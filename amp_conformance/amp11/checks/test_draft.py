@@ -15,6 +15,8 @@ from amp_conformance.amp11.context import Amp11
 from amp_conformance.engine.catalogue import MAY
 from amp_conformance.engine.marking import check
 
+#: Why these checks run below their rows' MUST: the tier is v1.2-draft, never part of a v1.1 verdict.
+DRAFT_STANCE = "draft tier: v1.2-draft additions are optional and never part of a v1.1 verdict"
 HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 
 
@@ -32,13 +34,13 @@ def _annotations(amp11: Amp11, verb: str, wanted: tuple[bool, ...]) -> None:
         amp11.expect(annotations.get(hint) is value, f"{verb} {hint} is {annotations.get(hint)!r}")
 
 
-@check("AMP11-DRAFT-01", level=MAY)
+@check("AMP11-DRAFT-01", level=MAY, stance=DRAFT_STANCE)
 def test_update_annotations(amp11: Amp11) -> None:
     """amp.update, when listed: idempotent, not destructive."""
     _annotations(amp11, "amp.update", (False, False, True, False))
 
 
-@check("AMP11-DRAFT-02", level=MAY)
+@check("AMP11-DRAFT-02", level=MAY, stance=DRAFT_STANCE)
 def test_update_changes_content_and_merges_metadata(amp11: Amp11) -> None:
     """amp.update replaces content and merges metadata (RFC 7396: null deletes a key)."""
     _need(amp11, "amp.update")
@@ -63,7 +65,7 @@ def test_update_changes_content_and_merges_metadata(amp11: Amp11) -> None:
     )
 
 
-@check("AMP11-DRAFT-03", level=MAY)
+@check("AMP11-DRAFT-03", level=MAY, stance=DRAFT_STANCE)
 def test_update_unknown_foreign_or_empty(amp11: Amp11) -> None:
     """amp.update of an unknown or foreign id is not_found; empty content is invalid_request."""
     _need(amp11, "amp.update")
@@ -77,13 +79,13 @@ def test_update_unknown_foreign_or_empty(amp11: Amp11) -> None:
     amp11.expect_error(result, "invalid_request", "update with empty content")
 
 
-@check("AMP11-DRAFT-04", level=MAY)
+@check("AMP11-DRAFT-04", level=MAY, stance=DRAFT_STANCE)
 def test_batch_encode_annotations(amp11: Amp11) -> None:
     """amp.batch_encode, when listed: no hint set."""
     _annotations(amp11, "amp.batch_encode", (False, False, False, False))
 
 
-@check("AMP11-DRAFT-05", level=MAY)
+@check("AMP11-DRAFT-05", level=MAY, stance=DRAFT_STANCE)
 def test_batch_encode_rows_in_order_with_partial_failure(amp11: Amp11) -> None:
     """amp.batch_encode answers one result per entry, in order; a bad entry fails alone."""
     _need(amp11, "amp.batch_encode")
@@ -113,7 +115,7 @@ def _seed_tags(amp11: Amp11, scope: dict[str, str], token: str) -> dict[str, str
     return {name: amp11.encode(scope, f"{name} {token}", on=MCP, metadata=md) for name, md in rows.items()}
 
 
-@check("AMP11-DRAFT-06", level=MAY)
+@check("AMP11-DRAFT-06", level=MAY, stance=DRAFT_STANCE)
 def test_metadata_filters_compose_with_and(amp11: Amp11) -> None:
     """metadata_filters compose with strict AND; a missing key is a miss."""
     amp11.require(MCP)
@@ -139,7 +141,7 @@ def test_metadata_filters_compose_with_and(amp11: Amp11) -> None:
     amp11.expect(not found, "a filter on a missing key matched rows")
 
 
-@check("AMP11-DRAFT-07", level=MAY)
+@check("AMP11-DRAFT-07", level=MAY, stance=DRAFT_STANCE)
 def test_malformed_metadata_filters_are_refused(amp11: Amp11) -> None:
     """An unknown operator, in with a scalar, or a missing value is refused with invalid_request."""
     amp11.require(MCP)

@@ -6,7 +6,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from amp_conformance.amp11.context import Amp11
-from amp_conformance.engine.catalogue import SHOULD
 from amp_conformance.engine.marking import check
 
 
@@ -156,7 +155,7 @@ def _parse_time(value: Any) -> datetime | None:
     return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
 
-@check("AMP11-ENC-08", level=SHOULD)
+@check("AMP11-ENC-08")
 def test_queued_encode_carries_event_id(amp11: Amp11) -> None:
     """An encode answered queued carries an event_id."""
     for channel in amp11.channels:
@@ -170,7 +169,7 @@ def test_queued_encode_carries_event_id(amp11: Amp11) -> None:
     amp11.skip("the server never queued an encode")
 
 
-@check("AMP11-ENC-09", level=SHOULD)
+@check("AMP11-ENC-09")
 def test_wrongly_typed_fields_are_refused(amp11: Amp11) -> None:
     """force not a boolean, metadata not an object, or an unknown field: invalid_request."""
     for channel in amp11.channels:
@@ -266,7 +265,7 @@ def test_reserved_metadata_round_trips(amp11: Amp11) -> None:
     _round_trip(amp11, "reserved keys carrier", "FID-05", metadata=metadata)
 
 
-@check("AMP11-FID-06", level=SHOULD)
+@check("AMP11-FID-06")
 def test_malformed_reserved_metadata_is_refused(amp11: Amp11) -> None:
     """A reserved key outside its definition is refused with invalid_request."""
     bad: list[dict[str, Any]] = [

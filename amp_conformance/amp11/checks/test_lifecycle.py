@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from amp_conformance.amp11.channels import MCP
 from amp_conformance.amp11.context import Amp11
-from amp_conformance.engine.catalogue import SHOULD
 from amp_conformance.engine.marking import check
 
 
@@ -128,7 +127,7 @@ def test_pin_unknown_id_is_not_found(amp11: Amp11) -> None:
             amp11.note(f"over {channel}: unknown id answered as a not_found error (conflict C1)")
 
 
-@check("AMP11-PIN-03", level=SHOULD)
+@check("AMP11-PIN-03")
 def test_pinning_twice_changes_nothing(amp11: Amp11) -> None:
     """Pinning a pinned memory answers pinned again."""
     amp11.need_verb("amp.pin")

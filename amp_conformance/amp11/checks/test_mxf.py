@@ -8,7 +8,6 @@ from typing import Any
 from amp_conformance.amp11.checks._support import ndjson, row
 from amp_conformance.amp11.context import Amp11
 from amp_conformance.amp11.schemas import definition_problems
-from amp_conformance.engine.catalogue import SHOULD
 from amp_conformance.engine.marking import check
 
 MAX_PAGES = 20
@@ -154,7 +153,7 @@ def test_forged_cursor_and_bad_page_size_are_refused(amp11: Amp11) -> None:
             amp11.expect_error(result, "invalid_request", f"export with {what}")
 
 
-@check("AMP11-EXP-07", level=SHOULD)
+@check("AMP11-EXP-07")
 def test_export_honours_status_filter(amp11: Amp11) -> None:
     """amp.export honours filters.status."""
     amp11.need_verb("amp.export")
@@ -403,7 +402,7 @@ def test_import_counts_add_up(amp11: Amp11) -> None:
         )
 
 
-@check("AMP11-IMP-13", level=SHOULD)
+@check("AMP11-IMP-13")
 def test_imported_rows_keep_id_status_and_time(amp11: Amp11) -> None:
     """Imported rows keep their MXF id, status (pinned stays pinned) and timestamp."""
     amp11.need_verb("amp.import")

@@ -6,7 +6,6 @@ from typing import Any
 
 from amp_conformance.amp11.channels import MCP
 from amp_conformance.amp11.context import Amp11
-from amp_conformance.engine.catalogue import SHOULD
 from amp_conformance.engine.marking import check
 
 
@@ -84,7 +83,7 @@ def test_default_recall_excludes_archived(amp11: Amp11) -> None:
         amp11.note("no memory was archived by consolidation, so only the status field was checked")
 
 
-@check("AMP11-REC-05", level=SHOULD)
+@check("AMP11-REC-05")
 def test_default_recall_includes_pinned(amp11: Amp11) -> None:
     """Without a status filter, recall returns pinned memories as well as active ones."""
     amp11.need_verb("amp.pin")
@@ -170,7 +169,7 @@ def test_malformed_recall_inputs_are_refused(amp11: Amp11) -> None:
             )
 
 
-@check("AMP11-REC-10", level=SHOULD)
+@check("AMP11-REC-10")
 def test_unknown_filter_key_is_refused(amp11: Amp11) -> None:
     """An unknown filter key is refused with invalid_request."""
     for channel in amp11.channels:
@@ -180,7 +179,7 @@ def test_unknown_filter_key_is_refused(amp11: Amp11) -> None:
         )
 
 
-@check("AMP11-REC-11", level=SHOULD)
+@check("AMP11-REC-11")
 def test_scores_are_non_negative(amp11: Amp11) -> None:
     """score is a non-negative number."""
     for channel in amp11.channels:
@@ -285,7 +284,7 @@ def test_stats_follows_encode_and_forget(amp11: Amp11) -> None:
         amp11.expect(amp11.count(scope, on=channel) == 1, f"over {channel}: after a forget, count != 1")
 
 
-@check("AMP11-STAT-03", level=SHOULD)
+@check("AMP11-STAT-03")
 def test_stats_changes_nothing(amp11: Amp11) -> None:
     """Repeated amp.stats calls give equal answers and leave recall unchanged."""
     for channel in amp11.channels:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance.amp11.context import Amp11
-from amp_conformance.engine.catalogue import MAY
 from amp_conformance.engine.marking import check
 
 
@@ -94,7 +93,7 @@ def test_refining_keys_narrow(amp11: Amp11) -> None:
         amp11.expect(leaked is None, f"over {channel}: a memory of session S1 was returned to session S2")
 
 
-@check("AMP11-SCOPE-06", level=MAY)
+@check("AMP11-SCOPE-06")
 def test_broader_queries(amp11: Amp11) -> None:
     """Reports whether a broader query sees memories stored under a narrower scope (hierarchical reads)."""
     for channel in amp11.channels:

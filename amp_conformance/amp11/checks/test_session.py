@@ -11,7 +11,6 @@ from amp_conformance.amp11.checks._support import frame_problems, fresh_session,
 from amp_conformance.amp11.context import Amp11
 from amp_conformance.amp11.mcp import McpExchange, McpTransportError
 from amp_conformance.amp11.schemas import VERBS_CORE, VERBS_FULL
-from amp_conformance.engine.catalogue import SHOULD
 from amp_conformance.engine.marking import check
 
 
@@ -56,7 +55,7 @@ def test_amp_version_is_declared(amp11: Amp11) -> None:
     )
 
 
-@check("AMP11-INIT-03", level=SHOULD)
+@check("AMP11-INIT-03")
 def test_amp_version_names_1_1(amp11: Amp11) -> None:
     """serverInfo.amp_version names the 1.1 line."""
     exchange = _initialize(amp11)
@@ -168,7 +167,7 @@ def test_unknown_method_is_32601(amp11: Amp11) -> None:
     amp11.expect(code == -32601, f"expected error -32601, got {json.dumps(exchange.message)[:200]}", exchange)
 
 
-@check("AMP11-INIT-10", level=SHOULD)
+@check("AMP11-INIT-10")
 def test_malformed_frame_is_answered_and_survived(amp11: Amp11) -> None:
     """A line that is not JSON is answered with -32700 or -32600 (id null) and the session goes on."""
     with fresh_session(amp11) as session:
@@ -191,7 +190,7 @@ def test_malformed_frame_is_answered_and_survived(amp11: Amp11) -> None:
         )
 
 
-@check("AMP11-INIT-11", level=SHOULD)
+@check("AMP11-INIT-11")
 def test_server_exits_when_stdin_closes(amp11: Amp11) -> None:
     """The server exits by itself soon after its stdin is closed."""
     with fresh_session(amp11) as session:

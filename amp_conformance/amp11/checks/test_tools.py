@@ -8,7 +8,6 @@ from amp_conformance.amp11.channels import MCP
 from amp_conformance.amp11.checks._support import annotations_of
 from amp_conformance.amp11.context import Amp11
 from amp_conformance.amp11.schemas import VERBS, VERBS_CORE, VERBS_FULL, schema_problems
-from amp_conformance.engine.catalogue import SHOULD
 from amp_conformance.engine.marking import check
 
 HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
@@ -146,7 +145,7 @@ def test_import_annotations(amp11: Amp11) -> None:
     _expect_annotations(amp11, "amp.import")
 
 
-@check("AMP11-TOOLS-13", level=SHOULD)
+@check("AMP11-TOOLS-13")
 def test_input_schemas_offer_scope_and_flat_agent_id(amp11: Amp11) -> None:
     """Each verb's inputSchema declares both scope and the legacy agent_id."""
     for name in [n for n in _tools(amp11) if n in VERBS]:

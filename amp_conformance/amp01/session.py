@@ -1,0 +1,403 @@
+"""AMP v0.1.0's run-wide state: the HTTP connection, the agents, what the run created, ``/spec``, the
+detected conventions, and the cleanup that archives and deletes the run's cells at the end.
+
+Every owner id and keyless agent id derives from the run's namespace (``amp-ct-<run>[-gwN]``), so two
+runs against one server never see each other's data.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from amp_conformance.amp01.target import normalise_base_url
+from amp_conformance.engine.client import Client, Connection
+from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.outcomes import NotApplicable, ToolError, TransportFailure
+from amp_conformance.engine.protocol import ProtocolSession
+from amp_conformance.engine.replay import ReplayContext
+
+if TYPE_CHECKING:
+    from amp_conformance.amp01.conventions import Conventions
+    from amp_conformance.engine.run import Run
+
+
+@dataclass(frozen=True)
+class Amp01Options:
+    """The options only AMP v0.1.0 reads (validated by :func:`amp01.protocol.parse_options`)."""
+
+    admin_token: str | None = None
+    api_keys: dict[str, str] = field(default_factory=dict)
+    allow_global_effects: bool = False
+
+    @property
+    def keys_mode(self) -> bool:
+        return bool(self.api_keys)
+
+    def public_view(self) -> dict[str, Any]:
+        """As the report shows them: secrets reduced to whether they were given."""
+        return {
+            "admin_token_given": self.admin_token is not None,
+            "api_key_agents": sorted(self.api_keys),
+            "allow_global_effects": self.allow_global_effects,
+        }
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An identity the suite acts as; ``key`` is set in keys mode."""
+
+    role: str
+    id: str
+    key: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        headers = {"X-AMP-Agent-ID": self.id}
+        if self.key is not None:
+            headers["X-AMP-API-Key"] = self.key
+        return headers
+
+
+class NotEnoughAgents(NotApplicable, LookupError):
+    """Keys mode, and the check needs more distinct agents than keys were given."""
+
+
+@dataclass
+class CreatedCell:
+    id: str
+    agent: Agent
+
+
+#: ``/memories/{id}`` at the end of a URL (no query): the exchanges that can change a created cell's state.
+_CELL_URL = re.compile(r"/memories/([^/?#]+)$")
+#: Cleanup requests in flight at once (one connection each); a server sees at most this many.
+CLEANUP_CONCURRENCY = 8
+
+
+class Amp01Session(ProtocolSession):
+    """The session-wide state behind the ``amp`` fixture."""
+
+    def __init__(self, run: Run, options: Amp01Options, *, http: httpx.Client | None = None):
+        self.run = run
+        self.options = options
+        self.prefix = run.prefix
+        suite = run.options
+        replay = ReplayContext.for_run(options.admin_token, options.api_keys, suite.json_path)
+        api_base, root = normalise_base_url(suite.base_url or "http://127.0.0.1:9")
+        self.connection = Connection(api_base, root=root, timeout=suite.timeout, http=http, replay=replay)
+        self._owners = itertools.count(1)
+        self._agents: dict[str, Agent] = {}
+        self._key_agents = list(options.api_keys.items())
+        self.created: list[CreatedCell] = []
+        self._creators: dict[str, str] = {}
+        self._states: dict[str, str] = {}
+        """Created cell id -> ``archived`` or ``deleted`` as the server last confirmed it: cleanup skips
+        what a check already did."""
+        self.connection.observers.append(self._track)
+        self.cleanup: dict[str, Any] = {"attempted": 0, "deleted": 0, "problems": []}
+        self.cleanup_requests = 0
+        self.side_log: list[Exchange] = []
+        self._spec: dict[str, Any] | None = None
+        self._spec_error: str | None = None
+        self.spec_failed_in_transport = False
+        self._spec_fetched = False
+        self.spec_status: int | None = None
+        self.conventions: Conventions | None = None
+        """Set once detected (the first check that needs them, or the controller's briefing)."""
+
+    # what the engine reads ------------------------------------------------------------------------
+
+    @property
+    def target_label(self) -> str:
+        return self.connection.api_base
+
+    @property
+    def requests(self) -> int:
+        return self.connection.requests
+
+    @property
+    def broken_reason(self) -> str | None:
+        return self.connection.broken_reason
+
+    @property
+    def replay(self) -> ReplayContext | None:
+        return self.connection.replay
+
+    def preflight(self) -> str | None:
+        """One clear reason not to start the checks (nothing answers, or what answers is no AMP server),
+        else None: a wrong URL costs one line, not a hundred failures. A server that answers either
+        ``GET /health`` or ``GET /spec`` with a JSON object is checked; its flaws are the checks'."""
+        client = self.client(None)
+        base_url = self.run.options.base_url
+        seen: list[str] = []
+        for path in ("/health", "/spec"):
+            try:
+                reply = client.get(path)
+            except TransportFailure as exc:
+                reason = exc.exchange.error if exc.exchange and exc.exchange.error else str(exc)
+                return f"cannot reach {base_url}: {reason}"
+            except ToolError as exc:
+                return f"cannot reach {base_url}: {exc}"
+            kind = reply.headers.get("content-type", "no content type").split(";")[0]
+            try:
+                body = reply.json() if reply.status == 200 else None
+            except AssertionError:
+                body = None
+            if isinstance(body, dict):
+                return None
+            seen.append(f"GET {reply.exchange.url} answered {reply.status} ({kind})")
+        return (
+            f"{base_url} does not look like an AMP server: {'; '.join(seen)}. "
+            "Give the server's base URL, with or without /amp/v1."
+        )
+
+    def briefing(self) -> dict[str, Any]:
+        from amp_conformance.amp01.conventions import detect_conventions
+
+        conventions = detect_conventions(self)
+        self.conventions = conventions
+        return {"spec": self.spec_state(), "conventions": conventions.as_wire()}
+
+    def adopt_briefing(self, briefing: Mapping[str, Any]) -> None:
+        from amp_conformance.amp01.conventions import Conventions
+
+        spec = briefing.get("spec")
+        if isinstance(spec, dict):
+            self.adopt_spec_state(spec)
+        conventions = briefing.get("conventions")
+        if isinstance(conventions, dict):
+            self.conventions = Conventions.from_wire(conventions)
+
+    def worker_summary(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "cleanup_requests": self.cleanup_requests,
+            "cleanup": self.cleanup,
+            "broken_reason": self.broken_reason,
+        }
+
+    def merge_worker_summary(self, summary: Mapping[str, Any]) -> None:
+        cleanup = summary.get("cleanup")
+        if isinstance(cleanup, dict):
+            self.cleanup["attempted"] += int(cleanup.get("attempted", 0))
+            self.cleanup["deleted"] += int(cleanup.get("deleted", 0))
+            self.cleanup["problems"] += list(cleanup.get("problems", []))
+        reason = summary.get("broken_reason")
+        if reason and self.connection.broken_reason is None:
+            self.connection.broken_reason = str(reason)
+
+    def report_blocks(self) -> dict[str, Any]:
+        spec = self.fetch_spec() if self.connection.broken_reason is None else None
+        return {
+            "server": {
+                "base_url": self.connection.api_base,
+                "spec": spec,
+                "spec_error": self._spec_error,
+                "unavailable": self.connection.broken_reason,
+            },
+            "cleanup": dict(self.cleanup),
+            "conventions": self.conventions.as_report() if self.conventions is not None else None,
+        }
+
+    def summary_lines(self) -> list[str]:
+        if self.conventions is None:
+            return []
+        lines = ["conventions:"]
+        for name, entry in self.conventions.as_report().items():
+            if name != "problems":
+                lines.append(f"  {name:<13} {entry['value'] or 'undetermined'}  ({entry['source']})")
+        lines += [f"  note: {problem}" for problem in self.conventions.problems]
+        return lines
+
+    def mark_unavailable(self, reason: str) -> None:
+        if self.connection.broken_reason is None:
+            self.connection.broken_reason = reason
+
+    def close(self) -> None:
+        self.connection.close()
+
+    # identities ---------------------------------------------------------------------------------
+
+    def agent(self, role: str, *, taken: int | None = None) -> Agent:
+        """The agent playing ``role``. Keyless, its id derives from the run; in keys mode the
+        ``taken``-th keyed agent plays it (a check maps its own roles onto the keys in order of first
+        use, so any check needing no more agents than were given can run)."""
+        if not self._key_agents:
+            return Agent(role, f"{self.prefix}-{role}")
+        index = len(self._agents) if taken is None else taken
+        if role in self._agents and taken is None:
+            return self._agents[role]
+        if index >= len(self._key_agents):
+            raise NotEnoughAgents(
+                f"this check needs {index + 1} agents with API keys, "
+                f"{len(self._key_agents)} were given: add another --api-key AGENT=KEY"
+            )
+        agent_id, key = self._key_agents[index]
+        agent = Agent(role, agent_id, key)
+        if taken is None:
+            self._agents[role] = agent
+        return agent
+
+    def new_owner(self) -> str:
+        return f"{self.prefix}-o{next(self._owners)}"
+
+    def client(
+        self, agent: Agent | None, *, log: list[Exchange] | None = None, deadline: float | None = None
+    ) -> Client:
+        return Client(
+            self.connection,
+            headers=agent.headers() if agent else {},
+            log=log if log is not None else self.side_log,
+            deadline=deadline,
+        )
+
+    def run_client(self, agent: Agent) -> Client:
+        return self.client(agent, log=[], deadline=time.monotonic() + self.run.options.timeout * 3)
+
+    # what the server says about itself ----------------------------------------------------------
+
+    def fetch_spec(self) -> dict[str, Any] | None:
+        """``GET /spec`` once per run; None (with :attr:`spec_error`) when it cannot be read."""
+        if not self._spec_fetched:
+            self._spec_fetched = True
+            try:
+                reply = self.client(None).get("/spec")
+                body = reply.json() if reply.status == 200 else None
+            except ToolError as exc:
+                self._spec_error = str(exc)
+                self.spec_failed_in_transport = True
+                return None
+            except AssertionError as exc:
+                self._spec_error = f"GET /spec did not return JSON: {exc}"
+                return None
+            self.spec_status = reply.status
+            if isinstance(body, dict):
+                self._spec = body
+            else:
+                self._spec_error = f"GET /spec answered {reply.status}"
+        return self._spec
+
+    def spec_state(self) -> dict[str, Any]:
+        """What ``GET /spec`` gave, as plain data (a parallel run's workers adopt the controller's)."""
+        self.fetch_spec()
+        return {
+            "spec": self._spec,
+            "error": self._spec_error,
+            "status": self.spec_status,
+            "transport": self.spec_failed_in_transport,
+        }
+
+    def adopt_spec_state(self, state: Mapping[str, Any]) -> None:
+        self._spec_fetched = True
+        self._spec = state.get("spec")
+        self._spec_error = state.get("error")
+        self.spec_status = state.get("status")
+        self.spec_failed_in_transport = bool(state.get("transport"))
+
+    @property
+    def spec_error(self) -> str | None:
+        return self._spec_error
+
+    # cleanup ------------------------------------------------------------------------------------
+
+    def remember(self, cell_id: str, agent: Agent) -> None:
+        self.created.append(CreatedCell(cell_id, agent))
+        self._creators.setdefault(cell_id, agent.id)
+
+    def creator_of(self, cell_id: str) -> str | None:
+        """The agent id that created ``cell_id`` in this run, if the run created it."""
+        return self._creators.get(cell_id)
+
+    def _track(self, exchange: Exchange) -> None:
+        """Note a created cell archived (PATCH answered 200 with status archived) or deleted (DELETE
+        answered 204), whoever asked."""
+        match = _CELL_URL.search(exchange.url)
+        if match is None or match.group(1) not in self._creators:
+            return
+        cell_id = match.group(1)
+        if exchange.method == "DELETE" and exchange.status == 204:
+            self._states[cell_id] = "deleted"
+        elif exchange.method == "PATCH" and exchange.status == 200 and _archived(exchange.response_body):
+            self._states.setdefault(cell_id, "archived")
+
+    def state_of(self, cell_id: str) -> str | None:
+        """``archived`` or ``deleted`` when the server confirmed it for a created cell, else None."""
+        return self._states.get(cell_id)
+
+    def clean_up(self) -> None:
+        """Archive and delete what the run created and is not deleted yet (several at a time);
+        problems are reported, never counted as failures."""
+        before = self.connection.requests
+        try:
+            self._clean_up()
+        finally:
+            self.cleanup_requests += self.connection.requests - before
+
+    def _clean_up(self) -> None:
+        if self.run.options.keep_cells:
+            if self.created:
+                self.cleanup["problems"].append(f"skipped: --keep-cells left {len(self.created)} cells")
+            return
+        if self.connection.broken_reason:
+            if self.created:
+                self.cleanup["problems"].append(
+                    f"skipped: {len(self.created)} cells left ({self.connection.broken_reason})"
+                )
+            return
+        pending: dict[str, CreatedCell] = {}
+        for cell in self.created:
+            pending.setdefault(cell.id, cell)
+        self.cleanup["attempted"] += len(pending)
+        left = [cell for cell in pending.values() if self._states.get(cell.id) != "deleted"]
+        self.cleanup["deleted"] += len(pending) - len(left)
+        lock = threading.Lock()
+        if self.connection.http_override is not None or len(left) < 2:
+            for cell in left:
+                if not self._remove(cell, lock):
+                    break
+            return
+        with ThreadPoolExecutor(max_workers=CLEANUP_CONCURRENCY, thread_name_prefix="amp-cleanup") as pool:
+            list(pool.map(lambda cell: self._remove(cell, lock), left))
+
+    def _remove(self, cell: CreatedCell, lock: threading.Lock) -> bool:
+        """Archive (unless already archived) and delete one cell; False once the server is gone."""
+        if self.connection.broken_reason:
+            return False
+        client = self.run_client(cell.agent)
+        problem: str | None = None
+        deleted = False
+        try:
+            if self._states.get(cell.id) != "archived":
+                archived = client.patch(f"/memories/{cell.id}", {"lifecycle": {"status": "archived"}})
+                if archived.status != 200:
+                    return True  # already deleted or gone: nothing left to do
+            reply = client.delete(f"/memories/{cell.id}")
+            deleted = reply.status == 204
+            if not deleted:
+                problem = f"DELETE {cell.id} answered {reply.status}"
+        except ToolError as exc:
+            problem = f"{cell.id}: {exc}"
+        with lock:
+            if deleted:
+                self.cleanup["deleted"] += 1
+            if problem:
+                self.cleanup["problems"].append(problem)
+        return not self.connection.broken_reason
+
+
+def _archived(body: bytes) -> bool:
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return False
+    lifecycle = document.get("lifecycle") if isinstance(document, dict) else None
+    return isinstance(lifecycle, dict) and lifecycle.get("status") == "archived"

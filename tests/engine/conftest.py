@@ -1,0 +1,3 @@
+"""The toy protocol package is data for these tests, not tests of its own."""
+
+collect_ignore = ["toy"]

@@ -1,0 +1,1 @@
+"""A third protocol, written for the tests: a key-value store over HTTP (``GET``/``PUT /kv/{key}``)."""

@@ -1,0 +1,1 @@
+"""The toy protocol's checks."""
