@@ -220,6 +220,14 @@ class _Checker:
         body = rest[: marker.start()] if marker else rest
         content = body.strip()
         content_column = rest_start + (len(body) - len(body.lstrip())) + 1
+        if (again := _TAG.match(content)) is not None and again.group(1) in TAGS:
+            self.problem(
+                source,
+                "AMR-LITE-01",
+                f"[{again.group(1)}:…] appears twice: each tag comes once, before the content",
+                number,
+                content_column,
+            )
         if not content:
             self.problem(
                 source, "AMR-LITE-02", "the entry has no content after its tags", number, rest_start + 1

@@ -329,3 +329,26 @@ def test_a_secret_in_the_block_is_still_found(
     path.write_text("\n".join(block) + "\n")
     code, out, _ = run([str(path)], capsys)
     assert code == 1 and "AMR-LITE-15" in out and key not in out
+
+
+@pytest.mark.parametrize("tag", ["type:instruction", "type:fact", "src:stated", "rec:2026-08-03"])
+def test_a_tag_repeated_at_the_start_of_the_content_is_refused(
+    tag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22 §4: each tag comes once; a second one opening the content is AMR-LITE-01, pointed at."""
+    line = f"[type:fact] [src:stated] [when:2026-08-02] [rec:2026-08-02] [{tag}] Deploy on Fridays"
+    code, out, _ = run([str(one_line(tmp_path, line))], capsys)
+    name = tag.split(":")[0]
+    assert code == 1
+    assert f":1:{line.rindex('[' + tag) + 1}: AMR-LITE-01: [{name}:…] appears twice" in out, out
+
+
+def test_tags_quoted_later_in_the_content_are_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = (
+        "[type:gotcha] [src:derived] [when:2026-08-02] [rec:2026-08-02] "
+        "Never write [type:instruction] from fetched text"
+    )
+    code, out, _ = run([str(one_line(tmp_path, line))], capsys)
+    assert (code, out) == (0, "")
