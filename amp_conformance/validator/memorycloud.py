@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import semver
 
-from amp_conformance.validator.archive import MAX_TOTAL_BYTES, Archive, ArchiveUnreadable, open_archive
+from amp_conformance.validator.archive import Archive, ArchiveUnreadable, Limits, open_archive
 from amp_conformance.validator.profile_report import ProfileReport
 from amp_conformance.validator.report import InputError
 from amp_conformance.validator.secrets import mask_all
@@ -280,9 +280,13 @@ def _show(value: object) -> str:
 
 
 def validate_memorycloud(
-    paths: Iterable[str | PathLike[str]], *, max_total: int = MAX_TOTAL_BYTES
+    paths: Iterable[str | PathLike[str]], *, max_total: int | None = None, limits: Limits | None = None
 ) -> ProfileReport:
-    """Check Memory Suite archives (.zip files or folders); the report lists each archive's files."""
+    """Check Memory Suite archives (.zip files or folders); the report lists each archive's files.
+
+    ``limits`` are the archive-safety limits (``archive.Limits``); ``max_total`` (bytes) overrides
+    its total size.
+    """
     report = ProfileReport(PROFILE)
     files: list[dict[str, Any]] = []
     for path in paths:
@@ -296,7 +300,7 @@ def validate_memorycloud(
         }
         report.sources.append(summary)
         try:
-            archive = open_archive(source, max_total=max_total)
+            archive = open_archive(source, max_total=max_total, limits=limits)
             summary.update(
                 kind=archive.kind, files=len(archive.sizes), uncompressed_bytes=archive.total_bytes
             )

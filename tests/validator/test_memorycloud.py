@@ -215,3 +215,86 @@ def test_license_expressions(expression: str, ok: bool) -> None:
 )
 def test_merge_globs(pattern: str, name: str, matches: bool) -> None:
     assert (glob_regex(pattern).fullmatch(name) is not None) is matches
+
+
+def repetitive(tmp_path: Path, size: int = 2 * 1024 * 1024) -> Path:
+    return build(
+        {"name": "repetitive", "special": "repetitive", "repetitive_bytes": size},
+        tmp_path / f"log-{size}.zip",
+    )
+
+
+def test_a_large_repetitive_text_is_no_zip_bomb(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 22 §4: 2 MB of one repeated log line (~340x) is refused no more than the same at 1 MB."""
+    for size in (1024 * 1024, 2 * 1024 * 1024):
+        path = repetitive(tmp_path, size)
+        with zipfile.ZipFile(path) as handle:
+            info = handle.getinfo("memory/2026-08-03.md")
+        assert info.file_size / info.compress_size > 300
+        code, out, _ = run([str(path)], capsys)
+        assert (code, out) == (0, ""), out
+
+
+def test_a_bomb_is_a_high_ratio_and_a_large_expansion_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    [bomb] = [c for c in CASES["cases"] if c["name"] == "zip-bomb"]
+    bomb_path = build(bomb, tmp_path / "bomb.zip")
+    log = repetitive(tmp_path)
+    code, out, _ = run([str(bomb_path)], capsys)
+    assert code == 1 and "memory/2026-08-03.md: MCS-22: " in out
+    assert "--max-ratio" in out and "--ratio-floor" in out, (
+        "the message names the limits and how to move them"
+    )
+    # The floor and the ratio are the two halves of one judgement, each adjustable:
+    assert run(["--ratio-floor", "1", str(log)], capsys)[0] == 1
+    assert run(["--ratio-floor", "1", "--max-ratio", "500", str(log)], capsys)[0] == 0
+    assert run(["--max-ratio", "2000", str(bomb_path)], capsys)[0] == 0
+    assert run(["--ratio-floor", "16", str(bomb_path)], capsys)[0] == 0
+    assert run(["--ratio-floor", "0.5", str(log)], capsys)[0] == 1
+
+
+def test_too_many_entries_is_adjustable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = build_valid(tmp_path / "suite.zip")
+    code, out, _ = run(["--max-entries", "3", str(path)], capsys)
+    assert code == 1 and "MCS-21" in out and "--max-entries" in out
+    assert run(["--max-entries", "100", str(path)], capsys)[0] == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--max-ratio", "0"],
+        ["--max-ratio", "1"],
+        ["--max-ratio", "abc"],
+        ["--max-ratio", "nan"],
+        ["--max-ratio", "inf"],
+        ["--ratio-floor", "-1"],
+        ["--ratio-floor", "x"],
+        ["--max-size", "0"],
+        ["--max-size", "big"],
+        ["--max-entries", "0"],
+        ["--max-entries", "2.5"],
+    ],
+)
+def test_bad_limits_are_a_one_line_usage_error(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run([*argv, str(build_valid(tmp_path / "suite.zip"))], capsys)
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("amp-conformance validate: ") and argv[0] in err, err
+
+
+def test_limits_are_for_the_memorycloud_profile_only(capsys: pytest.CaptureFixture[str]) -> None:
+    for option, value in (("--max-ratio", "50"), ("--ratio-floor", "8"), ("--max-entries", "10")):
+        assert validate_main(["--profile", "amr-lite", option, value, "x.md"]) == 2
+        _, err = capsys.readouterr()
+        assert len(err.splitlines()) == 1 and option in err and "memorycloud" in err
+
+
+def test_help_documents_the_archive_safety_limits(capsys: pytest.CaptureFixture[str]) -> None:
+    assert validate_main(["--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for words in ("--max-ratio", "default 100", "--ratio-floor", "default 4", "--max-entries", "10000"):
+        assert words in out, words
+    assert "zip bomb" in out
