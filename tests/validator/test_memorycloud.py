@@ -298,3 +298,42 @@ def test_help_documents_the_archive_safety_limits(capsys: pytest.CaptureFixture[
     for words in ("--max-ratio", "default 100", "--ratio-floor", "default 4", "--max-entries", "10000"):
         assert words in out, words
     assert "zip bomb" in out
+
+
+def test_one_top_folder_gets_the_hint_and_nothing_wrong(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22 §4: a suite zipped with its folder is one MCS-01 problem naming the folder, no
+    'missing MEMORY.md', no 'legacy archive' warning, no notes for the suite's own files."""
+    [case] = [c for c in CASES["cases"] if c["name"] == "nested-layout"]
+    path = build(case, tmp_path / "nested.zip")
+    code, out, _ = run([str(path)], capsys)
+    assert code == 1
+    [line] = out.splitlines()
+    assert line.startswith(f"{path}: MCS-01: ") and "suite-1.2.0/" in line, line
+    code, out, _ = run(["--format", "json", str(path)], capsys)
+    document = json.loads(out)
+    assert {f["role"] for f in document["files"]} >= {"manifest", "long-term memory", "work memory"}
+    assert all(f["path"].startswith("suite-1.2.0/") for f in document["files"])
+
+
+def test_a_nested_suite_is_still_checked_inside_its_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = build(
+        {"name": "nested-bad", "special": "nested", "manifest": {"version": "1.2"}},
+        tmp_path / "nested-bad.zip",
+    )
+    code, out, _ = run([str(path)], capsys)
+    ids = [line.split(": ")[1] for line in out.splitlines()]
+    assert code == 1 and sorted(ids) == ["MCS-01", "MCS-09"], out
+    assert f"{path}/suite-1.2.0/manifest.json: MCS-09: " in out
+
+
+def test_two_top_folders_are_not_a_nested_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "two.zip"
+    with zipfile.ZipFile(path, "w") as handle:
+        handle.writestr("a/manifest.json", "{}")
+        handle.writestr("b/notes.md", "x")
+    code, out, _ = run([str(path)], capsys)
+    assert code == 1 and "MCS-02" in out and "a/manifest.json" in out
