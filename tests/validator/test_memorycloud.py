@@ -14,9 +14,10 @@ from jsonschema import Draft202012Validator
 
 from amp_conformance.engine.resources import load_contract
 from amp_conformance.validator import validate_main
+from amp_conformance.validator.archive import MIB, Limits
 from amp_conformance.validator.memorycloud import glob_regex, license_problem
 from amp_conformance.validator.rules import rule_catalogue
-from tests.validator.archives import VALID, build, build_valid, load_cases
+from tests.validator.archives import VALID, build, build_valid, load_cases, valid_members
 
 CASES = load_cases()
 
@@ -337,3 +338,23 @@ def test_two_top_folders_are_not_a_nested_suite(tmp_path: Path, capsys: pytest.C
         handle.writestr("b/notes.md", "x")
     code, out, _ = run([str(path)], capsys)
     assert code == 1 and "MCS-02" in out and "a/manifest.json" in out
+
+
+def test_the_catalogue_states_the_default_limits() -> None:
+    """The documented limits are the code's: the rule titles quote the defaults of archive.Limits."""
+    limits = Limits()
+    rules = rule_catalogue("memorycloud").rules
+    assert f"{limits.max_entries:,} entries" in rules["MCS-21"].title
+    assert f"{limits.max_total // MIB} MiB" in rules["MCS-21"].title
+    assert f"more than {limits.max_ratio:g} times" in rules["MCS-22"].title
+    assert f"more than {limits.ratio_floor // MIB} MiB" in rules["MCS-22"].title
+
+
+def test_the_top_folder_is_escaped_in_the_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "odd.zip"
+    with zipfile.ZipFile(path, "w") as handle:
+        for name, data in sorted(valid_members().items()):
+            handle.writestr(f"\x1b[31mred/{name}", data)
+    code, out, _ = run([str(path)], capsys)
+    assert code == 1 and "\x1b" not in out and "\\x1b[31mred/" in out
+    assert len(out.splitlines()) == 1, out
