@@ -6,6 +6,14 @@ any other line is prose. An entry-looking line that does not parse is a problem,
 Every line, prose included, is searched for secrets. Supersession markers are linked across all
 the inputs of one run, so MEMORY.md and MEMORY_ARCHIVE.md can be checked together. The parsed
 entries are kept for ``--format json`` (the validator doubles as an AMR-lite normalizer).
+
+The AMR text's own words are not entries: a template line (every tag value a placeholder such as
+``{fact|instruction|...}``, ``YYYY-MM-DD`` or ``…``, or placeholder tags before ``<content>``) is
+skipped wherever it is, and so is every entry-looking line of the canonical drop-in block (from
+its heading ``## Memory writing rules`` to its closing ``<!-- memory rules vN ... -->`` comment:
+the template and the four examples). Without that closing comment the heading hides nothing: the
+lines under it are held back until the comment, another heading or the end of the file, then
+checked as entries. Both kinds are counted as ``template_lines``.
 """
 
 from __future__ import annotations
@@ -40,6 +48,12 @@ _TAG = re.compile(r"\[([A-Za-z_-]+):([^\]\[]*)\]")
 _MARKER = re.compile(r"[ \t]*\[(superseded|corrected):([^\]\[]*)\][ \t]*\Z")
 _ANY_MARKER = re.compile(r"\[(?:superseded|corrected):")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+#: A placeholder where a tag value or the content goes: a choice ``{a|b}``, ``YYYY-MM-DD``, ``...``, ``<x>``.
+_PLACEHOLDER = re.compile(r"\{[^{}]*\|[^{}]*\}|YYYY-MM-DD|\.\.\.|…|<[^<>]+>")
+#: The canonical drop-in block of the AMR text: its heading and its closing comment.
+_BLOCK_START = re.compile(r"[ \t]{0,3}#{1,6}[ \t]+Memory writing rules[ \t#]*\Z", re.IGNORECASE)
+_BLOCK_END = re.compile(r"[ \t]*<!--[ \t]*memory rules v\d+\b", re.IGNORECASE)
+_HEADING = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t]|\Z)")
 _RELATIVE = re.compile(
     r"(?i)\b(?:yesterday|today|tomorrow|tonight|now|recently"
     r"|(?:last|next|this|past|coming)\s+(?:week|month|year|night|weekend|quarter|monday|tuesday|wednesday"
@@ -129,16 +143,32 @@ class _Checker:
         self.report = ProfileReport(PROFILE)
         self.entries: list[AmrEntry] = []
         self.secrets: tuple[Secret, ...] = ()
+        self.templates = 0
 
     def problem(self, source: str, rule: str, message: str, line: int, column: int) -> None:
         """File a problem; a secret of the current line quoted in the message is masked."""
         self.report.add(source, rule, _masked(message, self.secrets), line=line, column=column)
 
-    def check_lines(self, source: str, lines: Iterable[str]) -> tuple[int, int]:
-        """Check every line; returns (lines, entry-looking lines)."""
+    def check_lines(self, source: str, lines: Iterable[str]) -> tuple[int, int, int]:
+        """Check every line; returns (lines, entry-looking lines, template lines).
+
+        Inside a drop-in block (see the module docstring) entry-looking lines are held in ``held``
+        until the block is known to be the canonical one (skipped) or not (checked as entries).
+        """
         count = looked = 0
+        self.templates = 0
+        held: list[tuple[int, str, re.Match[str], tuple[Secret, ...]]] | None = None
         for count, raw in enumerate(lines, start=1):
             text = raw.rstrip("\r\n")
+            if held is not None:
+                if _BLOCK_END.match(text):
+                    self.templates += len(held)
+                    held = None
+                elif _HEADING.match(text):
+                    self._check_held(source, held)
+                    held = None
+            if held is None and _BLOCK_START.match(text):
+                held = []
             self.secrets = secrets = tuple(find_secrets(text))
             for secret in secrets:
                 self.problem(
@@ -152,8 +182,22 @@ class _Checker:
             if looks is None:
                 continue
             looked += 1
-            self._check_entry(source, count, text, looks.group(0).rindex("["), looks)
-        return count, looked
+            if held is not None:
+                held.append((count, text, looks, secrets))
+            else:
+                self._check_entry(source, count, text, looks.group(0).rindex("["), looks)
+        if held is not None:
+            self._check_held(source, held)
+        self.secrets = ()
+        return count, looked, self.templates
+
+    def _check_held(
+        self, source: str, held: list[tuple[int, str, re.Match[str], tuple[Secret, ...]]]
+    ) -> None:
+        """Lines under a rules heading that turned out not to be the canonical block: entries after all."""
+        for number, text, looks, secrets in held:
+            self.secrets = secrets
+            self._check_entry(source, number, text, looks.group(0).rindex("["), looks)
 
     def _check_entry(self, source: str, number: int, text: str, start: int, looks: re.Match[str]) -> None:
         match = _ENTRY.match(text, start)
@@ -165,6 +209,9 @@ class _Checker:
         rest_start = match.start(5)
         if looks.group(1) and rest.rstrip().endswith("`"):
             rest = rest.rstrip()[:-1]
+        if _is_template((kind, src, when, rec), rest.strip()):
+            self.templates += 1
+            return
         if rest and rest[0] not in " \t":
             self.problem(
                 source, "AMR-LITE-01", "a space separates [rec:…] from the content", number, rest_start + 1
@@ -173,6 +220,14 @@ class _Checker:
         body = rest[: marker.start()] if marker else rest
         content = body.strip()
         content_column = rest_start + (len(body) - len(body.lstrip())) + 1
+        if (again := _TAG.match(content)) is not None and again.group(1) in TAGS:
+            self.problem(
+                source,
+                "AMR-LITE-01",
+                f"[{again.group(1)}:…] appears twice: each tag comes once, before the content",
+                number,
+                content_column,
+            )
         if not content:
             self.problem(
                 source, "AMR-LITE-02", "the entry has no content after its tags", number, rest_start + 1
@@ -328,6 +383,19 @@ class _Checker:
                 )
 
 
+def _is_template(values: tuple[str, str, str, str], content: str) -> bool:
+    """The AMR text's template line, not an entry: every tag value a placeholder, or placeholder
+    tags before a placeholder content (``<content>``). One placeholder left in a real entry is not."""
+    placeholders = [_PLACEHOLDER.fullmatch(value.strip()) is not None for value in values]
+    if all(placeholders):
+        return True
+    return (
+        any(placeholders)
+        and _PLACEHOLDER.fullmatch(content) is not None
+        and not any(calendar_date(value) for value in values)
+    )
+
+
 def _grammar_problem(text: str, start: int) -> tuple[int, str]:
     """Where and why an entry-looking line does not parse (0-based column)."""
     tags: list[tuple[str, int]] = []
@@ -385,11 +453,19 @@ def validate_amr_lite(paths: Iterable[str | PathLike[str]], *, stdin: IO[str] | 
     report = checker.report
     for path in paths:
         name = STDIN_NAME if str(path) == "-" else str(path)
-        summary: dict[str, Any] = {"source": name, "readable": True, "lines": 0, "entry_lines": 0}
+        summary: dict[str, Any] = {
+            "source": name,
+            "readable": True,
+            "lines": 0,
+            "entry_lines": 0,
+            "template_lines": 0,
+        }
         report.sources.append(summary)
         before = len(checker.entries)
         try:
-            summary["lines"], summary["entry_lines"] = checker.check_lines(name, _read(str(path), stdin))
+            summary["lines"], summary["entry_lines"], summary["template_lines"] = checker.check_lines(
+                name, _read(str(path), stdin)
+            )
         except OSError as exc:
             summary["readable"] = False
             report.input_errors.append(InputError(name, None, f"cannot read: {exc.strerror or exc}"))

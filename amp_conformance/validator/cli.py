@@ -10,11 +10,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from amp_conformance.validator.archive import (
+    MAX_ENTRIES,
+    MAX_RATIO,
+    MAX_TOTAL_BYTES,
+    MIB,
+    RATIO_FLOOR_BYTES,
+    Limits,
+)
 from amp_conformance.validator.citations import cite_contract
 from amp_conformance.validator.contract import compare_contract
 from amp_conformance.validator.documents import validate_documents
@@ -23,6 +32,13 @@ from amp_conformance.validator.profile_report import ProfileReport
 from amp_conformance.validator.report import EXIT_UNREADABLE, InputError, Report, contract_report_dict
 
 PROFILES = ("cells", "amr-lite", "memorycloud")
+_ARCHIVE_LIMITS = (
+    "Archive safety (--profile memorycloud): an archive is refused, without extracting anything, when "
+    "it has more than --max-entries entries or more than --max-size MiB uncompressed in all (MCS-21), "
+    "or when an entry or the whole archive is a zip bomb (MCS-22): it expands more than --max-ratio "
+    "times its compressed size AND to more than --ratio-floor MiB. Both halves are needed: a log of "
+    "one repeated line compresses ~340 times and is still text; zeros compress ~1,000 times."
+)
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace | int:
@@ -72,25 +88,43 @@ def validate_main(argv: Sequence[str]) -> int:
             "JSONL; amr-lite: Markdown/text memory files in the AMR-lite line format; memorycloud: Memory "
             "Suite archives (.zip or folder). Every problem names its requirement or rule id and level."
         ),
+        epilog=_ARCHIVE_LIMITS,
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="input file or folder, or - for stdin")
     parser.add_argument(
         "--profile", choices=PROFILES, default="cells", help="the input format (default: cells)"
     )
-    parser.add_argument(
+    limits = parser.add_argument_group("archive-safety limits (--profile memorycloud only)")
+    limits.add_argument(
+        "--max-entries",
+        metavar="N",
+        help=f"refuse archives of more than N entries (MCS-21; default {MAX_ENTRIES})",
+    )
+    limits.add_argument(
         "--max-size",
-        type=int,
         metavar="MIB",
-        help="memorycloud: refuse archives larger than this uncompressed (default 64)",
+        help=f"refuse archives larger than this uncompressed in all (MCS-21; default "
+        f"{MAX_TOTAL_BYTES // MIB})",
+    )
+    limits.add_argument(
+        "--max-ratio",
+        metavar="RATIO",
+        help=f"zip bomb: an entry or the archive expands more than RATIO times its compressed size "
+        f"(MCS-22; default {MAX_RATIO}; judged only above --ratio-floor)",
+    )
+    limits.add_argument(
+        "--ratio-floor",
+        metavar="MIB",
+        help=f"zip bomb: ... and to more than this many MiB (MCS-22; default {RATIO_FLOOR_BYTES // MIB}; "
+        "fractions allowed)",
     )
     _add_format(parser)
     args = _parse(parser, argv)
     if isinstance(args, int):
         return args
-    if args.max_size is not None and (args.profile != "memorycloud" or args.max_size < 1):
-        sys.stderr.write(
-            "amp-conformance validate: --max-size is a positive number of MiB, for --profile memorycloud\n"
-        )
+    archive_limits = _archive_limits(args)
+    if isinstance(archive_limits, str):
+        sys.stderr.write(f"amp-conformance validate: {archive_limits}\n")
         return EXIT_UNREADABLE
     report: Report | ProfileReport
     if args.profile == "cells":
@@ -104,8 +138,7 @@ def validate_main(argv: Sequence[str]) -> int:
     else:
         from amp_conformance.validator.memorycloud import validate_memorycloud
 
-        limit = {} if args.max_size is None else {"max_total": args.max_size * 1024 * 1024}
-        report = validate_memorycloud(args.paths, **limit)
+        report = validate_memorycloud(args.paths, limits=archive_limits)
         report.strict = args.strict
     if args.format == "json":
         _emit_json(report.as_dict())
@@ -114,6 +147,54 @@ def validate_main(argv: Sequence[str]) -> int:
     if not args.quiet:
         sys.stderr.write(report.summary_line() + "\n")
     return report.exit_code
+
+
+def _archive_limits(args: argparse.Namespace) -> Limits | str:
+    """The archive-safety limits from the options, or a one-line reason they are not usable."""
+    given = {
+        option: value
+        for option, value in (
+            ("--max-entries", args.max_entries),
+            ("--max-size", args.max_size),
+            ("--max-ratio", args.max_ratio),
+            ("--ratio-floor", args.ratio_floor),
+        )
+        if value is not None
+    }
+    if given and args.profile != "memorycloud":
+        return f"{', '.join(given)}: archive-safety limits are for --profile memorycloud only"
+    defaults = Limits()
+
+    def number(option: str, kind: str, low: float, *, above: bool) -> float | str:
+        text = given[option]
+        try:
+            value = int(text) if kind == "int" else float(text)
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and (value > low if above else value >= low):
+            return value
+        bound = f"{'above' if above else 'at least'} {low:g}"
+        what = "a whole number" if kind == "int" else "a number"
+        return f"{option} {text!r}: {what} {bound} is expected"
+
+    values: dict[str, float] = {}
+    for option, kind, low, above in (
+        ("--max-entries", "int", 1, False),
+        ("--max-size", "int", 1, False),
+        ("--max-ratio", "float", 1, True),
+        ("--ratio-floor", "float", 0, False),
+    ):
+        if option in given:
+            value = number(option, kind, low, above=above)
+            if isinstance(value, str):
+                return value
+            values[option] = value
+    return Limits(
+        max_entries=int(values.get("--max-entries", defaults.max_entries)),
+        max_total=int(values["--max-size"] * MIB) if "--max-size" in values else defaults.max_total,
+        max_ratio=values.get("--max-ratio", defaults.max_ratio),
+        ratio_floor=int(values["--ratio-floor"] * MIB) if "--ratio-floor" in values else defaults.ratio_floor,
+    )
 
 
 def validate_contract_main(argv: Sequence[str]) -> int:

@@ -1,11 +1,13 @@
 """``validate --profile memorycloud``: MemoryCloud Memory Suite archives (rules ``MCS-NN``).
 
 The archive is checked for safety first (``archive.py``); a refused archive gets no further checks.
-Then the layout (manifest.json, MEMORY.md, suite/manifest.json, memory/YYYY-MM-DD.md, the other
-documented files), ``manifest.json`` (schema, title, summary, SemVer version via ``semver``, SPDX
-license via ``license-expression``, provenance, tags, declared sha256 digests), the suite manifest
-and the OpenClaw install mapping. Where the source gives no type or shape the value is accepted
-and noted (MCS-24), never judged by an invented rule.
+A suite zipped with its folder (every file under one top folder) is one MCS-01 problem naming the
+folder, then checked as if that folder were the root. Then the layout (manifest.json, MEMORY.md,
+suite/manifest.json, memory/YYYY-MM-DD.md, the other documented files), ``manifest.json`` (schema,
+title, summary, SemVer version via ``semver``, SPDX license via ``license-expression``, provenance,
+tags, declared sha256 digests), the suite manifest and the OpenClaw install mapping. Where the
+source gives no type or shape the value is accepted and noted (MCS-24), never judged by an
+invented rule.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any, Final
 
 import semver
 
-from amp_conformance.validator.archive import MAX_TOTAL_BYTES, Archive, ArchiveUnreadable, open_archive
+from amp_conformance.validator.archive import Archive, ArchiveUnreadable, Limits, open_archive
 from amp_conformance.validator.profile_report import ProfileReport
 from amp_conformance.validator.report import InputError
 from amp_conformance.validator.secrets import mask_all
@@ -94,14 +96,23 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 class _Suite:
     """Checks one archive (or folder) and files its problems in the shared report."""
 
-    def __init__(self, report: ProfileReport, source: str, archive: Archive) -> None:
+    def __init__(self, report: ProfileReport, source: str, archive: Archive, root: str = "") -> None:
         self.report = report
         self.source = source
         self.archive = archive
+        #: ``folder/`` when the whole suite sits in one top folder: names are then relative to it.
+        self.root = root
+        self.names = {
+            name[len(root) :]: size for name, size in archive.sizes.items() if name.startswith(root)
+        }
 
     def add(self, rule: str, message: str, member: str | None = None) -> None:
         """File a problem; a secret quoted from a manifest value is masked."""
-        self.report.add(self.source, rule, mask_all(message), member=member)
+        where = None if member is None else self.root + member
+        self.report.add(self.source, rule, mask_all(message), member=where)
+
+    def read(self, name: str) -> bytes:
+        return self.archive.read(self.root + name)
 
     def run(self) -> None:
         self.layout()
@@ -120,8 +131,16 @@ class _Suite:
             self.openclaw(mapping)
 
     def layout(self) -> None:
-        names = self.archive.sizes
-        if MANIFEST not in names:
+        names = self.names
+        if self.root:
+            found = "" if MANIFEST in names else f"; {self.root}{MANIFEST} is missing too"
+            self.add(
+                "MCS-01",
+                f"{MANIFEST} is not at the archive root: every file is inside the top folder "
+                f"{self.root} (zip the folder's contents, not the folder; checked as if {self.root} "
+                f"were the root{found})",
+            )
+        elif MANIFEST not in names:
             nested = sorted(n for n in names if n.endswith("/" + MANIFEST) and n != SUITE_MANIFEST)
             hint = f" (found {nested[0]}: the layout belongs at the archive root)" if nested else ""
             self.add("MCS-01", f"{MANIFEST} is missing{hint}")
@@ -141,9 +160,9 @@ class _Suite:
 
     def json_object(self, name: str, rule: str) -> dict[str, Any] | None:
         """A member parsed as a JSON object, or None (absent, or reported under ``rule``)."""
-        if name not in self.archive.sizes:
+        if name not in self.names:
             return None
-        raw = self.archive.read(name)
+        raw = self.read(name)
         try:
             value = json.loads(raw.decode("utf-8-sig"))
         except UnicodeDecodeError:
@@ -201,10 +220,10 @@ class _Suite:
                 self.add("MCS-24", f"{where} names no file of the archive: not checked", MANIFEST)
             elif not isinstance(digest, str) or not _HEX64.fullmatch(digest):
                 self.add("MCS-13", f"{where} for {path} is {_show(digest)}: not 64 hex digits", MANIFEST)
-            elif path not in self.archive.sizes:
+            elif path not in self.names:
                 self.add("MCS-13", f"{where} is declared for {path}, which the archive lacks", MANIFEST)
             else:
-                actual = hashlib.sha256(self.archive.read(path)).hexdigest()
+                actual = hashlib.sha256(self.read(path)).hexdigest()
                 if actual != digest.lower():
                     self.add("MCS-13", f"{where} for {path} is {digest}, the file's is {actual}", MANIFEST)
 
@@ -215,7 +234,7 @@ class _Suite:
         if not isinstance(merge, dict):
             self.add("MCS-15", f"merge is {_show(merge)}: an object of paths or globs is required", OPENCLAW)
             return
-        files = list(self.archive.sizes)
+        files = list(self.names)
         for key, value in merge.items():
             patterns = value if isinstance(value, list) else [value]
             for pattern in patterns:
@@ -279,10 +298,21 @@ def _show(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def top_folder(names: Iterable[str]) -> str:
+    """``folder/`` when every file is inside that one top folder (a suite zipped with its folder), else ''."""
+    tops = {name.split("/", 1)[0] + "/" if "/" in name else "" for name in names}
+    top = tops.pop() if len(tops) == 1 else ""
+    return "" if top in ("memory/", "suite/", "install/") else top  # folders of the layout itself
+
+
 def validate_memorycloud(
-    paths: Iterable[str | PathLike[str]], *, max_total: int = MAX_TOTAL_BYTES
+    paths: Iterable[str | PathLike[str]], *, max_total: int | None = None, limits: Limits | None = None
 ) -> ProfileReport:
-    """Check Memory Suite archives (.zip files or folders); the report lists each archive's files."""
+    """Check Memory Suite archives (.zip files or folders); the report lists each archive's files.
+
+    ``limits`` are the archive-safety limits (``archive.Limits``); ``max_total`` (bytes) overrides
+    its total size.
+    """
     report = ProfileReport(PROFILE)
     files: list[dict[str, Any]] = []
     for path in paths:
@@ -296,7 +326,7 @@ def validate_memorycloud(
         }
         report.sources.append(summary)
         try:
-            archive = open_archive(source, max_total=max_total)
+            archive = open_archive(source, max_total=max_total, limits=limits)
             summary.update(
                 kind=archive.kind, files=len(archive.sizes), uncompressed_bytes=archive.total_bytes
             )
@@ -308,11 +338,12 @@ def validate_memorycloud(
             if archive.refused:
                 summary["refused"] = True
                 continue
+            root = "" if MANIFEST in archive.sizes else top_folder(archive.sizes)
             files.extend(
-                {"source": source, "path": n, "size": s, "role": _role(n)}
+                {"source": source, "path": n, "size": s, "role": _role(n[len(root) :])}
                 for n, s in sorted(archive.sizes.items())
             )
-            _Suite(report, source, archive).run()
+            _Suite(report, source, archive, root).run()
         except ArchiveUnreadable as exc:
             summary["readable"] = False
             report.input_errors.append(InputError(source, None, str(exc)))

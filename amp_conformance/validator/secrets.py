@@ -27,17 +27,51 @@ EXTRA_PATTERNS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("sk- API key", re.compile(r"(?<![A-Za-z0-9])(sk-[A-Za-z0-9_-]{20,})")),
     ("Google API key", re.compile(r"(?<![A-Za-z0-9])(AIza[0-9A-Za-z_-]{35})")),
     ("Bearer token", re.compile(r"(?i:\bbearer)\s+([A-Za-z0-9._~+/-]{20,}=*)")),
-    # `password = hunter22`, `api_key: ab12cd34`: a credential word assigned a value of 8+ characters
-    # with a letter and a digit (so "token: see the vault" is prose, not a secret).
+    # `password = hunter22`, `Password: correcthorsebatterystaple`: a credential word labelling a value
+    # of 8+ characters with a letter. A labelled secret is a secret, digits or not; only prose after
+    # the label ("token: see the vault", "Password: unchanged since May") and references
+    # (`${DB_PASSWORD}`, `<redacted>`) are not: see ``_is_labelled_secret``.
     (
         "credential assignment",
         re.compile(
-            r"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token|token)"
-            r"\s*[:=]\s*[\"']?([^\s\"'`]{8,})"
+            r"(?i)\b(?:password|passwd|passphrase|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token"
+            r"|token)\s*[:=]\s*[\"']?([^\s\"'`]{8,})"
         ),
     ),
 )
 _LETTER_AND_DIGIT = re.compile(r"(?=.*[A-Za-z])(?=.*\d)")
+#: Words that stand where a value would, saying there is none here (compared lower-cased, trimmed).
+_NOT_A_VALUE: Final = frozenset(
+    [
+        "none",
+        "null",
+        "nil",
+        "empty",
+        "unset",
+        "redacted",
+        "removed",
+        "hidden",
+        "masked",
+        "omitted",
+        "unknown",
+        "required",
+        "optional",
+        "placeholder",
+        "unchanged",
+        "available",
+        "provided",
+        "elsewhere",
+        "rotated",
+        "stored",
+        "example",
+    ]
+)
+#: A reference to a secret kept elsewhere: ``$VAR``, ``${VAR}``, ``%VAR%``, ``<...>``, ``{{...}}``,
+#: ``env:NAME``, ``vault:path``, ``op://...``; also an ALL_CAPS variable name.
+_REFERENCE = re.compile(r"[$%<{\[(*]|[a-z][a-z0-9+.-]*:|[A-Z][A-Z0-9_]*\Z")
+#: After the value: more words of a sentence (the label was prose), not the end of the clause.
+_PROSE_AFTER = re.compile(r"[ \t]+[A-Za-z]")
+_WORD_VALUE = re.compile(r"[a-z][a-z-]*[a-z]\Z|[A-Z][a-z-]*[a-z]\Z")
 # The candidate test. Every detector needs one of: a run of 20+ token characters (keys, tokens,
 # JWT parts, long hex), a run of 11+ holding an Artifactory prefix, one of these literals (URL
 # credentials, key headers, npm/Slack/Azure markers), or a credential word before `:`/`=`.
@@ -47,7 +81,7 @@ _RUN_TABLE: Final = bytes(0x61 if byte in _RUN_CHARACTERS else 0x20 for byte in 
 _RUN_20: Final = b"a" * 20
 _RUN_11: Final = b"a" * 11
 #: Run on the lower-cased text: a case-blind alternation is far slower.
-_KEYWORD_ASSIGNMENT: Final = re.compile(r"(?:password|passwd|pwd|secret|api[_-]?key|token)\s*[:=]")
+_KEYWORD_ASSIGNMENT: Final = re.compile(r"(?:password|passwd|passphrase|pwd|secret|api[_-]?key|token)\s*[:=]")
 
 
 def _is_candidate(text: str) -> bool:
@@ -105,6 +139,29 @@ def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     return tuple(found)
 
 
+def _is_labelled_secret(match: re.Match[str]) -> bool:
+    """Whether the value after a credential label is a secret (the label's match, value in group 1).
+
+    A value with a letter and a digit is (as it always was). Without a digit: a reference or a
+    "no value here" word is not; a quoted value is; an unquoted one of letters (and hyphens) only is
+    a secret when it ends its clause (``Password: correcthorsebatterystaple``, ``... (rotated
+    monthly)``) or is too long to be a word (16+), and followed by more words it is a sentence
+    (``Password: unchanged since May``); any other value (mixed case, symbols) is a secret.
+    """
+    if _LETTER_AND_DIGIT.match(match.group(1)):
+        return True
+    value = match.group(1).rstrip(".,;:!?)]")
+    if len(value) < 8 or not any(c.isalpha() for c in value):
+        return False
+    if _REFERENCE.match(value) or value.lower() in _NOT_A_VALUE:
+        return False
+    if match.start(1) > 0 and match.string[match.start(1) - 1] in "\"'":
+        return True  # quoted: a value, not words
+    if _WORD_VALUE.match(value) is None or len(value) >= 16:
+        return True  # mixed case, symbols, a 16-letter "word": not English prose
+    return _PROSE_AFTER.match(match.string, match.start(1) + len(value)) is None
+
+
 def _span(match: re.Match[str]) -> tuple[int, int]:
     """The secret inside a match: group 1 when it is the value (8+ characters), else the whole match
     less the delimiters some detectors include."""
@@ -131,7 +188,7 @@ def find_secrets(text: str) -> list[Secret]:
         for match in pattern.finditer(text):
             start, end = _span(match)
             value = text[start:end]
-            if kind == "credential assignment" and not _LETTER_AND_DIGIT.match(value):
+            if kind == "credential assignment" and not _is_labelled_secret(match):
                 continue
             if value:
                 found.append(Secret(kind, start, end, value))

@@ -21,6 +21,8 @@ from amp_conformance.engine.resources import fixtures_path
 VALID = fixtures_path("memorycloud", "valid-suite")
 CASES = fixtures_path("memorycloud", "invalid-archives.json")
 BOMB_BYTES = 8 * 1024 * 1024
+#: A work-memory log of one line repeated: deflate packs it ~340 times, like a bomb, yet it is text.
+REPEATED_LINE = b"- 2026-08-03 10:00 synced the project notes; nothing new\n"
 
 
 def load_cases() -> dict[str, list[dict[str, Any]]]:
@@ -73,6 +75,10 @@ def build(case: dict[str, Any], path: Path) -> Path:
             archive.writestr("MEMORY.md", b"# a second MEMORY.md\n")
         elif special == "bomb":
             archive.writestr("memory/2026-08-03.md", b"\0" * BOMB_BYTES)
+        elif special == "repetitive":
+            size = int(case.get("repetitive_bytes", 2 * 1024 * 1024))
+            text = (REPEATED_LINE * (size // len(REPEATED_LINE) + 1))[:size]
+            archive.writestr("memory/2026-08-03.md", text)
         elif special == "large":
             noise = random.Random(14).randbytes(2 * 1024 * 1024)
             archive.writestr("memory/2026-08-03.md", noise, compress_type=zipfile.ZIP_STORED)

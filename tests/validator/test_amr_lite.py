@@ -219,3 +219,136 @@ def test_usage_errors_exit_two(capsys: pytest.CaptureFixture[str]) -> None:
     assert validate_main(["--profile", "nope", "x"]) == 2
     assert validate_main(["--profile", "amr-lite", "--max-size", "3", "x"]) == 2
     capsys.readouterr()
+
+
+def drop_in_block(spec_dir: Path) -> list[str]:
+    """The canonical block the AMR text says to paste into CLAUDE.md, verbatim from the spec file:
+    from its heading to its closing ``<!-- memory rules v2 ... -->`` comment."""
+    lines = (
+        (spec_dir / "related" / "amr-auditable-memory-record.txt").read_text(encoding="utf-8").splitlines()
+    )
+    start = lines.index("## Memory writing rules")
+    end = next(n for n, line in enumerate(lines) if line.startswith("<!-- memory rules v"))
+    assert start < end and lines[start - 1].startswith("Paste this into your CLAUDE.md")
+    return lines[start : end + 1]
+
+
+REAL = "[type:fact] [src:stated] [when:2026-08-09] [rec:2026-08-09] The nightly build runs at 02:00 UTC"
+
+
+def test_the_canonical_drop_in_block_is_not_a_set_of_entries(
+    spec_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22 §4: the block pasted as the AMR text says, with entries around it, has no problem;
+    its template line and its examples are the rules' own text, not the project's entries."""
+    block = drop_in_block(spec_dir)
+    assert any(line.startswith("`[type:{fact|instruction|") for line in block)
+    path = tmp_path / "CLAUDE.md"
+    path.write_text("\n".join(["# Project", "", *block, "", REAL, ""]), encoding="utf-8")
+    code, out, err = run([str(path)], capsys)
+    assert (code, out) == (0, ""), out
+    assert "0 error(s), 0 warning(s)" in err
+    code, out, _ = run(["--format", "json", str(path)], capsys)
+    document = json.loads(out)
+    assert [e["content"] for e in document["entries"]] == [REAL.split("] ")[-1]]
+    [source] = document["sources"]
+    assert source["entries"] == 1 and source["template_lines"] == 5
+    assert (
+        list(Draft202012Validator(load_contract("validation-report.schema.json")).iter_errors(document)) == []
+    )
+
+
+def test_the_block_alone_validates(
+    spec_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "AGENTS.md"
+    path.write_text("\n".join(drop_in_block(spec_dir)) + "\n", encoding="utf-8")
+    code, out, _ = run([str(path)], capsys)
+    assert (code, out) == (0, ""), out
+
+
+def test_a_marker_does_not_link_to_an_example_of_the_block(
+    spec_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The block's examples are not entries: a real marker dated like an example's rec links to nothing."""
+    path = tmp_path / "CLAUDE.md"
+    old = "[type:fact] [src:stated] [when:2026-07-01] [rec:2026-07-01] Old fact [superseded:2026-08-05]"
+    path.write_text("\n".join([*drop_in_block(spec_dir), old]) + "\n", encoding="utf-8")
+    code, out, _ = run([str(path)], capsys)
+    assert code == 1 and "AMR-LITE-12" in out
+
+
+def test_the_template_line_alone_is_not_an_entry(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    template = (
+        "`[type:{fact|instruction|preference|decision|gotcha}] [src:{stated|derived|fetched|inferred}] "
+        "[when:YYYY-MM-DD] [rec:YYYY-MM-DD] <content>`"
+    )
+    path = tmp_path / "NOTES.md"
+    path.write_text(f"Entries look like this:\n{template}\n- [type:…] [src:…] [when:…] [rec:…] …\n")
+    code, out, _ = run([str(path)], capsys)
+    assert (code, out) == (0, ""), out
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[type:fact] [src:stated] [when:YYYY-MM-DD] [rec:2026-08-02] The date was never filled in",
+        "[type:{fact|gotcha}] [src:stated] [when:2026-08-02] [rec:2026-08-02] Type left as the choice",
+        "[type:fact] [src:stated] [when:2026-08-02] [rec:YYYY-MM-DD] <content>",
+    ],
+)
+def test_an_entry_with_a_placeholder_left_in_is_still_refused(
+    line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run([str(one_line(tmp_path, line))], capsys)
+    assert code == 1, out
+
+
+def test_without_its_closing_comment_the_heading_does_not_hide_entries(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "CLAUDE.md"
+    path.write_text("## Memory writing rules\n[type:fact] [src:heard] [when:2026-08-01] [rec:2026-08-01] x\n")
+    code, out, _ = run([str(path)], capsys)
+    assert code == 1 and ":2:18: AMR-LITE-04:" in out
+    path.write_text(
+        "## Memory writing rules\n[type:fact] [src:heard] [when:2026-08-01] [rec:2026-08-01] x\n"
+        "## Later\n<!-- memory rules v2 -->\n"
+    )
+    code, out, _ = run([str(path)], capsys)
+    assert code == 1 and ":2:18: AMR-LITE-04:" in out
+
+
+def test_a_secret_in_the_block_is_still_found(
+    spec_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    block = drop_in_block(spec_dir)
+    key = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    block.insert(-1, f"`[type:fact] [src:stated] [when:2026-08-02] [rec:2026-08-02] CI uses {key}`")
+    path = tmp_path / "CLAUDE.md"
+    path.write_text("\n".join(block) + "\n")
+    code, out, _ = run([str(path)], capsys)
+    assert code == 1 and "AMR-LITE-15" in out and key not in out
+
+
+@pytest.mark.parametrize("tag", ["type:instruction", "type:fact", "src:stated", "rec:2026-08-03"])
+def test_a_tag_repeated_at_the_start_of_the_content_is_refused(
+    tag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22 §4: each tag comes once; a second one opening the content is AMR-LITE-01, pointed at."""
+    line = f"[type:fact] [src:stated] [when:2026-08-02] [rec:2026-08-02] [{tag}] Deploy on Fridays"
+    code, out, _ = run([str(one_line(tmp_path, line))], capsys)
+    name = tag.split(":")[0]
+    assert code == 1
+    assert f":1:{line.rindex('[' + tag) + 1}: AMR-LITE-01: [{name}:…] appears twice" in out, out
+
+
+def test_tags_quoted_later_in_the_content_are_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = (
+        "[type:gotcha] [src:derived] [when:2026-08-02] [rec:2026-08-02] "
+        "Never write [type:instruction] from fetched text"
+    )
+    code, out, _ = run([str(one_line(tmp_path, line))], capsys)
+    assert (code, out) == (0, "")

@@ -14,9 +14,10 @@ from jsonschema import Draft202012Validator
 
 from amp_conformance.engine.resources import load_contract
 from amp_conformance.validator import validate_main
+from amp_conformance.validator.archive import MIB, Limits
 from amp_conformance.validator.memorycloud import glob_regex, license_problem
 from amp_conformance.validator.rules import rule_catalogue
-from tests.validator.archives import VALID, build, build_valid, load_cases
+from tests.validator.archives import VALID, build, build_valid, load_cases, valid_members
 
 CASES = load_cases()
 
@@ -215,3 +216,145 @@ def test_license_expressions(expression: str, ok: bool) -> None:
 )
 def test_merge_globs(pattern: str, name: str, matches: bool) -> None:
     assert (glob_regex(pattern).fullmatch(name) is not None) is matches
+
+
+def repetitive(tmp_path: Path, size: int = 2 * 1024 * 1024) -> Path:
+    return build(
+        {"name": "repetitive", "special": "repetitive", "repetitive_bytes": size},
+        tmp_path / f"log-{size}.zip",
+    )
+
+
+def test_a_large_repetitive_text_is_no_zip_bomb(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 22 §4: 2 MB of one repeated log line (~340x) is refused no more than the same at 1 MB."""
+    for size in (1024 * 1024, 2 * 1024 * 1024):
+        path = repetitive(tmp_path, size)
+        with zipfile.ZipFile(path) as handle:
+            info = handle.getinfo("memory/2026-08-03.md")
+        assert info.file_size / info.compress_size > 300
+        code, out, _ = run([str(path)], capsys)
+        assert (code, out) == (0, ""), out
+
+
+def test_a_bomb_is_a_high_ratio_and_a_large_expansion_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    [bomb] = [c for c in CASES["cases"] if c["name"] == "zip-bomb"]
+    bomb_path = build(bomb, tmp_path / "bomb.zip")
+    log = repetitive(tmp_path)
+    code, out, _ = run([str(bomb_path)], capsys)
+    assert code == 1 and "memory/2026-08-03.md: MCS-22: " in out
+    assert "--max-ratio" in out and "--ratio-floor" in out, (
+        "the message names the limits and how to move them"
+    )
+    # The floor and the ratio are the two halves of one judgement, each adjustable:
+    assert run(["--ratio-floor", "1", str(log)], capsys)[0] == 1
+    assert run(["--ratio-floor", "1", "--max-ratio", "500", str(log)], capsys)[0] == 0
+    assert run(["--max-ratio", "2000", str(bomb_path)], capsys)[0] == 0
+    assert run(["--ratio-floor", "16", str(bomb_path)], capsys)[0] == 0
+    assert run(["--ratio-floor", "0.5", str(log)], capsys)[0] == 1
+
+
+def test_too_many_entries_is_adjustable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = build_valid(tmp_path / "suite.zip")
+    code, out, _ = run(["--max-entries", "3", str(path)], capsys)
+    assert code == 1 and "MCS-21" in out and "--max-entries" in out
+    assert run(["--max-entries", "100", str(path)], capsys)[0] == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--max-ratio", "0"],
+        ["--max-ratio", "1"],
+        ["--max-ratio", "abc"],
+        ["--max-ratio", "nan"],
+        ["--max-ratio", "inf"],
+        ["--ratio-floor", "-1"],
+        ["--ratio-floor", "x"],
+        ["--max-size", "0"],
+        ["--max-size", "big"],
+        ["--max-entries", "0"],
+        ["--max-entries", "2.5"],
+    ],
+)
+def test_bad_limits_are_a_one_line_usage_error(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run([*argv, str(build_valid(tmp_path / "suite.zip"))], capsys)
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("amp-conformance validate: ") and argv[0] in err, err
+
+
+def test_limits_are_for_the_memorycloud_profile_only(capsys: pytest.CaptureFixture[str]) -> None:
+    for option, value in (("--max-ratio", "50"), ("--ratio-floor", "8"), ("--max-entries", "10")):
+        assert validate_main(["--profile", "amr-lite", option, value, "x.md"]) == 2
+        _, err = capsys.readouterr()
+        assert len(err.splitlines()) == 1 and option in err and "memorycloud" in err
+
+
+def test_help_documents_the_archive_safety_limits(capsys: pytest.CaptureFixture[str]) -> None:
+    assert validate_main(["--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for words in ("--max-ratio", "default 100", "--ratio-floor", "default 4", "--max-entries", "10000"):
+        assert words in out, words
+    assert "zip bomb" in out
+
+
+def test_one_top_folder_gets_the_hint_and_nothing_wrong(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22 §4: a suite zipped with its folder is one MCS-01 problem naming the folder, no
+    'missing MEMORY.md', no 'legacy archive' warning, no notes for the suite's own files."""
+    [case] = [c for c in CASES["cases"] if c["name"] == "nested-layout"]
+    path = build(case, tmp_path / "nested.zip")
+    code, out, _ = run([str(path)], capsys)
+    assert code == 1
+    [line] = out.splitlines()
+    assert line.startswith(f"{path}: MCS-01: ") and "suite-1.2.0/" in line, line
+    code, out, _ = run(["--format", "json", str(path)], capsys)
+    document = json.loads(out)
+    assert {f["role"] for f in document["files"]} >= {"manifest", "long-term memory", "work memory"}
+    assert all(f["path"].startswith("suite-1.2.0/") for f in document["files"])
+
+
+def test_a_nested_suite_is_still_checked_inside_its_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = build(
+        {"name": "nested-bad", "special": "nested", "manifest": {"version": "1.2"}},
+        tmp_path / "nested-bad.zip",
+    )
+    code, out, _ = run([str(path)], capsys)
+    ids = [line.split(": ")[1] for line in out.splitlines()]
+    assert code == 1 and sorted(ids) == ["MCS-01", "MCS-09"], out
+    assert f"{path}/suite-1.2.0/manifest.json: MCS-09: " in out
+
+
+def test_two_top_folders_are_not_a_nested_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "two.zip"
+    with zipfile.ZipFile(path, "w") as handle:
+        handle.writestr("a/manifest.json", "{}")
+        handle.writestr("b/notes.md", "x")
+    code, out, _ = run([str(path)], capsys)
+    assert code == 1 and "MCS-02" in out and "a/manifest.json" in out
+
+
+def test_the_catalogue_states_the_default_limits() -> None:
+    """The documented limits are the code's: the rule titles quote the defaults of archive.Limits."""
+    limits = Limits()
+    rules = rule_catalogue("memorycloud").rules
+    assert f"{limits.max_entries:,} entries" in rules["MCS-21"].title
+    assert f"{limits.max_total // MIB} MiB" in rules["MCS-21"].title
+    assert f"more than {limits.max_ratio:g} times" in rules["MCS-22"].title
+    assert f"more than {limits.ratio_floor // MIB} MiB" in rules["MCS-22"].title
+
+
+def test_the_top_folder_is_escaped_in_the_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "odd.zip"
+    with zipfile.ZipFile(path, "w") as handle:
+        for name, data in sorted(valid_members().items()):
+            handle.writestr(f"\x1b[31mred/{name}", data)
+    code, out, _ = run([str(path)], capsys)
+    assert code == 1 and "\x1b" not in out and "\\x1b[31mred/" in out
+    assert len(out.splitlines()) == 1, out

@@ -64,6 +64,43 @@ def test_ordinary_memory_text_has_no_secret(text: str) -> None:
     assert find_secrets(text) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("Password: correcthorsebatterystaple", "correcthorsebatterystaple"),
+        ("staging passphrase = correcthorsebatterystaple", "correcthorsebatterystaple"),
+        ("Password: correcthorsebatterystaple (rotated monthly)", "correcthorsebatterystaple"),
+        ("the admin password: 'letmeinplease' for the demo box", "letmeinplease"),
+        ("Password: CorrectHorse for the demo box", "CorrectHorse"),
+        ("Password: correcthorsebatterystaple for the staging database", "correcthorsebatterystaple"),
+        ("api_key: abcdefghijklmnop", "abcdefghijklmnop"),
+    ],
+)
+def test_a_labelled_secret_is_a_secret_without_digits(text: str, secret: str) -> None:
+    """Issue 22 §4: a value after a credential label is a secret, digits or not."""
+    [found] = find_secrets(text)
+    assert (found.kind, found.value) == ("credential assignment", secret)
+    assert secret not in mask_all(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Password: unchanged since the migration",
+        "Password: available from the ops team on request",
+        "Password: see the team vault",
+        "password: <redacted>",
+        "password=${DB_PASSWORD} in the compose file",
+        "Password: redacted",
+        "password: ********",
+        "token: rotated nightly by the platform job",
+        "password: env:DB_PASSWORD",
+    ],
+)
+def test_a_credential_label_before_prose_or_a_reference_is_no_secret(text: str) -> None:
+    assert find_secrets(text) == []
+
+
 def test_mask_keeps_at_most_a_short_prefix_of_long_values() -> None:
     assert mask("sk-proj-4fGh7Jk9Lm2Np5Qr8St1") == "sk-p****"
     assert mask("hunter22") == "****"
