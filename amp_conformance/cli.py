@@ -252,6 +252,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from amp_conformance.reports.diff_cli import diff_main
 
         return diff_main(arguments[1:])
+    if arguments and arguments[0] == "matrix":
+        from amp_conformance.matrix.cli import matrix_main
+
+        return matrix_main(arguments[1:])
     parser = _parser()
     namespace = parser.parse_args(arguments)
     if namespace.format is not None and not namespace.list:
