@@ -6,7 +6,7 @@ title = "Our AMP ecosystem"        # optional
 [[implementation]]
 name = "reference"                 # unique; the column's heading
 protocol = "amp-0.1"               # amp-0.1 | amp-1.1
-server-cmd = "python -m reference_server --port {port}"   # or base-url, mcp-command (amp-1.1), app
+server-cmd = "{python} -m reference_server --port {port}"   # or base-url, mcp-command (amp-1.1), app
 admin-token = "T"                  # optional; also allow-global-effects = true
 api-keys = { agent-a = "KEY" }     # optional (or api-keys-file = "keys.json")
 expectations = "gaps.toml"         # optional

@@ -64,7 +64,8 @@ def suite_arguments(impl: Implementation, options: RunOptions, json_path: Path) 
     args = ["--protocol", impl.protocol]
     for kind in ("base-url", "server-cmd", "mcp-command", "app"):
         if kind in impl.targets:
-            args += [f"--{kind}", impl.targets[kind]]
+            # {python}: the interpreter running the matrix (so a file works from any virtual environment)
+            args += [f"--{kind}", impl.targets[kind].replace("{python}", shlex.quote(sys.executable))]
     if impl.admin_token is not None:
         args += ["--admin-token", impl.admin_token]
     if impl.allow_global_effects:

@@ -25,12 +25,12 @@ from amp_conformance.reports.html_model import as_dict, as_list, as_text
 
 
 def implementation_badge(impl: Mapping[str, Any], report: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The shields endpoint JSON of one column (``contract/badge.schema.json``), labelled by its name."""
-    label = f"{LABELS.get(as_text(impl.get('protocol')), 'AMP')} {as_text(impl.get('name'))}"
+    """The shields endpoint JSON of one column (``contract/badge.schema.json``, as ``--badge`` writes
+    it; the file is named by the implementation's slug)."""
+    label = LABELS.get(as_text(impl.get("protocol")), LABELS["amp-0.1"])
     if report is None:
-        return {"schemaVersion": 1, "label": label, "message": "did not start", "color": "lightgrey"}
+        return {"schemaVersion": 1, "label": label, "message": "MUST 0/0", "color": "lightgrey"}
     document = badge(report)
-    document["label"] = label
     document["color"] = COLOURS.get(as_text(impl.get("verdict")), document["color"])
     return document
 
