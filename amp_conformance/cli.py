@@ -74,6 +74,12 @@ def _diff(arguments: list[str]) -> int:
     return diff_main(arguments)
 
 
+def _matrix(arguments: list[str]) -> int:
+    from amp_conformance.matrix.cli import matrix_main
+
+    return matrix_main(arguments)
+
+
 #: Subcommand -> (entry point taking the rest of the command line, one line of help). Each parses
 #: its own options (``amp-conformance NAME --help``).
 SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
@@ -81,6 +87,7 @@ SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "validate-contract": (_validate_contract, "compare an OpenAPI document (path or URL) with the contract"),
     "report": (_report, "render a saved JSON report (HTML; with two reports, the page of what changed)"),
     "diff": (_diff, "compare two JSON reports: regressions and fixes (exit 1 on a regression)"),
+    "matrix": (_matrix, "run many implementations from a TOML file and compare them on one page"),
 }
 
 

@@ -6,7 +6,8 @@
     python -m reference_server.amp11 --list-faults [--json]
 
 Environment: ``AMP11_REFERENCE_FAULTS`` (comma-separated fault names), ``AMP11_REFERENCE_NOT_FOUND``
-(``channel``, ``status`` or ``error``: see ``Settings``), ``AMP11_REFERENCE_DRAFT`` (``1`` or ``0``).
+(``channel``, ``status`` or ``error``: see ``Settings``), ``AMP11_REFERENCE_DRAFT`` (``1`` or ``0``),
+``AMP11_REFERENCE_LEVEL`` (``full``, the default, or ``core``: the four Core verbs alone).
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ STARTUP_SECONDS = 10.0
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=PROG, description="In-memory AMP v1.1 reference server (Full level)."
+        prog=PROG,
+        description="In-memory AMP v1.1 reference server (Full level; AMP11_REFERENCE_LEVEL=core serves "
+        "the Core verbs alone).",
     )
     parser.add_argument("--mcp", action="store_true", help="serve the MCP channel on stdin/stdout")
     parser.add_argument("--rest-port", type=int, metavar="PORT", help="serve the REST channel on this port")
@@ -106,6 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rest = f"{args.host}:{args.rest_port}" if args.rest_port is not None else "off"
     print(
         f"{PROG}: mcp={'on' if args.mcp else 'off'} rest={rest} not_found={settings.not_found} "
+        f"level={settings.level} "
         f"draft={'on' if settings.draft else 'off'} faults={', '.join(faults) or 'none'}",
         file=sys.stderr,
         flush=True,

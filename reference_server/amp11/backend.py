@@ -59,7 +59,9 @@ class Backend:
         return self.context.settings
 
     def verbs(self) -> list[Verb]:
-        """The verbs this server publishes (the draft tier only when enabled)."""
+        """The verbs this server publishes (the draft tier only when enabled; Core alone at level core)."""
+        if self.settings.level == "core":
+            return [verb for verb in VERBS.values() if verb.tier == "core"]
         return [verb for verb in VERBS.values() if verb.tier != "draft" or self.settings.draft]
 
     def serves(self, name: str) -> bool:
@@ -68,7 +70,9 @@ class Backend:
     def validate(self, name: str, args: Any) -> Mapping[str, Any]:
         if not self.serves(name):
             if name in VERBS:
-                raise AmpError("not_supported", f"{name} is not served (v1.2-draft verbs are switched off)")
+                core = self.settings.level == "core"
+                why = "a Core-only server" if core else "v1.2-draft verbs are switched off"
+                raise AmpError("not_supported", f"{name} is not served ({why})")
             raise invalid(f"unknown verb {name!r}")
         if not isinstance(args, dict):
             raise invalid("arguments must be a JSON object")

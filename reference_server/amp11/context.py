@@ -17,6 +17,8 @@ SERVER_VERSION = "0.1.0"
 
 
 NOT_FOUND_FORMS = ("channel", "status", "error")
+#: ``AMP11_REFERENCE_LEVEL``: ``full`` (every verb) or ``core`` (only encode, recall, forget and stats).
+LEVELS = ("full", "core")
 
 
 class ConfigError(ValueError):
@@ -29,10 +31,12 @@ class Settings:
     ``channel``: each channel's own contract, in band over MCP (amp.json's ``status: not_found``) and
     404 over REST (the v1.1 OpenAPI file); ``status``: in band on both (200 over REST, as the v1.2-draft
     OpenAPI file says); ``error``: a ``not_found`` error on both (-32001 / 404, spec §3.5 read literally).
-    ``draft``: also serve the v1.2-draft verbs."""
+    ``draft``: also serve the v1.2-draft verbs (a Full server only). ``level``: ``full``, or ``core``
+    to serve the four Core verbs alone and declare ``amp_conformance: "core"`` (a Core-only server)."""
 
     not_found: str = "channel"
     draft: bool = True
+    level: str = "full"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -44,7 +48,10 @@ class Settings:
         draft = env.get("AMP11_REFERENCE_DRAFT", "1")
         if draft not in ("0", "1"):
             raise ConfigError(f"AMP11_REFERENCE_DRAFT must be 0 or 1, not {draft!r}")
-        return cls(not_found=not_found, draft=draft == "1")
+        level = env.get("AMP11_REFERENCE_LEVEL", "full")
+        if level not in LEVELS:
+            raise ConfigError(f"AMP11_REFERENCE_LEVEL must be one of {', '.join(LEVELS)}, not {level!r}")
+        return cls(not_found=not_found, draft=draft == "1", level=level)
 
 
 def faults_from_env(env: Mapping[str, str]) -> Faults:

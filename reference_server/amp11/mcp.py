@@ -33,6 +33,10 @@ PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
 DEFAULT_PROTOCOL = "2025-03-26"  # the revision that defines tool annotations (spec §3.4)
 GARBAGE = "<<amp11-reference: this line is deliberately not JSON>>"
 EXIT_STATUS = 3
+_INSTRUCTIONS = {
+    "full": "In-memory AMP v1.1 reference server (Full level, plus the v1.2-draft verbs).",
+    "core": "In-memory AMP v1.1 reference server (Core level: encode, recall, forget, stats).",
+}
 
 
 class RpcError(Exception):
@@ -127,7 +131,7 @@ class McpSession:
             "name": SERVER_NAME,
             "version": SERVER_VERSION,
             "amp_version": AMP_VERSION,
-            "amp_conformance": "full",
+            "amp_conformance": self.backend.settings.level,
             "amp.legacy_private_strategy": "A",
         }
         if self.backend.faults.on("serverinfo-no-amp-version"):
@@ -136,7 +140,7 @@ class McpSession:
             "protocolVersion": wanted if wanted in PROTOCOL_VERSIONS else DEFAULT_PROTOCOL,
             "capabilities": {"tools": {"listChanged": False}},
             "serverInfo": info,
-            "instructions": "In-memory AMP v1.1 reference server (Full level, plus the v1.2-draft verbs).",
+            "instructions": _INSTRUCTIONS[self.backend.settings.level],
         }
 
     def _tools(self) -> list[dict[str, Any]]:

@@ -1,0 +1,205 @@
+"""Run a matrix: one ordinary ``amp-conformance`` process per implementation, a few at a time.
+
+Each run is exactly the command :func:`printable_command` shows (started in the implementations
+file's folder) and writes its ordinary JSON report; a run that cannot start (exit 2 and no report) is a
+:class:`RunResult` that says why, never an aborted matrix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from amp_conformance.matrix.config import Implementation, MatrixConfig
+
+#: Lines of a run's log kept when it could not start.
+LOG_TAIL_LINES = 20
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What applies to every implementation of the matrix."""
+
+    only: str | None = None
+    level: str | None = None
+    no_fuzz: bool = False
+
+    def public(self) -> dict[str, Any]:
+        return {"only": self.only, "level": self.level, "fuzz": not self.no_fuzz}
+
+
+@dataclass
+class RunResult:
+    implementation: Implementation
+    command: str
+    exit_code: int
+    duration_seconds: float
+    report_path: Path
+    log_path: Path
+    report: dict[str, Any] | None
+    problem: str | None
+
+    @property
+    def started(self) -> bool:
+        return self.report is not None
+
+
+def _variable(agent: str) -> str:
+    return "AMP_API_KEY_" + re.sub(r"[^A-Z0-9]", "_", agent.upper())
+
+
+def suite_arguments(impl: Implementation, options: RunOptions, json_path: Path) -> list[str]:
+    """The ``amp-conformance`` arguments of one implementation's run."""
+    args = ["--protocol", impl.protocol]
+    for kind in ("base-url", "server-cmd", "mcp-command", "app"):
+        if kind in impl.targets:
+            # {python}: the interpreter running the matrix (so a file works from any virtual environment)
+            args += [f"--{kind}", impl.targets[kind].replace("{python}", shlex.quote(sys.executable))]
+    if impl.admin_token is not None:
+        args += ["--admin-token", impl.admin_token]
+    if impl.allow_global_effects:
+        args.append("--allow-global-effects")
+    for agent, key in impl.api_keys.items():
+        args += ["--api-key", f"{agent}={key}"]
+    if impl.api_keys_file:
+        args += ["--api-keys-file", impl.api_keys_file]
+    if impl.expectations:
+        args += ["--expectations", impl.expectations]
+    if impl.startup_timeout is not None:
+        args += ["--startup-timeout", f"{impl.startup_timeout:g}"]
+    if options.only:
+        args += ["--only", options.only]
+    if options.level:
+        args += ["--level", options.level]
+    if options.no_fuzz:
+        args.append("--no-fuzz")
+    return [*args, "--json", str(json_path), "-q"]
+
+
+def secrets_of(impl: Implementation) -> dict[str, str]:
+    """Secret value -> the shell variable a printed command shows instead (as curl lines do)."""
+    found: dict[str, str] = {}
+    if impl.admin_token:
+        found[impl.admin_token] = "AMP_ADMIN_TOKEN"
+    for agent, key in impl.api_keys.items():
+        found.setdefault(key, _variable(agent))
+    return found
+
+
+def _shell_word(word: str, secrets: dict[str, str]) -> str:
+    """``word`` quoted for a POSIX shell, each secret in it shown as ``$VARIABLE``."""
+    hits = [s for s in secrets if s and s in word]
+    if not hits:
+        return shlex.quote(word)
+    escaped = re.sub(r'(["\\$`])', r"\\\1", word)
+    for secret in sorted(hits, key=len, reverse=True):
+        escaped = escaped.replace(re.sub(r'(["\\$`])', r"\\\1", secret), "${" + secrets[secret] + "}")
+    return f'"{escaped}"'
+
+
+def printable_command(impl: Implementation, config: MatrixConfig, args: list[str]) -> str:
+    """The command a person runs to reproduce this column alone (secrets as shell variables)."""
+    secrets = secrets_of(impl)
+    env = " ".join(_shell_word(f"{k}={v}", secrets) for k, v in impl.environment.items())
+    words = " ".join(_shell_word(arg, secrets) for arg in args)
+    prefix = f"{env} " if env else ""
+    return f"cd {shlex.quote(str(config.directory))} && {prefix}amp-conformance {words}"
+
+
+def _problem(log: str, exit_code: int) -> str:
+    lines = [line for line in log.splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith("amp-conformance")]
+    if said:
+        return said[-1]
+    return lines[-1] if lines else f"amp-conformance exited {exit_code} and wrote no report"
+
+
+def _read_report(path: Path) -> dict[str, Any] | None:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return document if isinstance(document, dict) and isinstance(document.get("checks"), list) else None
+
+
+def run_one(impl: Implementation, config: MatrixConfig, options: RunOptions, reports: Path) -> RunResult:
+    """Run one implementation (blocking) and read what it wrote."""
+    report_path, log_path = reports / f"{impl.slug}.json", reports / f"{impl.slug}.log"
+    report_path.unlink(missing_ok=True)
+    args = suite_arguments(impl, options, report_path.resolve())
+    env = {**os.environ, **impl.environment}
+    env.pop("GITHUB_STEP_SUMMARY", None)  # N runs would each append a summary to the job's page
+    started = time.monotonic()
+    with log_path.open("w", encoding="utf-8") as log:
+        completed = subprocess.run(
+            [sys.executable, "-m", "amp_conformance", *args],
+            cwd=config.directory,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+    duration = time.monotonic() - started
+    report = _read_report(report_path)
+    problem = None
+    if report is None:
+        text = log_path.read_text(encoding="utf-8", errors="replace")
+        problem = _problem(text, completed.returncode)
+    return RunResult(
+        implementation=impl,
+        command=printable_command(impl, config, args),
+        exit_code=completed.returncode,
+        duration_seconds=round(duration, 3),
+        report_path=report_path,
+        log_path=log_path,
+        report=report,
+        problem=problem,
+    )
+
+
+def log_tail(result: RunResult) -> str:
+    try:
+        lines = result.log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-LOG_TAIL_LINES:])
+
+
+def run_matrix(
+    config: MatrixConfig,
+    options: RunOptions,
+    reports: Path,
+    *,
+    jobs: int = 2,
+    on_start: Callable[[Implementation, str], None] | None = None,
+    on_done: Callable[[RunResult], None] | None = None,
+) -> list[RunResult]:
+    """Every implementation's run, at most ``jobs`` at a time; results in the file's order."""
+    reports.mkdir(parents=True, exist_ok=True)
+    lock = threading.Lock()
+
+    def job(impl: Implementation) -> RunResult:
+        if on_start is not None:
+            args = suite_arguments(impl, options, (reports / f"{impl.slug}.json").resolve())
+            with lock:
+                on_start(impl, printable_command(impl, config, args))
+        result = run_one(impl, config, options, reports)
+        if on_done is not None:
+            with lock:
+                on_done(result)
+        return result
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="amp-matrix") as pool:
+        return list(pool.map(job, config.implementations))
