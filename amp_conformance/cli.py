@@ -26,7 +26,7 @@ from amp_conformance.engine import registry
 from amp_conformance.engine.catalogue import levels_up_to
 from amp_conformance.engine.configuration import build_options
 from amp_conformance.engine.marking import checks_of
-from amp_conformance.engine.options import COMMAND_OPTION_SPECS, UsageError, parse_workers
+from amp_conformance.engine.options import COMMAND_OPTION_SPECS, SuiteOptions, UsageError, parse_workers
 from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.protocol import Protocol, protocol_option_error
 from amp_conformance.engine.report import verdict
@@ -276,7 +276,9 @@ def _check_values(values: dict[str, Any], protocol: Protocol) -> None:
     if workers != 1 and values.get("amp_app"):
         raise UsageError("--app checks the app in-process, which workers cannot share: use --server-cmd")
     if workers != 1:
-        reason = protocol.parallel_problem(build_options(values, protocol), in_process=False)
+        reason = protocol.parallel_problem(
+            SuiteOptions(base_url=values.get("amp_base_url")), in_process=False
+        )
         if reason:
             raise UsageError(reason)
 

@@ -275,9 +275,9 @@ def pytest_runtest_makereport(
         name=item.name,
         title=info.title,
         requirements=info.requirements,
-        level=info.level,
+        level=str(info.level),
         area=info.area,
-        outcome=PASS,
+        outcome=str(PASS),
         duration=report.duration,
     )
     if context is not None:
@@ -290,6 +290,7 @@ def pytest_runtest_makereport(
         result.notes = list(evidence.notes)
     _server_errors(run, result, info)
     _classify(run, info, result, call.excinfo, report, context)
+    result.outcome, result.level = str(result.outcome), str(result.level)
     expectation = item.stash.get(EXPECTATION_KEY, None)
     if expectation is not None:
         result.expectation = expectation.as_report(result.outcome)
@@ -340,8 +341,8 @@ def _finding_level(spec_level: str, own: tuple[str, ...], finding: tuple[str, ..
     """A finding about the check's own ids has the check's level (the catalogue's, or the stance it
     names); a finding about other ids has theirs."""
     if set(finding) <= set(own):
-        return spec_level
-    return registry.level_of(finding, default=spec_level)
+        return str(spec_level)
+    return str(registry.level_of(finding, default=spec_level))
 
 
 def _classify(

@@ -87,6 +87,8 @@ def result_to_wire(result: CheckResult, root_step: dict[str, str] | None) -> dic
             value = _index_of(result, value)
         elif isinstance(value, tuple):
             value = list(value)
+        elif isinstance(value, str):
+            value = str(value)  # an Outcome or Level member as the plain string it stands for
         data[field.name] = value
     data["nodeid"] = plain_nodeid(result.nodeid)
     data["root_step"] = root_step

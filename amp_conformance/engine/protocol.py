@@ -113,8 +113,6 @@ class Protocol(ABC):
     """Options only this protocol reads (``--NAME`` in the command, ``--amp-NAME`` in the plugin)."""
     server_error_requirement: ClassVar[str | None] = None
     """The requirement a 5xx (or its protocol's equivalent) breaks, whatever check saw it."""
-    fixture_name: ClassVar[str] = "amp"
-    """The name of the fixture its checks ask for (the check context)."""
     self_test_in_plugin: ClassVar[bool] = False
     """The plugin acts on ``--amp-protocol NAME`` alone (it can start the bundled server itself)."""
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from amp_conformance.amp01.protocol import PROTOCOL as AMP01
 from amp_conformance.cli import main
 from amp_conformance.engine.server_process import ServerProcess, ServerStartError
 from tests.ci.helpers import (
@@ -162,7 +163,9 @@ def test_a_server_that_spawns_a_child_leaves_neither_behind() -> None:
 def test_a_crash_of_the_suite_inside_the_with_block_stops_the_group() -> None:
     marker = new_marker()
     with pytest.raises(RuntimeError, match="the suite crashed"):  # noqa: SIM117 (the raise is the test)
-        with ServerProcess(f"{PYTHON} {SERVERS} spawn {{port}}", env={"AMP_CI_MARK": marker}) as server:
+        with ServerProcess(
+            f"{PYTHON} {SERVERS} spawn {{port}}", env={"AMP_CI_MARK": marker}, health_url=AMP01.health_url
+        ) as server:
             assert len(marked_processes(marker)) == 2, server.log_tail()  # the server and its child
             raise RuntimeError("the suite crashed")
     assert marked_processes(marker) == []
@@ -171,7 +174,10 @@ def test_a_crash_of_the_suite_inside_the_with_block_stops_the_group() -> None:
 def test_start_errors_stop_what_was_started() -> None:
     marker = new_marker()
     server = ServerProcess(
-        f"{PYTHON} {SERVERS} unhealthy {{port}}", env={"AMP_CI_MARK": marker}, startup_timeout=1
+        f"{PYTHON} {SERVERS} unhealthy {{port}}",
+        env={"AMP_CI_MARK": marker},
+        startup_timeout=1,
+        health_url=AMP01.health_url,
     )
     with pytest.raises(ServerStartError, match="did not become healthy"):
         server.start()

@@ -80,7 +80,7 @@ def test_every_convention_passes_with_zero_fails(env: dict[str, str]) -> None:
     ]
     assert not failed
     assert outcome.exit_code == 0
-    conventions = outcome.run.conventions_if_detected()
+    conventions = outcome.run.session.conventions
     expected = "403 ACCESS_DENIED" if env.get("AMP_REFERENCE_CONVENTION") == "upstream" else "404 NOT_FOUND"
     assert conventions is not None and conventions.as_report()["unknown_id"]["value"] == expected
     assert conventions.id_form == ("bare" if env.get("AMP_REFERENCE_ID_FORM") else "prefixed")
