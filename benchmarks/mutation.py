@@ -37,6 +37,7 @@ import argparse
 import ast
 import contextlib
 import difflib
+import gzip
 import json
 import os
 import queue
@@ -48,6 +49,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -334,9 +336,21 @@ def write_json(path: Path | None, meta: dict[str, Any], results: list[Result], m
     if path is None:
         return
     data = {**meta, **summary(results, modules), "mutants": [compact(r) for r in results if r.outcome]}
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if path.suffix == ".gz":  # the results kept in benchmarks/results/ are gzipped
+        with gzip.open(tmp, "wt", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        data: dict[str, Any] = json.load(handle)
+    return data
 
 
 def compact(result: Result, keep: int = 5) -> dict[str, Any]:
@@ -395,14 +409,16 @@ def main() -> int:
     )
     parser.add_argument("--jobs", type=int, default=1, help="mutants tested at once (default 1)")
     parser.add_argument("--timeout-factor", type=float, default=3.0, help="x the baseline run (default 3)")
-    parser.add_argument("--json", type=Path, default=None, help="write the results to this JSON file")
+    parser.add_argument(
+        "--json", type=Path, default=None, help="write the results to this JSON file (.gz: gzipped)"
+    )
     parser.add_argument("--list", action="store_true", help="count candidates per module and stop")
     parser.add_argument(
         "--report", type=Path, default=None, help="print the results of a --json file, run nothing"
     )
     args = parser.parse_args()
     if args.report is not None:
-        saved = json.loads(args.report.read_text(encoding="utf-8"))
+        saved = read_json(args.report)
         print_report([Result(**r) for r in saved["mutants"]], saved["modules"])
         return 0
     modules = [m.strip() if m.strip().endswith(".py") else m.strip() + ".py" for m in args.modules.split(",")]
@@ -438,8 +454,8 @@ def main() -> int:
             "tool": "cosmic-ray " + _version("cosmic-ray"),
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "seed": args.seed,
-            "per_module": None if args.sample is not None else per_module,
-            "sample": args.sample,
+            "sample_per_module": None if args.sample is not None else per_module,
+            "sample_total": args.sample,
             "modules": modules,
             "candidates": {m: len(v) for m, v in by_module.items()},
             "skipped_before_sampling": dict(skipped),
@@ -535,10 +551,12 @@ def _round_robin(results: list[Result], rng: random.Random) -> list[Result]:
 
 
 def _compiles(source: str, path: Path) -> bool:
-    try:
-        compile(source, str(path), "exec")
-    except SyntaxError:
-        return False
+    with warnings.catch_warnings():  # e.g. SyntaxWarning for `is` with a literal: still a valid mutant
+        warnings.simplefilter("ignore")
+        try:
+            compile(source, str(path), "exec")
+        except SyntaxError:
+            return False
     return True
 
 
