@@ -65,9 +65,14 @@ def load_app(spec: str) -> Any:
             f"--app {spec}: importing {module_name} failed: {type(exc).__name__}: {exc}"
         ) from None
     for part in attribute.split("."):
-        if not hasattr(target, part):
-            raise AppLoadError(f"--app {spec}: {module_name} has no attribute {attribute!r}")
-        target = getattr(target, part)
+        try:  # a lazy module __getattr__ may import more, and fail in any way
+            target = getattr(target, part)
+        except AttributeError:
+            raise AppLoadError(f"--app {spec}: {module_name} has no attribute {attribute!r}") from None
+        except Exception as exc:
+            raise AppLoadError(
+                f"--app {spec}: reading {attribute} failed: {type(exc).__name__}: {exc}"
+            ) from None
     if is_asgi_app(target):
         return target
     if callable(target) and _binds(target, 0):

@@ -86,6 +86,7 @@ def test_wall_clock_waits_still_work_in_process(tmp_path: Path) -> None:
         ("tests.ci.apps:factory_of_nothing", "returned a int, not an ASGI app"),
         ("tests.ci.apps:needs_arguments", "not an ASGI app"),
         ("tests.ci.apps:failing_startup", "start-up failed (database unreachable)"),
+        ("tests.ci.lazyapp:app", "reading app failed: SyntaxError"),
     ],
 )
 def test_bad_apps_are_one_line_and_exit_2(
