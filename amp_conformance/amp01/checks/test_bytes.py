@@ -97,10 +97,14 @@ def _patch_target(amp: Amp) -> dict[str, Any]:
 
 def _restore(amp: Amp, route: Route, path: str, reply: Reply, what: str) -> None:
     """After a PATCH that stored an odd value in ``content.metadata.probe``, write a plain string back:
-    the cell must still take a valid PATCH (a 5xx there is this shape's crash, AMP-ERR-03)."""
+    the cell must still take a valid PATCH (a 5xx there is this shape's crash, AMP-ERR-03). The PATCH
+    carries ``content.text`` as well (requirements.md C-20: whether ``content`` without ``text`` is
+    accepted is open, so the suite always sends it)."""
     if route.name != "patch" or not 200 <= reply.status < 300:
         return
-    again = amp.as_agent("a").patch(path, {"content": {"metadata": {"probe": "restored"}}})
+    # C-20's stance: a PATCH of content always sends text (the upstream contract refuses one without)
+    restored = {"content": {"text": "bytes-level probe", "metadata": {"probe": "restored"}}}
+    again = amp.as_agent("a").patch(path, restored)
     after = f"a valid PATCH of the cell after {what} was accepted"
     if again.status >= 500:
         amp.fail(

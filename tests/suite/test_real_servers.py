@@ -1,0 +1,36 @@
+"""Behaviour observed on real AMP servers (issue 22, "Exact on real servers"), each modelled by a fake
+or a reference-server fault, and the verdict the suite must give it: no false failure, one root cause,
+a consistent ``blocked``, a retry that is recorded."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from amp_conformance.engine.run import CheckResult
+from tests.suite.fakes import envelope, run_against
+
+PATCH_PATH = re.compile(r"^/amp/v1/memories/[^/]+$")
+
+
+def _not_passing(results: dict[str, CheckResult]) -> list[tuple[str, str, str]]:
+    return [(r.name, r.outcome, r.message) for r in results.values() if r.outcome not in ("pass", "skip")]
+
+
+def _text_required(method: str, path: str, body: Any) -> tuple[int, Any] | None:
+    """The upstream contract (C-20): a PATCH whose ``content`` has no ``text`` is a 422."""
+    if method == "PATCH" and PATCH_PATH.match(path) and isinstance(body, dict):
+        content = body.get("content")
+        if isinstance(content, dict) and "text" not in content:
+            return 422, envelope(
+                "VALIDATION_ERROR", "content.text is required", loc=["body", "content", "text"]
+            )
+    return None
+
+
+def test_a_server_requiring_text_in_a_content_patch_passes_the_byte_family() -> None:
+    """C-20's stance: the follow-up PATCH after a huge number always sends ``text``."""
+    outcome = run_against(_text_required, areas="bytes", admin=False)
+    assert outcome.run is not None
+    assert _not_passing(outcome.run.results) == []
+    assert outcome.exit_code == 0
