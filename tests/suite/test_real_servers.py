@@ -4,9 +4,11 @@ a consistent ``blocked``, a retry that is recorded."""
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
+from amp_conformance.engine.resources import load_contract
 from amp_conformance.engine.run import CheckResult
 from tests.suite.fakes import envelope, run_against
 
@@ -34,3 +36,31 @@ def test_a_server_requiring_text_in_a_content_patch_passes_the_byte_family() -> 
     assert outcome.run is not None
     assert _not_passing(outcome.run.results) == []
     assert outcome.exit_code == 0
+
+
+def _contract_without_404(method: str, path: str, body: Any) -> tuple[int, Any] | None:
+    """A server of the upstream convention (403 for unknown ids) whose document declares no 404."""
+    if method == "GET" and path == "/openapi.json":
+        document = copy.deepcopy(load_contract("openapi.json", "amp01"))
+        for item in document["paths"].values():
+            for operation in item.values():
+                if isinstance(operation, dict):
+                    operation.get("responses", {}).pop("404", None)
+        return 200, document
+    return None
+
+
+def test_the_openapi_check_uses_the_detected_unknown_id_convention() -> None:
+    """C-01: under 403-for-unknown-ids a document without 404 differs from our contract in nothing."""
+    outcome = run_against(
+        _contract_without_404, {"AMP_REFERENCE_CONVENTION": "upstream"}, areas="openapi", admin=False
+    )
+    assert outcome.run is not None
+    assert _not_passing(outcome.run.results) == []
+    assert outcome.exit_code == 0
+    # the same document from a server answering 404 for unknown ids still lacks what it answers
+    outcome = run_against(_contract_without_404, areas="openapi", admin=False)
+    assert outcome.run is not None
+    assert [(name, outcome_) for name, outcome_, _ in _not_passing(outcome.run.results)] == [
+        ("test_the_served_document_has_our_routes_methods_and_statuses", "warn")
+    ]
