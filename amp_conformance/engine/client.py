@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
@@ -141,17 +141,53 @@ class Connection:
         try:
             self._receive(exchange, timeout, started)
         except httpx.TransportError as exc:
-            exchange.error = _describe_transport_error(exc, timeout)
+            if not _reset_before_any_byte(exc, exchange) or timeout - (time.monotonic() - started) <= 0:
+                self._transport_failure(exchange, exc, timeout, started)
             exchange.elapsed = time.monotonic() - started
-            self._record_failure(exchange.error)
-            failure = TransportFailure(f"{method} {url}: {exchange.error}")
-            failure.exchange = exchange
-            failure.unreachable = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-            raise failure from None
+            exchange = self._retried(exchange, exc, timeout)
+            try:
+                self._receive(exchange, timeout - (time.monotonic() - started), time.monotonic())
+            except httpx.TransportError as again:
+                self._transport_failure(exchange, again, timeout, started)
         self._consecutive_failures = 0
         for observe in self.observers:
             observe(exchange)
         return exchange
+
+    def _transport_failure(
+        self, exchange: Exchange, exc: httpx.TransportError, timeout: float, started: float
+    ) -> NoReturn:
+        """Record why nothing came back and raise it as the check's ToolError."""
+        exchange.error = _describe_transport_error(exc, timeout)
+        exchange.elapsed = time.monotonic() - started
+        self._record_failure(exchange.error)
+        failure = TransportFailure(f"{exchange.method} {exchange.url}: {exchange.error}")
+        failure.exchange = exchange
+        failure.unreachable = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+        raise failure from None
+
+    def _retried(self, first: Exchange, exc: httpx.TransportError, timeout: float) -> Exchange:
+        """The exchange that sends ``first``'s request once more, on a fresh connection, after the
+        server closed or reset the one it went out on before any byte of a response came back.
+
+        Why this is safe, and why only this: a server that answered a 500 and then closed a kept-alive
+        connection makes the next request on it fail at once, although the server never read it (the
+        stale keep-alive race). For GET and DELETE a repeat is harmless (idempotent, RFC 9110
+        §9.2.2). For POST and PATCH, RFC 9112 §9.3.1 allows an automatic retry only when the client can
+        tell the request was never applied; a connection closed before any response byte is the sign
+        HTTP clients use for it, and it is not proof (a server may crash after applying a request), so
+        the repeat is never silent: the failed attempt stays as evidence (``Exchange.retry_of``), both
+        attempts show in the check's exchanges, its failure text and the report. A response byte, a
+        timeout or a refused connection is never retried: then the server may have acted, or is gone
+        (the breaker's business). httpx drops a connection that failed, so the retry opens a new one;
+        a second failure is the check's error, as before."""
+        first.error = f"{_describe_transport_error(exc, timeout)}; retried once on a fresh connection"
+        self.requests += 1
+        again = Exchange(
+            first.method, first.url, first.request_headers, first.request_body, replay=self.replay
+        )
+        again.retry_of = first
+        return again
 
     def _receive(self, exchange: Exchange, timeout: float, started: float) -> None:
         request = self._http.build_request(
@@ -186,6 +222,13 @@ class Connection:
             self.broken_reason = (
                 f"the server failed {self._consecutive_failures} requests in a row (last: {reason})"
             )
+
+
+def _reset_before_any_byte(exc: httpx.TransportError, exchange: Exchange) -> bool:
+    """The connection was closed or reset before the response's first byte (never a timeout)."""
+    if exchange.status is not None or exchange.retry_of is not None:
+        return False
+    return isinstance(exc, httpx.ReadError | httpx.WriteError | httpx.RemoteProtocolError)
 
 
 def _describe_transport_error(exc: httpx.TransportError, timeout: float) -> str:
@@ -248,10 +291,16 @@ class Client:
             exchange = self.connection.send(method, url, headers=merged, body=body, deadline=self.deadline)
         except TransportFailure as failure:
             if failure.exchange is not None:
-                self.log.append(failure.exchange)
+                self._record(failure.exchange)
             raise
-        self.log.append(exchange)
+        self._record(exchange)
         return Reply(exchange)
+
+    def _record(self, exchange: Exchange) -> None:
+        """Log an exchange, after the attempt it retried (if any), so the evidence shows both."""
+        if exchange.retry_of is not None:
+            self.log.append(exchange.retry_of)
+        self.log.append(exchange)
 
     def get(self, path: str, **kwargs: Any) -> Reply:
         return self.request("GET", path, **kwargs)

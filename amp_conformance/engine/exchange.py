@@ -51,6 +51,9 @@ class Exchange:
     error: str | None = None
     replay: ReplayContext | None = field(default=None, repr=False, compare=False)
     """The run's secrets and body folder; None for an exchange made outside a run."""
+    retry_of: Exchange | None = field(default=None, repr=False, compare=False)
+    """The attempt this exchange repeated: its connection was reset before any response byte, so the
+    client sent the request once more on a fresh connection (``engine.client``)."""
 
     @property
     def _secrets(self) -> SecretRegistry | None:
@@ -94,7 +97,10 @@ class Exchange:
 
     def describe(self) -> str:
         """Human-readable request and response, for failure messages."""
-        lines = [f"> {self.method} {self._mask(self.url)}"]
+        lines = []
+        if self.retry_of is not None:
+            lines.append(f"! sent twice: the first attempt got no response ({self.retry_of.error})")
+        lines.append(f"> {self.method} {self._mask(self.url)}")
         lines += [f"> {k}: {v}" for k, v in self.masked_request_headers().items()]
         body = self._request_body_text(MAX_SHOWN_BYTES)
         if body is not None:

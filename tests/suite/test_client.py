@@ -294,3 +294,59 @@ def test_export_hints_name_what_each_variable_holds_and_never_its_value() -> Non
     ]
     assert export_hints(None, [line]) == []
     assert not any(value in " ".join(hints) for value in (ADMIN, *KEYS.values()) if len(value) > 2)
+
+
+def _500_then_closes_the_kept_connection() -> Any:
+    """The first connection answers a 500 and keeps alive, then closes without a word on the next
+    request (what a real server did after a crash); every later connection answers 200."""
+    connections = [0]
+
+    def handle(conn: Any) -> None:
+        connections[0] += 1
+        first = connections[0] == 1
+        conn.settimeout(5)
+        for answer in [b"500 Internal Server Error", None] if first else [b"200 OK"]:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    conn.close()
+                    return
+                data += chunk
+            if answer is None:
+                conn.close()
+                return
+            body = b'{"ok": true}'
+            head = b"HTTP/1.1 " + answer + b"\r\nContent-Type: application/json\r\n"
+            conn.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        if not first:
+            conn.close()
+
+    return handle
+
+
+def test_a_connection_reset_before_any_byte_is_retried_once_and_the_retry_is_recorded() -> None:
+    with raw_server(_500_then_closes_the_kept_connection()) as url:
+        connection = Connection(url, timeout=2)
+        client = Client(connection)
+        assert client.get("/health").status == 500
+        reply = client.post("/memories", {"content": {"text": "x"}})
+    assert reply.status == 200
+    assert connection.requests == 3
+    assert len(client.log) == 3
+    first, retried = client.log[1], client.log[2]
+    assert retried.retry_of is first and first.status is None
+    assert first.error is not None and "retried once on a fresh connection" in first.error
+    assert retried.describe().startswith("! sent twice: the first attempt got no response")
+    assert first.as_dict()["error"] == first.error  # the failed attempt is in the report's exchanges
+
+
+def test_a_connection_reset_on_the_retry_too_is_one_transport_failure() -> None:
+    with raw_server(resets) as url:
+        connection = Connection(url, timeout=2)
+        client = Client(connection)
+        with pytest.raises(TransportFailure) as caught:
+            client.get("/health")
+    assert connection.requests == 2
+    assert caught.value.exchange is not None and caught.value.exchange.retry_of is not None
+    assert len(client.log) == 2
