@@ -294,6 +294,10 @@ def _faulty_answer(raw: bytes, content_type: str | None, faults: Faults) -> Resp
             return _crash_envelope()
     if faults.on("bytes-huge-number-500") and _huge(text.lstrip("\ufeff")):
         return _crash_envelope()
+    if faults.on("bytes-lone-surrogate-500"):
+        problem = _inspect(_loads_loose(text.lstrip("\ufeff")))
+        if problem is not None and problem[0] == "string_unicode":
+            return _crash_page()  # str.encode("utf-8") on the stored text: UnicodeEncodeError, unhandled
     return None
 
 

@@ -234,6 +234,11 @@ _ALL: tuple[Fault, ...] = (
         "AMP-ERR-03",
         "A body without a Content-Type crashes: a text/plain 500.",
     ),
+    Fault(
+        "bytes-lone-surrogate-500",
+        "AMP-ERR-03",
+        'A string holding a lone surrogate ("\\ud800") crashes on encoding: a text/plain 500.',
+    ),
     Fault("bytes-empty-body-500", "AMP-ERR-03", "An empty body crashes: a 500 in the envelope."),
     Fault("bytes-get-body-500", "AMP-ERR-03", "A GET carrying a body crashes: a 500 in the envelope."),
     # Reached only by unusual input (the fuzzing area); hand-written checks must not trigger these.

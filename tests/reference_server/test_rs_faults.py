@@ -620,6 +620,11 @@ def _(amp):
     return [_raw(amp, _create_bytes(amp, number)) for number in (b"1e400", b"9" * 400)]
 
 
+@scenario("bytes-lone-surrogate-500")
+def _(amp):
+    return [_raw(amp, _create_bytes(amp, slot)) for slot in (b'"\\ud800"', b'"a\\udc00b"', b'"\xed\xa0\x80"')]
+
+
 @scenario("bytes-deep-nesting-500")
 def _(amp):
     return _raw(amp, _create_bytes(amp, b"[" * 10_000 + b"]" * 10_000))

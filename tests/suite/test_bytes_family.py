@@ -22,6 +22,7 @@ SHAPES = {
     "bytes-content-type-framework": "test_wrong_content_type",
     "bytes-missing-content-type-500": "test_missing_content_type",
     "bytes-empty-body-500": "test_empty_body",
+    "bytes-lone-surrogate-500": "test_lone_surrogate_in_a_string",
     "bytes-get-body-500": "test_body_on_get",
 }
 

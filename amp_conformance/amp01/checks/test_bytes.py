@@ -1,8 +1,9 @@
 """The byte level (area ``bytes``): request bodies that are not well-formed JSON requests.
 
 Every other area sends well-formed JSON. Real servers also meet bytes that are not UTF-8, a byte-order
-mark, truncated text, duplicate member names, numbers beyond any float, nesting 10,000 deep, a wrong
-or missing Content-Type, an empty body, and a body on a GET. Each shape is its own check, sent to each
+mark, a lone surrogate in any string member (escaped or as raw bytes), truncated text, duplicate
+member names, numbers beyond any float, nesting 10,000 deep, a wrong or missing Content-Type, an
+empty body, and a body on a GET. Each shape is its own check, sent to each
 write route (POST /memories, PATCH /memories/{id}, POST /memories/search), so a report says which
 shape broke where.
 
@@ -308,6 +309,81 @@ def test_numbers_beyond_any_float(amp: Amp, route: Route, number: str) -> None:
     shown = number if len(number) < 20 else f"a {len(number)}-digit integer"
     what = f"{route.label} with the number {shown}"
     _judge(amp, reply, what, refusals=MALFORMED, success="accept", not_json=False, route=route.name)
+    _restore(amp, route, path, reply, what)
+
+
+#: Every string member each route takes: (route, dotted path; a number indexes an array).
+STRING_MEMBERS: tuple[tuple[str, str], ...] = (
+    ("create", "type"),
+    ("create", "content.text"),
+    ("create", "content.metadata.probe"),
+    ("create", "identity.owner_id"),
+    ("create", "identity.owner_type"),
+    ("create", "identity.session_id"),
+    ("create", "provenance.source_type"),
+    ("create", "provenance.source_ref"),
+    ("patch", "content.text"),
+    ("patch", "content.metadata.probe"),
+    ("patch", "lifecycle.status"),
+    ("search", "query"),
+    ("search", "owner_id"),
+    ("search", "types.0"),
+)
+#: U+D800 alone, as the JSON escape (valid JSON syntax whose string no UTF-8 can hold, RFC 8259 §8.2)
+#: and as the three bytes it would take if encoded anyway (not UTF-8, RFC 3629 §3).
+SURROGATES = {"escaped": b"\\ud800", "raw": b"\xed\xa0\x80"}
+
+
+def _string_member_body(amp: Amp, route: Route, member: str) -> dict[str, Any]:
+    """A valid body of ``route`` that has ``member``, whose value is :data:`MARKER`-tagged below."""
+    body = route.body(amp, "none")
+    if route.name == "create":
+        body["identity"]["session_id"] = "bytes-session"
+        body["provenance"] = {"source_type": "document", "source_ref": "bytes-ref"}
+        body["content"]["metadata"] = {"probe": "bytes"}
+    elif route.name == "patch" and member.startswith("lifecycle."):
+        body = {"lifecycle": {"status": "active"}}
+    elif route.name == "patch":
+        body["content"]["metadata"] = {"probe": "bytes"}
+    elif route.name == "search":
+        body["types"] = ["semantic"]
+    return body
+
+
+def _with_surrogate(amp: Amp, route: Route, member: str, surrogate: bytes) -> bytes:
+    """The body with ``surrogate`` appended to the string at ``member`` (the rest of it unchanged)."""
+    body = _string_member_body(amp, route, member)
+    *parents, last = member.split(".")
+    holder: Any = body
+    for part in parents:
+        holder = holder[int(part)] if part.isdigit() else holder[part]
+    key: Any = int(last) if last.isdigit() else last
+    value = holder[key]
+    holder[key] = MARKER
+    raw = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    marker = json.dumps(MARKER).encode("utf-8")
+    assert raw.count(marker) == 1, "the marker occurs once"
+    return raw.replace(marker, json.dumps(value, ensure_ascii=False).encode("utf-8")[:-1] + surrogate + b'"')
+
+
+@check(*IDS, area=AREA)
+@pytest.mark.parametrize(
+    ("route_name", "member"), STRING_MEMBERS, ids=[f"{route}-{member}" for route, member in STRING_MEMBERS]
+)
+@pytest.mark.parametrize("form", sorted(SURROGATES))
+def test_lone_surrogate_in_a_string(amp: Amp, route_name: str, member: str, form: str) -> None:
+    """A string holding a lone surrogate (U+D800: the JSON escape, or its raw bytes) is kept or refused
+    in the envelope, never a crash."""
+    route = next(r for r in ROUTES if r.name == route_name)
+    path = route.path(amp)
+    reply = _send(amp, route, path, _with_surrogate(amp, route, member, SURROGATES[form]))
+    if form == "escaped":
+        # valid JSON syntax; RFC 8259 §8.2 leaves what a receiver does with it unpredictable
+        what = f'{route.label} with "\\ud800" (a lone surrogate escape) in {member}'
+        _judge(amp, reply, what, refusals=MALFORMED, success="accept", not_json=False, route=route.name)
+    else:
+        what = f"{route.label} with the bytes ED A0 80 (a lone surrogate, not UTF-8) in {member}"
+        _judge(amp, reply, what, refusals=NOT_JSON, success="warn", not_json=True, route=route.name)
     _restore(amp, route, path, reply, what)
 
 
