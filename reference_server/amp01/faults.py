@@ -30,6 +30,11 @@ _ALL: tuple[Fault, ...] = (
     Fault(
         "archived-can-reactivate", "AMP-PATCH-12", "PATCH may move an archived cell back to active or stale."
     ),
+    Fault(
+        "archive-status-only-refused",
+        "AMP-PATCH-10",
+        "The status-only archive PATCH is a 422 (lifecycle.created_at required): archiving needs more.",
+    ),
     Fault("patch-deleted-status-allowed", "AMP-PATCH-12", "PATCH lifecycle.status 'deleted' is accepted."),
     Fault(
         "scoring-patch-flips-status",

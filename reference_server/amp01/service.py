@@ -27,6 +27,8 @@ from reference_server.amp01.errors import (
     NOT_FOUND,
     RATE_LIMITED,
     AMPError,
+    error_entry,
+    validation_error,
 )
 from reference_server.amp01.faults import Faults
 from reference_server.amp01.ids import IdGenerator
@@ -301,6 +303,10 @@ class ServerState:
             record = self._lookup(memory_id, agent, "write")
             if record.status == "deleted":
                 raise self._transition("Memory cell is deleted; deleted is terminal", {"status": "deleted"})
+            if self.faults.on("archive-status-only-refused") and _status_only(body):
+                raise validation_error(
+                    [error_entry("missing", ["body", "lifecycle", "created_at"], "Field required")]
+                )
             if counted and not self.faults.on("rate-before-access"):
                 try:
                     self._check_budget(budget_key, now)
@@ -574,3 +580,8 @@ def _depth(value: Any) -> int:
             deepest = max(deepest, depth)
             stack.extend((child, depth + 1) for child in item)
     return deepest
+
+
+def _status_only(body: dict[str, Any]) -> bool:
+    """``archive-status-only-refused``: the body is ``{"lifecycle": {"status": "archived"}}`` alone."""
+    return body == {"lifecycle": {"status": "archived"}}

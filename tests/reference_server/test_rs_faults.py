@@ -86,6 +86,12 @@ def _(amp):
     return amp.patch(cell["id"], {"lifecycle": {"status": "active"}}).status_code
 
 
+@scenario("archive-status-only-refused")
+def _(amp):
+    cell = amp.new_cell()
+    return amp.patch(cell["id"], {"lifecycle": {"status": "archived"}}).status_code
+
+
 @scenario("patch-deleted-status-allowed")
 def _(amp):
     cell = amp.new_cell()

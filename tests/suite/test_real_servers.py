@@ -11,6 +11,7 @@ from typing import Any
 from amp_conformance.engine.resources import load_contract
 from amp_conformance.engine.run import CheckResult
 from tests.suite.fakes import envelope, run_against
+from tests.suite.inprocess import run_against_reference as run_reference
 
 PATCH_PATH = re.compile(r"^/amp/v1/memories/[^/]+$")
 
@@ -64,3 +65,17 @@ def test_the_openapi_check_uses_the_detected_unknown_id_convention() -> None:
     assert [(name, outcome_) for name, outcome_, _ in _not_passing(outcome.run.results)] == [
         ("test_the_served_document_has_our_routes_methods_and_statuses", "warn")
     ]
+
+
+def test_a_refused_status_only_archive_blocks_every_access_vector_under_its_requirement() -> None:
+    """One cascade, one outcome: the vectors whose caller archives and those whose creator archives
+    are all blocked under AMP-PATCH-10, none fails "PATCH answered 422" under AMP-ACL-10."""
+    outcome = run_reference({"AMP_REFERENCE_FAULTS": "archive-status-only-refused"}, areas="acl", admin=False)
+    assert outcome.run is not None
+    matrix = [r for r in outcome.run.results.values() if r.name.startswith("test_access_matrix[")]
+    assert matrix
+    failed = [r for r in matrix if r.outcome == "fail"]
+    # the first vector to meet the refused archive reports it, once, under the archive's requirement
+    assert len(failed) == 1, [(r.name, r.message) for r in failed]
+    assert tuple(getattr(failed[0], "finding_requirements", ())) == ("AMP-PATCH-10",), failed[0].message
+    assert {r.outcome for r in matrix if r not in failed and r.outcome != "skip"} == {"blocked"}

@@ -503,15 +503,23 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     reads["list"] = seen_in(group["list"], live["id"], reply_at)
     writes: dict[str, tuple[bool, Reply]] = {}
     may_write = bool(vector["expect"]["write"]["allowed"])
+    archived = False
     if may_write:  # the allowed write is the archive the DELETE probe needs
         reply = client.patch(path, {"lifecycle": {"status": "archived"}})
+        if reply.status not in (200, 403):
+            # neither allowed nor refused: whether the server takes the status-only archive at all
+            # (AMP-PATCH-10) is asked of the creator first; if it refuses the creator too, that step is
+            # the root cause and this vector is blocked under it, as every vector whose creator
+            # archives is (one cascade, one outcome)
+            amp.archive(live["id"])
+            archived = True
     else:
         reply = client.patch(
             path, {"content": {"text": group["text"], "metadata": {"acl_probe": vector["name"]}}}
         )
     writes["PATCH"] = (decision(amp, reply, (200,), f"PATCH by {who}"), reply)
     # DELETE is tried on the archived cell, so that its answer is about access alone (not AMP-DEL-03)
-    if not (may_write and reply.status == 200 and _archived(reply)):
+    if not archived and not (may_write and reply.status == 200 and _archived(reply)):
         amp.archive(live["id"])
     reply = client.delete(path)
     writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of the archived cell by {who}"), reply)
