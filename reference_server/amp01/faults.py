@@ -190,6 +190,11 @@ _ALL: tuple[Fault, ...] = (
         "A pass moves archived cells whose score is high back to active.",
     ),
     # Search
+    Fault(
+        "search-approximate-index",
+        "AMP-SRCH-01",
+        "Search answers from an approximate index that silently loses cells of identical text past 4.",
+    ),
     Fault("stale-in-default-search", "AMP-SRCH-05", "Search includes stale cells by default."),
     Fault("include-stale-ignored", "AMP-SRCH-06", "Search ignores include_stale: stale cells stay hidden."),
     Fault("search-ignores-types", "AMP-SRCH-04", "Search ignores the types filter."),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from datetime import datetime
 from operator import itemgetter
 from typing import Any
@@ -136,6 +136,8 @@ def search(
         if faults.on("search-ignores-types"):
             types = None
         ranked = rank(shards, query, statuses, types, now, use_decay=not faults.on("ranking-ignores-decay"))
+        if faults.on("search-approximate-index"):
+            ranked = _approximate(ranked)
         check_acl = not faults.on("search-ignores-readable-by")
         if faults.on("search-offset-before-acl"):
             ranked = itertools.islice(ranked, offset, None)
@@ -154,3 +156,21 @@ def search(
                 break
             results.append(record.cell)
     return results, has_more
+
+
+APPROXIMATE_DUPLICATES = 4
+"""``search-approximate-index``: how many cells of one identical text the index still finds."""
+
+
+def _approximate(ranked: Iterable[tuple[float, Record]]) -> Iterator[tuple[float, Record]]:
+    """``search-approximate-index``: an approximate nearest-neighbour index that loses exact
+    duplicates (a graph index links few of many identical vectors): past the first
+    :data:`APPROXIMATE_DUPLICATES` cells of one text, the others are silently not found."""
+    seen: dict[str, int] = {}
+    for score, record in ranked:
+        content = record.cell.get("content")
+        text = content.get("text") if isinstance(content, dict) else None
+        key = text if isinstance(text, str) else ""
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] <= APPROXIMATE_DUPLICATES:
+            yield score, record

@@ -447,6 +447,14 @@ def _(amp):
     return amp.search({"query": "faded", "owner_id": owner}).json()["returned"]
 
 
+@scenario("search-approximate-index")
+def _(amp):
+    owner = amp.owner()
+    for _ in range(5):
+        amp.create(amp.body(owner, "same"))
+    return amp.search({"query": "same", "owner_id": owner}).json()["returned"]
+
+
 @scenario("search-ignores-types")
 def _(amp):
     owner = amp.owner()

@@ -79,3 +79,22 @@ def test_a_refused_status_only_archive_blocks_every_access_vector_under_its_requ
     assert len(failed) == 1, [(r.name, r.message) for r in failed]
     assert tuple(getattr(failed[0], "finding_requirements", ())) == ("AMP-PATCH-10",), failed[0].message
     assert {r.outcome for r in matrix if r not in failed and r.outcome != "skip"} == {"blocked"}
+
+
+def test_a_search_losing_matches_is_one_root_cause_and_blocks_the_filter_and_order_checks() -> None:
+    """An approximate index that drops readable matching cells: "results missing" once, under
+    AMP-SRCH-01; the owner, types, offset, paging and ranking checks are blocked, not failed."""
+    outcome = run_reference({"AMP_REFERENCE_FAULTS": "search-approximate-index"}, areas="srch", admin=False)
+    assert outcome.run is not None
+    results = list(outcome.run.results.values())
+    failed = [(r.name, tuple(getattr(r, "finding_requirements", ()))) for r in results if r.outcome == "fail"]
+    assert failed == [("test_search_answers_the_documented_shape_with_valid_cells", ("AMP-SRCH-01",))]
+    blocked = {r.name for r in results if r.outcome == "blocked"}
+    assert {
+        "test_owner_filter_returns_only_that_owners_cells",
+        "test_types_filter_restricts_results",
+        "test_offset_counts_only_results_the_caller_may_read",
+        "test_paging_fields_are_truthful_on_search_and_list",
+        "test_higher_decay_score_ranks_first_among_equal_texts",
+    } <= blocked
+    assert outcome.exit_code == 1

@@ -405,6 +405,22 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
         ),
         "searching the owner's cells",
     )
+    # the creator's own search of the same cells (it may read them all, AMP-ACL-08): a cell missing
+    # from both searches while the caller's GET and list show it is a search losing results, not an
+    # access decision
+    creator_client = amp.as_agent("a")
+    made["creator_search"] = (
+        made["search"]
+        if role == "a"
+        else all_pages(
+            amp,
+            start,
+            lambda offset: creator_client.post(
+                "/memories/search", {"query": text, "owner_id": owner_id, "limit": limit, "offset": offset}
+            ),
+            "searching the owner's cells as their creator",
+        )
+    )
     return made
 
 
@@ -501,6 +517,18 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     reads["GET"] = (decision(amp, reply, (200,), f"GET by {who}"), reply)
     reads["search"] = seen_in(group["search"], live["id"], reply_at)
     reads["list"] = seen_in(group["list"], live["id"], reply_at)
+    if reads["GET"][0] and reads["list"][0] and not reads["search"][0]:
+        by_creator, creator_reply = seen_in(group["creator_search"], live["id"], reply_at)
+        expect_step(
+            amp,
+            by_creator,
+            f"results missing: neither the caller's search nor its creator's returns cell {live['id']}, "
+            "which GET and list show the caller (a search that does not return every match, not an "
+            "access decision)",
+            creator_reply,
+            step="a search returning every matching cell the caller may read",
+            requirement="AMP-SRCH-01",
+        )
     writes: dict[str, tuple[bool, Reply]] = {}
     may_write = bool(vector["expect"]["write"]["allowed"])
     archived = False

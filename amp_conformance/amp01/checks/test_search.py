@@ -166,6 +166,33 @@ def _owner_search(amp: Amp) -> tuple[dict[str, Any], Reply]:
     return shared, Reply(exchange)
 
 
+def _expect_complete(amp: Amp, reply: Reply, expected: list[str], what: str) -> None:
+    """Before a filter, a page or an order is judged: the search returned every cell in ``expected``
+    (every matching cell the caller may read). A cell missing there is the search losing results (an
+    approximate index that does not return every match), reported once under AMP-SRCH-01, whose
+    check finds the owner's cells; the filter, paging and order checks built on it are blocked, not
+    failed: their filters and order may be right, only cells are missing."""
+    got = set(_ids(amp, reply, what))
+    missing = [cell_id for cell_id in expected if cell_id not in got]
+    expect_step(
+        amp,
+        not missing,
+        f"{what}: results missing: {len(missing)} of the {len(expected)} matching cells the caller may "
+        f"read are not returned ({shown(missing)}), so no filter or order can be judged on it",
+        reply,
+        step="a search returning every matching cell the caller may read",
+        requirement="AMP-SRCH-01",
+    )
+
+
+def _owner_set_complete(amp: Amp) -> tuple[dict[str, Any], Reply]:
+    """The owner set and its plain search (:func:`_owner_search`), once the search is known to return
+    all of the owner's cells (:func:`_expect_complete`)."""
+    shared, reply = _owner_search(amp)
+    _expect_complete(amp, reply, [m["cell"]["id"] for m in shared["cells"]], "search of the owner's cells")
+    return shared, reply
+
+
 # shape and validation ----------------------------------------------------------------------------------
 
 
@@ -186,9 +213,11 @@ def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp) -> None:
     for cell in body["results"]:
         expect_valid_cell(amp, cell, reply, f"search result {cell.get('id')}")
     got = [c.get("id") for c in body["results"]]
+    missing = [cell_id for cell_id in made if cell_id not in got]
     amp.expect(
         sorted(got) == sorted(made),
-        f"the search finds the owner's {len(made)} cells {made} (got {got})",
+        f"the search finds the owner's {len(made)} cells {made} (got {got})"
+        + (f"; results missing: {len(missing)} matching cell(s) not returned" if missing else ""),
         reply,
     )
 
@@ -207,7 +236,7 @@ def test_search_without_query_is_422(amp: Amp) -> None:
 def test_owner_filter_returns_only_that_owners_cells(amp: Amp) -> None:
     """With owner_id, every result belongs to that owner (two owners, identical texts; the other owner's id
     has this one's as a prefix)."""
-    shared, reply = _owner_search(amp)
+    shared, reply = _owner_set_complete(amp)
     mine = shared["owner"]
     expected = [m["cell"]["id"] for m in shared["cells"]]
     others = [shared["other"]["cell"]["id"]]
@@ -227,7 +256,7 @@ def test_owner_filter_returns_only_that_owners_cells(amp: Amp) -> None:
 @check("AMP-SRCH-04")
 def test_types_filter_restricts_results(amp: Amp) -> None:
     """types restricts results to the listed types; omitted or null means all; unknown values are 422."""
-    shared, plain = _owner_search(amp)
+    shared, plain = _owner_set_complete(amp)
     owner = shared["owner"]
     made: dict[str, list[str]] = {}
     for cell in shared["cells"]:
@@ -347,7 +376,7 @@ def test_search_limit_bounds(amp: Amp) -> None:
 @check("AMP-SRCH-10")
 def test_offset_counts_only_results_the_caller_may_read(amp: Amp) -> None:
     """offset skips results the caller can read, in ranked order; a negative offset is 422."""
-    shared = owner_set(amp)  # "b" may read 3 of its 5 cells, interleaved with the 2 it may not
+    shared, _ = _owner_set_complete(amp)  # "b" may read 3 of its 5 cells, interleaved with the 2 it may not
     owner, readable = shared["owner"], shared["readable"]
     client = amp.as_agent("b")
     # the question presumes search shows the caller only what it may read (AMP-SRCH-15)
@@ -361,8 +390,19 @@ def test_offset_counts_only_results_the_caller_may_read(amp: Amp) -> None:
         step="a search showing the caller only its readable cells",
         requirement="AMP-SRCH-15",
     )
+    # the owner's search finds all of its cells (above): one the caller may read and does not see is
+    # hidden from it by the access rule, a step this check relies on (AMP-SRCH-15 makes search show
+    # what GET would)
+    hidden = [cell_id for cell_id in readable if cell_id not in view]
+    expect_step(
+        amp,
+        not hidden,
+        f"search hides {len(hidden)} cell(s) the caller may read ({shown(hidden)})",
+        reply,
+        step="a search showing the caller every cell it may read",
+        requirement="AMP-SRCH-15",
+    )
     # pages are slices of the caller's own ranked view (whether that order is right is AMP-SRCH-12's)
-    _expect_ids(amp, reply, readable, "search of the owner's cells the caller may read")
     for offset in range(0, len(view), 2):
         reply = _search(client, owner, limit=2, offset=offset)
         body = _page(amp, reply, f"search with limit 2, offset {offset}")
@@ -394,7 +434,7 @@ def test_offset_counts_only_results_the_caller_may_read(amp: Amp) -> None:
 @check("AMP-SRCH-11", "AMP-LIST-08")
 def test_paging_fields_are_truthful_on_search_and_list(amp: Amp) -> None:
     """returned counts the page, has_more says whether another page exists, offset/limit are echoed."""
-    shared = owner_set(amp)  # 5 cells, all readable by their creator "a"
+    shared, _ = _owner_set_complete(amp)  # 5 cells, all readable by their creator "a"
     owner, count = shared["owner"], len(shared["cells"])
     client = amp.as_agent("a")
 
@@ -462,7 +502,7 @@ def test_no_matches_is_an_empty_page(amp: Amp) -> None:
 @check("AMP-SRCH-12")
 def test_higher_decay_score_ranks_first_among_equal_texts(amp: Amp) -> None:
     """Among cells with identical text, the higher decay score ranks first (importance, then confidence)."""
-    shared, reply = _owner_search(amp)
+    shared, reply = _owner_set_complete(amp)
     scores = ", ".join(
         f"{m['body']['scoring']['importance']} x {m['body']['scoring']['confidence']}"
         for m in shared["cells"]
