@@ -479,10 +479,43 @@ QUIET_INTERVAL = 60
 PASS_WHAT = "a lifecycle pass with the admin token"
 
 
+def skip_if_admin_token_refused(amp: Amp, reply: Reply) -> None:
+    """A pass asked with the run's ``--admin-token`` answered 403: the server refuses the token the
+    user gave, so no check that needs a pass can run, and none fails for it.
+
+    ``ADMIN_DISABLED`` is the server saying its admin route is off (it has no token at all): the skip
+    quotes its reason. Another 403 (``ACCESS_DENIED``) is a token the server refuses while it has one:
+    from outside, a wrong ``--admin-token`` and a server refusing its own token look the same, and the
+    first is by far the likelier, so it is a setup problem to fix, never a MUST failure. A server that
+    takes wrong tokens is still caught: the refused-token checks (AMP-ADMIN-03) send wrong ones."""
+    if reply.status != 403:
+        return
+    try:
+        body = reply.json()
+    except AssertionError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    said = error.get("message") if isinstance(error, dict) else None
+    reason = f": {json.dumps(said)}" if isinstance(said, str) and said else ""
+    answer = f"403 {code}" if isinstance(code, str) else "403"
+    if code == "ADMIN_DISABLED":
+        amp.skip(
+            f"the server's admin route is disabled (a pass with --admin-token answered {answer}{reason}); "
+            "the checks that need a lifecycle pass need a server started with an admin token"
+        )
+    amp.skip(
+        f"the server refuses the given --admin-token (a pass with it answered {answer}{reason}): give "
+        "the server's own admin token (a wrong token is a setup problem, not a finding)"
+    )
+
+
 def run_pass_reply(amp: Amp, *, what: str = PASS_WHAT) -> Reply:
     """One manual pass through ``POST /lifecycle/run`` (skips without leave to run one, see
-    ``amp.admin()``): 200 with a ``transitions`` object, or the check fails."""
+    ``amp.admin()``, or when the server refuses the token given, :func:`skip_if_admin_token_refused`):
+    200 with a ``transitions`` object, or the check fails."""
     reply = amp.admin().post("/lifecycle/run")
+    skip_if_admin_token_refused(amp, reply)
     if reply.status != 200:
         step_failed(amp, reply, what, "AMP-ADMIN-04", "200")
     body = reply.json()
