@@ -366,24 +366,36 @@ def _with_surrogate(amp: Amp, route: Route, member: str, surrogate: bytes) -> by
     return raw.replace(marker, json.dumps(value, ensure_ascii=False).encode("utf-8")[:-1] + surrogate + b'"')
 
 
-@check(*IDS, area=AREA)
-@pytest.mark.parametrize(
+by_string_member = pytest.mark.parametrize(
     ("route_name", "member"), STRING_MEMBERS, ids=[f"{route}-{member}" for route, member in STRING_MEMBERS]
 )
-@pytest.mark.parametrize("form", sorted(SURROGATES))
-def test_lone_surrogate_in_a_string(amp: Amp, route_name: str, member: str, form: str) -> None:
-    """A string holding a lone surrogate (U+D800: the JSON escape, or its raw bytes) is kept or refused
-    in the envelope, never a crash."""
+
+
+def _send_surrogate(amp: Amp, route_name: str, member: str, form: str) -> tuple[Route, str, Reply]:
     route = next(r for r in ROUTES if r.name == route_name)
     path = route.path(amp)
-    reply = _send(amp, route, path, _with_surrogate(amp, route, member, SURROGATES[form]))
-    if form == "escaped":
-        # valid JSON syntax; RFC 8259 §8.2 leaves what a receiver does with it unpredictable
-        what = f'{route.label} with "\\ud800" (a lone surrogate escape) in {member}'
-        _judge(amp, reply, what, refusals=MALFORMED, success="accept", not_json=False, route=route.name)
-    else:
-        what = f"{route.label} with the bytes ED A0 80 (a lone surrogate, not UTF-8) in {member}"
-        _judge(amp, reply, what, refusals=NOT_JSON, success="warn", not_json=True, route=route.name)
+    return route, path, _send(amp, route, path, _with_surrogate(amp, route, member, SURROGATES[form]))
+
+
+@check(*IDS, area=AREA)
+@by_string_member
+def test_lone_surrogate_in_a_string(amp: Amp, route_name: str, member: str) -> None:
+    """A string holding a lone surrogate escape ("\\ud800") is kept or refused in the envelope, never a
+    crash."""
+    route, path, reply = _send_surrogate(amp, route_name, member, "escaped")
+    # valid JSON syntax; RFC 8259 §8.2 leaves what a receiver does with it unpredictable
+    what = f'{route.label} with "\\ud800" (a lone surrogate escape) in {member}'
+    _judge(amp, reply, what, refusals=MALFORMED, success="accept", not_json=False, route=route.name)
+    _restore(amp, route, path, reply, what)
+
+
+@check(*IDS, area=AREA)
+@by_string_member
+def test_lone_surrogate_bytes_in_a_string(amp: Amp, route_name: str, member: str) -> None:
+    """A string holding the bytes of a lone surrogate (ED A0 80, not UTF-8) is refused in the envelope."""
+    route, path, reply = _send_surrogate(amp, route_name, member, "raw")
+    what = f"{route.label} with the bytes ED A0 80 (a lone surrogate, not UTF-8) in {member}"
+    _judge(amp, reply, what, refusals=NOT_JSON, success="warn", not_json=True, route=route.name)
     _restore(amp, route, path, reply, what)
 
 
