@@ -96,9 +96,22 @@ class Amp11(CheckContext):
             return None
         # a REST server without the route at all (404/405 and no AMP error body) has not implemented it
         unrouted = result.channel == REST and result.transport_code in (404, 405) and result.error_key is None
-        if not (refused_as_unsupported(result) or unrouted):
+        # an MCP server that does not list the tool and answers its call as an unknown tool/method
+        # (JSON-RPC -32601, no AmpErrorData) has not implemented it either (conflict C6; issue 20 §1)
+        unknown_tool = (
+            result.channel == MCP
+            and result.transport_code == -32601
+            and result.error_code is None
+            and result.verb not in self.session.tools()
+        )
+        if not (refused_as_unsupported(result) or unrouted or unknown_tool):
             return None
-        how = "not_supported" if not unrouted else f"HTTP {result.transport_code} (no such route)"
+        if unrouted:
+            how = f"HTTP {result.transport_code} (no such route)"
+        elif unknown_tool:
+            how = "JSON-RPC -32601 (an unlisted, unknown tool)"
+        else:
+            how = "not_supported"
         if self.session.declared_level == "full":
             raise CheckFailure(
                 f"{LEVEL_REQUIREMENT}: the server declares amp_conformance 'full' but {result.verb} "
