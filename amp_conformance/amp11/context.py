@@ -73,13 +73,43 @@ class Amp11(CheckContext):
 
     def ok(self, verb: str, arguments: dict[str, Any], *, on: str, what: str = "") -> dict[str, Any]:
         """Call ``verb`` and insist on success (a precondition unless the check is about this call)."""
-        result = self.call(verb, arguments, on=on)
+        return self.served(self.call(verb, arguments, on=on), what)
+
+    def served(self, result: VerbResult, what: str = "") -> dict[str, Any]:
+        """The value of a call the check needs to have succeeded before it can judge anything: a
+        refusal is the verb's own requirement broken (the check citing it fails; any other is
+        ``blocked`` under it), never a finding of a check whose assertion never ran (issue 20 §2)."""
         self.full_verb_answer(result)
         if not result.ok:
             label = f"{what}: " if what else ""
-            self.step_failed(verb, f"{label}{result.describe()}", result)
+            self.step_failed(result.verb, f"{label}{result.describe()}", result)
         assert result.value is not None
         return result.value
+
+    def blocked_if_scope_form_refused(self, result: VerbResult) -> None:
+        """``result`` is an error the check did not expect: when this channel refuses even a plain
+        forced encode in the scope form, that refusal (AMP11-ENC-01, reported once by its own check) is
+        the root cause, and this check is ``blocked`` under it instead of filing it again."""
+        if result.ok:
+            return
+        control = self.session.scope_form_controls.get(result.channel)
+        if control is None:
+            scope = self.scope("control")
+            arguments = {"scope": scope, "content": f"scope-form control {self.token()}", "force": True}
+            control = self.call("amp.encode", arguments, on=result.channel)
+            self.session.scope_form_controls[result.channel] = control
+            memory_id = (control.value or {}).get("id")
+            if control.ok and isinstance(memory_id, str):
+                self.session.remember(result.channel, {"scope": scope, "id": memory_id})
+        elif control.exchange is not None and control.exchange not in self.evidence.exchanges:
+            self.evidence.exchanges.append(control.exchange)
+        if not control.ok:
+            self.step_failed(
+                "amp.encode",
+                f"a plain encode in the scope form is refused over {result.channel} "
+                f"({control.describe()}), so {result.describe()} is that refusal again",
+                control,
+            )
 
     def full_verb_answer(self, result: VerbResult) -> None:
         """A Full verb refused: skip on a Core server, fail AMP11-INIT-05 on a Full one."""

@@ -8,6 +8,7 @@ from importlib import resources
 from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema.exceptions import SchemaError
 
 VERBS_CORE = ("amp.encode", "amp.recall", "amp.forget", "amp.stats")
 VERBS_FULL = ("amp.consolidate", "amp.pin", "amp.export", "amp.import")
@@ -67,3 +68,13 @@ def schema_problems(schema: Any) -> list[str]:
         return [f"inputSchema is a JSON {type(schema).__name__}, not an object"]
     validator = Draft202012Validator(Draft202012Validator.META_SCHEMA)
     return _problems(validator, schema, 5)
+
+
+def declared_schema_problems(schema: dict[str, Any], value: Any, limit: int = 5) -> list[str]:
+    """Why ``value`` does not match a schema a server declared (a tool's ``outputSchema``); a schema
+    that is itself invalid judges nothing here."""
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError:  # an invalid declared schema judges nothing
+        return []
+    return _problems(Draft202012Validator(schema), value, limit)  # `format` an annotation, as in 2020-12

@@ -63,6 +63,8 @@ class Amp11Session(ProtocolSession):
         self.target = target
         self.created: list[Created] = []
         self.backend_errors: list[VerbResult] = []  # every backend_error any check saw (AMP11-ERR-04)
+        #: per channel, a plain forced encode in the scope form (``Amp11.blocked_if_scope_form_refused``)
+        self.scope_form_controls: dict[str, VerbResult] = {}
         self.cleanup_problems: list[str] = []
         self.cleanup_deleted = 0
         self.cleanup_attempted = 0
@@ -206,7 +208,8 @@ class Amp11Session(ProtocolSession):
 
     def channel(self, name: str, log: list[Exchange], deadline: float | None) -> McpChannel | RestChannel:
         if name == MCP:
-            return McpChannel(self.mcp(), log, deadline)
+            schemas = {name: tool.get("outputSchema") for name, tool in self.tools().items()}
+            return McpChannel(self.mcp(), log, deadline, schemas)
         if name == REST:
             return RestChannel(Client(self.connection(), log=log, deadline=deadline))
         raise ValueError(f"unknown channel {name!r}")

@@ -5,10 +5,15 @@ requirement, and cascades ``blocked`` under the root cause."""
 
 from __future__ import annotations
 
+import os
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from amp_conformance.amp11.session import Amp11Target
 from tests.amp11.fakes import fake_rest
 from tests.amp11.harness import Collector, run_checks
 
@@ -46,3 +51,85 @@ def test_an_accepted_invalid_input_is_one_finding_under_its_own_requirement() ->
     ):
         assert results[name].outcome == "passed", (name, results[name].message)
         assert any("judged under AMP11-REC-09" in n for n in results[name].notes), name
+
+
+def proxy(modes: str, *, timeout: float = 5.0) -> Amp11Target:
+    """The MCP fake of ``proxy_mcp.py`` in ``modes``."""
+    command = [sys.executable, str(Path(__file__).with_name("proxy_mcp.py")), modes]
+    return Amp11Target(mcp_command=command, timeout=timeout, deadline=30.0, env=dict(os.environ))
+
+
+def refuses_scope_form_encode(method: str, path: str, body: Any, status: int, answer: Any) -> tuple[int, Any]:
+    """A v1.0-style REST server: an encode carrying a ``scope`` object is refused invalid_request."""
+    if method == "POST" and path == "/v1/memories" and isinstance(body, dict) and "scope" in body:
+        return 400, {"amp_error_code": "invalid_request", "message": "use the flat agent_id"}
+    return status, answer
+
+
+def assert_one_root_cause(collector: Collector) -> None:
+    bad = failed(collector)
+    assert set(bad) == {"test_forced_encode_stores"}, bad
+    assert bad["test_forced_encode_stores"][0] == ("AMP11-ENC-01",)
+    blocked = {o.name: o for o in collector.results.values() if o.outcome == "blocked"}
+    # checks whose own assertion never ran, and checks that hit the same refusal
+    for name in (
+        "test_encode_status_and_id",
+        "test_encode_output_schema",
+        "test_private_is_accepted",
+    ):
+        assert name in blocked, (name, collector.results[name].outcome, collector.results[name].message)
+    for name, outcome in blocked.items():
+        assert outcome.blocked_by is not None, name
+        assert outcome.blocked_by["requirement"] == "AMP11-ENC-01", (name, outcome.blocked_by)
+        assert outcome.blocked_by["check"].endswith("test_forced_encode_stores"), (name, outcome.blocked_by)
+
+
+def test_a_refused_scope_form_encode_is_one_root_cause_over_rest() -> None:
+    with fake_rest(response=refuses_scope_form_encode) as target:
+        collector = run_checks(target)
+    assert_one_root_cause(collector)
+    assert collector.results["test_encode_route"].outcome == "blocked"
+
+
+def test_a_refused_scope_form_encode_is_one_root_cause_over_mcp() -> None:
+    collector = run_checks(proxy("refuse-scope-encode"))
+    assert_one_root_cause(collector)
+    assert collector.results["test_tool_results_carry_the_output_as_json_text"].outcome == "blocked"
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18"])
+def test_sdk_wrapped_structured_content_is_not_a_mismatch(version: str) -> None:
+    """An SDK's ``structuredContent: {"result": ...}`` matching the tool's own outputSchema (2025-06-18),
+    or any structuredContent under a version that has none (2025-03-26), fails nothing."""
+    collector = run_checks(proxy(f"sdk@{version}"))
+    assert not failed(collector), failed(collector)
+    assert collector.results["test_tool_results_carry_the_output_as_json_text"].outcome == "passed"
+
+
+def test_structured_content_against_its_declared_schema_is_judged_once() -> None:
+    collector = run_checks(proxy("sdk@2025-06-18,unwrapped"))
+    bad = failed(collector)
+    assert set(bad) == {"test_tool_results_carry_the_output_as_json_text"}, bad
+    assert "declared outputSchema" in bad["test_tool_results_carry_the_output_as_json_text"][1]
+
+
+def test_a_silently_dropped_malformed_line_costs_a_short_window() -> None:
+    started = time.monotonic()
+    collector = run_checks(
+        proxy("drop-malformed", timeout=20.0), "test_malformed_frame_is_answered_and_survived"
+    )
+    elapsed = time.monotonic() - started
+    outcome = collector.results["test_malformed_frame_is_answered_and_survived"]
+    assert outcome.outcome == "warned", outcome  # AMP11-INIT-10 is a SHOULD
+    assert "probe window" in outcome.message and "kept serving" in outcome.message
+    assert elapsed < 15, elapsed  # not the 20 s timeout
+
+
+def test_a_stall_beyond_the_timeout_is_incomplete_not_failed() -> None:
+    collector = run_checks(proxy("stall", timeout=1.0))
+    assert not [o for o in collector.results.values() if o.outcome == "failed"], failed(collector)
+    errors = [o for o in collector.results.values() if o.outcome == "error"]
+    assert errors
+    assert all("--timeout" in o.message for o in errors), [
+        o.message for o in errors if "--timeout" not in o.message
+    ]

@@ -65,6 +65,8 @@ def test_private_is_accepted(amp11: Amp11) -> None:
                 if "scope" in arguments:
                     arguments.pop("agent_id")
                 result = amp11.call("amp.encode", arguments, on=channel)
+                if "scope" in arguments:
+                    amp11.blocked_if_scope_form_refused(result)
                 amp11.expect(result.ok, f"private={private}: {result.describe()}", result)
                 memory_id = (result.value or {}).get("id")
                 if isinstance(memory_id, str):

@@ -21,8 +21,7 @@ def _validate(amp11: Amp11, verb: str, build: Build) -> list[tuple[VerbResult, d
         scope = amp11.scope()
         arguments = build(amp11, channel, scope)
         result = amp11.call(verb, dict(arguments), on=channel)
-        amp11.full_verb_answer(result)
-        amp11.expect(result.ok, result.describe(), result)
+        amp11.served(result)  # a refusal is the verb's own requirement broken: nothing to validate
         amp11.expect_valid(result)
         checked.append((result, scope))
     return checked

@@ -238,6 +238,9 @@ def test_a_new_scope_is_empty_not_an_error(amp11: Amp11) -> None:
     """A never-written scope answers an empty recall and memory_count 0."""
     for channel in amp11.channels:
         scope = amp11.scope("fresh")
+        amp11.blocked_if_scope_form_refused(
+            amp11.call("amp.recall", {"scope": scope, "query": "x"}, on=channel)
+        )
         results = amp11.recall(scope, "anything at all", on=channel)
         amp11.expect(results == [], f"over {channel}: a fresh scope recalls {len(results)} memories")
         count = amp11.count(scope, on=channel)
