@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -16,6 +18,29 @@ VERBS = VERBS_CORE + VERBS_FULL
 VERBS_DRAFT = ("amp.update", "amp.batch_encode")
 
 
+#: ``format`` as the checks judge it: ``date-time`` is an ISO 8601 date-time, with or without a UTC
+#: offset (conflict C12: an offset-less timestamp is a SHOULD finding of AMP11-SCHEMA-11 alone).
+FORMATS = FormatChecker()
+
+
+@FORMATS.checks("date-time", raises=ValueError)
+def _iso_date_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    if "T" not in value and "t" not in value:
+        raise ValueError(f"{value!r} has no time part")
+    datetime.fromisoformat(value.replace("z", "Z"))
+    return True
+
+
+#: An RFC 3339 offset at the end of a date-time (``Z`` or ``±hh:mm``).
+OFFSET = re.compile(r"(?:[Zz]|[+-]\d\d:\d\d)$")
+
+
+def has_offset(timestamp: str) -> bool:
+    return OFFSET.search(timestamp) is not None
+
+
 @cache
 def verbs_document() -> dict[str, Any]:
     path = resources.files("amp_conformance.amp11") / "contract" / "verbs.schema.json"
@@ -27,14 +52,14 @@ def verbs_document() -> dict[str, Any]:
 def _validator(verb: str, part: str) -> Draft202012Validator:
     document = verbs_document()
     schema = {"$defs": document["$defs"], **document["verbs"][verb][part]}
-    return Draft202012Validator(schema, format_checker=FormatChecker())
+    return Draft202012Validator(schema, format_checker=FORMATS)
 
 
 @cache
 def _definition(name: str) -> Draft202012Validator:
     document = verbs_document()
     schema = {"$defs": document["$defs"], "$ref": f"#/$defs/{name}"}
-    return Draft202012Validator(schema, format_checker=FormatChecker())
+    return Draft202012Validator(schema, format_checker=FORMATS)
 
 
 def _problems(validator: Draft202012Validator, value: Any, limit: int) -> list[str]:

@@ -133,3 +133,31 @@ def test_a_stall_beyond_the_timeout_is_incomplete_not_failed() -> None:
     assert all("--timeout" in o.message for o in errors), [
         o.message for o in errors if "--timeout" not in o.message
     ]
+
+
+def test_offset_less_timestamps_are_one_should_finding() -> None:
+    """Conflict C12: ``2026-12-01T18:20:47.243471`` is ISO 8601 but not RFC 3339: one SHOULD warning
+    under AMP11-SCHEMA-11, no MUST failure in EXP-02, SCHEMA-02, SCHEMA-07 or SCHEMA-10."""
+    collector = run_checks(proxy("naive-time"))
+    assert not failed(collector), failed(collector)
+    warned = {o.name: o for o in collector.results.values() if o.outcome == "warned"}
+    assert set(warned) == {"test_timestamps_carry_an_offset"}, {n: o.message for n, o in warned.items()}
+    assert warned["test_timestamps_carry_an_offset"].requirements == ("AMP11-SCHEMA-11",)
+    for name in (
+        "test_recall_output_schema",
+        "test_memory_results_are_complete",
+        "test_export_output_schema",
+    ):
+        assert collector.results[name].outcome == "passed", name
+
+
+@pytest.mark.parametrize("mode", ["backend-metadata", "visibility-private"])
+def test_what_the_spec_allows_draws_no_finding(mode: str) -> None:
+    """Backend metadata keys (``additionalProperties: true``; DRAFT-02 compares the keys it sent) and a
+    ``visibility: "private"`` echo on a v1.1-native encode (§5, conflict C11) fail and warn nothing."""
+    collector = run_checks(proxy(mode))
+    assert not failed(collector), failed(collector)
+    warned = {o.name: o.message for o in collector.results.values() if o.outcome == "warned"}
+    assert not warned, warned
+    assert collector.results["test_update_changes_content_and_merges_metadata"].outcome == "passed"
+    assert collector.results["test_visibility_echo"].outcome == "passed"
