@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from amp_conformance.engine.spec import CheckSpec
 
 LEVEL_REQUIREMENT = "AMP11-INIT-05"
+BACKEND_ERROR_REQUIREMENT = "AMP11-ERR-04"
 #: The requirement a verb breaks when it fails as a step of another check (the engine reports such a
 #: check as *blocked* under this root cause; a check citing it fails outright).
 STEP_REQUIREMENTS = {
@@ -69,7 +70,22 @@ class Amp11(CheckContext):
             self.skip(f"{verb} over {on}: {exc}")
         if result.error_code == "backend_error" or result.transport_code in (500, -32000):
             self.session.backend_errors.append(result)
+            self.judge_backend_error(result)
         return result
+
+    def judge_backend_error(self, result: VerbResult) -> None:
+        """A ``backend_error`` cannot be provoked, so each one is judged where it is seen (AMP11-ERR-04,
+        whatever the order of the checks): a wrong transport code is one finding under ERR-04, reported
+        by the first check that saw it; any later check that meets one is ``blocked`` under it."""
+        problems = self.mapping_problems(result) if result.error_code == "backend_error" else []
+        if problems:
+            self.precondition_failed(
+                f"{result.verb} over {result.channel}: {'; '.join(problems)}",
+                result,
+                step=result.verb,
+                requirement=BACKEND_ERROR_REQUIREMENT,
+                expected="backend_error as JSON-RPC -32000 / HTTP 500 (§3.5)",
+            )
 
     def ok(self, verb: str, arguments: dict[str, Any], *, on: str, what: str = "") -> dict[str, Any]:
         """Call ``verb`` and insist on success (a precondition unless the check is about this call)."""
@@ -79,6 +95,9 @@ class Amp11(CheckContext):
         """The value of a call the check needs to have succeeded before it can judge anything: a
         refusal is the verb's own requirement broken (the check citing it fails; any other is
         ``blocked`` under it), never a finding of a check whose assertion never ran (issue 20 §2)."""
+        if result.error_code == "backend_error" and result not in self.session.backend_errors:
+            self.session.backend_errors.append(result)  # a reply the check parsed itself
+            self.judge_backend_error(result)  # a wrong code: blocked under AMP11-ERR-04
         self.full_verb_answer(result)
         if not result.ok:
             label = f"{what}: " if what else ""

@@ -161,3 +161,29 @@ def test_what_the_spec_allows_draws_no_finding(mode: str) -> None:
     assert not warned, warned
     assert collector.results["test_update_changes_content_and_merges_metadata"].outcome == "passed"
     assert collector.results["test_visibility_echo"].outcome == "passed"
+
+
+def backend_error_as_502(method: str, path: str, body: Any, status: int, answer: Any) -> tuple[int, Any]:
+    """A backend whose consolidate fails, reported as backend_error but with HTTP 502 (§3.5 says 500)."""
+    if path == "/v1/memories/consolidate":
+        return 502, {"amp_error_code": "backend_error", "message": "the LLM pass failed"}
+    return status, answer
+
+
+def test_a_wrongly_mapped_backend_error_is_one_finding_whatever_the_order() -> None:
+    """AMP11-ERR-04 is judged where a backend_error is met, not by a check that looks back at what
+    earlier checks saw: one failure under ERR-04, every other check meeting it blocked under it."""
+    with fake_rest(response=backend_error_as_502) as target:
+        collector = run_checks(target)
+    bad = failed(collector)
+    under_err04 = [
+        n for n, o in collector.results.items() if o.outcome == "failed" and "HTTP 502" in o.message
+    ]
+    assert len(under_err04) == 1, bad
+    assert set(bad) == set(under_err04), bad
+    run = collector.run
+    reporter = next(r for r in run.results.values() if r.name == under_err04[0])
+    assert reporter.finding_requirements == ("AMP11-ERR-04",), reporter.finding_requirements
+    blocked = [o for o in collector.results.values() if o.outcome == "blocked"]
+    assert blocked and all(o.blocked_by and o.blocked_by["requirement"] == "AMP11-ERR-04" for o in blocked)
+    assert collector.results["test_backend_error_mapping"].outcome == "skipped"

@@ -108,15 +108,14 @@ def test_not_supported_mapping(amp11: Amp11) -> None:
 
 @check("AMP11-ERR-04")
 def test_backend_error_mapping(amp11: Amp11) -> None:
-    """backend_error travels as JSON-RPC -32000 and HTTP 500 (observed when the server reports one)."""
-    seen = [
-        e for e in amp11.session.backend_errors if e.error_code == "backend_error" or e.transport_code == 500
-    ]
-    for result in seen:
-        problems = amp11.mapping_problems(result)
-        amp11.expect(not problems, f"{result.verb} over {result.channel}: {'; '.join(problems)}", result)
-    if not seen:
-        amp11.skip("no check saw a backend_error so far (it only shows when a backend fails)")
+    """backend_error travels as JSON-RPC -32000 and HTTP 500 (observed when the server reports one).
+
+    A backend_error cannot be provoked: every one any check meets is judged where it is met (a wrong
+    code fails this requirement once, from that check), so this check's own outcome never depends on
+    which checks ran before it."""
+    amp11.skip(
+        "a backend_error cannot be provoked; each one a check meets is judged there, under AMP11-ERR-04"
+    )
 
 
 @check("AMP11-ERR-05")
