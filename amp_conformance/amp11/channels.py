@@ -30,6 +30,21 @@ ERROR_MAPPING: dict[str, tuple[tuple[int, ...], int]] = {
     "backend_error": ((-32000,), 500),
 }
 SCOPE_KEYS = ("agent_id", "group_id", "workspace_id", "user_id", "session_id", "app_id", "org_id")
+#: The scope keys the pinned ``schema/amp-openapi.yaml`` (commit 26bfc80) lists as parameters of the REST
+#: routes that carry the scope outside a JSON body: forget, stats and pin list no ``session_id`` nor
+#: ``org_id``; import lists all seven. The REST channel sends no key a route does not list (issue 20 §3).
+ROUTE_SCOPE_KEYS: dict[str, tuple[str, ...]] = {
+    "amp.forget": ("agent_id", "group_id", "workspace_id", "user_id", "app_id"),
+    "amp.stats": ("agent_id", "group_id", "workspace_id", "user_id", "app_id"),
+    "amp.pin": ("agent_id", "group_id", "workspace_id", "user_id", "app_id"),
+    "amp.import": SCOPE_KEYS,
+}
+ROUTES = {
+    "amp.forget": "DELETE /v1/memories/{id}",
+    "amp.stats": "GET /v1/memories/stats",
+    "amp.pin": "PUT /v1/memories/{id}/pin",
+    "amp.import": "POST /v1/memories/import",
+}
 NEXT_CURSOR_HEADER = "x-amp-next-cursor"
 
 
@@ -193,8 +208,10 @@ def _tool_payload(body: dict[str, Any], version: str | None, output_schema: Any)
 # -- REST -----------------------------------------------------------------------------------------
 
 
-def flat_scope(arguments: dict[str, Any]) -> dict[str, str]:
-    """The scope keys as query parameters (or a flat body): from ``scope``, else the flat ``agent_id``."""
+def flat_scope(arguments: dict[str, Any], verb: str | None = None) -> dict[str, str]:
+    """The scope keys as query parameters (or a flat body): from ``scope``, else the flat ``agent_id``.
+
+    With ``verb``, a key the pinned OpenAPI does not list for its route cannot travel (NotOnChannel)."""
     scope = arguments.get("scope")
     if scope is None:
         agent = arguments.get("agent_id")
@@ -206,9 +223,12 @@ def flat_scope(arguments: dict[str, Any]) -> dict[str, str]:
     if not isinstance(scope, dict):
         raise NotOnChannel("a scope that is not an object cannot travel as query parameters")
     flat: dict[str, str] = {}
+    listed = ROUTE_SCOPE_KEYS.get(verb or "", SCOPE_KEYS)
     for key, value in scope.items():
         if not isinstance(value, str):
             raise NotOnChannel("a non-string scope value cannot travel as a query parameter")
+        if key in SCOPE_KEYS and key not in listed:
+            raise NotOnChannel(f"the pinned OpenAPI lists no `{key}` parameter on {ROUTES[str(verb)]}")
         flat[str(key)] = value
     return flat
 
@@ -246,14 +266,14 @@ class RestChannel:
             return client.post("/v1/memories/export", arguments, root=True)
         if verb == "amp.forget":
             path = f"/v1/memories/{_path_id(arguments)}"
-            return client.delete(path, params=flat_scope(arguments), root=True)
+            return client.delete(path, params=flat_scope(arguments, verb), root=True)
         if verb == "amp.stats":
-            return client.get("/v1/memories/stats", params=flat_scope(arguments), root=True)
+            return client.get("/v1/memories/stats", params=flat_scope(arguments, verb), root=True)
         if verb == "amp.pin":
             path = f"/v1/memories/{_path_id(arguments)}/pin"
-            return client.request("PUT", path, json_body=flat_scope(arguments), root=True)
+            return client.request("PUT", path, json_body=flat_scope(arguments, verb), root=True)
         if verb == "amp.import":
-            params: dict[str, Any] = dict(flat_scope(arguments))
+            params: dict[str, Any] = dict(flat_scope(arguments, verb))
             for policy in ("on_conflict", "scope_remap"):
                 if policy in arguments:
                     value = arguments[policy]

@@ -64,14 +64,9 @@ class Amp11(CheckContext):
     def call(self, verb: str, arguments: dict[str, Any], *, on: str) -> VerbResult:
         """Call ``verb`` over channel ``on``; arguments a channel cannot carry skip the check."""
         try:
-            channel = self.session.channel(on, self.evidence.exchanges, self.deadline)
-            result = channel.call(verb, arguments)
+            return self.call_or_raise(verb, arguments, on=on)
         except NotOnChannel as exc:
             self.skip(f"{verb} over {on}: {exc}")
-        if result.error_code == "backend_error" or result.transport_code in (500, -32000):
-            self.session.backend_errors.append(result)
-            self.judge_backend_error(result)
-        return result
 
     def judge_backend_error(self, result: VerbResult) -> None:
         """A ``backend_error`` cannot be provoked, so each one is judged where it is seen (AMP11-ERR-04,
@@ -86,6 +81,24 @@ class Amp11(CheckContext):
                 requirement=BACKEND_ERROR_REQUIREMENT,
                 expected="backend_error as JSON-RPC -32000 / HTTP 500 (§3.5)",
             )
+
+    def try_call(self, verb: str, arguments: dict[str, Any], *, on: str) -> VerbResult | None:
+        """``call``, or None with a note when channel ``on`` cannot carry the arguments (one probe of
+        several is left out; the check goes on with the others)."""
+        try:
+            return self.call_or_raise(verb, arguments, on=on)
+        except NotOnChannel as exc:
+            self.note(f"{verb} over {on} not sent: {exc}")
+            return None
+
+    def call_or_raise(self, verb: str, arguments: dict[str, Any], *, on: str) -> VerbResult:
+        """``call`` letting NotOnChannel through."""
+        channel = self.session.channel(on, self.evidence.exchanges, self.deadline)
+        result = channel.call(verb, arguments)
+        if result.error_code == "backend_error" or result.transport_code in (500, -32000):
+            self.session.backend_errors.append(result)
+            self.judge_backend_error(result)
+        return result
 
     def ok(self, verb: str, arguments: dict[str, Any], *, on: str, what: str = "") -> dict[str, Any]:
         """Call ``verb`` and insist on success (a precondition unless the check is about this call)."""

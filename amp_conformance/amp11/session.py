@@ -251,8 +251,15 @@ class Amp11Session(ProtocolSession):
         self.cleanup_attempted += len(self.created)
         for item in self.created:
             log: list[Exchange] = []
+            channel = item.channel
             try:
-                result = self.channel(item.channel, log, None).call("amp.forget", item.arguments)
+                try:
+                    result = self.channel(channel, log, None).call("amp.forget", item.arguments)
+                except NotOnChannel:
+                    # a scope key the REST route does not list (pinned OpenAPI): the other channel, if any
+                    if channel != REST or MCP not in self.target.channels():
+                        raise
+                    result = self.channel(MCP, log, None).call("amp.forget", item.arguments)
             except (ToolError, NotOnChannel) as exc:
                 self.cleanup_problems.append(f"forget {item.arguments.get('id')}: {exc}")
                 if isinstance(exc, ServerUnavailable):

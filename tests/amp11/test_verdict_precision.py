@@ -5,17 +5,19 @@ requirement, and cascades ``blocked`` under the root cause."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from amp_conformance.amp11.session import Amp11Target
 from tests.amp11.fakes import fake_rest
-from tests.amp11.harness import Collector, run_checks
+from tests.amp11.harness import Collector, StreamingASGITransport, run_checks
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")]
 
@@ -187,3 +189,42 @@ def test_a_wrongly_mapped_backend_error_is_one_finding_whatever_the_order() -> N
     blocked = [o for o in collector.results.values() if o.outcome == "blocked"]
     assert blocked and all(o.blocked_by and o.blocked_by["requirement"] == "AMP11-ERR-04" for o in blocked)
     assert collector.results["test_backend_error_mapping"].outcome == "skipped"
+
+
+def strict_query_parameters(app: Any) -> Any:
+    """A REST server generated from the pinned OpenAPI with unknown parameters forbidden: a query key
+    its route does not list (forget and stats list no session_id nor org_id) draws a framework 422,
+    not an AMP error."""
+    from urllib.parse import parse_qs
+
+    unlisted = {"session_id", "org_id"}
+
+    async def wrapper(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        path, method = scope.get("path", ""), scope.get("method", "")
+        query = set(parse_qs(scope.get("query_string", b"").decode()))
+        routed = method in ("DELETE", "GET", "PUT") and path != "/v1/memories/import"
+        if scope["type"] == "http" and routed and query & unlisted:
+            body = json.dumps({"detail": [{"type": "extra_forbidden", "loc": ["query"]}]}).encode()
+            headers = [(b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": 422, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return wrapper
+
+
+def test_rest_sends_only_the_scope_keys_each_route_lists() -> None:
+    from reference_server.amp11 import Faults, Store, create_rest_app
+
+    app = strict_query_parameters(create_rest_app(Store(), Faults.parse("")))
+    http = httpx.Client(transport=StreamingASGITransport(app))
+    try:
+        collector = run_checks(Amp11Target(base_url="http://strict.test", http=http, timeout=5.0))
+    finally:
+        http.close()
+    assert not failed(collector), failed(collector)
+    assert collector.results["test_refining_keys_alone_are_refused"].outcome == "passed"
+    session = collector.session  # cleanup cannot send session_id on DELETE either, and says so
+    assert session is not None
+    assert all("lists no `session_id`" in p for p in session.cleanup_problems), session.cleanup_problems

@@ -18,7 +18,7 @@ def _invalid_requests(amp11: Amp11) -> list[tuple[str, dict[str, Any], str]]:
     return [
         ("amp.encode", {"scope": scope}, "AMP11-ENC-04"),
         ("amp.recall", {"scope": scope, "query": ""}, "AMP11-REC-09"),
-        ("amp.stats", {"scope": {"session_id": "refining-only"}}, "AMP11-SCOPE-01"),
+        ("amp.stats", {"scope": {"app_id": "refining-only"}}, "AMP11-SCOPE-01"),
         ("amp.recall", {"scope": scope, "query": "x", "top_k": 0}, "AMP11-REC-09"),
     ]
 
