@@ -124,8 +124,19 @@ class Amp11Session(ProtocolSession):
             self.cleanup_requests += self.requests - before
 
     def report_blocks(self) -> dict[str, Any]:
-        server = {"base_url": self.target.base_url, "spec": None, "spec_error": None, "unavailable": None}
+        server: dict[str, Any] = {
+            "base_url": self.target.base_url,
+            "spec": None,
+            "spec_error": None,
+            "unavailable": None,
+        }
         server.update(self.report_info())
+        # what ran, per channel (an MCP-only run has no base URL: the command is its target; issue 20 §4)
+        server["target"] = self.target_label
+        server["targets"] = {
+            channel: (self.target.base_url if channel == REST else server.get("mcp_command"))
+            for channel in self.target.channels()
+        }
         return {"server": server, "cleanup": self.cleanup_info(), "conventions": None}
 
     # -- identities ---------------------------------------------------------------------------------

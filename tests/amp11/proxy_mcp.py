@@ -12,6 +12,7 @@ stdio relay that changes one behaviour, picked by argv[1] (comma-separated modes
 ``unwrapped``            with ``sdk@``: ``structuredContent`` is the bare output, against the declared
                          wrapper schema (a real mismatch, AMP11-TOOLS-14)
 ``drop-malformed``       a line that is not JSON-RPC is silently dropped (never answered)
+``banner``               writes one non-JSON line (a start-up banner) on stdout before its first reply
 ``stall``                ``amp.consolidate`` never answers (an LLM-backed pass slower than any timeout)
 """
 
@@ -55,6 +56,8 @@ def main() -> None:
         text=True,
     )
     assert server.stdin is not None and server.stdout is not None
+    if "banner" in modes:
+        print("memory server v0 ready", flush=True)
     for line in sys.stdin:
         try:
             frame = json.loads(line)

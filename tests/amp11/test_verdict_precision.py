@@ -228,3 +228,11 @@ def test_rest_sends_only_the_scope_keys_each_route_lists() -> None:
     session = collector.session  # cleanup cannot send session_id on DELETE either, and says so
     assert session is not None
     assert all("lists no `session_id`" in p for p in session.cleanup_problems), session.cleanup_problems
+
+
+def test_a_banner_line_on_stdout_is_one_init08_failure_not_an_unusable_channel() -> None:
+    """README: one non-JSON line on stdout (a banner) is AMP11-INIT-08, exit 1; only a channel that
+    never answers in JSON-RPC is unusable (exit 2)."""
+    collector = run_checks(proxy("banner"))
+    assert collector.run is not None and collector.run.preflight_problem is None
+    assert set(failed(collector)) == {"test_stdout_carries_only_json_rpc"}, failed(collector)
