@@ -112,6 +112,8 @@ def main() -> None:
                     if version:
                         wrapped = "unwrapped" not in modes
                         result["structuredContent"] = {"result": value} if wrapped else value
+                    elif "structuredContent" in result:
+                        result["structuredContent"] = value  # the reference's copy, kept equal
         print(json.dumps(reply), flush=True)
     server.stdin.close()
     server.wait()
