@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from amp_conformance.amp11.mcp import McpSession
+from amp_conformance.amp11.schemas import declared_schema_problems
 from amp_conformance.engine.client import Client, Reply
 from amp_conformance.engine.exchange import Exchange
 
@@ -29,6 +30,21 @@ ERROR_MAPPING: dict[str, tuple[tuple[int, ...], int]] = {
     "backend_error": ((-32000,), 500),
 }
 SCOPE_KEYS = ("agent_id", "group_id", "workspace_id", "user_id", "session_id", "app_id", "org_id")
+#: The scope keys the pinned ``schema/amp-openapi.yaml`` (commit 26bfc80) lists as parameters of the REST
+#: routes that carry the scope outside a JSON body: forget, stats and pin list no ``session_id`` nor
+#: ``org_id``; import lists all seven. The REST channel sends no key a route does not list (issue 20 §3).
+ROUTE_SCOPE_KEYS: dict[str, tuple[str, ...]] = {
+    "amp.forget": ("agent_id", "group_id", "workspace_id", "user_id", "app_id"),
+    "amp.stats": ("agent_id", "group_id", "workspace_id", "user_id", "app_id"),
+    "amp.pin": ("agent_id", "group_id", "workspace_id", "user_id", "app_id"),
+    "amp.import": SCOPE_KEYS,
+}
+ROUTES = {
+    "amp.forget": "DELETE /v1/memories/{id}",
+    "amp.stats": "GET /v1/memories/stats",
+    "amp.pin": "PUT /v1/memories/{id}/pin",
+    "amp.import": "POST /v1/memories/import",
+}
 NEXT_CURSOR_HEADER = "x-amp-next-cursor"
 
 
@@ -76,18 +92,46 @@ class McpChannel:
 
     name = MCP
 
-    def __init__(self, session: McpSession, log: list[Exchange], deadline: float | None = None):
+    def __init__(
+        self,
+        session: McpSession,
+        log: list[Exchange],
+        deadline: float | None = None,
+        output_schemas: dict[str, Any] | None = None,
+    ):
         self.session = session
         self.log = log
         self.deadline = deadline
+        self.output_schemas = output_schemas or {}  # each tool's declared outputSchema (tools/list)
 
     def call(self, verb: str, arguments: dict[str, Any]) -> VerbResult:
         exchange = self.session.call_tool(verb, arguments, log=self.log, deadline=self.deadline)
-        return parse_tool_reply(verb, exchange.message or {}, exchange)
+        version = (self.session.initialize_result or {}).get("protocolVersion")
+        return parse_tool_reply(
+            verb,
+            exchange.message or {},
+            exchange,
+            version=version if isinstance(version, str) else None,
+            output_schema=self.output_schemas.get(verb),
+        )
 
 
-def parse_tool_reply(verb: str, message: dict[str, Any], exchange: Exchange) -> VerbResult:
-    """Turn a ``tools/call`` reply frame into a :class:`VerbResult`, noting every shape problem."""
+#: The first MCP revision with ``structuredContent`` and ``outputSchema`` (tools/call results).
+STRUCTURED_CONTENT_SINCE = "2025-06-18"
+
+
+def parse_tool_reply(
+    verb: str,
+    message: dict[str, Any],
+    exchange: Exchange,
+    *,
+    version: str | None = None,
+    output_schema: Any = None,
+) -> VerbResult:
+    """Turn a ``tools/call`` reply frame into a :class:`VerbResult`, noting every shape problem.
+
+    ``version`` is the MCP protocol version the server negotiated and ``output_schema`` the tool's
+    declared ``outputSchema``: they say how ``structuredContent`` is judged (issue 20 §3)."""
     result = VerbResult(MCP, verb, exchange)
     error = message.get("error")
     if isinstance(error, dict):
@@ -107,7 +151,7 @@ def parse_tool_reply(verb: str, message: dict[str, Any], exchange: Exchange) -> 
         result.problems.append("the reply has neither a `result` object nor an `error` object")
         result.error = {}
         return result
-    parsed, problems = _tool_payload(body)
+    parsed, problems = _tool_payload(body, version, output_schema)
     result.problems += problems
     if body.get("isError") is True:
         result.problems.append("the failure came as an `isError` tool result, not a JSON-RPC error frame")
@@ -123,8 +167,13 @@ def parse_tool_reply(verb: str, message: dict[str, Any], exchange: Exchange) -> 
     return result
 
 
-def _tool_payload(body: dict[str, Any]) -> tuple[Any, list[str]]:
-    """The verb output carried by a tool result: the JSON of its first text block (TOOLS-14)."""
+def _tool_payload(body: dict[str, Any], version: str | None, output_schema: Any) -> tuple[Any, list[str]]:
+    """The verb output carried by a tool result: the JSON of its first text block (TOOLS-14).
+
+    ``structuredContent`` is judged only under an MCP version that has it (2025-06-18 on; earlier,
+    the text block is the result and an extra member is ignored): against the tool's own declared
+    ``outputSchema`` when there is one (an SDK's ``{"result": ...}`` wrapper matches its wrapper
+    schema), else it must equal the JSON of the text block."""
     problems: list[str] = []
     text_value: Any = None
     has_text = False
@@ -143,7 +192,15 @@ def _tool_payload(body: dict[str, Any]) -> tuple[Any, list[str]]:
     if not has_text:
         problems.append("the tool result has no `text` content block")
         return structured, problems
-    if structured is not None and structured != text_value:
+    if structured is None or version is None or version < STRUCTURED_CONTENT_SINCE:
+        return text_value, problems
+    if isinstance(output_schema, dict) and output_schema:
+        mismatch = declared_schema_problems(output_schema, structured)
+        if mismatch:
+            problems.append(
+                "`structuredContent` does not match the tool's declared outputSchema: " + "; ".join(mismatch)
+            )
+    elif structured != text_value:
         problems.append("`structuredContent` differs from the JSON of the text block")
     return text_value, problems
 
@@ -151,8 +208,10 @@ def _tool_payload(body: dict[str, Any]) -> tuple[Any, list[str]]:
 # -- REST -----------------------------------------------------------------------------------------
 
 
-def flat_scope(arguments: dict[str, Any]) -> dict[str, str]:
-    """The scope keys as query parameters (or a flat body): from ``scope``, else the flat ``agent_id``."""
+def flat_scope(arguments: dict[str, Any], verb: str | None = None) -> dict[str, str]:
+    """The scope keys as query parameters (or a flat body): from ``scope``, else the flat ``agent_id``.
+
+    With ``verb``, a key the pinned OpenAPI does not list for its route cannot travel (NotOnChannel)."""
     scope = arguments.get("scope")
     if scope is None:
         agent = arguments.get("agent_id")
@@ -164,9 +223,12 @@ def flat_scope(arguments: dict[str, Any]) -> dict[str, str]:
     if not isinstance(scope, dict):
         raise NotOnChannel("a scope that is not an object cannot travel as query parameters")
     flat: dict[str, str] = {}
+    listed = ROUTE_SCOPE_KEYS.get(verb or "", SCOPE_KEYS)
     for key, value in scope.items():
         if not isinstance(value, str):
             raise NotOnChannel("a non-string scope value cannot travel as a query parameter")
+        if key in SCOPE_KEYS and key not in listed:
+            raise NotOnChannel(f"the pinned OpenAPI lists no `{key}` parameter on {ROUTES[str(verb)]}")
         flat[str(key)] = value
     return flat
 
@@ -204,14 +266,14 @@ class RestChannel:
             return client.post("/v1/memories/export", arguments, root=True)
         if verb == "amp.forget":
             path = f"/v1/memories/{_path_id(arguments)}"
-            return client.delete(path, params=flat_scope(arguments), root=True)
+            return client.delete(path, params=flat_scope(arguments, verb), root=True)
         if verb == "amp.stats":
-            return client.get("/v1/memories/stats", params=flat_scope(arguments), root=True)
+            return client.get("/v1/memories/stats", params=flat_scope(arguments, verb), root=True)
         if verb == "amp.pin":
             path = f"/v1/memories/{_path_id(arguments)}/pin"
-            return client.request("PUT", path, json_body=flat_scope(arguments), root=True)
+            return client.request("PUT", path, json_body=flat_scope(arguments, verb), root=True)
         if verb == "amp.import":
-            params: dict[str, Any] = dict(flat_scope(arguments))
+            params: dict[str, Any] = dict(flat_scope(arguments, verb))
             for policy in ("on_conflict", "scope_remap"):
                 if policy in arguments:
                     value = arguments[policy]

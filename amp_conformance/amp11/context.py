@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from amp_conformance.engine.spec import CheckSpec
 
 LEVEL_REQUIREMENT = "AMP11-INIT-05"
+BACKEND_ERROR_REQUIREMENT = "AMP11-ERR-04"
 #: The requirement a verb breaks when it fails as a step of another check (the engine reports such a
 #: check as *blocked* under this root cause; a check citing it fails outright).
 STEP_REQUIREMENTS = {
@@ -63,23 +64,84 @@ class Amp11(CheckContext):
     def call(self, verb: str, arguments: dict[str, Any], *, on: str) -> VerbResult:
         """Call ``verb`` over channel ``on``; arguments a channel cannot carry skip the check."""
         try:
-            channel = self.session.channel(on, self.evidence.exchanges, self.deadline)
-            result = channel.call(verb, arguments)
+            return self.call_or_raise(verb, arguments, on=on)
         except NotOnChannel as exc:
             self.skip(f"{verb} over {on}: {exc}")
+
+    def judge_backend_error(self, result: VerbResult) -> None:
+        """A ``backend_error`` cannot be provoked, so each one is judged where it is seen (AMP11-ERR-04,
+        whatever the order of the checks): a wrong transport code is one finding under ERR-04, reported
+        by the first check that saw it; any later check that meets one is ``blocked`` under it."""
+        problems = self.mapping_problems(result) if result.error_code == "backend_error" else []
+        if problems:
+            self.precondition_failed(
+                f"{result.verb} over {result.channel}: {'; '.join(problems)}",
+                result,
+                step=result.verb,
+                requirement=BACKEND_ERROR_REQUIREMENT,
+                expected="backend_error as JSON-RPC -32000 / HTTP 500 (§3.5)",
+            )
+
+    def try_call(self, verb: str, arguments: dict[str, Any], *, on: str) -> VerbResult | None:
+        """``call``, or None with a note when channel ``on`` cannot carry the arguments (one probe of
+        several is left out; the check goes on with the others)."""
+        try:
+            return self.call_or_raise(verb, arguments, on=on)
+        except NotOnChannel as exc:
+            self.note(f"{verb} over {on} not sent: {exc}")
+            return None
+
+    def call_or_raise(self, verb: str, arguments: dict[str, Any], *, on: str) -> VerbResult:
+        """``call`` letting NotOnChannel through."""
+        channel = self.session.channel(on, self.evidence.exchanges, self.deadline)
+        result = channel.call(verb, arguments)
         if result.error_code == "backend_error" or result.transport_code in (500, -32000):
             self.session.backend_errors.append(result)
+            self.judge_backend_error(result)
         return result
 
     def ok(self, verb: str, arguments: dict[str, Any], *, on: str, what: str = "") -> dict[str, Any]:
         """Call ``verb`` and insist on success (a precondition unless the check is about this call)."""
-        result = self.call(verb, arguments, on=on)
+        return self.served(self.call(verb, arguments, on=on), what)
+
+    def served(self, result: VerbResult, what: str = "") -> dict[str, Any]:
+        """The value of a call the check needs to have succeeded before it can judge anything: a
+        refusal is the verb's own requirement broken (the check citing it fails; any other is
+        ``blocked`` under it), never a finding of a check whose assertion never ran (issue 20 §2)."""
+        if result.error_code == "backend_error" and result not in self.session.backend_errors:
+            self.session.backend_errors.append(result)  # a reply the check parsed itself
+            self.judge_backend_error(result)  # a wrong code: blocked under AMP11-ERR-04
         self.full_verb_answer(result)
         if not result.ok:
             label = f"{what}: " if what else ""
-            self.step_failed(verb, f"{label}{result.describe()}", result)
+            self.step_failed(result.verb, f"{label}{result.describe()}", result)
         assert result.value is not None
         return result.value
+
+    def blocked_if_scope_form_refused(self, result: VerbResult) -> None:
+        """``result`` is an error the check did not expect: when this channel refuses even a plain
+        forced encode in the scope form, that refusal (AMP11-ENC-01, reported once by its own check) is
+        the root cause, and this check is ``blocked`` under it instead of filing it again."""
+        if result.ok:
+            return
+        control = self.session.scope_form_controls.get(result.channel)
+        if control is None:
+            scope = self.scope("control")
+            arguments = {"scope": scope, "content": f"scope-form control {self.token()}", "force": True}
+            control = self.call("amp.encode", arguments, on=result.channel)
+            self.session.scope_form_controls[result.channel] = control
+            memory_id = (control.value or {}).get("id")
+            if control.ok and isinstance(memory_id, str):
+                self.session.remember(result.channel, {"scope": scope, "id": memory_id})
+        elif control.exchange is not None and control.exchange not in self.evidence.exchanges:
+            self.evidence.exchanges.append(control.exchange)
+        if not control.ok:
+            self.step_failed(
+                "amp.encode",
+                f"a plain encode in the scope form is refused over {result.channel} "
+                f"({control.describe()}), so {result.describe()} is that refusal again",
+                control,
+            )
 
     def full_verb_answer(self, result: VerbResult) -> None:
         """A Full verb refused: skip on a Core server, fail AMP11-INIT-05 on a Full one."""
@@ -96,9 +158,22 @@ class Amp11(CheckContext):
             return None
         # a REST server without the route at all (404/405 and no AMP error body) has not implemented it
         unrouted = result.channel == REST and result.transport_code in (404, 405) and result.error_key is None
-        if not (refused_as_unsupported(result) or unrouted):
+        # an MCP server that does not list the tool and answers its call as an unknown tool/method
+        # (JSON-RPC -32601, no AmpErrorData) has not implemented it either (conflict C6; issue 20 §1)
+        unknown_tool = (
+            result.channel == MCP
+            and result.transport_code == -32601
+            and result.error_code is None
+            and result.verb not in self.session.tools()
+        )
+        if not (refused_as_unsupported(result) or unrouted or unknown_tool):
             return None
-        how = "not_supported" if not unrouted else f"HTTP {result.transport_code} (no such route)"
+        if unrouted:
+            how = f"HTTP {result.transport_code} (no such route)"
+        elif unknown_tool:
+            how = "JSON-RPC -32601 (an unlisted, unknown tool)"
+        else:
+            how = "not_supported"
         if self.session.declared_level == "full":
             raise CheckFailure(
                 f"{LEVEL_REQUIREMENT}: the server declares amp_conformance 'full' but {result.verb} "

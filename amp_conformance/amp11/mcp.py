@@ -393,7 +393,10 @@ class McpSession:
         if failure.kind == "timeout":
             self._consecutive_timeouts += 1
             if self._consecutive_timeouts >= 2:
-                self.broken_reason = f"the server did not answer 2 requests in a row (last: {failure})"
+                self.broken_reason = (
+                    f"the server did not answer 2 requests in a row within --timeout {self.timeout:g}s "
+                    f"(last: {failure}); no verdict on what is left"
+                )
         else:
             self.broken_reason = str(failure)
 
@@ -472,6 +475,8 @@ class McpSession:
 
     def _timeout_text(self, exchange: McpExchange, budget: float) -> str:
         text = f"no reply within {budget:.1f}s"
+        if budget >= self.timeout:  # the per-response timeout, not the check's deadline, ran out
+            text += " (the timeout: a server this slow needs a larger --timeout)"
         if exchange.stray:
             text += f"; stdout carried {len(exchange.stray)} line(s) that are not replies, first: "
             text += repr(_clip(exchange.stray[0], 200))

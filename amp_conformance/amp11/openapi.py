@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from amp_conformance.amp11.channels import SCOPE_KEYS
+from amp_conformance.amp11.channels import ROUTE_SCOPE_KEYS, SCOPE_KEYS
 from amp_conformance.amp11.schemas import verbs_document
 
 ERROR_CODES = ["invalid_request", "unauthorized", "forbidden", "not_found", "not_supported", "backend_error"]
@@ -88,7 +88,8 @@ def openapi_document() -> dict[str, Any]:
         },
     }
     path_id = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
-    flat_scope = {"type": "object", "properties": {key: {"type": "string"} for key in SCOPE_KEYS}}
+    pin_keys = ROUTE_SCOPE_KEYS["amp.pin"]
+    flat_scope = {"type": "object", "properties": {key: {"type": "string"} for key in pin_keys}}
     paths: dict[str, Any] = {
         "/v1/memories": {
             "post": {
@@ -110,7 +111,7 @@ def openapi_document() -> dict[str, Any]:
             "delete": {
                 "operationId": "forgetMemory",
                 "summary": "amp.forget",
-                "parameters": [path_id, *_scope_parameters()],
+                "parameters": [path_id, *_scope_parameters(ROUTE_SCOPE_KEYS["amp.forget"])],
                 "responses": {"200": _ok(_verb("amp.forget", "output")), **_errors(400, 404, 500)},
             }
         },
@@ -135,7 +136,7 @@ def openapi_document() -> dict[str, Any]:
             "get": {
                 "operationId": "statsMemory",
                 "summary": "amp.stats",
-                "parameters": _scope_parameters(),
+                "parameters": _scope_parameters(ROUTE_SCOPE_KEYS["amp.stats"]),
                 "responses": {"200": _ok(_verb("amp.stats", "output")), **_errors(400, 500)},
             }
         },

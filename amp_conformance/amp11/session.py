@@ -63,6 +63,8 @@ class Amp11Session(ProtocolSession):
         self.target = target
         self.created: list[Created] = []
         self.backend_errors: list[VerbResult] = []  # every backend_error any check saw (AMP11-ERR-04)
+        #: per channel, a plain forced encode in the scope form (``Amp11.blocked_if_scope_form_refused``)
+        self.scope_form_controls: dict[str, VerbResult] = {}
         self.cleanup_problems: list[str] = []
         self.cleanup_deleted = 0
         self.cleanup_attempted = 0
@@ -122,8 +124,19 @@ class Amp11Session(ProtocolSession):
             self.cleanup_requests += self.requests - before
 
     def report_blocks(self) -> dict[str, Any]:
-        server = {"base_url": self.target.base_url, "spec": None, "spec_error": None, "unavailable": None}
+        server: dict[str, Any] = {
+            "base_url": self.target.base_url,
+            "spec": None,
+            "spec_error": None,
+            "unavailable": None,
+        }
         server.update(self.report_info())
+        # what ran, per channel (an MCP-only run has no base URL: the command is its target; issue 20 §4)
+        server["target"] = self.target_label
+        server["targets"] = {
+            channel: (self.target.base_url if channel == REST else server.get("mcp_command"))
+            for channel in self.target.channels()
+        }
         return {"server": server, "cleanup": self.cleanup_info(), "conventions": None}
 
     # -- identities ---------------------------------------------------------------------------------
@@ -206,7 +219,8 @@ class Amp11Session(ProtocolSession):
 
     def channel(self, name: str, log: list[Exchange], deadline: float | None) -> McpChannel | RestChannel:
         if name == MCP:
-            return McpChannel(self.mcp(), log, deadline)
+            schemas = {name: tool.get("outputSchema") for name, tool in self.tools().items()}
+            return McpChannel(self.mcp(), log, deadline, schemas)
         if name == REST:
             return RestChannel(Client(self.connection(), log=log, deadline=deadline))
         raise ValueError(f"unknown channel {name!r}")
@@ -248,8 +262,15 @@ class Amp11Session(ProtocolSession):
         self.cleanup_attempted += len(self.created)
         for item in self.created:
             log: list[Exchange] = []
+            channel = item.channel
             try:
-                result = self.channel(item.channel, log, None).call("amp.forget", item.arguments)
+                try:
+                    result = self.channel(channel, log, None).call("amp.forget", item.arguments)
+                except NotOnChannel:
+                    # a scope key the REST route does not list (pinned OpenAPI): the other channel, if any
+                    if channel != REST or MCP not in self.target.channels():
+                        raise
+                    result = self.channel(MCP, log, None).call("amp.forget", item.arguments)
             except (ToolError, NotOnChannel) as exc:
                 self.cleanup_problems.append(f"forget {item.arguments.get('id')}: {exc}")
                 if isinstance(exc, ServerUnavailable):

@@ -210,6 +210,16 @@ def _one_line(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
+def _finding_title(result: CheckResult) -> str:
+    """The line's title: the check's own, or, for a finding about another requirement (a root cause
+    a blocked check reports), that requirement's title and the check that found it."""
+    about = [rid for rid in result.finding_requirements if rid not in result.requirements]
+    entry = requirement(about[0]) if about else None
+    if entry is None:
+        return result.title
+    return f"{entry.title} (found by: {result.title})"
+
+
 def render_summary(run: Run) -> str:
     """The terminal summary: conventions, a table by area, findings with evidence, blocked checks under
     their causes, skip reasons, the verdict."""
@@ -235,7 +245,7 @@ def render_summary(run: Run) -> str:
         lines += ["", "failures:"]
         for result in failures:
             ids = ",".join(result.finding_requirements or result.requirements)
-            lines.append(f"  {result.outcome.upper():<5} {ids} ({result.level}) {result.title}")
+            lines.append(f"  {result.outcome.upper():<5} {ids} ({result.level}) {_finding_title(result)}")
             lines.append(f"        {_one_line(result.message)}")
             if result.failing_exchange is not None:
                 lines.append(f"        reproduce: {_one_line(result.failing_exchange.curl(), 400)}")

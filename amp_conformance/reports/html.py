@@ -94,7 +94,7 @@ def _facts(report: Mapping[str, Any]) -> str:
     requests = as_dict(run.get("requests"))
     duration = as_number(run.get("duration_seconds"))
     rows = [
-        ("Server", as_text(server.get("base_url"), "(unknown)")),
+        ("Server", as_text(server.get("target") or server.get("base_url"), "(unknown)")),
         ("Protocol", as_text(report.get("protocol"), "amp-0.1")),
         ("Run id", as_text(run.get("id"), "-")),
         ("Started", as_text(run.get("started_at"), "-")),
@@ -507,7 +507,8 @@ def render_html(report: Mapping[str, Any]) -> str:
     catalogue = read_catalogue(report)
     checks = read_checks(report)
     verdict = verdict_of(report, checks)
-    server = as_text(as_dict(report.get("server")).get("base_url"), "unknown server")
+    block = as_dict(report.get("server"))
+    server = as_text(block.get("target") or block.get("base_url"), "unknown server")
     title = f"AMP conformance: {verdict.upper()} · {server}"
     head = _header(report, checks) + "<main>" + _attention(checks) + _filters(catalogue, checks)
     head += _grid(catalogue, checks)

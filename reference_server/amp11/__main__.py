@@ -90,7 +90,11 @@ def _rest_server(backend: Backend, host: str, port: int, log_level: str) -> uvic
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.list_faults:
-        print(list_faults(args.json))
+        try:
+            print(list_faults(args.json), flush=True)
+        except BrokenPipeError:  # `--list-faults | head`: the reader has what it wanted
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # no second BrokenPipe when Python flushes at exit
         return 0
     if not args.mcp and args.rest_port is None:
         print(f"{PROG}: choose --mcp and/or --rest-port PORT", file=sys.stderr)

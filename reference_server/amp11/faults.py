@@ -67,6 +67,11 @@ _FAULTS: tuple[Fault, ...] = (
         "AMP11-FID-02",
         "Characters outside the Basic Multilingual Plane (emoji, hieroglyphs) are stored as U+FFFD.",
     ),
+    Fault(
+        "source-label-overwritten",
+        "AMP11-ENC-07",
+        "amp.encode stores every memory with source user_stated, whatever label the caller gave.",
+    ),
     Fault("metadata-dropped", "AMP11-FID-04", "Custom (non-amp.*) metadata keys are dropped on encode."),
     Fault(
         "reserved-metadata-stringified",

@@ -91,7 +91,7 @@ def encode(ctx: Context, args: Mapping[str, Any]) -> dict[str, Any]:
         ctx,
         scope,
         content,
-        source=args.get("source", DEFAULT_SOURCE),
+        source=DEFAULT_SOURCE if ctx.on("source-label-overwritten") else args.get("source", DEFAULT_SOURCE),
         force=args.get("force", False),
         metadata=metadata,
         visibility=visibility,

@@ -1,5 +1,8 @@
 """A Core-level MCP server for tests: the reference server behind a filter that declares ``core``,
-lists only the Core verbs, and answers the Full verbs with not_supported (-32002)."""
+lists only the Core verbs, and answers the Full verbs with not_supported (-32002).
+
+With argv[1] ``unknown-tool`` it answers a call of an unlisted Full verb as many MCP SDKs answer a
+tool they do not have: JSON-RPC ``-32601`` ("Unknown tool") with no AMP error data (issue 20 §1)."""
 
 import json
 import subprocess
@@ -9,6 +12,7 @@ FULL = {"amp.consolidate", "amp.pin", "amp.export", "amp.import"}
 
 
 def main() -> None:
+    unknown_tool = len(sys.argv) > 1 and sys.argv[1] == "unknown-tool"
     server = subprocess.Popen(
         [sys.executable, "-m", "reference_server.amp11", "--mcp"],
         stdin=subprocess.PIPE,
@@ -25,8 +29,11 @@ def main() -> None:
             frame = {"id": None}
         name = (frame.get("params") or {}).get("name")
         if frame.get("method") == "tools/call" and name in FULL:
-            data = {"amp_error_code": "not_supported", "message": "a Core server"}
-            error = {"code": -32002, "message": "not supported", "data": data}
+            if unknown_tool:
+                error = {"code": -32601, "message": f"Unknown tool: {name}"}
+            else:
+                data = {"amp_error_code": "not_supported", "message": "a Core server"}
+                error = {"code": -32002, "message": "not supported", "data": data}
             print(json.dumps({"jsonrpc": "2.0", "id": frame["id"], "error": error}), flush=True)
             continue
         server.stdin.write(line)

@@ -61,3 +61,17 @@ def test_not_found_as_an_error_is_accepted_and_mapped() -> None:
     assert collector.results["test_not_found_mapping"].outcome == "passed"
     notes = collector.results["test_forget_unknown_id_is_not_found"].notes
     assert any("not_found error" in note for note in notes), notes
+
+
+def test_list_faults_into_a_closed_pipe_ends_quietly() -> None:
+    """``--list-faults | head -1`` (issue 20 §4): the reader closes the pipe early; no traceback."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "reference_server.amp11", "--list-faults"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before the listing is written (as `| head` after its line)
+    stderr = process.stderr.read()
+    assert process.wait(timeout=60) == 0, stderr
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr

@@ -110,6 +110,10 @@ PROBES: dict[str, Probe] = {
         encode(s.mcp, A, "emoji probe 😀 𓀀"),
         s.mcp.call("amp.recall", {"scope": A, "query": "emoji probe"}).get()["results"][0]["content"],
     )[1],
+    "source-label-overwritten": lambda s: (
+        encode(s.mcp, A, "source probe", source="inferred"),
+        s.mcp.call("amp.recall", {"scope": A, "query": "source probe"}).get()["results"][0]["source"],
+    )[1],
     "metadata-dropped": lambda s: (
         encode(s.mcp, A, "meta probe", metadata={"custom": {"k": [1, 2]}}),
         s.mcp.call("amp.recall", {"scope": A, "query": "meta probe"}).get()["results"][0]["metadata"],

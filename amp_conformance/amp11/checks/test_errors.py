@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from amp_conformance.amp11.channels import ERROR_MAPPING, MCP, REST, VerbResult, parse_rest_reply
@@ -11,21 +12,36 @@ from amp_conformance.engine.client import Client
 from amp_conformance.engine.marking import check
 
 
-def _invalid_requests(amp11: Amp11) -> list[tuple[str, dict[str, Any]]]:
+def _invalid_requests(amp11: Amp11) -> list[tuple[str, dict[str, Any], str]]:
+    """Invalid requests, each with the requirement that says it must be refused."""
     scope = amp11.scope()
     return [
-        ("amp.encode", {"scope": scope}),
-        ("amp.recall", {"scope": scope, "query": ""}),
-        ("amp.stats", {"scope": {"session_id": "refining-only"}}),
-        ("amp.recall", {"scope": scope, "query": "x", "top_k": 0}),
+        ("amp.encode", {"scope": scope}, "AMP11-ENC-04"),
+        ("amp.recall", {"scope": scope, "query": ""}, "AMP11-REC-09"),
+        ("amp.stats", {"scope": {"app_id": "refining-only"}}, "AMP11-SCOPE-01"),
+        ("amp.recall", {"scope": scope, "query": "x", "top_k": 0}, "AMP11-REC-09"),
     ]
 
 
 def _errors(amp11: Amp11, channel: str) -> list[VerbResult]:
-    results = [amp11.call(verb, arguments, on=channel) for verb, arguments in _invalid_requests(amp11)]
-    for result in results:
-        amp11.expect(not result.ok, f"an invalid request succeeded: {result.describe()}", result)
-    return results
+    """The errors the invalid requests drew, each judged on its own (issue 20 §1).
+
+    A request the server wrongly accepted is a finding of the requirement that input breaks (its own
+    check reports it); here it is left out with a note, so an error-mapping check judges only the
+    errors the server emitted. When none drew an error there is nothing to judge: the check skips."""
+    errors = []
+    for verb, arguments, requirement in _invalid_requests(amp11):
+        result = amp11.call(verb, arguments, on=channel)
+        if result.ok:
+            amp11.note(
+                f"{verb} over {channel} with {json.dumps(arguments, ensure_ascii=False)[:120]} was accepted; "
+                f"that is judged under {requirement}, not here"
+            )
+            continue
+        errors.append(result)
+    if not errors:
+        amp11.skip(f"no invalid request drew an error over {channel} (each is judged under its requirement)")
+    return errors
 
 
 @check("AMP11-ERR-01")
@@ -92,15 +108,14 @@ def test_not_supported_mapping(amp11: Amp11) -> None:
 
 @check("AMP11-ERR-04")
 def test_backend_error_mapping(amp11: Amp11) -> None:
-    """backend_error travels as JSON-RPC -32000 and HTTP 500 (observed when the server reports one)."""
-    seen = [
-        e for e in amp11.session.backend_errors if e.error_code == "backend_error" or e.transport_code == 500
-    ]
-    for result in seen:
-        problems = amp11.mapping_problems(result)
-        amp11.expect(not problems, f"{result.verb} over {result.channel}: {'; '.join(problems)}", result)
-    if not seen:
-        amp11.skip("no check saw a backend_error so far (it only shows when a backend fails)")
+    """backend_error travels as JSON-RPC -32000 and HTTP 500 (observed when the server reports one).
+
+    A backend_error cannot be provoked: every one any check meets is judged where it is met (a wrong
+    code fails this requirement once, from that check), so this check's own outcome never depends on
+    which checks ran before it."""
+    amp11.skip(
+        "a backend_error cannot be provoked; each one a check meets is judged there, under AMP11-ERR-04"
+    )
 
 
 @check("AMP11-ERR-05")

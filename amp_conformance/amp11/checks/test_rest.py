@@ -16,8 +16,27 @@ def _client(amp11: Amp11) -> Client:
     return Client(amp11.session.connection(), log=amp11.evidence.exchanges, deadline=amp11.deadline)
 
 
+ROUTE_VERBS = {
+    "POST /v1/memories": "amp.encode",
+    "POST /v1/memories/recall": "amp.recall",
+    "DELETE /v1/memories/{id}": "amp.forget",
+    "GET /v1/memories/stats": "amp.stats",
+    "PUT /v1/memories/{id}/pin": "amp.pin",
+    "POST /v1/memories/consolidate": "amp.consolidate",
+    "POST /v1/memories/import": "amp.import",
+}
+
+
 def _served(amp11: Amp11, reply: Reply, route: str) -> dict[str, Any]:
-    """The route answered 200 with a JSON object (not 404/405: the route exists where documented)."""
+    """The route answered 200 with a JSON object (not 404/405: the route exists where documented).
+
+    A route that is there and answered an AMP error refused the verb itself: that is the verb's own
+    requirement (reported once by its check; this one is blocked), or not_supported on a Core server,
+    or a backend_error judged under AMP11-ERR-04 (issue 20 §2)."""
+    if reply.status not in (200, 404, 405):
+        result = parse_rest_reply(ROUTE_VERBS[route], reply)
+        if result.error_key is not None:
+            amp11.served(result, route)
     amp11.expect(reply.status == 200, f"{route} answered HTTP {reply.status}", reply.exchange, expected="200")
     body = reply.json_object()
     return body
