@@ -104,7 +104,8 @@ async def json_body(request: Request, limit: int, faults: Faults) -> dict[str, A
     faulty = _faulty_answer(raw, content_type, faults)
     if faulty is not None:
         raise FaultyAnswer(faulty)
-    if not is_json_media_type(content_type):
+    parameter = content_type is not None and ";" in content_type
+    if not is_json_media_type(content_type) or (parameter and faults.on("media-type-parameter-refused")):
         raise validation_error(
             [
                 error_entry(

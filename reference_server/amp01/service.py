@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from reference_server.amp01.access import AccessControl
+from reference_server.amp01.access import AccessControl, folded_id
 from reference_server.amp01.auth import KeyRing
 from reference_server.amp01.clock import Clock
 from reference_server.amp01.config import MAX_PAGE_SIZE, Settings
@@ -141,6 +142,10 @@ class ServerState:
             raise self._forbidden(action)
         return record
 
+    def _stored_text(self, text: str) -> str:
+        """content.text as stored: as sent, or NFKC-folded under the text-normalised fault."""
+        return unicodedata.normalize("NFKC", text) if self.faults.on("text-normalised") else text
+
     def _crash_on_unusual_input(self, body: dict[str, Any]) -> None:
         """The three fuzzing-only faults: deliberate 500s on input no hand-written check sends."""
         identity = body.get("identity")
@@ -213,7 +218,10 @@ class ServerState:
             "amp_version": AMP_VERSION,
             "id": self.ids.new(),
             "type": request.type,
-            "content": {"text": request.content.text, "metadata": request.content.metadata},
+            "content": {
+                "text": self._stored_text(request.content.text),
+                "metadata": request.content.metadata,
+            },
             "identity": {
                 "owner_id": request.identity.owner_id,
                 "owner_type": request.identity.owner_type,
@@ -309,7 +317,13 @@ class ServerState:
                         rest = self._merge(record, update.model_copy(update={"scoring": None}), body, now)
                         self._commit_patch(record, rest, body, now)
                     raise
-            cell = self._merge(record, update, body, now)
+            try:
+                cell = self._merge(record, update, body, now)
+            except AMPError as refused:
+                if refused.code == INVALID_TRANSITION and self.faults.on("refused-409-applies-other-members"):
+                    rest = self._merge(record, update.model_copy(update={"lifecycle": None}), body, now)
+                    self._commit_patch(record, rest, body, now)
+                raise
             if not self.faults.on("size-patch-not-enforced"):
                 too_large = self._size_check(cell)
                 if too_large is not None:
@@ -327,6 +341,8 @@ class ServerState:
             return
         if self.faults.on("rate-counts-refused"):
             self.limiter.record(cell_id, now)
+        if self.faults.on("retry-after-fixed"):
+            retry = self.limiter.window_seconds
         header = retry + 30 if self.faults.on("retry-after-mismatch") else retry
         raise AMPError(
             429,
@@ -353,7 +369,7 @@ class ServerState:
             if replace_whole:
                 metadata = metadata or {}
             cell["content"] = {
-                "text": old["content"]["text"] if text is None else text,
+                "text": old["content"]["text"] if text is None else self._stored_text(text),
                 "metadata": old["content"]["metadata"] if metadata is None else metadata,
             }
         if update.scoring is not None:
@@ -363,6 +379,8 @@ class ServerState:
                     base[name] = getattr(update.scoring, name)
             cell["scoring"] = base
         if update.access_policy is not None:
+            if self.faults.on("policy-edit-drops-creator"):
+                self.access.policy_replaced(old["id"], update.access_policy.model_fields_set)
             base = dict(DEFAULT_POLICY) if replace_whole else dict(old["access_policy"])
             for name in update.access_policy.model_fields_set & set(DEFAULT_POLICY):
                 value = getattr(update.access_policy, name)
@@ -480,6 +498,9 @@ class ServerState:
                 if query.owner_id is not None
                 else self.store.iter_records()
             )
+            if query.owner_id is not None and self.faults.on("owner-filter-folded"):
+                folded = folded_id(query.owner_id)
+                records = (r for r in self.store.iter_records() if folded_id(r.owner_id) == folded)
             for record in records:
                 cell = record.cell
                 if cell["lifecycle"]["status"] != status:

@@ -570,6 +570,12 @@ def test_out_of_range_or_mistyped_values_are_refused(amp: Amp) -> None:
         "content",
     ):
         _same(amp, cell, stored, path, back)
+    # ... and nothing means nothing: not even a valid member sent beside the invalid one
+    _, transitions = _transitions(amp)
+    mixed = transitions["refused 422"]
+    expect_refused_as_invalid(amp, mixed, "PATCH content with importance 2")
+    what = "a PATCH of content with importance 2"
+    _expect_text_not(amp, transitions["read after 422 and 403"], REFUSED_422_TEXT, what, "AMP-PATCH-17")
 
 
 # PATCH-11, PATCH-14: one cell, expiry then manual transitions ----------------------------------
@@ -650,6 +656,24 @@ def _make_stale(amp: Amp, cell_id: str) -> Reply:
     return _patch(amp, cell_id, {"lifecycle": {"status": "stale"}})
 
 
+#: The valid member a refused PATCH carries beside the member that gets it refused: a server that
+#: stores it broke AMP-PATCH-12 (a 409 leaves the cell unchanged) or AMP-PATCH-17 (a 422 changes nothing).
+REFUSED_409_TEXT = "applied by the PATCH refused with 409"
+REFUSED_422_TEXT = "applied by the PATCH refused with 422"
+
+
+def _expect_text_not(amp: Amp, got: Reply, text: str, what: str, requirement: str) -> None:
+    """A read after a refused mixed-body PATCH does not show the text that PATCH sent."""
+    stored = member(read_back_of(amp, got), "content.text")
+    amp.expect(
+        stored != text,
+        f"{what} was refused, yet its valid member was written: content.text is now {shown(stored)}",
+        got,
+        expected="the text from before the refused PATCH",
+        requirement=requirement,
+    )
+
+
 def _transition_probes(amp: Amp) -> _Probes:
     """Two cells. The first is archived (a status-only body), asked back to active and to stale (one
     read after both), then sent content with a return to active, and read. The second is sent content
@@ -664,13 +688,10 @@ def _transition_probes(amp: Amp) -> _Probes:
         record(f"archived -> {target}", _patch(amp, cell_id, {"lifecycle": {"status": target}}))
     # one read shows both: either transition applied leaves the cell out of 'archived'
     record("read after archived -> active and stale", _get(amp, cell_id))
-    returned = {
-        "content": {"text": "applied by the PATCH refused with 409"},
-        "lifecycle": {"status": "active"},
-    }
+    returned = {"content": {"text": REFUSED_409_TEXT}, "lifecycle": {"status": "active"}}
     record("refused 409", _patch(amp, cell_id, returned))
     record("read after 409", _get(amp, cell_id))
-    invalid = {"content": {"text": "applied by the PATCH refused with 422"}, "scoring": {"importance": 2}}
+    invalid = {"content": {"text": REFUSED_422_TEXT}, "scoring": {"importance": 2}}
     record("refused 422", _patch(amp, other_id, invalid))
     edit = {"content": {"text": "applied by the PATCH refused with 403"}}
     if amp.optional_agent("stranger") is not None:  # without a second agent, PATCH-13 skips
@@ -734,6 +755,10 @@ def test_archived_cell_cannot_return(amp: Amp) -> None:
     for target in ("active", "stale"):
         _expect_invalid_transition(amp, got[f"archived -> {target}"], f"archived -> {target}")
     _expect_status_in(amp, got["read after archived -> active and stale"], "archived")
+    # the refusal leaves the cell unchanged: the content sent beside the forbidden status too
+    what = "content with archived -> active"
+    _expect_invalid_transition(amp, got["refused 409"], what)
+    _expect_text_not(amp, got["read after 409"], REFUSED_409_TEXT, f"a PATCH of {what}", "AMP-PATCH-12")
 
 
 @check("AMP-PATCH-12", "AMP-ERR-03")
