@@ -163,11 +163,13 @@ class Sweep:
         failing = "; ".join(f"{rid} by {','.join(names)}" for rid, names in sorted(self.failing.items()))
         blocked = ", ".join(f"{rid} x{n}" for rid, n in sorted(self.blocked.items()))
         verdict = "BAD" if self.problems() else "OK "
-        if self.fault in WARNS:
-            failing = "; ".join(f"{rid} warned by {','.join(n)}" for rid, n in sorted(self.warning.items()))
+        label = "fails"
+        if self.fault in WARNS:  # a SHOULD fault: its row shows the warnings (and any failure is BAD)
+            label = "warns"
+            failing = "; ".join(f"{rid} by {','.join(n)}" for rid, n in sorted(self.warning.items()))
         return (
             f"{verdict} {self.fault:<30} {self.requirement:<13} exit {self.exit_code}  "
-            f"fails: {failing or '-'}  blocked: {blocked or '-'}  errors: {len(self.errors)}"
+            f"{label}: {failing or '-'}  blocked: {blocked or '-'}  errors: {len(self.errors)}"
         )
 
 
