@@ -116,7 +116,18 @@ async def json_body(request: Request, limit: int, faults: Faults) -> dict[str, A
                 )
             ]
         )
+    if faults.on("scalar-body-500") and _scalar(raw):
+        raise FaultyAnswer(_crash_envelope())  # building the error's input from a scalar fails
     return parse_json_object(raw)
+
+
+def _scalar(raw: bytes) -> bool:
+    """The body is a JSON number, boolean or null (the scalar-body-500 fault only)."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    return value is None or isinstance(value, (bool, int, float))
 
 
 def parse_json(raw: bytes) -> Any:

@@ -103,6 +103,11 @@ _ALL: tuple[Fault, ...] = (
         "AMP-CRE-01",
         "A JSON body labelled application/json with a parameter (; charset=utf-8) is refused with 422.",
     ),
+    Fault(
+        "scalar-body-500",
+        "AMP-CRE-10",
+        "A body that is a JSON number, true, false or null crashes: a 500 in the envelope.",
+    ),
     Fault("create-returns-200", "AMP-CRE-01", "POST /memories answers 200 instead of 201."),
     Fault("id-not-ulid", "AMP-CELL-05", "Cell ids are random UUIDs (uuid4), not ULIDs."),
     Fault(

@@ -577,6 +577,11 @@ def _(amp):
     return first, amp.patch(cell["id"], {"scoring": {"importance": 0.5}}).headers["retry-after"]
 
 
+@scenario("scalar-body-500")
+def _(amp):
+    return [_raw(amp, body) for body in (b"42", b"true", b"null")]
+
+
 # --- the tests ----------------------------------------------------------------------------------
 
 

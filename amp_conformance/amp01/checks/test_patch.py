@@ -139,6 +139,10 @@ STAMP_GAP = 1.1
 """Seconds between two PATCHes whose last_updated_at must differ (timestamps may have whole seconds)."""
 
 
+#: The provenance member the access_policy.public PATCH also sends (AMP-PATCH-03/-04 for provenance).
+PROVENANCE_SENT = {"source_ref": "conv-2"}
+
+
 def _merge_probes(amp: Amp) -> _Probes:
     """A cell with every section set; then a read, a content PATCH (text and metadata), a read, a
     scoring PATCH, an access_policy.public PATCH, a readable_by PATCH 1.1 s after the content PATCH, a
@@ -162,7 +166,8 @@ def _merge_probes(amp: Amp) -> _Probes:
     stamped = time.monotonic()
     record("read after content", _get(amp, cell_id))
     record("scoring", _patch(amp, cell_id, {"scoring": {"importance": 0.9}}))
-    record("public", _patch(amp, cell_id, {"access_policy": {"public": True}}))
+    # one PATCH for two sections keeps the cell within five successful PATCHes
+    record("public", _patch(amp, cell_id, {"access_policy": {"public": True}, "provenance": PROVENANCE_SENT}))
     time.sleep(max(0.0, stamped + STAMP_GAP - time.monotonic()))
     record("readable_by", _patch(amp, cell_id, {"access_policy": {"readable_by": [f"{owner}-b"]}}))
     record("read after readable_by", _get(amp, cell_id))
@@ -236,6 +241,33 @@ def test_access_policy_keys_not_sent_keep_their_values(amp: Amp) -> None:
     amp.expect(public is True, f"access_policy.public is true (got {shown(public)})", reply)
     for key in ("readable_by", "writable_by"):
         _same(amp, before, updated, f"access_policy.{key}", reply)
+
+
+@check("AMP-PATCH-03", "AMP-PATCH-04")
+def test_provenance_keys_not_sent_keep_their_values(amp: Amp) -> None:
+    """PATCH provenance.source_ref replaces it and keeps source_type and extraction_method as stored."""
+    _, got = _merge(amp)
+    before = read_back_of(amp, got["read after content"])
+    reply = got["public"]
+    amp.expect_status(reply, 200, what="PATCH access_policy.public with provenance.source_ref")
+    updated = reply.json_object()
+    ref = expect_member(amp, updated, "provenance.source_ref", reply)
+    amp.expect(
+        ref == "conv-2",
+        f"provenance.source_ref is 'conv-2' as sent (got {shown(ref)})",
+        reply,
+        requirement="AMP-PATCH-04",
+    )
+    for key in ("source_type", "extraction_method"):
+        old = expect_member(amp, before, f"provenance.{key}")
+        new = expect_member(amp, updated, f"provenance.{key}", reply)
+        amp.expect(
+            new == old,
+            f"provenance.{key} changed from {shown(old)} to {shown(new)}, though only source_ref was sent",
+            reply,
+            expected=repr(old),
+            requirement="AMP-PATCH-03",
+        )
 
 
 @check("AMP-PATCH-04")
