@@ -147,6 +147,11 @@ _ALL: tuple[Fault, ...] = (
         "AMP-ACL-04",
         "An access pattern matches anywhere inside the agent id instead of the whole id.",
     ),
+    Fault(
+        "forbidden-patch-writes",
+        "AMP-ACL-02",
+        "A PATCH refused with 403 still writes its body: the refusal is only in the answer.",
+    ),
     Fault("public-grants-write", "AMP-ACL-02", "public: true also lets any agent PATCH and DELETE."),
     Fault("no-creator-bypass", "AMP-ACL-08", "The creator has no access unless the policy names it."),
     Fault(

@@ -306,7 +306,12 @@ class ServerState:
             budget_key = memory_id
             if counted and self.faults.on("rate-before-access"):
                 self._check_budget(budget_key, now)
-            record = self._lookup(memory_id, agent, "write")
+            try:
+                record = self._lookup(memory_id, agent, "write")
+            except AMPError as refused:
+                if refused.status == 403 and self.faults.on("forbidden-patch-writes"):
+                    self._write_anyway(memory_id, update, body, now)
+                raise
             if record.status == "deleted":
                 raise self._transition("Memory cell is deleted; deleted is terminal", {"status": "deleted"})
             if counted and not self.faults.on("rate-before-access"):
@@ -332,6 +337,15 @@ class ServerState:
             if counted:
                 self.limiter.record(budget_key, now)
         return cell
+
+    def _write_anyway(
+        self, memory_id: str, update: UpdateRequest, body: dict[str, Any], now: datetime
+    ) -> None:
+        """The forbidden-patch-writes fault: the refused caller's PATCH is applied all the same."""
+        record = self.store.get(memory_id)
+        if record is not None and record.status != "deleted":
+            with contextlib.suppress(AMPError):
+                self._commit_patch(record, self._merge(record, update, body, now), body, now)
 
     def _check_budget(self, cell_id: str, now: datetime) -> None:
         if self.faults.on("rate-limit-off"):

@@ -582,6 +582,13 @@ def _(amp):
     return [_raw(amp, body) for body in (b"42", b"true", b"null")]
 
 
+@scenario("forbidden-patch-writes")
+def _(amp):
+    cell = amp.new_cell(agent="creator")
+    status = amp.patch(cell["id"], {"content": {"text": "defaced"}}, "stranger").status_code
+    return status, amp.stored(cell["id"])["content"]["text"]
+
+
 # --- the tests ----------------------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
 from amp_conformance.amp01.checks._support import (
+    about,
     expect_member,
     expect_refusal,
     expect_refused_as_invalid,
@@ -692,6 +693,7 @@ def _make_stale(amp: Amp, cell_id: str) -> Reply:
 #: stores it broke AMP-PATCH-12 (a 409 leaves the cell unchanged) or AMP-PATCH-17 (a 422 changes nothing).
 REFUSED_409_TEXT = "applied by the PATCH refused with 409"
 REFUSED_422_TEXT = "applied by the PATCH refused with 422"
+REFUSED_403_TEXT = "applied by the PATCH refused with 403"
 
 
 def _expect_text_not(amp: Amp, got: Reply, text: str, what: str, requirement: str) -> None:
@@ -725,7 +727,7 @@ def _transition_probes(amp: Amp) -> _Probes:
     record("read after 409", _get(amp, cell_id))
     invalid = {"content": {"text": REFUSED_422_TEXT}, "scoring": {"importance": 2}}
     record("refused 422", _patch(amp, other_id, invalid))
-    edit = {"content": {"text": "applied by the PATCH refused with 403"}}
+    edit = {"content": {"text": REFUSED_403_TEXT}}
     if amp.optional_agent("stranger") is not None:  # without a second agent, PATCH-13 skips
         record("refused 403", _patch(amp, other_id, edit, role="stranger"))
     record("read after 422 and 403", _get(amp, other_id))
@@ -811,20 +813,23 @@ def test_patch_cannot_set_deleted(amp: Amp) -> None:
     _expect_status_in(amp, transitions["read after archived -> deleted"], "archived")
 
 
-@check("AMP-PATCH-13")
+@check("AMP-PATCH-13", "AMP-ACL-02")
 def test_refused_patch_applies_nothing(amp: Amp) -> None:
     """A PATCH refused with 409, 422 or 403 leaves every member of its body unapplied."""
     cells, got = _transitions(amp)
     amp.agent("stranger")  # skips without a second agent, as it always has
     amp.archived_step(got["archive"])
-    amp.expect_status(got["refused 409"], 409, what="content + archived -> active")
-    back = got["read after 409"]
-    _same(amp, cells["archived"], read_back_of(amp, back), "content.text", back)
-    amp.expect_status(got["refused 422"], 422, what="content + importance 2")
-    amp.expect_status(got["refused 403"], 403, what="a stranger's PATCH")
-    # one read shows both: each refused PATCH sent its own text
+    # one read shows the 422's and the 403's: each refused PATCH sent its own text; a stranger's that
+    # was written is a write the policy refuses (AMP-ACL-02, a MUST), whatever the answer said
     back = got["read after 422 and 403"]
-    _same(amp, cells["stale"], read_back_of(amp, back), "content.text", back)
+    _expect_text_not(amp, back, REFUSED_403_TEXT, "a stranger's PATCH", "AMP-ACL-02")
+    with about("AMP-PATCH-13"):
+        amp.expect_status(got["refused 409"], 409, what="content + archived -> active")
+        after = got["read after 409"]
+        _same(amp, cells["archived"], read_back_of(amp, after), "content.text", after)
+        amp.expect_status(got["refused 422"], 422, what="content + importance 2")
+        amp.expect_status(got["refused 403"], 403, what="a stranger's PATCH")
+        _same(amp, cells["stale"], read_back_of(amp, back), "content.text", back)
 
 
 # PATCH-16 (serial: no lifecycle pass may run during it) ---------------------------------------
