@@ -66,6 +66,10 @@ ALSO_BREAKS: dict[str, dict[str, str]] = {
         "AMP-PATCH-01": "the parameter is refused on PATCH as well as on create (AMP-CRE-01)",
         "AMP-SRCH-01": "the parameter is refused on search as well as on create (AMP-CRE-01)",
     },
+    "forbidden-patch-writes": {
+        "AMP-ACL-13": "the stranger's PATCH that names itself as identity.created_by is written too, so "
+        "the body did raise the caller's rights (AMP-ACL-02 is the refused write itself)",
+    },
     "health-version-mismatch": {
         "AMP-HEALTH-01": "/health reports 0.2.0: wrong by itself (AMP-HEALTH-01 wants 0.1.0) and "
         "disagreeing with /spec (AMP-CAP-03)",
@@ -76,6 +80,7 @@ ALSO_BREAKS: dict[str, dict[str, str]] = {
 #: the fault's requirement warns and nothing fails.
 WARNS: dict[str, str] = {
     "retry-after-fixed": "AMP-RATE-03 (the wait is the time left in the window) is a SHOULD (inferred)",
+    "scalar-body-500": "AMP-CRE-10 (422 for a body that is not a JSON object) is a SHOULD (inferred)",
 }
 
 #: Faults whose attribution needs a change outside the checks this sweep's fixes own; strict, so the

@@ -24,7 +24,6 @@ from typing import Any
 from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
 from amp_conformance.amp01.checks._support import (
-    about,
     expect_member,
     expect_refusal,
     expect_refused_as_invalid,
@@ -813,23 +812,29 @@ def test_patch_cannot_set_deleted(amp: Amp) -> None:
     _expect_status_in(amp, transitions["read after archived -> deleted"], "archived")
 
 
-@check("AMP-PATCH-13", "AMP-ACL-02")
+@check("AMP-PATCH-13")
 def test_refused_patch_applies_nothing(amp: Amp) -> None:
     """A PATCH refused with 409, 422 or 403 leaves every member of its body unapplied."""
     cells, got = _transitions(amp)
     amp.agent("stranger")  # skips without a second agent, as it always has
     amp.archived_step(got["archive"])
-    # one read shows the 422's and the 403's: each refused PATCH sent its own text; a stranger's that
-    # was written is a write the policy refuses (AMP-ACL-02, a MUST), whatever the answer said
+    amp.expect_status(got["refused 409"], 409, what="content + archived -> active")
+    back = got["read after 409"]
+    _same(amp, cells["archived"], read_back_of(amp, back), "content.text", back)
+    amp.expect_status(got["refused 422"], 422, what="content + importance 2")
+    amp.expect_status(got["refused 403"], 403, what="a stranger's PATCH")
+    # one read shows both: each refused PATCH sent its own text
     back = got["read after 422 and 403"]
-    _expect_text_not(amp, back, REFUSED_403_TEXT, "a stranger's PATCH", "AMP-ACL-02")
-    with about("AMP-PATCH-13"):
-        amp.expect_status(got["refused 409"], 409, what="content + archived -> active")
-        after = got["read after 409"]
-        _same(amp, cells["archived"], read_back_of(amp, after), "content.text", after)
-        amp.expect_status(got["refused 422"], 422, what="content + importance 2")
-        amp.expect_status(got["refused 403"], 403, what="a stranger's PATCH")
-        _same(amp, cells["stale"], read_back_of(amp, back), "content.text", back)
+    _same(amp, cells["stale"], read_back_of(amp, back), "content.text", back)
+
+
+@check("AMP-ACL-02")
+def test_a_strangers_refused_patch_writes_nothing(amp: Amp) -> None:
+    """A stranger's PATCH refused with 403 writes nothing: the write is refused, not only the answer."""
+    _, got = _transitions(amp)
+    amp.agent("stranger")  # skips without a second agent, as AMP-PATCH-13 does
+    amp.expect_status(got["refused 403"], 403, what="a stranger's PATCH")
+    _expect_text_not(amp, got["read after 422 and 403"], REFUSED_403_TEXT, "a stranger's PATCH", "AMP-ACL-02")
 
 
 # PATCH-16 (serial: no lifecycle pass may run during it) ---------------------------------------

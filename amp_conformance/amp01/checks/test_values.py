@@ -87,6 +87,8 @@ def test_json_with_a_charset_parameter_is_json(amp: Amp) -> None:
     cell = made.json_object()
     edit = raw({"content": {"text": "patched"}})
     patched = client.request("PATCH", f"/memories/{cell['id']}", content=edit, headers=headers)
+    if amp.creator_refused(patched):  # the creator's access is AMP-ACL-08's question, a step here
+        amp.creator_step_failed(f"the creator's PATCH answered {patched.status}", patched)
     amp.expect_status(patched, 200, what=f"a PATCH labelled {CHARSET}", requirement="AMP-PATCH-01")
     search = {"query": "patched", "owner_id": body["identity"]["owner_id"]}
     found = client.request("POST", "/memories/search", content=raw(search), headers=headers)
