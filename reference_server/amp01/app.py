@@ -225,7 +225,7 @@ async def create_memory(request: Request, state: ServerState) -> Response:
             raise parse_error
     if body is None:
         body = await _json_body(request, state)
-    model = validate(CreateRequest, body, location="body")
+    model = validate(CreateRequest, body, location="body", lax=state.faults.on("values-coerced"))
     cell = state.create(agent, model, body)
     return JSONResponse(cell, status_code=200 if state.faults.on("create-returns-200") else 201)
 
@@ -272,8 +272,25 @@ async def get_memory(request: Request, state: ServerState) -> Response:
 async def patch_memory(request: Request, state: ServerState) -> Response:
     agent = authenticate(request, state)
     body = await _json_body(request, state)
-    update = validate(UpdateRequest, body, location="body")
+    try:
+        update = validate(UpdateRequest, body, location="body")
+    except AMPError:
+        if state.faults.on("refused-422-applies-valid-members"):
+            _apply_valid_members(state, agent, request.path_params["memory_id"], body)
+        raise
     return JSONResponse(state.patch(agent, request.path_params["memory_id"], update, body))
+
+
+def _apply_valid_members(state: ServerState, agent: str, memory_id: str, body: dict[str, Any]) -> None:
+    """The refused-422-applies-valid-members fault: write each top-level member that validates alone."""
+    valid: dict[str, Any] = {}
+    for name, value in body.items():
+        with suppress(AMPError):
+            validate(UpdateRequest, {name: value}, location="body")
+            valid[name] = value
+    if valid:
+        with suppress(AMPError):
+            state.patch(agent, memory_id, validate(UpdateRequest, valid, location="body"), valid)
 
 
 async def delete_memory(request: Request, state: ServerState) -> Response:
@@ -292,7 +309,8 @@ async def run_lifecycle(request: Request, state: ServerState) -> Response:
     elif not state.faults.on("admin-token-ignored"):
         sent = request.headers.get(ADMIN_HEADER)
         offered = sent.encode("latin-1") if sent is not None else b""
-        if sent is None or not hmac.compare_digest(offered, token.encode("utf-8")):
+        prefix = state.faults.on("admin-token-prefix") and bool(sent) and token.startswith(sent or "")
+        if not prefix and (sent is None or not hmac.compare_digest(offered, token.encode("utf-8"))):
             raise AMPError(403, ACCESS_DENIED, "Missing or wrong X-AMP-Admin-Token")
     report = state.run_pass()
     transitions = report["transitions"]

@@ -104,7 +104,8 @@ async def json_body(request: Request, limit: int, faults: Faults) -> dict[str, A
     faulty = _faulty_answer(raw, content_type, faults)
     if faulty is not None:
         raise FaultyAnswer(faulty)
-    if not is_json_media_type(content_type):
+    parameter = content_type is not None and ";" in content_type
+    if not is_json_media_type(content_type) or (parameter and faults.on("media-type-parameter-refused")):
         raise validation_error(
             [
                 error_entry(
@@ -115,7 +116,18 @@ async def json_body(request: Request, limit: int, faults: Faults) -> dict[str, A
                 )
             ]
         )
+    if faults.on("scalar-body-500") and _scalar(raw):
+        raise FaultyAnswer(_crash_envelope())  # building the error's input from a scalar fails
     return parse_json_object(raw)
+
+
+def _scalar(raw: bytes) -> bool:
+    """The body is a JSON number, boolean or null (the scalar-body-500 fault only)."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    return value is None or isinstance(value, (bool, int, float))
 
 
 def parse_json(raw: bytes) -> Any:

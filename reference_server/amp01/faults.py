@@ -37,6 +37,16 @@ _ALL: tuple[Fault, ...] = (
     ),
     Fault("patch-deleted-status-allowed", "AMP-PATCH-12", "PATCH lifecycle.status 'deleted' is accepted."),
     Fault(
+        "refused-422-applies-valid-members",
+        "AMP-PATCH-17",
+        "A PATCH refused with 422 still writes the members of its body that were valid.",
+    ),
+    Fault(
+        "refused-409-applies-other-members",
+        "AMP-PATCH-12",
+        "A PATCH refused with 409 (a forbidden status write) still writes the other members of its body.",
+    ),
+    Fault(
         "scoring-patch-flips-status",
         "AMP-PATCH-16",
         "A scoring PATCH re-evaluates the decay score and flips the status at once.",
@@ -83,6 +93,26 @@ _ALL: tuple[Fault, ...] = (
         "AMP-CRE-04",
         "POST /memories applies a client-sent lifecycle (status, created_at).",
     ),
+    Fault(
+        "text-normalised",
+        "AMP-CELL-17",
+        "content.text is stored NFKC-normalised (ligatures, full-width letters, decomposed accents folded).",
+    ),
+    Fault(
+        "values-coerced",
+        "AMP-ERR-04",
+        'Create validates loosely: "0.5" is taken as a number, "true" and 1 as the boolean true.',
+    ),
+    Fault(
+        "media-type-parameter-refused",
+        "AMP-CRE-01",
+        "A JSON body labelled application/json with a parameter (; charset=utf-8) is refused with 422.",
+    ),
+    Fault(
+        "scalar-body-500",
+        "AMP-CRE-10",
+        "A body that is a JSON number, true, false or null crashes: a 500 in the envelope.",
+    ),
     Fault("create-returns-200", "AMP-CRE-01", "POST /memories answers 200 instead of 201."),
     Fault("id-not-ulid", "AMP-CELL-05", "Cell ids are random UUIDs (uuid4), not ULIDs."),
     Fault(
@@ -94,6 +124,11 @@ _ALL: tuple[Fault, ...] = (
     ),
     Fault("has-more-always-false", "AMP-LIST-08", "List and search always answer has_more false."),
     Fault("query-alias-missing", "AMP-LIST-02", "GET /memories/query is routed as a read of the id 'query'."),
+    Fault(
+        "owner-filter-folded",
+        "AMP-LIST-03",
+        "The owner_id filter of list and search ignores letter case and Unicode normalisation.",
+    ),
     Fault("list-ignores-acl", "AMP-ACL-14", "GET /memories lists cells the caller may not read."),
     # Capabilities and health
     Fault(
@@ -117,8 +152,23 @@ _ALL: tuple[Fault, ...] = (
         "AMP-ACL-04",
         "An access pattern matches anywhere inside the agent id instead of the whole id.",
     ),
+    Fault(
+        "forbidden-patch-writes",
+        "AMP-ACL-02",
+        "A PATCH refused with 403 still writes its body: the refusal is only in the answer.",
+    ),
     Fault("public-grants-write", "AMP-ACL-02", "public: true also lets any agent PATCH and DELETE."),
     Fault("no-creator-bypass", "AMP-ACL-08", "The creator has no access unless the policy names it."),
+    Fault(
+        "identity-case-folded",
+        "AMP-ACL-09",
+        "The owner and creator bypass compare agent ids ignoring letter case.",
+    ),
+    Fault(
+        "policy-edit-drops-creator",
+        "AMP-ACL-08",
+        "Once a PATCH replaces readable_by (writable_by), the creator reads (writes) only if it is listed.",
+    ),
     Fault("no-owner-bypass", "AMP-ACL-07", "The owner has no access unless the policy names it."),
     # API keys
     Fault(
@@ -139,6 +189,11 @@ _ALL: tuple[Fault, ...] = (
         "With no AMP_ADMIN_TOKEN configured, POST /lifecycle/run runs a pass for anyone.",
     ),
     Fault("admin-token-ignored", "AMP-ADMIN-03", "POST /lifecycle/run runs a pass whatever token is sent."),
+    Fault(
+        "admin-token-prefix",
+        "AMP-ADMIN-03",
+        "POST /lifecycle/run accepts any non-empty prefix of the admin token.",
+    ),
     Fault(
         "admin-missing-transition-keys",
         "AMP-ADMIN-04",
@@ -165,6 +220,11 @@ _ALL: tuple[Fault, ...] = (
     ),
     Fault(
         "rate-limit-off", "AMP-RATE-01", "Scoring PATCHes are never rate-limited, though /spec says they are."
+    ),
+    Fault(
+        "retry-after-fixed",
+        "AMP-RATE-03",
+        "Retry-After always announces the whole window instead of the time left in it.",
     ),
     Fault("rate-counts-refused", "AMP-RATE-04", "Refused (429) scoring PATCHes are recorded in the window."),
     Fault("rate-never-forgets", "AMP-RATE-10", "The rate-limit window never expires."),

@@ -201,10 +201,12 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
-def validate(model: type[M], data: Any, *, location: str) -> M:
-    """Validate ``data`` against ``model``; a failure is a 422 ``AMPError`` with ``details.errors``."""
+def validate(model: type[M], data: Any, *, location: str, lax: bool = False) -> M:
+    """Validate ``data`` against ``model``; a failure is a 422 ``AMPError`` with ``details.errors``.
+
+    ``lax`` (the values-coerced fault only) lets pydantic coerce: ``"0.5"`` to 0.5, ``"true"`` to true."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, strict=False if lax else None)
     except ValidationError as exc:
         raise _as_amp_error(exc, location) from None
 

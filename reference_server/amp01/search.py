@@ -15,7 +15,7 @@ from datetime import datetime
 from operator import itemgetter
 from typing import Any
 
-from reference_server.amp01.access import AccessControl
+from reference_server.amp01.access import AccessControl, folded_id
 from reference_server.amp01.embedding import SCALE, embed
 from reference_server.amp01.faults import Faults
 from reference_server.amp01.lifecycle import SECONDS_PER_DAY
@@ -133,6 +133,9 @@ def search(
         else:
             shard = store.shard(owner_id)
             shards = [shard] if shard is not None else []
+            if faults.on("owner-filter-folded"):
+                folded = folded_id(owner_id)
+                shards = [found for owner, found in store.owned_shards() if folded_id(owner) == folded]
         if faults.on("search-ignores-types"):
             types = None
         ranked = rank(shards, query, statuses, types, now, use_decay=not faults.on("ranking-ignores-decay"))

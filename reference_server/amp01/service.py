@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from reference_server.amp01.access import AccessControl
+from reference_server.amp01.access import AccessControl, folded_id
 from reference_server.amp01.auth import KeyRing
 from reference_server.amp01.clock import Clock
 from reference_server.amp01.config import MAX_PAGE_SIZE, Settings
@@ -143,6 +144,10 @@ class ServerState:
             raise self._forbidden(action)
         return record
 
+    def _stored_text(self, text: str) -> str:
+        """content.text as stored: as sent, or NFKC-folded under the text-normalised fault."""
+        return unicodedata.normalize("NFKC", text) if self.faults.on("text-normalised") else text
+
     def _crash_on_unusual_input(self, body: dict[str, Any]) -> None:
         """The three fuzzing-only faults: deliberate 500s on input no hand-written check sends."""
         identity = body.get("identity")
@@ -215,7 +220,10 @@ class ServerState:
             "amp_version": AMP_VERSION,
             "id": self.ids.new(),
             "type": request.type,
-            "content": {"text": request.content.text, "metadata": request.content.metadata},
+            "content": {
+                "text": self._stored_text(request.content.text),
+                "metadata": request.content.metadata,
+            },
             "identity": {
                 "owner_id": request.identity.owner_id,
                 "owner_type": request.identity.owner_type,
@@ -300,7 +308,12 @@ class ServerState:
             budget_key = memory_id
             if counted and self.faults.on("rate-before-access"):
                 self._check_budget(budget_key, now)
-            record = self._lookup(memory_id, agent, "write")
+            try:
+                record = self._lookup(memory_id, agent, "write")
+            except AMPError as refused:
+                if refused.status == 403 and self.faults.on("forbidden-patch-writes"):
+                    self._write_anyway(memory_id, update, body, now)
+                raise
             if record.status == "deleted":
                 raise self._transition("Memory cell is deleted; deleted is terminal", {"status": "deleted"})
             if self.faults.on("archive-status-only-refused") and _status_only(body):
@@ -315,7 +328,13 @@ class ServerState:
                         rest = self._merge(record, update.model_copy(update={"scoring": None}), body, now)
                         self._commit_patch(record, rest, body, now)
                     raise
-            cell = self._merge(record, update, body, now)
+            try:
+                cell = self._merge(record, update, body, now)
+            except AMPError as refused:
+                if refused.code == INVALID_TRANSITION and self.faults.on("refused-409-applies-other-members"):
+                    rest = self._merge(record, update.model_copy(update={"lifecycle": None}), body, now)
+                    self._commit_patch(record, rest, body, now)
+                raise
             if not self.faults.on("size-patch-not-enforced"):
                 too_large = self._size_check(cell)
                 if too_large is not None:
@@ -325,6 +344,15 @@ class ServerState:
                 self.limiter.record(budget_key, now)
         return cell
 
+    def _write_anyway(
+        self, memory_id: str, update: UpdateRequest, body: dict[str, Any], now: datetime
+    ) -> None:
+        """The forbidden-patch-writes fault: the refused caller's PATCH is applied all the same."""
+        record = self.store.get(memory_id)
+        if record is not None and record.status != "deleted":
+            with contextlib.suppress(AMPError):
+                self._commit_patch(record, self._merge(record, update, body, now), body, now)
+
     def _check_budget(self, cell_id: str, now: datetime) -> None:
         if self.faults.on("rate-limit-off"):
             return
@@ -333,6 +361,8 @@ class ServerState:
             return
         if self.faults.on("rate-counts-refused"):
             self.limiter.record(cell_id, now)
+        if self.faults.on("retry-after-fixed"):
+            retry = self.limiter.window_seconds
         header = retry + 30 if self.faults.on("retry-after-mismatch") else retry
         raise AMPError(
             429,
@@ -359,7 +389,7 @@ class ServerState:
             if replace_whole:
                 metadata = metadata or {}
             cell["content"] = {
-                "text": old["content"]["text"] if text is None else text,
+                "text": old["content"]["text"] if text is None else self._stored_text(text),
                 "metadata": old["content"]["metadata"] if metadata is None else metadata,
             }
         if update.scoring is not None:
@@ -369,6 +399,8 @@ class ServerState:
                     base[name] = getattr(update.scoring, name)
             cell["scoring"] = base
         if update.access_policy is not None:
+            if self.faults.on("policy-edit-drops-creator"):
+                self.access.policy_replaced(old["id"], update.access_policy.model_fields_set)
             base = dict(DEFAULT_POLICY) if replace_whole else dict(old["access_policy"])
             for name in update.access_policy.model_fields_set & set(DEFAULT_POLICY):
                 value = getattr(update.access_policy, name)
@@ -486,6 +518,9 @@ class ServerState:
                 if query.owner_id is not None
                 else self.store.iter_records()
             )
+            if query.owner_id is not None and self.faults.on("owner-filter-folded"):
+                folded = folded_id(query.owner_id)
+                records = (r for r in self.store.iter_records() if folded_id(r.owner_id) == folded)
             for record in records:
                 cell = record.cell
                 if cell["lifecycle"]["status"] != status:

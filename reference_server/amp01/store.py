@@ -188,3 +188,8 @@ class Store:
     def shards(self) -> list[OwnerShard]:
         with self.lock:
             return list(self._owners.values())
+
+    def owned_shards(self) -> list[tuple[str, OwnerShard]]:
+        """(owner id, shard) of every owner."""
+        with self.lock:
+            return list(self._owners.items())

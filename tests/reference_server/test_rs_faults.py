@@ -8,6 +8,7 @@ must differ. A fault without a scenario fails ``test_every_fault_has_a_scenario`
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -513,6 +514,93 @@ def _(amp):
     body = amp.body(amp.owner())
     body["content"]["metadata"] = {"a": {"b": {"c": {"d": 1}}}}
     return amp.create(body).status_code
+
+
+# --- issue 22: refusals, identities, values as sent, countdowns ---------------------------------
+
+
+@scenario("refused-422-applies-valid-members")
+def _(amp):
+    cell = amp.new_cell()
+    status = amp.patch(cell["id"], {"content": {"text": "new"}, "scoring": {"importance": 2}}).status_code
+    return status, amp.stored(cell["id"])["content"]["text"]
+
+
+@scenario("refused-409-applies-other-members")
+def _(amp):
+    cell = amp.new_cell()
+    amp.archive(cell["id"])
+    body = {"content": {"text": "new"}, "lifecycle": {"status": "active"}}
+    status = amp.patch(cell["id"], body).status_code
+    return status, amp.stored(cell["id"])["content"]["text"]
+
+
+@scenario("text-normalised")
+def _(amp):
+    return amp.new_cell(text="\ufb01ne cafe\u0301")["content"]["text"]
+
+
+@scenario("values-coerced")
+def _(amp):
+    bodies = ({"scoring": {"importance": "0.5"}}, {"access_policy": {"public": "true"}})
+    return [amp.create(amp.body(amp.owner(), **body)).status_code for body in bodies]
+
+
+@scenario("media-type-parameter-refused")
+def _(amp):
+    return _raw(amp, _create_bytes(amp), "application/json; charset=utf-8")
+
+
+@scenario("owner-filter-folded")
+def _(amp):
+    owner = amp.owner() + "-caf\u00e9"
+    amp.create(amp.body(owner, "accented owner"))
+    variant = owner.upper()
+    listed = amp.list(owner_id=variant).json()["returned"]
+    decomposed = unicodedata.normalize("NFD", owner)
+    found = amp.search({"query": "accented owner", "owner_id": decomposed})
+    return listed, found.json()["returned"]
+
+
+@scenario("identity-case-folded")
+def _(amp):
+    cell = amp.new_cell(agent="creator")
+    return amp.get(cell["id"], "Creator").status_code
+
+
+@scenario("policy-edit-drops-creator")
+def _(amp):
+    cell = amp.new_cell(agent="creator")
+    policy = {"access_policy": {"readable_by": ["someone"], "writable_by": ["someone"]}}
+    assert amp.patch(cell["id"], policy, "creator").status_code == 200
+    return amp.get(cell["id"], "creator").status_code, amp.patch(cell["id"], {}, "creator").status_code
+
+
+@scenario("admin-token-prefix")
+def _(amp):
+    prefix = amp.ADMIN_TOKEN[:-1]
+    return amp.request("POST", "/lifecycle/run", headers={"X-AMP-Admin-Token": prefix}).status_code
+
+
+@scenario("retry-after-fixed")
+def _(amp):
+    cell = amp.new_cell()
+    _exhaust(amp, cell["id"])
+    first = amp.patch(cell["id"], {"scoring": {"importance": 0.5}}).headers["retry-after"]
+    amp.advance(seconds=10)
+    return first, amp.patch(cell["id"], {"scoring": {"importance": 0.5}}).headers["retry-after"]
+
+
+@scenario("scalar-body-500")
+def _(amp):
+    return [_raw(amp, body) for body in (b"42", b"true", b"null")]
+
+
+@scenario("forbidden-patch-writes")
+def _(amp):
+    cell = amp.new_cell(agent="creator")
+    status = amp.patch(cell["id"], {"content": {"text": "defaced"}}, "stranger").status_code
+    return status, amp.stored(cell["id"])["content"]["text"]
 
 
 # --- the tests ----------------------------------------------------------------------------------

@@ -290,11 +290,23 @@ def test_a_new_cell_is_readable_and_listed_at_once(amp: Amp) -> None:
     amp.expect(cell["id"] in ids, f"the owner's list contains the new cell (got ids {ids})", listed)
 
 
+#: Bodies that are not a JSON object: not JSON, then each kind of JSON value but an object (a scalar
+#: is where a server building the error's ``input`` from the body may crash).
+NOT_OBJECTS = (
+    ("not JSON", "not json"),
+    ("a JSON array", "[]"),
+    ("a JSON string", '"semantic"'),
+    ("a JSON number", "42"),
+    ("the JSON literal true", "true"),
+    ("the JSON literal null", "null"),
+)
+
+
 @check("AMP-CRE-10")
 def test_a_body_that_is_not_a_json_object_is_422(amp: Amp) -> None:
     """A body that is not JSON, or JSON but not an object, is 422 VALIDATION_ERROR in the envelope."""
     client = amp.as_agent("a")
-    for label, content in (("not JSON", "not json"), ("a JSON array", "[]"), ("a JSON string", '"semantic"')):
+    for label, content in NOT_OBJECTS:
         reply = client.request(
             "POST", "/memories", content=content, headers={"Content-Type": "application/json"}
         )

@@ -139,6 +139,10 @@ STAMP_GAP = 1.1
 """Seconds between two PATCHes whose last_updated_at must differ (timestamps may have whole seconds)."""
 
 
+#: The provenance member the access_policy.public PATCH also sends (AMP-PATCH-03/-04 for provenance).
+PROVENANCE_SENT = {"source_ref": "conv-2"}
+
+
 def _merge_probes(amp: Amp) -> _Probes:
     """A cell with every section set; then a read, a content PATCH (text and metadata), a read, a
     scoring PATCH, an access_policy.public PATCH, a readable_by PATCH 1.1 s after the content PATCH, a
@@ -162,7 +166,8 @@ def _merge_probes(amp: Amp) -> _Probes:
     stamped = time.monotonic()
     record("read after content", _get(amp, cell_id))
     record("scoring", _patch(amp, cell_id, {"scoring": {"importance": 0.9}}))
-    record("public", _patch(amp, cell_id, {"access_policy": {"public": True}}))
+    # one PATCH for two sections keeps the cell within five successful PATCHes
+    record("public", _patch(amp, cell_id, {"access_policy": {"public": True}, "provenance": PROVENANCE_SENT}))
     time.sleep(max(0.0, stamped + STAMP_GAP - time.monotonic()))
     record("readable_by", _patch(amp, cell_id, {"access_policy": {"readable_by": [f"{owner}-b"]}}))
     record("read after readable_by", _get(amp, cell_id))
@@ -236,6 +241,33 @@ def test_access_policy_keys_not_sent_keep_their_values(amp: Amp) -> None:
     amp.expect(public is True, f"access_policy.public is true (got {shown(public)})", reply)
     for key in ("readable_by", "writable_by"):
         _same(amp, before, updated, f"access_policy.{key}", reply)
+
+
+@check("AMP-PATCH-03", "AMP-PATCH-04")
+def test_provenance_keys_not_sent_keep_their_values(amp: Amp) -> None:
+    """PATCH provenance.source_ref replaces it and keeps source_type and extraction_method as stored."""
+    _, got = _merge(amp)
+    before = read_back_of(amp, got["read after content"])
+    reply = got["public"]
+    amp.expect_status(reply, 200, what="PATCH access_policy.public with provenance.source_ref")
+    updated = reply.json_object()
+    ref = expect_member(amp, updated, "provenance.source_ref", reply)
+    amp.expect(
+        ref == "conv-2",
+        f"provenance.source_ref is 'conv-2' as sent (got {shown(ref)})",
+        reply,
+        requirement="AMP-PATCH-04",
+    )
+    for key in ("source_type", "extraction_method"):
+        old = expect_member(amp, before, f"provenance.{key}")
+        new = expect_member(amp, updated, f"provenance.{key}", reply)
+        amp.expect(
+            new == old,
+            f"provenance.{key} changed from {shown(old)} to {shown(new)}, though only source_ref was sent",
+            reply,
+            expected=repr(old),
+            requirement="AMP-PATCH-03",
+        )
 
 
 @check("AMP-PATCH-04")
@@ -570,6 +602,12 @@ def test_out_of_range_or_mistyped_values_are_refused(amp: Amp) -> None:
         "content",
     ):
         _same(amp, cell, stored, path, back)
+    # ... and nothing means nothing: not even a valid member sent beside the invalid one
+    _, transitions = _transitions(amp)
+    mixed = transitions["refused 422"]
+    expect_refused_as_invalid(amp, mixed, "PATCH content with importance 2")
+    what = "a PATCH of content with importance 2"
+    _expect_text_not(amp, transitions["read after 422 and 403"], REFUSED_422_TEXT, what, "AMP-PATCH-17")
 
 
 # PATCH-11, PATCH-14: one cell, expiry then manual transitions ----------------------------------
@@ -650,6 +688,25 @@ def _make_stale(amp: Amp, cell_id: str) -> Reply:
     return _patch(amp, cell_id, {"lifecycle": {"status": "stale"}})
 
 
+#: The valid member a refused PATCH carries beside the member that gets it refused: a server that
+#: stores it broke AMP-PATCH-12 (a 409 leaves the cell unchanged) or AMP-PATCH-17 (a 422 changes nothing).
+REFUSED_409_TEXT = "applied by the PATCH refused with 409"
+REFUSED_422_TEXT = "applied by the PATCH refused with 422"
+REFUSED_403_TEXT = "applied by the PATCH refused with 403"
+
+
+def _expect_text_not(amp: Amp, got: Reply, text: str, what: str, requirement: str) -> None:
+    """A read after a refused mixed-body PATCH does not show the text that PATCH sent."""
+    stored = member(read_back_of(amp, got), "content.text")
+    amp.expect(
+        stored != text,
+        f"{what} was refused, yet its valid member was written: content.text is now {shown(stored)}",
+        got,
+        expected="the text from before the refused PATCH",
+        requirement=requirement,
+    )
+
+
 def _transition_probes(amp: Amp) -> _Probes:
     """Two cells. The first is archived (a status-only body), asked back to active and to stale (one
     read after both), then sent content with a return to active, and read. The second is sent content
@@ -664,15 +721,12 @@ def _transition_probes(amp: Amp) -> _Probes:
         record(f"archived -> {target}", _patch(amp, cell_id, {"lifecycle": {"status": target}}))
     # one read shows both: either transition applied leaves the cell out of 'archived'
     record("read after archived -> active and stale", _get(amp, cell_id))
-    returned = {
-        "content": {"text": "applied by the PATCH refused with 409"},
-        "lifecycle": {"status": "active"},
-    }
+    returned = {"content": {"text": REFUSED_409_TEXT}, "lifecycle": {"status": "active"}}
     record("refused 409", _patch(amp, cell_id, returned))
     record("read after 409", _get(amp, cell_id))
-    invalid = {"content": {"text": "applied by the PATCH refused with 422"}, "scoring": {"importance": 2}}
+    invalid = {"content": {"text": REFUSED_422_TEXT}, "scoring": {"importance": 2}}
     record("refused 422", _patch(amp, other_id, invalid))
-    edit = {"content": {"text": "applied by the PATCH refused with 403"}}
+    edit = {"content": {"text": REFUSED_403_TEXT}}
     if amp.optional_agent("stranger") is not None:  # without a second agent, PATCH-13 skips
         record("refused 403", _patch(amp, other_id, edit, role="stranger"))
     record("read after 422 and 403", _get(amp, other_id))
@@ -734,6 +788,10 @@ def test_archived_cell_cannot_return(amp: Amp) -> None:
     for target in ("active", "stale"):
         _expect_invalid_transition(amp, got[f"archived -> {target}"], f"archived -> {target}")
     _expect_status_in(amp, got["read after archived -> active and stale"], "archived")
+    # the refusal leaves the cell unchanged: the content sent beside the forbidden status too
+    what = "content with archived -> active"
+    _expect_invalid_transition(amp, got["refused 409"], what)
+    _expect_text_not(amp, got["read after 409"], REFUSED_409_TEXT, f"a PATCH of {what}", "AMP-PATCH-12")
 
 
 @check("AMP-PATCH-12", "AMP-ERR-03")
@@ -768,6 +826,15 @@ def test_refused_patch_applies_nothing(amp: Amp) -> None:
     # one read shows both: each refused PATCH sent its own text
     back = got["read after 422 and 403"]
     _same(amp, cells["stale"], read_back_of(amp, back), "content.text", back)
+
+
+@check("AMP-ACL-02")
+def test_a_strangers_refused_patch_writes_nothing(amp: Amp) -> None:
+    """A stranger's PATCH refused with 403 writes nothing: the write is refused, not only the answer."""
+    _, got = _transitions(amp)
+    amp.agent("stranger")  # skips without a second agent, as AMP-PATCH-13 does
+    amp.expect_status(got["refused 403"], 403, what="a stranger's PATCH")
+    _expect_text_not(amp, got["read after 422 and 403"], REFUSED_403_TEXT, "a stranger's PATCH", "AMP-ACL-02")
 
 
 # PATCH-16 (serial: no lifecycle pass may run during it) ---------------------------------------

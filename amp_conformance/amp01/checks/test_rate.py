@@ -305,7 +305,8 @@ def test_retry_after_is_the_time_until_the_oldest_edit_leaves(amp: Amp) -> None:
 
 RETRIES = 4
 RETRY_GAP = 0.3
-"""Refused retries after a 429, this many seconds apart (AMP-RATE-04)."""
+"""Refused retries after a 429, this many seconds apart (AMP-RATE-04); the first refusal and the last
+retry are more than a second apart, so a wait that counts down announces less on the last (AMP-RATE-03)."""
 
 
 def _expect_no_growth(amp: Amp, previous: int, seconds: int) -> None:
@@ -313,6 +314,31 @@ def _expect_no_growth(amp: Amp, previous: int, seconds: int) -> None:
         seconds <= previous,
         f"Retry-After grew from {previous} to {seconds} after a refused retry: refused attempts count",
         expected=f"<= {previous}",
+    )
+
+
+@check("AMP-RATE-03")
+def test_retry_after_counts_down(amp: Amp) -> None:
+    """Retry-After shrinks between two refusals over a second apart: it is the time left, not a fixed wait."""
+    budget, window = _limited(amp)
+    if window <= SHORT_WINDOW:
+        amp.skip(
+            f"window_seconds is {window}: the refused retries this check compares are sent on windows "
+            f"over {SHORT_WINDOW} s (on short ones AMP-RATE-04 and -10 follow the window to its end)"
+        )
+    budget, made, replies = _two_cells(amp)
+    _judge_spend(amp, [replies[at] for at in made.spent], budget, NULL_SENT)
+    assert made.over is not None and made.retries  # every PATCH of the budget was 200
+    first = _retry_after(amp, replies[made.over], window, budget)
+    last_reply = replies[made.retries[-1]]
+    last = _retry_after(amp, last_reply, window, budget)
+    gap = RETRIES * RETRY_GAP
+    amp.expect(
+        last < first,
+        f"Retry-After was {first} on the first refusal and still {last} on a retry at least {gap:.1f} s "
+        "later: the wait announced does not count down to the oldest edit leaving the window",
+        last_reply,
+        expected=f"< {first}",
     )
 
 

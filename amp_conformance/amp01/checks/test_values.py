@@ -1,0 +1,95 @@
+"""Values as sent: text stored unnormalised, types not coerced, JSON with a media type parameter.
+
+Three rules no other check feeds an input able to break: ``content.text`` round-trips character for
+character, compatibility characters and decomposed sequences included (AMP-CELL-17); a string where
+the schema wants a number, and ``"true"`` or ``1`` where it wants a boolean, are refused with 422
+rather than coerced (AMP-ERR-04); and ``application/json; charset=utf-8`` is JSON (RFC 9110 §8.3: a
+media type may carry parameters), so a valid body labelled so is served (AMP-CRE-01, AMP-PATCH-01,
+AMP-SRCH-01).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from amp_conformance import Amp, check
+from amp_conformance.amp01.checks._support import (
+    created,
+    expect_refused_as_invalid,
+    member,
+    read_back,
+    remember_created,
+    shown,
+)
+
+#: A ligature (U+FB01), full-width letters, a Roman numeral, a precomposed and a decomposed accent, a
+#: non-breaking space: NFC, NFD, NFKC or NFKD each rewrite some of it.
+UNNORMALISED = "\ufb01ne \uff26\uff55\uff4c\uff4c \u2168 caf\u00e9 cafe\u0301\u00a0end"
+
+
+@check("AMP-CELL-17")
+def test_text_is_stored_exactly_as_sent(amp: Amp) -> None:
+    """content.text with compatibility characters and decomposed accents round-trips unchanged."""
+    cell, reply = created(amp, amp.cell_body(content={"text": UNNORMALISED}))
+    stored, back = read_back(amp, cell["id"])
+    for label, body, where in (("the 201", cell, reply), ("a GET", stored, back)):
+        text = member(body, "content.text")
+        amp.expect(
+            text == UNNORMALISED,
+            f"{label} shows content.text {shown(text)}, not the text sent, {shown(UNNORMALISED)}",
+            where,
+            expected=json.dumps(UNNORMALISED),
+        )
+
+
+#: Create-body overrides each holding a value of the wrong JSON type that a loose parser would coerce.
+MISTYPED: tuple[tuple[str, dict[str, Any]], ...] = (
+    ('scoring.importance "0.5" (a string)', {"scoring": {"importance": "0.5"}}),
+    ('access_policy.public "true" (a string)', {"access_policy": {"public": "true"}}),
+    ("access_policy.public 1 (a number)", {"access_policy": {"public": 1}}),
+)
+
+
+@check("AMP-ERR-04")
+def test_values_of_the_wrong_type_are_not_coerced(amp: Amp) -> None:
+    """A numeric string for a number, "true" or 1 for a boolean: 422 VALIDATION_ERROR, nothing coerced."""
+    client = amp.as_agent("a")
+    for label, override in MISTYPED:
+        reply = client.post("/memories", amp.cell_body(override))
+        remember_created(amp, reply, "a")
+        amp.expect(
+            reply.status == 422,
+            f"a create with {label} answered {reply.status}: the value was coerced, not refused",
+            reply,
+            expected="422 VALIDATION_ERROR",
+        )
+        if reply.status == 422:
+            expect_refused_as_invalid(amp, reply, f"a create with {label}")
+
+
+CHARSET = "application/json; charset=utf-8"
+
+
+@check("AMP-CRE-01", "AMP-PATCH-01", "AMP-SRCH-01")
+def test_json_with_a_charset_parameter_is_json(amp: Amp) -> None:
+    """A valid create, PATCH and search labelled application/json; charset=utf-8 are served (201, 200)."""
+    client = amp.as_agent("a")
+    headers = {"Content-Type": CHARSET}
+
+    def raw(value: Any) -> bytes:
+        return json.dumps(value).encode("utf-8")
+
+    body = amp.cell_body()
+    made = client.request("POST", "/memories", content=raw(body), headers=headers)
+    remember_created(amp, made, "a")
+    amp.expect_status(made, 201, what=f"a create labelled {CHARSET}", requirement="AMP-CRE-01")
+    cell = made.json_object()
+    edit = raw({"content": {"text": "patched"}})
+    patched = client.request("PATCH", f"/memories/{cell['id']}", content=edit, headers=headers)
+    if amp.creator_refused(patched):  # the creator's access is AMP-ACL-08's question, a step here
+        amp.creator_step_failed(f"the creator's PATCH answered {patched.status}", patched)
+    amp.expect_status(patched, 200, what=f"a PATCH labelled {CHARSET}", requirement="AMP-PATCH-01")
+    search = {"query": "patched", "owner_id": body["identity"]["owner_id"]}
+    found = client.request("POST", "/memories/search", content=raw(search), headers=headers)
+    amp.expect_status(found, 200, what=f"a search labelled {CHARSET}", requirement="AMP-SRCH-01")
