@@ -140,12 +140,11 @@ def _run(command: list[str]) -> tuple[int, str, str, float]:
 def _serial_group() -> Callable[[str], bool]:
     """Whether a report's check id is in the serial group of passes (the longest one): the parallel
     scheduler's own rule."""
-    from amp_conformance.cli import CHECKS_DIR
-    from amp_conformance.engine.marking import PASSES
+    from amp_conformance.amp01.protocol import PASSES, PROTOCOL
     from amp_conformance.engine.parallel import serial_check_finder
 
-    group_of = serial_check_finder(CHECKS_DIR)
-    return lambda check_id: group_of(check_id) == PASSES
+    group_of = serial_check_finder(PROTOCOL)
+    return lambda check_id: group_of(check_id.split("/checks/", 1)[-1]) == PASSES
 
 
 def measure(delay_ms: int, workers: int, only: str | None, keep: Path | None = None) -> Row:
