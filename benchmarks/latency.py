@@ -42,6 +42,18 @@ A parallel run sends ~7% more requests (a value ``amp.shared`` makes is made onc
 checks need it) and its workers take a few seconds to start on two cores (about 1.3 CPU-seconds each).
 The floor with many workers is the serial group of lifecycle passes (one check at a time on one
 worker, ~87 requests plus the decay checks' waits); the longest single check is 38 requests.
+
+Issue 25, measured 2026-12-01 20:56-21:06 UTC on the same 2 cores shared with other work (load average
+about 6.5, so the parallel rows are start-up bound: the first answer came 11-12 s into the run), main
+then this tree, one run each:
+
+    server workers  wall s requests  speed-up  serial req  serial s  1st answer
+     100ms       1    94.6      896     1.00x          84      12.6           0   (main)
+     100ms       8    36.6      957     2.58x          87      13.4          11   (main)
+     100ms       1    89.9      896     1.00x          84      10.2           0
+     100ms       8    33.1      957     2.72x          87      10.7          12
+    1@50ms       1    61.1      896     1.00x          84       7.1           0   (bound 44.8 s)
+    1@50ms       8    69.8      957     0.88x          87      39.7          12   (bound 47.9 s)
 """
 
 from __future__ import annotations
