@@ -148,8 +148,18 @@ def _pytest_base_args(protocol: Protocol) -> list[str]:
     checks = protocol.checks_dir
     args = [str(checks), "-p", "no:cacheprovider", "--rootdir", str(checks), "--assert=plain"]
     # The checks drive schemathesis and hypothesis themselves: their pytest plugins would only add a
-    # second of start-up to every process (each worker of a parallel run pays it)
-    args += ["-p", "no:schemathesis", "-p", "no:hypothesispytest"]
+    # second of start-up to every process (each worker of a parallel run pays it); anyio's and xdist's
+    # looponfail plugins serve no check either
+    args += [
+        "-p",
+        "no:schemathesis",
+        "-p",
+        "no:hypothesispytest",
+        "-p",
+        "no:anyio",
+        "-p",
+        "no:xdist.looponfail",
+    ]
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "amp_conformance.plugin"]
     return args

@@ -19,6 +19,11 @@ seconds before the first answer a check got and after the last one (start-up, cl
     python benchmarks/latency.py --delay 100 --workers 1,8   # issue 13's bar: 8 workers >= 4x faster
     python benchmarks/latency.py --delays 50 --workers 1 --only crud --keep reports/
 
+Then a "server-bound" row (``--service-ms``, default 50; ``--service-ms 0`` leaves it out): the same
+server made to serve one request at a time, each taking that long, as a persistent store embedding
+every write does. Workers cannot help there: the wall is about the request count times the service
+time, which the row prints as its bound (``chain`` is then the request count).
+
 Figures are printed, never asserted. A serial 200 ms row takes several minutes.
 
 Measured 2026-12-01 04:03-04:23 UTC on 2 cores, machine otherwise idle (896 requests serially):
@@ -37,11 +42,24 @@ A parallel run sends ~7% more requests (a value ``amp.shared`` makes is made onc
 checks need it) and its workers take a few seconds to start on two cores (about 1.3 CPU-seconds each).
 The floor with many workers is the serial group of lifecycle passes (one check at a time on one
 worker, ~87 requests plus the decay checks' waits); the longest single check is 38 requests.
+
+Issue 25, measured 2026-12-01 20:56-21:06 UTC on the same 2 cores shared with other work (load average
+about 6.5, so the parallel rows are start-up bound: the first answer came 11-12 s into the run), main
+then this tree, one run each:
+
+    server workers  wall s requests  speed-up  serial req  serial s  1st answer
+     100ms       1    94.6      896     1.00x          84      12.6           0   (main)
+     100ms       8    36.6      957     2.58x          87      13.4          11   (main)
+     100ms       1    89.9      896     1.00x          84      10.2           0
+     100ms       8    33.1      957     2.72x          87      10.7          12
+    1@50ms       1    61.1      896     1.00x          84       7.1           0   (bound 44.8 s)
+    1@50ms       8    69.8      957     0.88x          87      39.7          12   (bound 47.9 s)
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -55,13 +73,16 @@ from collections.abc import Callable
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # This folder holds a script named reference_server.py: put the repository first so that
 # ``import reference_server`` finds the package, not the benchmark.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from amp_conformance.amp01.selfserve import BundledServer
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 RUN_TIMEOUT = 3600.0
 
@@ -84,11 +105,40 @@ class Row:
     serial_seconds: float | None = None
     first_answer: float | None = None
     after_last: float | None = None
+    service_ms: int = 0
+    """Server-bound: every request served alone, taking this long (0: the delay row)."""
 
     @property
     def bound(self) -> float | None:
-        """The critical-path bound in seconds: the slowest check's request chain times the delay."""
+        """The bound in seconds: the slowest check's request chain times the delay; server-bound, the
+        request count times the service time (one at a time, whatever the workers)."""
+        if self.service_ms:
+            return None if self.requests is None else self.requests * self.service_ms / 1000
         return None if self.chain is None else self.chain * self.delay_ms / 1000
+
+    @property
+    def server(self) -> str:
+        return f"1@{self.service_ms}ms" if self.service_ms else f"{self.delay_ms}ms"
+
+
+class OneAtATime:
+    """ASGI middleware: one HTTP request at a time, each taking ``service`` seconds before the app
+    answers it (a server whose every request costs server time and which serves one at a time)."""
+
+    def __init__(self, app: ASGIApp, service: float):
+        self._app = app
+        self._service = service
+        self._lock: asyncio.Lock | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        if self._lock is None:  # made on the server's own event loop
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            await asyncio.sleep(self._service)
+            await self._app(scope, receive, send)
 
 
 def _int_list(text: str) -> list[int]:
@@ -140,18 +190,30 @@ def _run(command: list[str]) -> tuple[int, str, str, float]:
 def _serial_group() -> Callable[[str], bool]:
     """Whether a report's check id is in the serial group of passes (the longest one): the parallel
     scheduler's own rule."""
-    from amp_conformance.cli import CHECKS_DIR
-    from amp_conformance.engine.marking import PASSES
+    from amp_conformance.amp01.protocol import PASSES, PROTOCOL
     from amp_conformance.engine.parallel import serial_check_finder
 
-    group_of = serial_check_finder(CHECKS_DIR)
-    return lambda check_id: group_of(check_id) == PASSES
+    group_of = serial_check_finder(PROTOCOL)
+    return lambda check_id: group_of(check_id.split("/checks/", 1)[-1]) == PASSES
 
 
-def measure(delay_ms: int, workers: int, only: str | None, keep: Path | None = None) -> Row:
-    """One row: a fresh delayed server, one run of the command against it (its report kept in ``keep``)."""
-    with tempfile.TemporaryDirectory() as folder, BundledServer(keys=True, delay=delay_ms / 1000) as server:
-        report_path = (keep or Path(folder)) / f"latency-{delay_ms}ms-{workers}w.json"
+def _server(delay_ms: int, service_ms: int) -> BundledServer:
+    server = BundledServer(keys=True, delay=delay_ms / 1000)
+    if service_ms:
+        # the app uvicorn will serve, wrapped before the server starts (uvicorn loads it at start-up)
+        config = server._server.config
+        config.app = OneAtATime(config.app, service_ms / 1000)
+    return server
+
+
+def measure(
+    delay_ms: int, workers: int, only: str | None, keep: Path | None = None, *, service_ms: int = 0
+) -> Row:
+    """One row: a fresh delayed (or, with ``service_ms``, one-at-a-time) server, one run of the
+    command against it (its report kept in ``keep``)."""
+    with tempfile.TemporaryDirectory() as folder, _server(delay_ms, service_ms) as server:
+        name = f"server-bound-{service_ms}ms" if service_ms else f"latency-{delay_ms}ms"
+        report_path = (keep or Path(folder)) / f"{name}-{workers}w.json"
         report_path.unlink(missing_ok=True)
         code, stdout, stderr, wall = _run(_command(server, workers, report_path, only))
         report: dict[str, Any] | None = None
@@ -160,7 +222,12 @@ def measure(delay_ms: int, workers: int, only: str | None, keep: Path | None = N
                 report = json.loads(report_path.read_text())
     if report is None:
         return Row(
-            delay_ms, workers, wall, code, f"no JSON report (exit {code}): {_last_line(stderr, stdout)}"
+            delay_ms,
+            workers,
+            wall,
+            code,
+            f"no JSON report (exit {code}): {_last_line(stderr, stdout)}",
+            service_ms=service_ms,
         )
     checks: list[dict[str, Any]] = report.get("checks") or []
     run: dict[str, Any] = report.get("run") or {}
@@ -181,6 +248,7 @@ def measure(delay_ms: int, workers: int, only: str | None, keep: Path | None = N
         slowest=None if slowest is None else str(slowest.get("id")),
         serial_requests=sum(c.get("requests") or 0 for c in serial),
         serial_seconds=sum(c.get("duration_seconds") or 0.0 for c in serial),
+        service_ms=service_ms,
         **_checking_window(run, checks),
     )
 
@@ -209,11 +277,13 @@ def _checking_window(run: dict[str, Any], checks: list[dict[str, Any]]) -> dict[
 
 
 HEADER = (
-    f"{'delay ms':>8}{'workers':>8}{'wall s':>8}{'run s':>7}{'requests':>9}  {'verdict (exit)':<15}"
+    f"{'server':>9}{'workers':>8}{'wall s':>8}{'run s':>7}{'requests':>9}  {'verdict (exit)':<15}"
     f"{'speed-up':>8}{'chain':>6}{'bound s':>8}{'wall/bound':>11}{'serial req':>11}{'serial s':>9}"
     f"{'1st answer':>11}{'after last':>11}"
 )
 LEGEND = """\
+server: the delay per response, or 1@N ms, server-bound (one request at a time, N ms each: bound is
+then requests x N, and speed-up is over that row's own 1-worker run when there is one);
 wall: the command's wall time; run: the report's duration (without interpreter start-up, collection);
 speed-up: the 1-worker row's wall over this one's; chain: the most requests one check sent (the report's
 per-check "requests"); bound: chain x delay; serial: the serial group (checks that run one at a time, on
@@ -234,7 +304,7 @@ def format_row(row: Row, serial: Row | None) -> str:
     bound = row.bound
     outcome = f"{row.verdict or '-'} ({row.exit_code})"
     return (
-        f"{row.delay_ms:>8}{row.workers:>8}{row.wall:>8.1f}{_figure(row.run_seconds, '.1f'):>7}"
+        f"{row.server:>9}{row.workers:>8}{row.wall:>8.1f}{_figure(row.run_seconds, '.1f'):>7}"
         f"{_figure(row.requests, 'd'):>9}  {outcome:<15}"
         f"{'-' if speed_up is None else f'{speed_up:.2f}x':>8}{_figure(row.chain, 'd'):>6}"
         f"{_figure(bound, '.1f'):>8}{_figure(row.wall / bound if bound else None, '.1f'):>11}"
@@ -253,6 +323,17 @@ def main() -> int:
     parser.add_argument("--workers", type=_int_list, default=[1, 4, 8], help="worker counts (default 1,4,8)")
     parser.add_argument("--only", help="areas to run (as amp-conformance --only); default all but fuzz")
     parser.add_argument("--keep", type=Path, metavar="DIR", help="keep each run's JSON report in DIR")
+    parser.add_argument(
+        "--service-ms",
+        type=int,
+        default=50,
+        help="server-bound row: one request at a time, this many ms each (default 50; 0: no such row)",
+    )
+    parser.add_argument(
+        "--bound-workers",
+        type=_int_list,
+        help="worker counts of the server-bound rows (default: the largest of --workers)",
+    )
     args = parser.parse_args()
     chosen: list[int] = [args.delay] if args.delay is not None else args.delays
     worker_counts = sorted(set(args.workers))
@@ -272,8 +353,19 @@ def main() -> int:
             print(format_row(row, serial), flush=True)
             if row.problem:
                 print(f"  run failed: delay {delay_ms} ms, {workers} worker(s): {row.problem}", flush=True)
+    if args.service_ms > 0:
+        bound_serial: Row | None = None
+        for workers in sorted(set(args.bound_workers or [worker_counts[-1]])):
+            row = measure(0, workers, args.only, args.keep, service_ms=args.service_ms)
+            rows.append(row)
+            if workers == 1:
+                bound_serial = row
+            print(format_row(row, bound_serial), flush=True)
+            if row.problem:
+                print(f"  run failed: server-bound, {workers} worker(s): {row.problem}", flush=True)
     print(LEGEND)
-    for chain, slowest in sorted({(row.chain, row.slowest) for row in rows if row.slowest is not None}):
+    chains = {(row.chain, row.slowest) for row in rows if row.slowest is not None and not row.service_ms}
+    for chain, slowest in sorted(chains):
         print(f"longest chain: {chain} requests, {slowest}")
     return 1 if any(row.problem for row in rows) else 0
 

@@ -87,3 +87,17 @@ def test_archived_and_deleted_are_left_alone() -> None:
 def test_impossible_inputs_are_refused(arguments: tuple[float, float, float, float]) -> None:
     with pytest.raises(ValueError):
         decay_score(*arguments)
+
+
+@pytest.mark.parametrize("round_trip", [0.0, 0.002, 0.1, 0.5])
+def test_the_fast_decay_check_scales_its_wait_to_the_round_trip(round_trip: float) -> None:
+    """AMP-LC-06's online check: stale (well below 0.3) after its wait, and still active two round
+    trips after a read (the pass that follows it), however slowly the server answers."""
+    from amp_conformance.amp01.checks.test_decay import MIN_CROSSING, fast_decay
+
+    rate, wait = fast_decay(round_trip)
+    seconds = 1 / 86400
+    assert decay_score(1.0, 1.0, rate, wait * seconds) < 0.1
+    assert decay_score(1.0, 1.0, rate, 2 * round_trip * seconds) > 0.5
+    assert math.isclose(decay_score(1.0, 1.0, rate, max(MIN_CROSSING, 5 * round_trip) * seconds), 0.3)
+    assert wait <= 2.5 or round_trip > 0.2  # shorter than the fixed 2.5 s it replaced, near the server

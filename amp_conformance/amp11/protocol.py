@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 
-from amp_conformance.amp11.context import Amp11
-from amp_conformance.amp11.session import Amp11Session, Amp11Target
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.options import OptionSpec, SuiteOptions, UsageError
 from amp_conformance.engine.protocol import Protocol
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # loaded when a run of this protocol opens its session: the registry loads every
+    # protocol's record (to find an id's catalogue), and an AMP v0.1.0 worker needs none of this
+    from amp_conformance.amp11.context import Amp11
+    from amp_conformance.amp11.session import Amp11Session, Amp11Target
     from amp_conformance.engine.run import Run
     from amp_conformance.engine.spec import CheckSpec
 
@@ -33,6 +34,8 @@ def self_test_target(
     also serves REST on a free 127.0.0.1 port (``--mcp --rest-port PORT``)."""
     import socket
     import sys
+
+    from amp_conformance.amp11.session import Amp11Target
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -83,6 +86,8 @@ class Amp11Protocol(Protocol):
     def open_session(
         self, run: Run, *, http: httpx.Client | None, plugins: Sequence[object] = ()
     ) -> Amp11Session:
+        from amp_conformance.amp11.session import Amp11Session, Amp11Target
+
         given = next((p for p in plugins if isinstance(p, Amp11Target)), None)
         options = run.options
         if given is not None:
@@ -102,6 +107,8 @@ class Amp11Protocol(Protocol):
         return Amp11Session(target, run)
 
     def context(self, session: Amp11Session, spec: CheckSpec) -> Amp11:
+        from amp_conformance.amp11.context import Amp11
+
         return Amp11(session.run, spec, session)
 
     def server_errors(self, exchanges: Sequence[Exchange]) -> list[Exchange]:

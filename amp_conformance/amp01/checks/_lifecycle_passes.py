@@ -9,9 +9,11 @@ cannot depend on timing or on how many passes other checks run:
 * ``high`` 0.9 and ``equal`` exactly 0.3: active after any pass (AMP-LC-04: the threshold is strict);
 * ``archived`` 1.0, archived before the first pass; ``deleted`` 1.0, deleted before it.
 
-The first pass: create, archive, delete, one pass, then the owner's lists by status. The second pass
-(after the first): scoring PATCHes lift ``x`` to exactly 0.3 and ``y`` to 0.9 (a list of the stale
-cells follows while no scheduled pass is likely), one pass, the owner's lists again.
+The first pass: create (all at once), archive and delete, one pass, then the owner's lists by status
+(at once). The second pass (after the first): scoring PATCHes (at once) lift ``x`` to exactly 0.3 and
+``y`` to 0.9 (a list of the stale cells follows while no scheduled pass is likely), one pass, the
+owner's lists again. Requests sent at once are independent of each other, so a server answering
+slowly costs a round trip for each group, not for each request.
 
 Making them only sends and records: the create, the pass and the lists are steps every check needs
 (a failure there blocks them all); the archive, delete and lifts are recorded, and each check that
@@ -23,8 +25,10 @@ PATCH/DELETE check, ``w`` is read by id by AMP-READ-07's; the others are only li
 
 from __future__ import annotations
 
-from itertools import islice
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import Any, TypeVar
 
 from amp_conformance import Amp
 from amp_conformance.amp01.checks._support import (
@@ -32,14 +36,17 @@ from amp_conformance.amp01.checks._support import (
     Marks,
     expect_scoring_not_limited,
     expect_step,
-    listings_by_status,
     run_pass_reply,
     scheduler_quiet,
     shared_replies,
     shown,
     step_failed,
 )
-from amp_conformance.engine.client import Reply
+from amp_conformance.engine.client import Client, Reply
+
+T = TypeVar("T")
+MAX_TOGETHER = 8
+"""At most this many of a pass's requests in flight at once."""
 
 #: name -> (importance, confidence), all with decay_rate 0.
 CELLS: dict[str, tuple[float, float]] = {
@@ -194,28 +201,63 @@ class Passes:
         return self.ids["deleted"]
 
 
+def _together(amp: Amp, calls: list[Callable[[], T]]) -> list[T]:
+    """Run independent requests at once (their answers in the order given): the cells of a pass are
+    prepared, and its lists read, in about one round trip instead of one per request. What a call
+    raises (a broken step) is raised here, the first in order. One after the other over a transport
+    given to the run (an in-process app: not one for several threads), as the cleanup does."""
+    if len(calls) < 2 or amp.session.connection.http_override is not None:
+        return [call() for call in calls]
+    with ThreadPoolExecutor(max_workers=min(len(calls), MAX_TOGETHER)) as pool:
+        futures = [pool.submit(call) for call in calls]
+        return [future.result() for future in futures]
+
+
+def _owner_lists(amp: Amp, owner: str, statuses: tuple[str, ...]) -> dict[str, Reply]:
+    """The owner's lists by status (all sent at once), each a 200 or a broken step (AMP-LIST-03)."""
+    client = amp.as_agent("a")
+    replies = _together(
+        amp, [partial(client.get, "/memories", params={"owner_id": owner, "status": s}) for s in statuses]
+    )
+    for status, reply in zip(statuses, replies, strict=True):
+        if reply.status != 200:
+            step_failed(amp, reply, f"listing the owner's {status} cells", "AMP-LIST-03", "200")
+    return dict(zip(statuses, replies, strict=True))
+
+
+def _archive_then_delete(client: Client, cell_id: str) -> tuple[Reply, Reply | None]:
+    archived = client.patch(f"/memories/{cell_id}", {"lifecycle": {"status": "archived"}})
+    return archived, client.delete(f"/memories/{cell_id}") if archived.status == 200 else None
+
+
 def _make_first(amp: Amp) -> dict[str, Any]:
     marks = Marks(amp)
     owner = amp.owner()
-    ids: dict[str, str] = {}
-    for name, (importance, confidence) in CELLS.items():
+    client = amp.as_agent("a")  # the role taken before any request runs beside another
+    quiet = scheduler_quiet(amp)
+
+    def create(importance: float, confidence: float) -> str:
         scoring = {"importance": importance, "confidence": confidence, "decay_rate": 0}
-        ids[name] = str(amp.create_cell({"identity": {"owner_id": owner}, "scoring": scoring})["id"])
-    client = amp.as_agent("a")
+        return str(amp.create_cell({"identity": {"owner_id": owner}, "scoring": scoring})["id"])
+
+    made = _together(amp, [partial(create, i, c) for i, c in CELLS.values()])
+    ids = dict(zip(CELLS, made, strict=True))
     archived = {"lifecycle": {"status": "archived"}}
-    archive = marks(client.patch(f"/memories/{ids['archived']}", archived))
-    before_delete = client.patch(f"/memories/{ids['deleted']}", archived)
-    delete = [marks(before_delete), None]
-    if before_delete.status == 200:
-        delete[1] = marks(client.delete(f"/memories/{ids['deleted']}"))
+    archive, (before_delete, deleted) = _together(
+        amp,
+        [
+            lambda: (client.patch(f"/memories/{ids['archived']}", archived), None),
+            lambda: _archive_then_delete(client, ids["deleted"]),
+        ],
+    )
     reply = run_pass_reply(amp)
-    lists = {status: marks(listed) for status, listed in listings_by_status(amp, owner)}
+    lists = {status: marks(listed) for status, listed in _owner_lists(amp, owner, LISTED_STATUSES).items()}
     return {
         "owner": owner,
         "ids": ids,
-        "quiet": scheduler_quiet(amp),
-        "archive": archive,
-        "delete": delete,
+        "quiet": quiet,
+        "archive": marks(archive[0]),
+        "delete": [marks(before_delete), None if deleted is None else marks(deleted)],
         "pass": marks(reply),
         "lists": lists,
     }
@@ -226,17 +268,20 @@ def _make_both(amp: Amp) -> dict[str, Any]:
     first, _ = shared_replies(amp, "lifecycle:first-pass", _make_first)  # its requests come first
     ids, owner = first["ids"], first["owner"]
     client = amp.as_agent("a")
-    lifts = {}
-    for name, importance in LIFTS.items():
+
+    def lift(name: str, importance: float) -> Reply:
         scoring = {"importance": importance, "confidence": 1.0, "decay_rate": 0}
-        lifts[name] = marks(client.patch(f"/memories/{ids[name]}", {"scoring": scoring}))
+        return client.patch(f"/memories/{ids[name]}", {"scoring": scoring})
+
+    lifted = _together(amp, [partial(lift, n, i) for n, i in LIFTS.items()])
+    lifts = {name: marks(reply) for name, reply in zip(LIFTS, lifted, strict=True)}
     between = None
     if first["quiet"]:
         between = marks(client.get("/memories", params={"owner_id": owner, "status": "stale"}))
     reply = run_pass_reply(amp)
     # after the second pass only the lists its cells should be in (x, y active; z, w stale)
-    shown_lists = islice(listings_by_status(amp, owner), 2)  # lazy: the archived list is never sent
-    lists = {status: marks(listed) for status, listed in shown_lists}
+    shown_lists = _owner_lists(amp, owner, LISTED_STATUSES[:2])  # the archived list is never sent
+    lists = {status: marks(listed) for status, listed in shown_lists.items()}
     second = {"pass": marks(reply), "lists": lists, "lifts": lifts, "between": between}
     return {"first": first, "second": second}
 
