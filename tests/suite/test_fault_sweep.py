@@ -85,11 +85,7 @@ WARNS: dict[str, str] = {
 
 #: Faults whose attribution needs a change outside the checks this sweep's fixes own; strict, so the
 #: entry must go once the change lands (the test then passes unexpectedly and fails).
-NOT_YET: dict[str, str] = {
-    "search-approximate-index": "test_lifecycle.py::test_stale_cells_leave_default_search_and_list judges "
-    "include_stale on a search of the pass owner's identical-text cells without first checking that the "
-    "search returns every match (AMP-SRCH-01), so the lost cell fails AMP-SRCH-06 instead of blocking",
-}
+NOT_YET: dict[str, str] = {}
 
 SWEPT = tuple(sorted(set(FAULTS) - FUZZ_ONLY))
 

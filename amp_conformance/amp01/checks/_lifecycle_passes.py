@@ -236,11 +236,15 @@ def _make_first(amp: Amp) -> dict[str, Any]:
     client = amp.as_agent("a")  # the role taken before any request runs beside another
     quiet = scheduler_quiet(amp)
 
-    def create(importance: float, confidence: float) -> str:
+    def create(label: str, importance: float, confidence: float) -> str:
         scoring = {"importance": importance, "confidence": confidence, "decay_rate": 0}
-        return str(amp.create_cell({"identity": {"owner_id": owner}, "scoring": scoring})["id"])
+        # each cell its own text (still close to the search query): a search is judged on cells an
+        # index can tell apart, not on many exact duplicates an approximate index may merge
+        content = {"text": f"The user prefers Python for backend development ({label} cell)"}
+        body = {"identity": {"owner_id": owner}, "scoring": scoring, "content": content}
+        return str(amp.create_cell(body)["id"])
 
-    made = _together(amp, [partial(create, i, c) for i, c in CELLS.values()])
+    made = _together(amp, [partial(create, label, i, c) for label, (i, c) in CELLS.items()])
     ids = dict(zip(CELLS, made, strict=True))
     archived = {"lifecycle": {"status": "archived"}}
     archive, (before_delete, deleted) = _together(
