@@ -103,12 +103,13 @@ class Backend:
             raise invalid(f"unknown verb {name!r}")
         if not isinstance(args, dict):
             raise invalid("arguments must be a JSON object")
-        errors = list(_VALIDATORS[name].iter_errors(args))
+        checked: dict[str, Any] = args
+        errors = list(_VALIDATORS[name].iter_errors(checked))
         faults = self.faults
         if faults.on("minimum-not-enforced"):
             errors = [e for e in errors if e.validator not in ("minimum", "exclusiveMinimum")]
         if faults.on("type-coerced"):
-            args, errors = _coerced(args, errors)
+            checked, errors = _coerced(checked, errors)
         if faults.on("enum-backend-error") and any(e.validator == "enum" for e in errors):
             raise AmpError("backend_error", f"{name}: the backend could not map the value")
         error = best_match(errors)
@@ -118,7 +119,7 @@ class Backend:
                 error.message if len(error.message) <= _MAX_MESSAGE else error.message[:_MAX_MESSAGE] + "..."
             )
             raise invalid(f"{where}: {message}")
-        return args
+        return checked
 
     def crash_on_type_error(self, name: str, args: Any) -> None:
         """The ``invalid-input-crashes-mcp`` fault: a wrongly typed argument crashes the handler."""
