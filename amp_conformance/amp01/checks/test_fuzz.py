@@ -63,6 +63,9 @@ def fuzz_result(amp: Amp) -> FuzzResult:
             owner_id=amp.owner(),
         )
         cached = run_fuzz(config)
+        # schemathesis sends through its own client: count its requests where the run's count comes from
+        # (the session's connection), so run.requests and the per-check counts include them
+        amp.session.connection.requests += cached.examples
         for cell_id in cached.created:
             amp.remember(cell_id, as_agent="a")
         amp.run.cache["fuzz"] = cached
