@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from amp_conformance import Amp, check
+from amp_conformance.amp01.fuzz_profile import PROFILE
 from amp_conformance.engine.outcomes import ToolError
 from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, run_fuzz
 
@@ -53,6 +54,7 @@ def fuzz_result(amp: Amp) -> FuzzResult:
         config = FuzzConfig(
             base_url=amp.session.connection.root,
             headers=agent.headers(),
+            profile=PROFILE,
             contract=_contract(options.openapi, options.timeout),
             max_examples=options.fuzz_examples,
             seconds=options.fuzz_seconds,
