@@ -16,8 +16,10 @@ from amp_conformance.amp11 import catalogue
 from amp_conformance.amp11.channels import MCP, REST
 from amp_conformance.amp11.context import Amp11
 from amp_conformance.amp11.fuzz import Finding, FuzzRun, VerbFuzzer
+from amp_conformance.amp11.rest_fuzz import PROFILE, register_ndjson, with_links
 from amp_conformance.engine.marking import check
 from amp_conformance.engine.outcomes import ToolError
+from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, run_fuzz
 
 SCHEMA_ROWS = tuple(f"AMP11-SCHEMA-0{n}" for n in range(1, 9))
 INVALID_ROWS = (
@@ -147,3 +149,112 @@ def test_fuzzed_valid_arguments_over_rest(amp11: Amp11) -> None:
 def test_fuzzed_invalid_arguments_over_rest(amp11: Amp11) -> None:
     """Schema-invalid verb requests (one member each) are refused with 400 invalid_request."""
     _judge(amp11, REST, "invalid", "schema-invalid requests")
+
+
+# -- the REST channel from the OpenAPI file (schemathesis, through the protocol-neutral engine) -----------
+
+OPENAPI_SERVER_ERRORS = {"not_a_server_error", "transport_error"}
+OPENAPI_CONTRACT = {
+    "status_code_conformance",
+    "content_type_conformance",
+    "response_schema_conformance",
+    "response_headers_conformance",
+    "error_envelope",
+    "positive_data_acceptance",
+    "negative_data_rejection",
+    "unsupported_method",
+}
+
+
+def _openapi(amp11: Amp11) -> dict[str, object] | None:
+    """``--openapi`` (a path or URL), with the encode -> forget / pin links added; None: the bundled one."""
+    source = amp11.run.options.openapi
+    if source is None:
+        return None
+    import httpx
+
+    try:
+        if source.startswith(("http://", "https://")):
+            document = httpx.get(source, timeout=amp11.run.options.timeout).json()
+        else:
+            document = json.loads(Path(source).read_text(encoding="utf-8"))
+    except (OSError, ValueError, httpx.HTTPError) as exc:
+        raise ToolError(f"cannot load --openapi {source}: {exc}") from None
+    if not isinstance(document, dict):
+        raise ToolError(f"--openapi {source} is not a JSON object")
+    return with_links(document)
+
+
+def openapi_fuzz(amp11: Amp11) -> FuzzResult:
+    """The schemathesis run over the REST channel, once per suite run."""
+    amp11.require(REST)
+    cached = amp11.run.cache.get("amp11-fuzz-openapi")
+    if cached is None:
+        options = amp11.run.options
+        target = amp11.session.target
+        assert target.base_url is not None
+        owner = amp11.scope("fuzz")["agent_id"]
+        register_ndjson()
+        transport = getattr(target.http, "_transport", None) if target.http is not None else None
+        config = FuzzConfig(
+            base_url=target.base_url,
+            headers={},
+            profile=PROFILE,
+            contract=_openapi(amp11),
+            max_examples=options.fuzz_examples,
+            seconds=options.fuzz_seconds / (len(amp11.channels) + 1),
+            seed=options.seed,
+            request_timeout=options.timeout,
+            transport=transport,
+            owner_id=owner,
+        )
+        cached = run_fuzz(config)
+        # schemathesis sends through its own client: its requests count where the run's count comes from
+        amp11.session.connection().requests += cached.examples
+        for memory_id in cached.created:
+            amp11.session.remember(REST, {"scope": {"agent_id": owner}, "id": memory_id})
+        amp11.run.cache["amp11-fuzz-openapi"] = cached
+    result: FuzzResult = cached
+    amp11.note(
+        f"fuzzed {result.operations} OpenAPI operations with {result.examples} requests in "
+        f"{result.seconds:.1f} s (seed {result.seed}; rerun with --seed {result.seed})"
+    )
+    if result.examples == 0:
+        raise ToolError("the OpenAPI fuzz run sent no request: " + "; ".join(result.errors or ["no reason"]))
+    for error in result.errors:
+        amp11.note(f"fuzz tool problem: {error}")
+    return result
+
+
+def _describe_openapi(finding: FuzzFinding) -> str:
+    return (
+        f"- {finding.requirement} {finding.operation}: {finding.message} (status {finding.status}, "
+        f"seed {finding.seed})\n    reproduce: {finding.curl}"
+    )
+
+
+def _judge_openapi(amp11: Amp11, checks: set[str], what: str) -> None:
+    result = openapi_fuzz(amp11)
+    failures = [f for f in result.failures if f.check in checks]
+    for finding in (f for f in result.warnings if f.check in checks):
+        amp11.warn(_describe_openapi(finding), requirement=finding.requirement)
+    if failures:
+        broken = sorted({f.requirement for f in failures})
+        amp11.fail(
+            f"{what}: {len(failures)} finding(s)\n" + "\n".join(_describe_openapi(f) for f in failures),
+            expected="no finding",
+            requirement=broken[0] if len(broken) == 1 else None,
+        )
+
+
+@check("AMP11-REST-11", area="fuzz")
+def test_rest_openapi_fuzzing_provokes_no_server_error(amp11: Amp11) -> None:
+    """No request generated from the OpenAPI file, valid or invalid, gets an undocumented 5xx."""
+    _judge_openapi(amp11, OPENAPI_SERVER_ERRORS, "undocumented 5xx answers to generated requests")
+
+
+@check("AMP11-REST-10", "AMP11-ERR-06", area="fuzz")
+def test_rest_openapi_fuzzed_responses_follow_the_contract(amp11: Amp11) -> None:
+    """Generated requests get documented statuses and bodies matching their schemas (NDJSON export
+    bodies included); every 4xx carries the AMP error code and a message."""
+    _judge_openapi(amp11, OPENAPI_CONTRACT, "responses that break the OpenAPI contract")
