@@ -47,8 +47,10 @@ POLICY: Final[Policy] = MappingProxyType(
         # cursor (invalid_request), an unknown id (not_found), a Full verb on a Core server
         # (not_supported). The verb fuzz checks judge such answers against §3.5 instead.
         "positive_data_acceptance": (OFF, "-", "schema-valid requests may get documented refusals"),
-        # WARN: which invalid inputs a route refuses is asserted by the hand-written and verb-fuzz checks.
-        "negative_data_rejection": (WARN, "AMP11-ERR-01", "a schema-invalid request is refused"),
+        # OFF: on this channel many generated "invalid" requests are valid on the wire (an NDJSON body is
+        # text whatever was generated; the run's scope replaces a broken one); the verb fuzz checks
+        # assert invalid_request one schema-invalid member at a time instead.
+        "negative_data_rejection": (OFF, "-", "judged by the verb fuzz checks, member by member"),
         "missing_required_header": (OFF, "-", "v1.1 REST requires no header"),
         # OFF: 405 with Allow for an undeclared method is HTTP semantics (RFC 9110); AMP v1.1 says nothing.
         "unsupported_method": (OFF, "-", "undeclared methods are HTTP's, not AMP's"),

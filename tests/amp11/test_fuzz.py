@@ -89,3 +89,70 @@ def test_a_finding_without_an_exchange_has_no_transcript() -> None:
     finding = Finding("invalid", "mcp", "amp.recall", "AMP11-REC-09", "accepted", {"top_k": 0})
     assert finding.transcript() == []
     assert json.loads(json.dumps(finding.arguments)) == {"top_k": 0}
+
+
+# -- the REST channel from the OpenAPI file (schemathesis) -------------------------------------------------
+
+
+def test_openapi_fuzzing_catches_a_crash_on_valid_input_with_a_minimised_request() -> None:
+    with rest_target("recall-crash-non-ascii") as target:
+        results = run_checks(target, "openapi").results
+    outcome = results["test_rest_openapi_fuzzing_provokes_no_server_error"]
+    assert outcome.outcome == "failed", outcome.message
+    assert "AMP11-REST-11 POST /v1/memories/recall" in outcome.message
+    assert "curl -X POST" in outcome.message
+
+
+def test_openapi_fuzzing_passes_on_the_reference_server() -> None:
+    with rest_target() as target:
+        results = run_checks(target, "openapi").results
+    shown = {name: (o.outcome, o.message[:300]) for name, o in results.items()}
+    assert {o.outcome for o in results.values()} == {"passed"}, shown
+
+
+def test_the_v11_profile_reads_the_v11_error_body_and_documented_5xx() -> None:
+    from types import SimpleNamespace
+
+    from amp_conformance.amp11.rest_fuzz import PROFILE, error_code, ndjson_problems
+
+    assert PROFILE.api_prefix == "/v1"
+    assert error_code({"amp_error_code": "not_found", "message": "x"}) == "not_found"
+    assert error_code({"error": {"code": "invalid_request", "message": "x"}}) == "invalid_request"
+    assert PROFILE.envelope_problems is not None
+    assert PROFILE.envelope_problems(400, {"detail": "Not Found"}) != []
+    assert PROFILE.envelope_problems(400, {"code": "invalid_request", "message": "m"}) == []
+    backend = SimpleNamespace(
+        status_code=500, json=lambda: {"amp_error_code": "backend_error", "message": "m"}
+    )
+    bare = SimpleNamespace(status_code=500, json=lambda: (_ for _ in ()).throw(ValueError("not JSON")))
+    assert PROFILE.allowed_server_error(backend)
+    assert not PROFILE.allowed_server_error(bare)
+    assert PROFILE.requirement_for("not_a_server_error", 500) == "AMP11-REST-11"
+    assert PROFILE.requirement_for("response_schema_conformance", 200) == "AMP11-REST-10"
+    assert PROFILE.requirement_for("content_type_conformance", 400) == "AMP11-ERR-06"
+    assert ndjson_problems('{"id": 1}\n\n{"id": 2}\n') == []
+    assert ndjson_problems('{"id": 1}\nnot json\n') == ["line 2 is not JSON: 'not json'"]
+
+
+def test_the_v11_profile_pins_every_scope_to_the_runs_own() -> None:
+    from types import SimpleNamespace
+
+    from amp_conformance.amp11.rest_fuzz import PROFILE
+
+    assert PROFILE.isolate is not None
+
+    def case(path: str, body: object = None, query: object = None) -> SimpleNamespace:
+        return SimpleNamespace(operation=SimpleNamespace(path=path), method="POST", body=body, query=query)
+
+    recall = case("/v1/memories/recall", body={"scope": {"user_id": "someone"}, "query": "q"})
+    bare = case("/v1/memories", body={"content": "c"})
+    stats = case("/v1/memories/stats", query={"group_id": "g"})
+    forget = case("/v1/memories/{id}", query=None)
+    pin = case("/v1/memories/{id}/pin", body={})
+    for item in (recall, bare, stats, forget, pin):
+        PROFILE.isolate(item, "own")
+    assert recall.body == {"scope": {"agent_id": "own"}, "query": "q"}
+    assert bare.body == {"content": "c", "scope": {"agent_id": "own"}}
+    assert stats.query == {"agent_id": "own"}
+    assert forget.query == {"agent_id": "own"}
+    assert pin.body == {"agent_id": "own"}
