@@ -1,5 +1,6 @@
-"""Fuzz throughput: examples (requests) per second of the AMP v1.1 verb fuzzer on each channel, and the
-wall time of the fuzz area at its default budget (``--fuzz-examples 25 --fuzz-seconds 45``).
+"""Fuzz throughput: examples (requests) per second of the AMP v1.1 verb fuzzer on each channel and of the
+OpenAPI (schemathesis) fuzzer on REST, and the wall time of the fuzz area at its default budget
+(``--fuzz-examples 25 --fuzz-seconds 45``).
 
     python benchmarks/fuzz_throughput.py [--examples N] [--seed N]
 
@@ -21,7 +22,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from amp_conformance.amp11.fuzz import VerbFuzzer  # noqa: E402
+from amp_conformance.amp11.rest_fuzz import PROFILE, register_ndjson  # noqa: E402
 from amp_conformance.amp11.session import Amp11Session  # noqa: E402
+from amp_conformance.fuzz import FuzzConfig, run_fuzz  # noqa: E402
 from tests.amp11.harness import mcp_target, rest_target  # noqa: E402
 
 
@@ -44,6 +47,26 @@ def channel_rate(channel: str, examples: int, seed: int) -> tuple[int, float, in
     return run.examples, run.seconds, len(run.findings)
 
 
+def openapi_rate(examples: int, seed: int) -> tuple[int, float, int]:
+    """(requests, seconds, findings) of one schemathesis run over REST (in-process app)."""
+    from reference_server.amp11 import Faults, Store, create_rest_app
+
+    register_ndjson()
+    app = create_rest_app(Store(), Faults.parse(""))
+    config = FuzzConfig(
+        base_url="http://amp11.test",
+        headers={},
+        profile=PROFILE,
+        max_examples=examples,
+        seconds=45.0,
+        seed=seed,
+        app=app,
+        owner_id="bench-fuzz",
+    )
+    result = run_fuzz(config)
+    return result.examples, result.seconds, len(result.findings)
+
+
 def default_budget_wall_time() -> tuple[float, int]:
     command = [sys.executable, "-m", "amp_conformance", "--protocol", "amp-1.1", "--only", "fuzz", "-q"]
     started = time.monotonic()
@@ -63,6 +86,12 @@ def main() -> int:
             f"{channel:4}: {requests} requests in {seconds:.2f} s = {rate:.0f} examples/s "
             f"({findings} findings; --fuzz-examples {args.examples}, seed {args.seed})"
         )
+    requests, seconds, findings = openapi_rate(args.examples, args.seed)
+    rate = requests / seconds if seconds else 0.0
+    print(
+        f"rest (OpenAPI, schemathesis): {requests} requests in {seconds:.2f} s = {rate:.0f} examples/s "
+        f"({findings} findings)"
+    )
     wall, status = default_budget_wall_time()
     print(f"default budget, amp-1.1 self-test --only fuzz (both channels): {wall:.1f} s wall, exit {status}")
     return 0
