@@ -34,7 +34,7 @@ from jsonschema import Draft202012Validator
 
 from amp_conformance.amp11.channels import ERROR_MAPPING, MCP, REST, NotOnChannel, VerbResult
 from amp_conformance.amp11.mcp import McpExchange
-from amp_conformance.amp11.schemas import VERBS, output_problems, verbs_document
+from amp_conformance.amp11.schemas import VERBS, VERBS_FULL, output_problems, verbs_document
 from amp_conformance.amp11.session import Amp11Session
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import ServerUnavailable, ToolError
@@ -116,6 +116,8 @@ class FuzzRun:
     seconds: float = 0.0
     verbs: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    unrouted: list[str] = field(default_factory=list)
+    """Full verbs a Core REST server has no route for (404/405 without an AMP error): not fuzzed further."""
 
 
 # -- generation -------------------------------------------------------------------------------------
@@ -242,6 +244,8 @@ def judge_invalid(result: VerbResult, member: str) -> tuple[str | None, str] | N
     problem = _error_problem(result)
     if problem is not None:
         return problem
+    if result.error_code == "not_supported":
+        return None  # a Full verb a Core server does not serve: refused before its arguments are read
     if result.error_code != "invalid_request":
         return row, f"answered {result.error_code} ({result.transport_code}), not invalid_request"
     return None
@@ -379,6 +383,15 @@ class VerbFuzzer:
             sent = self.session.requests - before
             self.run.examples += sent
             note_fuzz_requests(sent)
+        if (
+            self.channel == REST
+            and verb in VERBS_FULL
+            and result.transport_code in (404, 405)
+            and result.error_key is None
+        ):
+            if verb not in self.run.unrouted:  # a Core server without the route (as the Full checks skip)
+                self.run.unrouted.append(verb)
+            return None, None
         if result.ok and verb == "amp.encode" and isinstance(result.value, dict):
             memory_id = result.value.get("id")
             if isinstance(memory_id, str):
@@ -447,7 +460,7 @@ class VerbFuzzer:
         @hypothesis_seed(self.run.seed)
         @given(generated)
         def body(value: dict[str, Any]) -> None:
-            if time.monotonic() >= self.end:
+            if time.monotonic() >= self.end or verb in self.run.unrouted:
                 return
             arguments = self._with_scope(value)
             result, failure = self._call(verb, arguments)
@@ -473,7 +486,7 @@ class VerbFuzzer:
 
     def _invalid_phase(self, verb: str, schema: dict[str, Any], base: dict[str, Any]) -> None:
         for member, how, arguments in invalid_variants(schema, self._with_scope(base)):
-            if time.monotonic() >= self.end:
+            if time.monotonic() >= self.end or verb in self.run.unrouted:
                 return
             arguments = {**arguments, "scope": self.scope()}
             result, failure = self._call(verb, arguments)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 from amp_conformance.amp11 import catalogue
 from amp_conformance.amp11.channels import MCP, REST
@@ -57,6 +58,8 @@ def fuzz_run(amp11: Amp11, channel: str) -> FuzzRun:
         _write_transcripts(amp11, cached)
         amp11.run.cache[key] = cached
     run: FuzzRun = cached
+    if run.unrouted:
+        amp11.note(f"no REST route for the Full verbs {', '.join(run.unrouted)} (a Core server): not fuzzed")
     amp11.note(
         f"fuzzed {len(run.verbs)} verbs over {channel} with {run.examples} requests in {run.seconds:.1f} s "
         f"(seed {run.seed}; rerun with --seed {run.seed})"
@@ -154,6 +157,12 @@ def test_fuzzed_invalid_arguments_over_rest(amp11: Amp11) -> None:
 # -- the REST channel from the OpenAPI file (schemathesis, through the protocol-neutral engine) -----------
 
 OPENAPI_SERVER_ERRORS = {"not_a_server_error", "transport_error"}
+FULL_ROUTES = {
+    "amp.consolidate": ("/v1/memories/consolidate", "post"),
+    "amp.pin": ("/v1/memories/{id}/pin", "put"),
+    "amp.export": ("/v1/memories/export", "post"),
+    "amp.import": ("/v1/memories/import", "post"),
+}
 OPENAPI_CONTRACT = {
     "status_code_conformance",
     "content_type_conformance",
@@ -166,7 +175,7 @@ OPENAPI_CONTRACT = {
 }
 
 
-def _openapi(amp11: Amp11) -> dict[str, object] | None:
+def _openapi(amp11: Amp11) -> dict[str, Any] | None:
     """``--openapi`` (a path or URL), with the encode -> forget / pin links added; None: the bundled one."""
     source = amp11.run.options.openapi
     if source is None:
@@ -195,12 +204,17 @@ def openapi_fuzz(amp11: Amp11) -> FuzzResult:
         assert target.base_url is not None
         owner = amp11.scope("fuzz")["agent_id"]
         register_ndjson()
+        contract = _openapi(amp11) or dict(PROFILE.load_contract())
+        unrouted = fuzz_run(amp11, REST).unrouted  # a Core server's missing Full routes are not fuzzed
+        for verb in unrouted:
+            path, method = FULL_ROUTES[verb]
+            contract.get("paths", {}).get(path, {}).pop(method, None)
         transport = getattr(target.http, "_transport", None) if target.http is not None else None
         config = FuzzConfig(
             base_url=target.base_url,
             headers={},
             profile=PROFILE,
-            contract=_openapi(amp11),
+            contract=contract,
             max_examples=options.fuzz_examples,
             seconds=options.fuzz_seconds / (len(amp11.channels) + 1),
             seed=options.seed,
