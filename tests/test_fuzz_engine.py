@@ -364,3 +364,21 @@ def test_an_unusable_contract_is_an_error() -> None:
     result, _ = fuzz(reference_app(), contract={"info": {"title": "no version"}, "paths": {}}, seconds=3.0)
     assert result.findings == []
     assert result.errors and "contract" in result.errors[0], result.errors
+
+
+# --------------------------------------------------------------------------- the run's request count
+
+
+def test_the_runs_request_count_includes_the_fuzzers_requests() -> None:
+    """Issue 21 §3: schemathesis sends through its own client; its requests count in run.requests and
+    in the fuzz check that ran it (they were missing from the JSON report)."""
+    from tests.suite.inprocess import run_against_reference
+
+    budget = {"amp_fuzz_examples": 3, "amp_fuzz_seconds": 6.0, "amp_seed": 7}
+    outcome = run_against_reference({}, areas="fuzz", fuzz=True, extra=budget)
+    assert outcome.run is not None
+    fuzzed = outcome.run.cache["fuzz"].examples
+    assert fuzzed > 0
+    counted = sum(result.requests or 0 for result in outcome.run.results.values())
+    assert counted >= fuzzed
+    assert outcome.run.requests_sent >= fuzzed
