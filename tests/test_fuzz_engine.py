@@ -26,9 +26,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from amp_conformance.amp01.fuzz_profile import API_PREFIX, CHECK_POLICY, PROFILE
 from amp_conformance.engine.resources import load_contract
 from amp_conformance.fuzz import (
-    CHECK_POLICY,
+    CHECK_NAMES,
     FuzzConfig,
     FuzzFinding,
     FuzzResult,
@@ -59,6 +60,7 @@ def fuzz(app: Any = None, **overrides: Any) -> tuple[FuzzResult, float]:
     options: dict[str, Any] = {
         "base_url": UNUSED_ORIGIN,
         "headers": AGENT,
+        "profile": PROFILE,
         "max_examples": 10,
         "seconds": 20.0,
         "seed": 1,
@@ -206,9 +208,11 @@ def test_over_the_network_within_the_wall_time(served_faulty_server: str) -> Non
 
 
 def test_served_contract_is_fetched_and_matches(served_faulty_server: str) -> None:
-    document, notes = fetch_served_contract(served_faulty_server)
+    document, notes = fetch_served_contract(served_faulty_server, api_prefix=API_PREFIX)
     assert document is not None, notes
-    assert compare_served_contract(document, load_contract("openapi.json", "amp01")) == []
+    assert (
+        compare_served_contract(document, load_contract("openapi.json", "amp01"), api_prefix=API_PREFIX) == []
+    )
 
 
 def test_a_refused_connection_is_an_error_not_an_exception() -> None:
@@ -317,18 +321,19 @@ def test_every_schemathesis_check_has_a_policy() -> None:
     builtin = {name for name in CHECKS.get_all_names() if not name.startswith("amp_")}
     assert builtin <= set(CHECK_POLICY), builtin - set(CHECK_POLICY)
     assert {severity for severity, _, _ in CHECK_POLICY.values()} == {"fail", "warn", "off"}
+    assert set(CHECK_POLICY) <= set(CHECK_NAMES)
 
 
 def test_compare_served_contract_reports_routes_methods_and_statuses() -> None:
     ours = load_contract("openapi.json", "amp01")
-    assert compare_served_contract(ours, ours) == []
+    assert compare_served_contract(ours, ours, api_prefix=API_PREFIX) == []
     served = copy.deepcopy(ours)
     del served["paths"]["/amp/v1/memories/search"]
     del served["paths"]["/amp/v1/memories/{memory_id}"]["delete"]
     del served["paths"]["/amp/v1/memories"]["post"]["responses"]["413"]
     served["paths"]["/amp/v1/memories"]["post"]["responses"]["400"] = {"description": "bad"}
     served["paths"]["/amp/v1/extra"] = {"get": {"responses": {"200": {"description": "ok"}}}}
-    warnings = compare_served_contract(served, ours)
+    warnings = compare_served_contract(served, ours, api_prefix=API_PREFIX)
     text = "\n".join(warnings)
     assert "route /amp/v1/memories/search (POST) is missing from the served document" in text
     assert "DELETE /amp/v1/memories/{} is missing from the served document" in text
@@ -346,7 +351,7 @@ def test_compare_served_contract_resolves_a_server_prefix() -> None:
         path.removeprefix("/amp/v1").replace("{memory_id}", "{id}"): item
         for path, item in ours["paths"].items()
     }
-    assert compare_served_contract(served, ours) == []
+    assert compare_served_contract(served, ours, api_prefix=API_PREFIX) == []
 
 
 def test_store_wide_operations_are_left_out_unless_allowed() -> None:
@@ -359,3 +364,21 @@ def test_an_unusable_contract_is_an_error() -> None:
     result, _ = fuzz(reference_app(), contract={"info": {"title": "no version"}, "paths": {}}, seconds=3.0)
     assert result.findings == []
     assert result.errors and "contract" in result.errors[0], result.errors
+
+
+# --------------------------------------------------------------------------- the run's request count
+
+
+def test_the_runs_request_count_includes_the_fuzzers_requests() -> None:
+    """Issue 21 §3: schemathesis sends through its own client; its requests count in run.requests and
+    in the fuzz check that ran it (they were missing from the JSON report)."""
+    from tests.suite.inprocess import run_against_reference
+
+    budget = {"amp_fuzz_examples": 3, "amp_fuzz_seconds": 6.0, "amp_seed": 7}
+    outcome = run_against_reference({}, areas="fuzz", fuzz=True, extra=budget)
+    assert outcome.run is not None
+    fuzzed = outcome.run.cache["fuzz"].examples
+    assert fuzzed > 0
+    counted = sum(result.requests or 0 for result in outcome.run.results.values())
+    assert counted >= fuzzed
+    assert outcome.run.requests_sent >= fuzzed

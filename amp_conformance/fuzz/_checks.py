@@ -1,12 +1,14 @@
-"""The checks a fuzz run applies: schemathesis's own (wrapped per CHECK_POLICY) and the AMP error envelope.
+"""The checks a fuzz run applies: schemathesis's own (wrapped per the profile's policy) and the protocol's
+error envelope.
 
 The wrappers are registered with schemathesis only for the duration of a run, under names of our own
 (``amp_<check>``), and are bound to that run's collector, so importing this package changes nothing
-for other schemathesis users in the process. Each wrapper applies the AMP exemptions before calling the
-schemathesis check: nothing is asserted about 404/405 answers that routing gave outside the AMP routes
-(requirements.md C-29), and a 5xx is reported once, by ``not_a_server_error``. "warn" checks never
-raise inside schemathesis (a raised failure would stop hypothesis exploring that operation and could
-hide a real 5xx behind a disputed finding); they are recorded on the side instead.
+for other schemathesis users in the process. Each wrapper applies the exemptions before calling the
+schemathesis check: nothing is asserted about 404/405 answers that routing gave outside the protocol's
+routes (the profile's ``api_prefix``), a 5xx the profile documents is no finding, and a 5xx is reported
+once, by ``not_a_server_error``. "warn" checks never raise inside schemathesis (a raised failure would
+stop hypothesis exploring that operation and could hide a real 5xx behind a disputed finding); they are
+recorded on the side instead.
 """
 
 from __future__ import annotations
@@ -17,9 +19,8 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
 
-from amp_conformance.amp01.envelope import envelope_problems, validation_error_problems
 from amp_conformance.fuzz._collect import Collector
-from amp_conformance.fuzz._model import API_PREFIX, CHECK_POLICY, FAIL, OFF
+from amp_conformance.fuzz._model import CHECK_NAMES, FAIL, OFF
 
 if TYPE_CHECKING:
     from schemathesis import Case, CheckContext, Response
@@ -27,8 +28,8 @@ if TYPE_CHECKING:
 CheckFunction = Callable[..., bool | None]
 
 WRAPPER_PREFIX: Final = "amp_"
-# Statuses a schema-valid request may legitimately get in AMP (see positive_data_acceptance in
-# CHECK_POLICY): 413 CELL_TOO_LARGE is added to the schemathesis defaults.
+# Statuses a schema-valid request may legitimately get (see positive_data_acceptance in a profile's
+# policy): 413 (a size limit no schema expresses) is added to the schemathesis defaults.
 POSITIVE_STATUSES: Final = ["2xx", "3xx", "401", "403", "404", "409", "413", "429", "5xx"]
 
 
@@ -50,8 +51,8 @@ def operation_label(response: Response | None, case: Case[Any]) -> str:
     return f"{method} {case.operation.path}"
 
 
-def outside_api(response: Response, case: Case[Any]) -> bool:
-    """C-29: a 404/405 that routing produced outside the AMP routes (unknown path or wrong method)."""
+def outside_api(response: Response, case: Case[Any], prefix: str) -> bool:
+    """A 404/405 that routing produced outside the protocol's routes (unknown path or wrong method)."""
     status = response.status_code
     if status == 405:
         return True
@@ -61,7 +62,7 @@ def outside_api(response: Response, case: Case[Any]) -> bool:
         return True
     url = str(getattr(response.request, "url", "") or "")
     path = unquote(urlsplit(url).path)
-    if not path.startswith(API_PREFIX):
+    if not path.startswith(prefix):
         return True
     # A path parameter holding "/" (or nothing) moves the request to another route, or to none.
     return _route_pattern(case.operation.path).search(path) is None
@@ -88,11 +89,11 @@ def record(collector: Collector, check: str, response: Response, case: Case[Any]
 
 
 class EnvelopeFailure(AssertionError):
-    """A 4xx body that is not the AMP error envelope."""
+    """A 4xx body that is not the protocol's error envelope."""
 
     def __init__(self, message: str, requirement: str) -> None:
         super().__init__(message)
-        self.title = "AMP error envelope"
+        self.title = "error envelope"
         self.message = message
         self.requirement = requirement
 
@@ -109,44 +110,16 @@ def failure_text(exc: BaseException) -> str:
     return str(exc)
 
 
-def _is_create_with_creator(case: Case[Any]) -> bool:
-    body = case.body if isinstance(case.body, dict) else None
-    identity = body.get("identity") if body is not None else None
-    return (
-        str(case.operation.method).upper() == "POST"
-        and case.operation.path == f"{API_PREFIX}/memories"
-        and isinstance(identity, dict)
-        and bool(identity.get("created_by"))
-    )
+def check_error_envelope(response: Response, case: Case[Any], collector: Collector) -> None:
+    """Every 4xx from a protocol route uses the profile's error envelope.
 
-
-def _envelope_requirement(status: int, problems: list[str]) -> str:
-    text = " ".join(problems)
-    if "framework default" in text:
-        return "AMP-ERR-05"
-    structural = (
-        "not JSON",
-        "not an object",
-        "missing object member",
-        "code is missing",
-        "message is missing",
-    )
-    if any(marker in text for marker in structural) or "Content-Type" in text:
-        return "AMP-ERR-01"
-    if "SCREAMING_SNAKE_CASE" in text:
-        return "AMP-ERR-02"
-    if status == 422:
-        return "AMP-ERR-04"
-    return "AMP-ERR-01"
-
-
-def check_error_envelope(response: Response, case: Case[Any], collector: Collector | None) -> None:
-    """Every 4xx from an AMP route is ``{"error": {"code", "message", "details"}}`` (AMP-ERR-01/02/04/05).
-
-    Raises :class:`EnvelopeFailure`; a missing ``details`` (a SHOULD) is recorded as a warning instead.
+    Raises :class:`EnvelopeFailure`; missing optional details are recorded as a warning instead.
     """
+    profile = collector.profile
     status = response.status_code
-    if not 400 <= status < 500 or outside_api(response, case):
+    if profile.envelope_problems is None or not 400 <= status < 500:
+        return
+    if outside_api(response, case, profile.api_prefix):
         return
     problems: list[str] = []
     content_type = (response.headers.get("content-type") or [""])[0]
@@ -159,34 +132,27 @@ def check_error_envelope(response: Response, case: Case[Any], collector: Collect
         text = bytes(response.content or b"")[:120].decode("utf-8", "replace")
         problems.append(f"the body is not JSON: {text!r}")
     else:
-        problems += (
-            validation_error_problems(body)
-            if status == 422
-            else envelope_problems(body, require_details=False)
-        )
+        problems += profile.envelope_problems(status, body)
     if problems:
-        raise EnvelopeFailure(
-            f"{status} body is not the AMP error envelope: " + "; ".join(problems),
-            _envelope_requirement(status, problems),
+        requirement = (
+            profile.envelope_requirement(status, problems)
+            if profile.envelope_requirement is not None
+            else profile.requirement_for("error_envelope", status)
         )
-    error = body.get("error") if isinstance(body, dict) else None
-    if collector is not None and isinstance(error, dict) and "details" not in error:
+        raise EnvelopeFailure(f"{status} body is not the error envelope: " + "; ".join(problems), requirement)
+    if profile.details_missing is not None and profile.details_missing(body):
         record(
-            collector,
-            "error_envelope_details",
-            response,
-            case,
-            f"{status} error envelope without error.details",
+            collector, "error_envelope_details", response, case, f"{status} error envelope without details"
         )
 
 
 def builtin_checks() -> dict[str, CheckFunction]:
-    """schemathesis's function checks that CHECK_POLICY names."""
+    """schemathesis's function checks that a policy may name."""
     from schemathesis.checks import CHECKS, load_all_checks
 
     load_all_checks()
     found: dict[str, CheckFunction] = {}
-    for name in CHECK_POLICY:
+    for name in CHECK_NAMES:
         try:
             item = CHECKS.get_one(name)
         except KeyError:
@@ -202,13 +168,17 @@ def _named(function: CheckFunction, name: str) -> CheckFunction:
     return function
 
 
-def _fail_wrapper(name: str, check: CheckFunction) -> CheckFunction:
+def _fail_wrapper(name: str, check: CheckFunction, collector: Collector) -> CheckFunction:
+    profile = collector.profile
+
     def wrapper(ctx: CheckContext, response: Response, case: Case[Any]) -> bool | None:
+        if response.status_code >= 500 and profile.allowed_server_error(response):
+            return None  # a 5xx the protocol documents (a reported backend error)
         if name != "not_a_server_error":
             if response.status_code >= 500:
                 return None  # reported once, by not_a_server_error
-            if outside_api(response, case):
-                return None  # C-29: nothing is asserted on 404/405 outside the AMP routes
+            if outside_api(response, case, profile.api_prefix):
+                return None  # nothing is asserted on 404/405 outside the protocol's routes
         return check(ctx, response, case)
 
     return _named(wrapper, name)
@@ -217,11 +187,13 @@ def _fail_wrapper(name: str, check: CheckFunction) -> CheckFunction:
 def _warn_wrapper(name: str, check: CheckFunction, collector: Collector) -> CheckFunction:
     from schemathesis.core.failures import Failure, FailureGroup
 
+    profile = collector.profile
+
     def wrapper(ctx: CheckContext, response: Response, case: Case[Any]) -> bool | None:
-        if response.status_code >= 500 or outside_api(response, case):
-            return None  # 5xx: reported by not_a_server_error; 404/405 outside the AMP routes: C-29
-        if name == "missing_required_header" and _is_create_with_creator(case):
-            return None  # keyless create falls back to identity.created_by (AMP-AUTH-01)
+        if response.status_code >= 500 or outside_api(response, case, profile.api_prefix):
+            return None  # 5xx: reported by not_a_server_error; 404/405 outside the routes: routing's
+        if name == "missing_required_header" and profile.header_exempt(case):
+            return None  # the profile documents this case (e.g. a keyless fallback identity)
         try:
             check(ctx, response, case)
         except FailureGroup as group:
@@ -243,17 +215,20 @@ def _envelope_wrapper(collector: Collector) -> CheckFunction:
 
 
 def wrappers(collector: Collector) -> list[CheckFunction]:
-    """The run's checks: every schemathesis check CHECK_POLICY does not switch off, plus ours."""
+    """The run's checks: every schemathesis check the policy does not switch off, plus ours."""
     builtins = builtin_checks()
     result: list[CheckFunction] = []
-    for name, (severity, _requirement, _reason) in CHECK_POLICY.items():
+    for name, (severity, _requirement, _reason) in collector.profile.policy.items():
         check = builtins.get(name)
         if check is None or severity == OFF:
             continue
         result.append(
-            _fail_wrapper(name, check) if severity == FAIL else _warn_wrapper(name, check, collector)
+            _fail_wrapper(name, check, collector)
+            if severity == FAIL
+            else _warn_wrapper(name, check, collector)
         )
-    result.append(_envelope_wrapper(collector))
+    if collector.profile.envelope_problems is not None:
+        result.append(_envelope_wrapper(collector))
     return result
 
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from amp_conformance.engine.progress import note_fuzz_requests
-from amp_conformance.fuzz._model import CHECK_POLICY, FAIL, FuzzFinding, requirement_for
+from amp_conformance.fuzz._model import FAIL, FuzzFinding, FuzzProfile
 
 _SECRET_HEADER: Final = re.compile(r"(key|token|secret|authorization|password|cookie)", re.IGNORECASE)
 _VARIABLE_NAMES: Final = {
@@ -36,8 +36,9 @@ def leaf_count(value: Any) -> int:
 class Collector:
     """Thread-safe store of findings for one run (schemathesis checks run in worker threads)."""
 
-    def __init__(self, *, seed: int, origin: str, secrets: Mapping[str, str]) -> None:
+    def __init__(self, *, seed: int, origin: str, secrets: Mapping[str, str], profile: FuzzProfile) -> None:
         self.seed = seed
+        self.profile = profile
         self.origin = origin
         self.secrets = dict(secrets)
         self._lock = threading.Lock()
@@ -60,10 +61,10 @@ class Collector:
         severity: str | None = None,
         case: Any = None,
     ) -> None:
-        policy_severity = CHECK_POLICY.get(check, (FAIL, "", ""))[0]
+        policy_severity = self.profile.severity(check)
         finding = FuzzFinding(
             check=check,
-            requirement=requirement or requirement_for(check, status),
+            requirement=requirement or self.profile.requirement_for(check, status),
             severity=severity or policy_severity,
             operation=operation,
             message=_mask_secrets(_shorten(message), self.secrets),

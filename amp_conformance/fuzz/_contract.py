@@ -1,4 +1,4 @@
-"""The server's own OpenAPI document: fetching it and comparing it with ours (AMP-OAS-01/02)."""
+"""The server's own OpenAPI document: fetching it and comparing it with ours."""
 
 from __future__ import annotations
 
@@ -8,23 +8,24 @@ from typing import Any, Final
 
 import httpx
 
-from amp_conformance.fuzz._model import API_PREFIX, origin_of, server_prefix
+from amp_conformance.fuzz._model import origin_of, server_prefix
 
 
 def fetch_served_contract(
     base_url: str,
     *,
+    api_prefix: str,
     headers: Mapping[str, str] | None = None,
     timeout: float = 5.0,
     transport: httpx.BaseTransport | None = None,
 ) -> tuple[dict[str, Any] | None, list[str]]:
-    """The server's OpenAPI document (AMP-OAS-01): ``{origin}/openapi.json``, else ``{base}/openapi.json``.
+    """The server's OpenAPI document: ``{origin}/openapi.json``, else ``{origin}{api_prefix}/openapi.json``.
 
     Returns the document (or None) and notes (why it was not found, or that the fallback was used).
     """
-    origin = origin_of(base_url)
+    origin = origin_of(base_url, api_prefix)
     notes: list[str] = []
-    candidates = [f"{origin}/openapi.json", f"{origin}{API_PREFIX}/openapi.json"]
+    candidates = [f"{origin}/openapi.json", f"{origin}{api_prefix}/openapi.json"]
     try:
         with httpx.Client(transport=transport, timeout=timeout, headers=dict(headers or {})) as client:
             for index, url in enumerate(candidates):
@@ -55,8 +56,9 @@ def fetch_served_contract(
 _HTTP_METHODS: Final = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
-def _routes(document: Mapping[str, Any]) -> dict[str, dict[str, set[str]]]:
-    """{normalised path: {METHOD: {declared statuses}}}; parameter names are ignored, paths carry /amp/v1."""
+def _routes(document: Mapping[str, Any], api_prefix: str) -> dict[str, dict[str, set[str]]]:
+    """{normalised path: {METHOD: {declared statuses}}}; parameter names are ignored, paths carry the
+    API prefix."""
     prefix = server_prefix(document)
     routes: dict[str, dict[str, set[str]]] = {}
     paths = document.get("paths")
@@ -66,7 +68,7 @@ def _routes(document: Mapping[str, Any]) -> dict[str, dict[str, set[str]]]:
         if not isinstance(item, Mapping):
             continue
         path = str(raw_path)
-        if not path.startswith(API_PREFIX) and prefix and not path.startswith(prefix + "/"):
+        if not path.startswith(api_prefix) and prefix and not path.startswith(prefix + "/"):
             path = prefix + path
         path = re.sub(r"\{[^}]*\}", "{}", path).rstrip("/") or "/"
         methods = routes.setdefault(path, {})
@@ -80,14 +82,16 @@ def _routes(document: Mapping[str, Any]) -> dict[str, dict[str, set[str]]]:
     return routes
 
 
-def compare_served_contract(served: Mapping[str, Any], ours: Mapping[str, Any]) -> list[str]:
+def compare_served_contract(
+    served: Mapping[str, Any], ours: Mapping[str, Any], *, api_prefix: str
+) -> list[str]:
     """Differences between the server's OpenAPI document and ours: routes, methods, declared statuses.
 
-    Each difference is one human-readable warning (AMP-OAS-02); an empty list means they agree on all three.
+    Each difference is one human-readable warning; an empty list means they agree on all three.
     Path parameter names are not compared (``{id}`` and ``{memory_id}`` are the same route).
     """
     warnings: list[str] = []
-    served_routes, our_routes = _routes(served), _routes(ours)
+    served_routes, our_routes = _routes(served, api_prefix), _routes(ours, api_prefix)
     for path in sorted(set(our_routes) - set(served_routes)):
         methods = ", ".join(sorted(our_routes[path]))
         warnings.append(f"route {path} ({methods}) is missing from the served document")

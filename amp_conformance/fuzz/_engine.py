@@ -28,14 +28,7 @@ from amp_conformance.fuzz._checks import (
     registered_checks,
 )
 from amp_conformance.fuzz._collect import Collector, secret_headers
-from amp_conformance.fuzz._model import (
-    API_PREFIX,
-    FuzzConfig,
-    FuzzResult,
-    origin_of,
-    requirement_for,
-    server_prefix,
-)
+from amp_conformance.fuzz._model import FuzzConfig, FuzzProfile, FuzzResult, origin_of, server_prefix
 from amp_conformance.fuzz._replay import minimise_findings, probe_unusual_inputs
 
 if TYPE_CHECKING:
@@ -57,27 +50,30 @@ def _count_operations(contract: Mapping[str, Any]) -> int:
     )
 
 
-def _drop_global_operations(contract: dict[str, Any]) -> None:
-    """Leave out the operations with store-wide effects (the suite's --allow-global-effects)."""
+def _drop_global_operations(contract: dict[str, Any], profile: FuzzProfile) -> None:
+    """Leave out the profile's operations with store-wide effects (the suite's --allow-global-effects)."""
     paths = contract.get("paths")
     if not isinstance(paths, dict):
         return
-    for path in [path for path in paths if str(path).rstrip("/").endswith("/lifecycle/run")]:
+    for path in list(paths):
         item = paths[path]
-        if isinstance(item, dict):
-            item.pop("post", None)
-            if not any(key in item for key in _HTTP_METHODS):
-                del paths[path]
+        if not isinstance(item, dict):
+            continue
+        for method in [key for key in item if key in _HTTP_METHODS]:
+            if profile.global_operation(str(path), method):
+                del item[method]
+        if not any(key in item for key in _HTTP_METHODS):
+            del paths[path]
 
 
-def _path_prefix(contract: Mapping[str, Any]) -> str:
+def _path_prefix(contract: Mapping[str, Any], api_prefix: str) -> str:
     """What to put between the origin and the contract's paths.
 
-    Our contract's paths carry ``/amp/v1`` (its server is the origin); a document whose paths are
-    relative to a server URL such as ``/amp/v1`` gets that prefix.
+    A bundled contract's paths carry the API prefix (its server is the origin); a document whose paths
+    are relative to a server URL such as ``/api`` gets that prefix.
     """
     paths = contract.get("paths")
-    if isinstance(paths, Mapping) and any(str(path).startswith(API_PREFIX) for path in paths):
+    if isinstance(paths, Mapping) and any(str(path).startswith(api_prefix) for path in paths):
         return ""
     return server_prefix(contract)
 
@@ -267,7 +263,9 @@ class _Run:
                     operation = str(getattr(info.failure, "operation", None) or event.label or "?")
                 failure = info.failure
                 inner = getattr(failure, "exception", None)
-                requirement = getattr(inner, "requirement", None) or requirement_for(check, status)
+                requirement = getattr(inner, "requirement", None) or self.collector.profile.requirement_for(
+                    check, status
+                )
                 self.collector.add(
                     check=check,
                     operation=operation,
@@ -306,12 +304,15 @@ def run_fuzz(config: FuzzConfig) -> FuzzResult:
     started = time.monotonic()
     seed = config.seed if config.seed is not None else random.SystemRandom().randrange(2**31)
     collector = Collector(
-        seed=seed, origin=origin_of(config.base_url), secrets=secret_headers(config.headers)
+        seed=seed,
+        origin=origin_of(config.base_url, config.profile.api_prefix),
+        secrets=secret_headers(config.headers),
+        profile=config.profile,
     )
     # The promise is 2 * seconds of wall time; keep a little for assembling the result.
     hard_deadline = started + 2 * config.seconds - min(1.0, 0.1 * config.seconds)
     # One run at a time: the checks are registered process-wide for the duration of a run.
-    isolation = _Isolation(config.owner_id)
+    isolation = _Isolation(config.profile, config.owner_id)
     acquired = _RUN_LOCK.acquire(timeout=max(hard_deadline - time.monotonic() - config.seconds, 0.1))
     if not acquired:
         collector.error("another fuzz run is still in progress in this process")
@@ -340,49 +341,26 @@ def run_fuzz(config: FuzzConfig) -> FuzzResult:
 
 
 class _Isolation:
-    """schemathesis hooks that pin every generated owner id to the run's own and note created ids.
+    """schemathesis hooks applying the profile's isolation (the run's own owner or scope in every
+    request) before each call, and noting what each call created, for the run's cleanup."""
 
-    The suite promises to write only under per-run owner ids; generated data would otherwise create
-    cells under arbitrary owners (and searches would read other owners' cells). Searches and lists are
-    pinned to the fuzz owner even when the generated request names no owner: what they return feeds the
-    stateful phase's links (PATCH, DELETE by id), which must never reach the cells other checks made
-    (cells several checks share among them)."""
-
-    def __init__(self, owner_id: str | None) -> None:
+    def __init__(self, profile: FuzzProfile, owner_id: str | None) -> None:
+        self.profile = profile
         self.owner_id = owner_id
         self.created: list[str] = []
         self._lock = threading.Lock()
 
     def before_call(self, context: Any, case: Any, kwargs: dict[str, Any]) -> None:
-        if self.owner_id is None:
-            return
-        body = case.body
-        if isinstance(body, dict):
-            identity = body.get("identity")
-            if isinstance(identity, dict) and "owner_id" in identity:
-                identity["owner_id"] = self.owner_id
-            if "owner_id" in body:
-                body["owner_id"] = self.owner_id
-        if isinstance(case.query, dict) and "owner_id" in case.query:
-            case.query["owner_id"] = self.owner_id
-        path = str(getattr(getattr(case, "operation", None), "path", "") or "").rstrip("/")
-        method = str(getattr(case, "method", "") or "").upper()
-        if method == "POST" and path.endswith("/memories/search") and isinstance(body, dict):
-            body["owner_id"] = self.owner_id
-        if method == "GET" and path.endswith(("/memories", "/memories/query")):
-            query = case.query if isinstance(case.query, dict) else {}
-            case.query = {**query, "owner_id": self.owner_id}
+        if self.owner_id is not None and self.profile.isolate is not None:
+            self.profile.isolate(case, self.owner_id)
 
     def after_call(self, context: Any, case: Any, response: Any) -> None:
-        if response.status_code != 201:
+        if self.profile.created_id is None:
             return
-        try:
-            cell_id = response.json().get("id")
-        except Exception:
-            return
-        if isinstance(cell_id, str):
+        created = self.profile.created_id(case, response)
+        if created is not None:
             with self._lock:
-                self.created.append(cell_id)
+                self.created.append(created)
 
     @contextmanager
     def registered(self) -> Iterator[None]:
@@ -403,14 +381,10 @@ def _run(
     import schemathesis
     from schemathesis.engine import from_schema
 
-    raw = config.contract
-    if raw is None:
-        from amp_conformance.engine.resources import load_contract
-
-        raw = load_contract("openapi.json", "amp01")
+    raw = config.contract if config.contract is not None else config.profile.load_contract()
     contract: dict[str, Any] = copy.deepcopy(dict(raw))
     if not config.allow_global_effects:
-        _drop_global_operations(contract)
+        _drop_global_operations(contract, config.profile)
     collector.operations = _count_operations(contract)
     app, problem = _in_process_app(config)
     if problem is not None:
@@ -429,7 +403,7 @@ def _run(
         try:
             st_config = _schemathesis_config(
                 config,
-                origin=collector.origin + _path_prefix(contract),
+                origin=collector.origin + _path_prefix(contract, config.profile.api_prefix),
                 seed=collector.seed,
                 max_time=max_time,
                 check_names=check_names,

@@ -1,95 +1,104 @@
-"""Public data types of the fuzz area and the table of which checks run at which severity."""
+"""Public data types of the fuzz engine: its configuration, the protocol profile, findings and results."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 import httpx
 
-API_PREFIX: Final = "/amp/v1"
-
 FAIL: Final = "fail"
 WARN: Final = "warn"
 OFF: Final = "off"
 
-# ---------------------------------------------------------------------------------------------------------
-# Which schemathesis checks run, at which severity, and why. The key is the schemathesis check name (also
-# the `check` of a finding); the value is (severity, requirement id(s), reason).
-# ---------------------------------------------------------------------------------------------------------
-CHECK_POLICY: Final[Mapping[str, tuple[str, str, str]]] = MappingProxyType(
-    {
-        # Any 5xx is a robustness failure: this is what fuzzing is for (non-ASCII text, huge integers,
-        # deeply nested metadata...). It is filed under AMP-ERR-03 (MUST: no route documents a 5xx),
-        # the rule it breaks at its level; AMP-ERR-07 (SHOULD) asks the same in general terms.
-        "not_a_server_error": (FAIL, "AMP-ERR-03", "no request may produce a 5xx"),
-        # Every status an AMP route answers is declared in the contract. 404/405 that routing gave
-        # outside the AMP routes are exempt (C-29: framework territory).
-        "status_code_conformance": (FAIL, "AMP-OAS-02", "the answered status is declared for the route"),
-        # Declared media types: application/json everywhere (errors: AMP-ERR-01).
-        "content_type_conformance": (FAIL, "AMP-ERR-01/AMP-OAS-04", "the response media type is declared"),
-        # The body matches the declared schema (cells, pages, error envelopes).
-        "response_schema_conformance": (FAIL, "AMP-OAS-04", "the response body matches its declared schema"),
-        # Declared response headers, e.g. Retry-After on 429 (AMP-ERR-06).
-        "response_headers_conformance": (FAIL, "AMP-ERR-06/AMP-OAS-04", "declared response headers are sent"),
-        # A cell just created is immediately readable by its creator (AMP-CRE-09); the contract's links
-        # read it back as its creator, so a 404 there is a real defect in either convention (the upstream
-        # convention answers 403, which this check does not look at).
-        "ensure_resource_availability": (FAIL, "AMP-CRE-09", "a created cell is readable through its links"),
-        # WARN: a schema-valid request may legitimately be refused in AMP: 404/403 for a random id (both
-        # conventions), 409 INVALID_TRANSITION and 429 RATE_LIMITED on PATCH, 413 CELL_TOO_LARGE (the
-        # size limit is not expressible in the schema) and 422 for semantic rules the schema cannot
-        # express. 413 is added to the accepted statuses; anything else is reported as a contract that is
-        # looser than the server, which is worth a look but is no AMP violation by itself.
-        "positive_data_acceptance": (WARN, "AMP-OAS-02", "a schema-valid request is accepted"),
-        # WARN: a server may accept some "negative" inputs legitimately: AMP ignores unknown members
-        # (AMP-CRE-05) and a null optional section, and a keyless server ignores X-AMP-API-Key whatever
-        # its value. AMP-ERR-04 itself is asserted by the hand-written checks.
-        "negative_data_rejection": (WARN, "AMP-ERR-04", "a schema-invalid request is rejected"),
-        # WARN: a request without the required X-AMP-Agent-ID must be 401 (AMP-AUTH-01), but POST
-        # /memories falls back to the body's identity.created_by in keyless mode (that case is skipped);
-        # the hand-written AUTH checks own the verdict.
-        "missing_required_header": (WARN, "AMP-AUTH-01", "a missing required header is refused"),
-        # WARN: 405 with Allow for a method the route lacks is HTTP semantics (RFC 9110), not AMP; C-29
-        # leaves wrong methods to the framework.
-        "unsupported_method": (WARN, "AMP-OAS-02", "an undeclared method is answered 405 with Allow"),
-        # OFF: in the API-reference convention a deleted cell stays readable (200, status "deleted",
-        # AMP-DEL-06), which this check reports as a use after free. The DEL checks assert the convention.
-        "use_after_free": (OFF, "AMP-DEL-06", "deleted cells are readable in one documented convention"),
-        # OFF: without API keys any agent id works and no credential is needed (AMP-AUTH-02), which this
-        # check reports as ignored auth; the AUTH checks cover keys mode with known keys.
-        "ignored_auth": (OFF, "AMP-AUTH-02", "keyless servers legitimately need no credential"),
-        # OFF: needs several identities with their own objects; the ACL checks do this deliberately.
-        "object_level_authorization": (OFF, "-", "covered by the hand-written access-control checks"),
-        # OFF: OPTIONS and its Allow header are framework behaviour outside AMP (C-29).
-        "allow_header_conformance": (OFF, "-", "OPTIONS handling is outside AMP (C-29)"),
-        # OFF: timing is not an AMP requirement; request_timeout bounds each request instead.
-        "max_response_time": (OFF, "-", "timing is not an AMP requirement"),
-        # Ours: every 4xx body from an AMP route is the error envelope (AMP-ERR-01/02/05; 422 also
-        # AMP-ERR-04), except 404/405 outside the AMP routes (C-29).
-        "error_envelope": (FAIL, "AMP-ERR-01", "every 4xx from an AMP route uses the error envelope"),
-        # Ours: `error.details` present (AMP-ERR-01 makes it a SHOULD).
-        "error_envelope_details": (WARN, "AMP-ERR-01", "error.details is present"),
-        # A request that timed out or whose connection dropped: a robustness problem, but a slow machine
-        # can cause it too, so it is a warning.
-        "transport_error": (WARN, "AMP-ERR-07", "every request gets an answer within the timeout"),
-    }
+Policy = Mapping[str, tuple[str, str, str]]
+"""schemathesis check name (also a finding's ``check``) -> (severity, requirement id(s), reason)."""
+
+CHECK_NAMES: Final = (
+    "not_a_server_error",
+    "status_code_conformance",
+    "content_type_conformance",
+    "response_schema_conformance",
+    "response_headers_conformance",
+    "ensure_resource_availability",
+    "positive_data_acceptance",
+    "negative_data_rejection",
+    "missing_required_header",
+    "unsupported_method",
+    "use_after_free",
+    "ignored_auth",
+    "object_level_authorization",
+    "allow_header_conformance",
+    "max_response_time",
+    "error_envelope",
+    "error_envelope_details",
+    "transport_error",
 )
+"""Every check a policy may name: schemathesis's, plus ours (``error_envelope``, ``error_envelope_details``,
+``transport_error``)."""
 
 
-def origin_of(base_url: str) -> str:
-    """The server origin: ``base_url`` without a trailing slash or ``/amp/v1``."""
+def _never(*_: Any) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class FuzzProfile:
+    """What a protocol tells the engine (which imports no protocol): where its routes live, which checks
+    run at which severity citing which of its requirements, how its error bodies look, and how a run
+    keeps to its own data. ``amp01.fuzz_profile`` and ``amp11.rest_fuzz`` build one each."""
+
+    api_prefix: str
+    """Path prefix of the protocol's routes (``/amp/v1``, ``/v1``); 404s outside it are routing's."""
+    policy: Policy
+    """Which checks run at which severity, and the requirement each finding counts against."""
+    load_contract: Callable[[], Mapping[str, Any]]
+    """The bundled OpenAPI document (used when FuzzConfig.contract is None)."""
+    envelope_problems: Callable[[int, Any], list[str]] | None = None
+    """Why a 4xx body (parsed JSON) is not the protocol's error envelope; None: no envelope check."""
+    envelope_requirement: Callable[[int, list[str]], str] | None = None
+    """Which requirement envelope ``problems`` break (default: the policy's ``error_envelope`` entry)."""
+    details_missing: Callable[[Any], bool] | None = None
+    """A 4xx body lacking its optional details (the ``error_envelope_details`` warning)."""
+    status_requirement: Callable[[str, int | None], str | None] | None = None
+    """A finding's requirement when it depends on the status (else the policy's)."""
+    isolate: Callable[[Any, str], None] | None = None
+    """Before each call: rewrite the schemathesis case so it reads and writes only the run's own data."""
+    created_id: Callable[[Any, Any], str | None] | None = None
+    """After each call: the id of what (case, response) created, for the run's cleanup."""
+    global_operation: Callable[[str, str], bool] = _never
+    """(path, method) of an operation with store-wide effects, left out unless allow_global_effects."""
+    header_exempt: Callable[[Any], bool] = _never
+    """Cases where a missing required header is legitimately accepted."""
+    allowed_server_error: Callable[[Any], bool] = _never
+    """A 5xx response the protocol documents (e.g. a reported backend error), not a finding."""
+    fallback_requirement: str = "-"
+    """Requirement of a finding whose check the policy does not name."""
+
+    def requirement_for(self, check: str, status: int | None) -> str:
+        """The requirement a failed check counts against (some depend on the status)."""
+        if self.status_requirement is not None:
+            found = self.status_requirement(check, status)
+            if found:
+                return found
+        return self.policy.get(check, (FAIL, self.fallback_requirement, ""))[1]
+
+    def severity(self, check: str) -> str:
+        return self.policy.get(check, (FAIL, "", ""))[0]
+
+
+def origin_of(base_url: str, api_prefix: str = "") -> str:
+    """The server origin: ``base_url`` without a trailing slash or the API prefix."""
     url = base_url.strip().rstrip("/")
-    if url.endswith(API_PREFIX):
-        url = url[: -len(API_PREFIX)]
+    if api_prefix and url.endswith(api_prefix):
+        url = url[: -len(api_prefix)]
     return url
 
 
 def server_prefix(document: Mapping[str, Any]) -> str:
-    """Path of the document's first server URL (``/amp/v1`` for ``{"url": "https://h/amp/v1"}``)."""
+    """Path of the document's first server URL (``/api`` for ``{"url": "https://h/api"}``)."""
     servers = document.get("servers")
     if isinstance(servers, list) and servers and isinstance(servers[0], Mapping):
         url = str(servers[0].get("url") or "")
@@ -97,25 +106,18 @@ def server_prefix(document: Mapping[str, Any]) -> str:
     return ""
 
 
-def requirement_for(check: str, status: int | None) -> str:
-    """The requirement a failed check counts against (some depend on the status)."""
-    if check == "content_type_conformance":
-        return "AMP-ERR-01" if status is not None and status >= 400 else "AMP-OAS-04"
-    if check == "response_headers_conformance":
-        return "AMP-ERR-06" if status == 429 else "AMP-OAS-04"
-    return CHECK_POLICY.get(check, (FAIL, "AMP-ERR-07", ""))[1]
-
-
 @dataclass(frozen=True)
 class FuzzConfig:
     """What to fuzz and how hard."""
 
     base_url: str
-    """Origin of the server, e.g. ``http://127.0.0.1:8765`` (a trailing ``/amp/v1`` is tolerated)."""
+    """Origin of the server, e.g. ``http://127.0.0.1:8765`` (a trailing API prefix is tolerated)."""
     headers: Mapping[str, str]
-    """Identity headers sent with every request (X-AMP-Agent-ID, X-AMP-API-Key)."""
+    """Identity headers sent with every request."""
+    profile: FuzzProfile
+    """The protocol's routes, check policy, error envelope and isolation rules."""
     contract: Mapping[str, Any] | None = None
-    """Parsed OpenAPI document; ``None`` is our bundled contract."""
+    """Parsed OpenAPI document; ``None`` is the profile's bundled contract."""
     max_examples: int = 25
     """Hypothesis examples per operation and phase (stateful: scenarios)."""
     seconds: float = 60.0
@@ -134,10 +136,10 @@ class FuzzConfig:
     stateful_steps: int = 8
     """Maximum steps of one stateful scenario (create, then read / patch / delete through links)."""
     allow_global_effects: bool = False
-    """Also fuzz store-wide operations (``POST /amp/v1/lifecycle/run``); off, they are left out."""
+    """Also fuzz the profile's store-wide operations; off, they are left out."""
     owner_id: str | None = None
-    """Every generated ``owner_id`` (in a create body's identity, a search body, a list query) is
-    replaced by this one, so a run writes only under its own owner and never reads others' cells."""
+    """The run's own owner (or scope) id, handed to the profile's ``isolate`` before every call, so a run
+    writes only under its own id and never reads others' data."""
 
 
 @dataclass(frozen=True)
@@ -145,16 +147,16 @@ class FuzzFinding:
     """One problem the fuzzer found on the server (deduplicated per check x operation x status)."""
 
     check: str
-    """The failed check, a key of :data:`CHECK_POLICY`."""
+    """The failed check, a key of the profile's policy."""
     requirement: str
-    """The AMP requirement id the finding counts against."""
+    """The requirement id the finding counts against."""
     severity: str
     """``"fail"`` or ``"warn"``."""
     operation: str
-    """Method and path template, e.g. ``POST /amp/v1/memories``."""
+    """Method and path template, e.g. ``POST /v1/memories``."""
     message: str
     curl: str
-    """The smallest reproducing request seen, secrets as ``$AMP_API_KEY``-style shell variables."""
+    """The smallest reproducing request seen, secrets as shell variables."""
     status: int | None
     seed: int
 
@@ -173,7 +175,7 @@ class FuzzResult:
     errors: list[str] = field(default_factory=list)
     """Tool problems (unreachable server, unusable contract...), not verdicts on the server."""
     created: list[str] = field(default_factory=list)
-    """Ids of the cells the run created (from 201 answers to POST /memories), for cleanup."""
+    """Ids of what the run created (the profile's ``created_id``), for cleanup."""
 
     @property
     def failures(self) -> list[FuzzFinding]:

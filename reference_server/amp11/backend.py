@@ -40,6 +40,33 @@ _VALIDATORS = {name: Draft202012Validator(input_schema(name, published=False)) f
 _MAX_MESSAGE = 300
 
 
+class FaultCrash(RuntimeError):
+    """An uncaught failure a fault provokes (a bare 500 over REST, -32603 over MCP)."""
+
+
+_TRUE = ("yes", "true", "1")
+_FALSE = ("no", "false", "0")
+
+
+def _coerced(args: dict[str, Any], errors: list[Any]) -> tuple[dict[str, Any], list[Any]]:
+    """The ``type-coerced`` fault: top-level strings where an integer or a boolean is expected are
+    converted ("1" -> 1, "yes" -> True) and their type errors dropped."""
+    fixed = dict(args)
+    kept = []
+    for error in errors:
+        path = list(error.absolute_path)
+        value = fixed.get(path[0]) if len(path) == 1 else None
+        if error.validator == "type" and isinstance(value, str):
+            if error.validator_value == "integer" and value.strip().lstrip("-").isdigit():
+                fixed[path[0]] = int(value)
+                continue
+            if error.validator_value == "boolean" and value.lower() in (*_TRUE, *_FALSE):
+                fixed[path[0]] = value.lower() in _TRUE
+                continue
+        kept.append(error)
+    return fixed, kept
+
+
 class Backend:
     """A store, the faults switched on and the settings: what one server process serves."""
 
@@ -76,18 +103,41 @@ class Backend:
             raise invalid(f"unknown verb {name!r}")
         if not isinstance(args, dict):
             raise invalid("arguments must be a JSON object")
-        error = best_match(_VALIDATORS[name].iter_errors(args))
+        checked: dict[str, Any] = args
+        errors = list(_VALIDATORS[name].iter_errors(checked))
+        faults = self.faults
+        if faults.on("minimum-not-enforced"):
+            errors = [e for e in errors if e.validator not in ("minimum", "exclusiveMinimum")]
+        if faults.on("type-coerced"):
+            checked, errors = _coerced(checked, errors)
+        if faults.on("enum-backend-error") and any(e.validator == "enum" for e in errors):
+            raise AmpError("backend_error", f"{name}: the backend could not map the value")
+        error = best_match(errors)
         if error is not None:
             where = "/".join(str(part) for part in error.absolute_path) or "arguments"
             message = (
                 error.message if len(error.message) <= _MAX_MESSAGE else error.message[:_MAX_MESSAGE] + "..."
             )
             raise invalid(f"{where}: {message}")
-        return args
+        return checked
+
+    def crash_on_type_error(self, name: str, args: Any) -> None:
+        """The ``invalid-input-crashes-mcp`` fault: a wrongly typed argument crashes the handler."""
+        validator = _VALIDATORS.get(name)
+        if (
+            validator is not None
+            and isinstance(args, dict)
+            and any(error.validator == "type" for error in validator.iter_errors(args))
+        ):
+            raise FaultCrash(f"{name}: unexpected argument type")
 
     def call(self, name: str, args: Any, *, legacy: bool = False) -> dict[str, Any]:
         """Run one verb; ``legacy`` marks a v1.0 client (REST header ``X-AMP-Compat: v1.0``)."""
         checked = self.validate(name, args)
+        if name == "amp.recall" and self.faults.on("recall-crash-non-ascii"):
+            query = checked.get("query")
+            if isinstance(query, str) and not query.isascii():
+                raise FaultCrash("amp.recall: 'ascii' codec can't encode the query")
         with self.store.lock:
             try:
                 if name == "amp.recall":

@@ -161,6 +161,35 @@ _FAULTS: tuple[Fault, ...] = (
         "AMP11-XCH-01",
         "The REST channel gets a store of its own: data written over MCP is invisible over REST.",
     ),
+    # Input validation, one fault per class the fuzz area finds (both channels unless said)
+    Fault(
+        "minimum-not-enforced",
+        "AMP11-REC-09",
+        "Input validation ignores `minimum`: top_k 0 and page_size 0 are accepted.",
+    ),
+    Fault(
+        "enum-backend-error",
+        "AMP11-CONS-03",
+        "A value outside an input enum (depth, on_conflict, scope_remap) is answered backend_error, "
+        "not invalid_request.",
+    ),
+    Fault(
+        "type-coerced",
+        "AMP11-REC-09",
+        'Wrongly typed scalars are coerced instead of refused: top_k "1" is 1, force "yes" is true.',
+    ),
+    Fault(
+        "recall-crash-non-ascii",
+        "AMP11-REST-11",
+        "amp.recall crashes on a (schema-valid) query holding a character outside ASCII: a bare HTTP 500 "
+        "over REST, JSON-RPC -32603 over MCP.",
+    ),
+    Fault(
+        "invalid-input-crashes-mcp",
+        "AMP11-ERR-05",
+        "The MCP handler crashes on a wrongly typed argument before validating it: JSON-RPC -32603 "
+        "without AmpErrorData.",
+    ),
 )
 
 _MISBEHAVIOURS: tuple[Fault, ...] = (

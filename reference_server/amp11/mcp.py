@@ -164,6 +164,8 @@ class McpSession:
         name = params.get("name")
         if not isinstance(name, str):
             raise RpcError(-32602, "Invalid params: tools/call needs a tool name")
+        if self.backend.faults.on("invalid-input-crashes-mcp"):
+            self.backend.crash_on_type_error(name, params.get("arguments", {}))
         try:
             result = self.backend.call(name, params.get("arguments", {}))
         except AmpError as exc:

@@ -23,11 +23,11 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from reference_server.amp11 import wire
-from reference_server.amp11.backend import Backend
+from reference_server.amp11.backend import Backend, FaultCrash
 from reference_server.amp11.context import Settings
 from reference_server.amp11.errors import HTTP_STATUSES, AmpError, invalid
 from reference_server.amp11.faults import NO_FAULTS, Faults
@@ -164,6 +164,8 @@ def create_rest_app(store: Store, faults: Faults = NO_FAULTS, settings: Settings
         return StreamingResponse(lines(), media_type="application/x-ndjson", headers=headers)
 
     async def http_error(request: Request, exc: Exception) -> Response:
+        if isinstance(exc, FaultCrash):  # a fault's crash: the framework's bare 500
+            return PlainTextResponse("Internal Server Error", status_code=500)
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         if status == 404:
             error = AmpError("not_found", f"no route {request.method} {request.url.path}")

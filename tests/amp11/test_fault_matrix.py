@@ -18,6 +18,7 @@ MCP_FAULTS = {
     "annotations-missing",
     "error-data-missing",
     "forget-not-destructive",
+    "invalid-input-crashes-mcp",
     "invalid-request-wrong-rpc-code",
     "notification-answered",
     "response-id-stringified",

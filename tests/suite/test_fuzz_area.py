@@ -55,9 +55,10 @@ def test_fuzzed_searches_and_lists_only_see_the_fuzz_owners_cells() -> None:
     that judge those cells after the fuzz area ran. Both are pinned to the fuzz owner."""
     from types import SimpleNamespace
 
+    from amp_conformance.amp01.fuzz_profile import PROFILE
     from amp_conformance.fuzz._engine import _Isolation
 
-    isolation = _Isolation("amp-ct-run-o9")
+    isolation = _Isolation(PROFILE, "amp-ct-run-o9")
     search = SimpleNamespace(
         operation=SimpleNamespace(path="/amp/v1/memories/search"),
         method="POST",

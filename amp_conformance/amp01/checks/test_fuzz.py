@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from amp_conformance import Amp, check
+from amp_conformance.amp01.fuzz_profile import PROFILE
 from amp_conformance.engine.outcomes import ToolError
 from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, run_fuzz
 
@@ -53,6 +54,7 @@ def fuzz_result(amp: Amp) -> FuzzResult:
         config = FuzzConfig(
             base_url=amp.session.connection.root,
             headers=agent.headers(),
+            profile=PROFILE,
             contract=_contract(options.openapi, options.timeout),
             max_examples=options.fuzz_examples,
             seconds=options.fuzz_seconds,
@@ -63,6 +65,9 @@ def fuzz_result(amp: Amp) -> FuzzResult:
             owner_id=amp.owner(),
         )
         cached = run_fuzz(config)
+        # schemathesis sends through its own client: count its requests where the run's count comes from
+        # (the session's connection), so run.requests and the per-check counts include them
+        amp.session.connection.requests += cached.examples
         for cell_id in cached.created:
             amp.remember(cell_id, as_agent="a")
         amp.run.cache["fuzz"] = cached

@@ -1,0 +1,274 @@
+"""Fuzzing AMP v1.1 from its contracts (the ``fuzz`` area): every verb over MCP and REST, from its schema.
+
+One fuzz run per channel per suite run (:mod:`amp_conformance.amp11.fuzz`), shared by the checks below;
+each check judges one kind of finding. Every finding shows the shrunk arguments and the frames (or the
+HTTP exchange) behind it; with ``--json`` each is also written as a replayable transcript next to the
+report. The REST channel is also fuzzed from the OpenAPI file with schemathesis (``test_rest_openapi_*``).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from amp_conformance.amp11 import catalogue
+from amp_conformance.amp11.channels import MCP, REST
+from amp_conformance.amp11.context import Amp11
+from amp_conformance.amp11.fuzz import Finding, FuzzRun, VerbFuzzer
+from amp_conformance.amp11.rest_fuzz import PROFILE, register_ndjson, with_links
+from amp_conformance.engine.marking import check
+from amp_conformance.engine.outcomes import ToolError
+from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, run_fuzz
+
+SCHEMA_ROWS = tuple(f"AMP11-SCHEMA-0{n}" for n in range(1, 9))
+INVALID_ROWS = (
+    "AMP11-REC-09",
+    "AMP11-ENC-04",
+    "AMP11-FGT-03",
+    "AMP11-PIN-04",
+    "AMP11-CONS-03",
+    "AMP11-EXP-06",
+    "AMP11-IMP-11",
+    "AMP11-ENC-09",
+    "AMP11-REC-10",
+)
+MAX_SHOWN = 8
+
+
+def fuzz_run(amp11: Amp11, channel: str) -> FuzzRun:
+    """The channel's fuzz run, made once per suite run (the first check of the channel pays for it)."""
+    amp11.require(channel)
+    key = f"amp11-fuzz-{channel}"
+    cached = amp11.run.cache.get(key)
+    if cached is None:
+        options = amp11.run.options
+        seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
+        targeted = len(amp11.channels) or 1
+        fuzzer = VerbFuzzer(
+            amp11.session,
+            channel,
+            seed=seed,
+            examples=options.fuzz_examples,
+            seconds=options.fuzz_seconds / targeted,
+            scope=lambda: amp11.scope("fuzz"),
+        )
+        cached = fuzzer.fuzz()
+        _write_transcripts(amp11, cached)
+        amp11.run.cache[key] = cached
+    run: FuzzRun = cached
+    if run.unrouted:
+        amp11.note(f"no REST route for the Full verbs {', '.join(run.unrouted)} (a Core server): not fuzzed")
+    amp11.note(
+        f"fuzzed {len(run.verbs)} verbs over {channel} with {run.examples} requests in {run.seconds:.1f} s "
+        f"(seed {run.seed}; rerun with --seed {run.seed})"
+    )
+    for error in run.errors:
+        amp11.note(f"fuzz tool problem: {error}")
+    if run.examples == 0:
+        raise ToolError(f"the {channel} fuzz run sent no request: " + "; ".join(run.errors or ["no verb"]))
+    return run
+
+
+def _write_transcripts(amp11: Amp11, run: FuzzRun) -> None:
+    """One JSON-lines transcript per finding, in ``<report>.fuzz/`` next to the JSON report."""
+    report = amp11.run.options.json_path
+    if report is None or str(report) == "-" or not run.findings:
+        return
+    folder = Path(str(report) + ".fuzz")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for number, finding in enumerate(run.findings, start=1):
+            path = folder / f"{run.channel}-{finding.verb}-{number}.jsonl"
+            header = {
+                "seed": run.seed,
+                "requirement": finding.requirement,
+                "message": finding.message,
+                "arguments": finding.arguments,
+                "tools_call": finding.frame(),
+            }
+            lines = [header, *finding.transcript()]
+            path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), "utf-8")
+            finding.message += f" (transcript: {path})"
+    except OSError as exc:
+        amp11.note(f"cannot write the fuzz transcripts to {folder}: {exc}")
+
+
+def _level(requirement: str | None) -> str | None:
+    if requirement is None:
+        return None
+    row = catalogue.catalogue().get(requirement)
+    return str(row.level) if row is not None else None
+
+
+def _judge(amp11: Amp11, channel: str, kind: str, what: str) -> None:
+    run = fuzz_run(amp11, channel)
+    findings = [f for f in run.findings if f.kind == kind]
+    failures: list[Finding] = []
+    for finding in findings:
+        level = _level(finding.requirement)
+        if level == "MUST":
+            failures.append(finding)
+        elif finding.requirement is not None:
+            amp11.warn(finding.describe(), finding.exchange, requirement=finding.requirement)
+        else:
+            amp11.note(f"schema-invalid, accepted, no catalogue row asks for a refusal: {finding.describe()}")
+    if not failures:
+        return
+    for finding in failures[:MAX_SHOWN]:
+        if finding.exchange is not None and finding.exchange not in amp11.evidence.exchanges:
+            amp11.evidence.exchanges.append(finding.exchange)
+    broken = sorted({f.requirement for f in failures if f.requirement})
+    shown = "\n".join(f.describe() for f in failures[:MAX_SHOWN])
+    more = f"\n(and {len(failures) - MAX_SHOWN} more)" if len(failures) > MAX_SHOWN else ""
+    amp11.fail(
+        f"{what} over {channel}: {len(failures)} finding(s) (seed {run.seed})\n{shown}{more}",
+        failures[0].exchange,
+        expected="no finding",
+        requirement=broken[0] if len(broken) == 1 else None,
+    )
+
+
+@check("AMP11-ERR-05", "AMP11-ERR-07", "AMP11-INIT-07", *SCHEMA_ROWS, area="fuzz")
+def test_fuzzed_valid_arguments_over_mcp(amp11: Amp11) -> None:
+    """Schema-valid tool arguments get a schema-valid result or a documented AMP error (never -32603)."""
+    _judge(amp11, MCP, "valid", "schema-valid arguments")
+
+
+@check("AMP11-ERR-01", "AMP11-ERR-05", "AMP11-ERR-07", *INVALID_ROWS, area="fuzz")
+def test_fuzzed_invalid_arguments_over_mcp(amp11: Amp11) -> None:
+    """Schema-invalid tool arguments (one member each) are refused with invalid_request (-32602)."""
+    _judge(amp11, MCP, "invalid", "schema-invalid arguments")
+
+
+@check("AMP11-REST-10", "AMP11-REST-11", "AMP11-ERR-06", "AMP11-ERR-07", area="fuzz")
+def test_fuzzed_valid_arguments_over_rest(amp11: Amp11) -> None:
+    """Schema-valid verb requests get a documented status and a schema-valid body, never a bare 5xx."""
+    _judge(amp11, REST, "valid", "schema-valid requests")
+
+
+@check("AMP11-ERR-01", "AMP11-ERR-06", "AMP11-ERR-07", "AMP11-REST-11", *INVALID_ROWS, area="fuzz")
+def test_fuzzed_invalid_arguments_over_rest(amp11: Amp11) -> None:
+    """Schema-invalid verb requests (one member each) are refused with 400 invalid_request."""
+    _judge(amp11, REST, "invalid", "schema-invalid requests")
+
+
+# -- the REST channel from the OpenAPI file (schemathesis, through the protocol-neutral engine) -----------
+
+OPENAPI_SERVER_ERRORS = {"not_a_server_error", "transport_error"}
+FULL_ROUTES = {
+    "amp.consolidate": ("/v1/memories/consolidate", "post"),
+    "amp.pin": ("/v1/memories/{id}/pin", "put"),
+    "amp.export": ("/v1/memories/export", "post"),
+    "amp.import": ("/v1/memories/import", "post"),
+}
+OPENAPI_CONTRACT = {
+    "status_code_conformance",
+    "content_type_conformance",
+    "response_schema_conformance",
+    "response_headers_conformance",
+    "error_envelope",
+    "positive_data_acceptance",
+    "negative_data_rejection",
+    "unsupported_method",
+}
+
+
+def _openapi(amp11: Amp11) -> dict[str, Any] | None:
+    """``--openapi`` (a path or URL), with the encode -> forget / pin links added; None: the bundled one."""
+    source = amp11.run.options.openapi
+    if source is None:
+        return None
+    import httpx
+
+    try:
+        if source.startswith(("http://", "https://")):
+            document = httpx.get(source, timeout=amp11.run.options.timeout).json()
+        else:
+            document = json.loads(Path(source).read_text(encoding="utf-8"))
+    except (OSError, ValueError, httpx.HTTPError) as exc:
+        raise ToolError(f"cannot load --openapi {source}: {exc}") from None
+    if not isinstance(document, dict):
+        raise ToolError(f"--openapi {source} is not a JSON object")
+    return with_links(document)
+
+
+def openapi_fuzz(amp11: Amp11) -> FuzzResult:
+    """The schemathesis run over the REST channel, once per suite run."""
+    amp11.require(REST)
+    cached = amp11.run.cache.get("amp11-fuzz-openapi")
+    if cached is None:
+        options = amp11.run.options
+        target = amp11.session.target
+        assert target.base_url is not None
+        owner = amp11.scope("fuzz")["agent_id"]
+        register_ndjson()
+        contract = _openapi(amp11) or dict(PROFILE.load_contract())
+        unrouted = fuzz_run(amp11, REST).unrouted  # a Core server's missing Full routes are not fuzzed
+        for verb in unrouted:
+            path, method = FULL_ROUTES[verb]
+            contract.get("paths", {}).get(path, {}).pop(method, None)
+        transport = getattr(target.http, "_transport", None) if target.http is not None else None
+        config = FuzzConfig(
+            base_url=target.base_url,
+            headers={},
+            profile=PROFILE,
+            contract=contract,
+            max_examples=options.fuzz_examples,
+            seconds=options.fuzz_seconds / (len(amp11.channels) + 1),
+            seed=options.seed,
+            request_timeout=options.timeout,
+            transport=transport,
+            owner_id=owner,
+        )
+        cached = run_fuzz(config)
+        # schemathesis sends through its own client: its requests count where the run's count comes from
+        amp11.session.connection().requests += cached.examples
+        for memory_id in cached.created:
+            amp11.session.remember(REST, {"scope": {"agent_id": owner}, "id": memory_id})
+        amp11.run.cache["amp11-fuzz-openapi"] = cached
+    result: FuzzResult = cached
+    amp11.note(
+        f"fuzzed {result.operations} OpenAPI operations with {result.examples} requests in "
+        f"{result.seconds:.1f} s (seed {result.seed}; rerun with --seed {result.seed})"
+    )
+    if result.examples == 0:
+        raise ToolError("the OpenAPI fuzz run sent no request: " + "; ".join(result.errors or ["no reason"]))
+    for error in result.errors:
+        amp11.note(f"fuzz tool problem: {error}")
+    return result
+
+
+def _describe_openapi(finding: FuzzFinding) -> str:
+    return (
+        f"- {finding.requirement} {finding.operation}: {finding.message} (status {finding.status}, "
+        f"seed {finding.seed})\n    reproduce: {finding.curl}"
+    )
+
+
+def _judge_openapi(amp11: Amp11, checks: set[str], what: str) -> None:
+    result = openapi_fuzz(amp11)
+    failures = [f for f in result.failures if f.check in checks]
+    for finding in (f for f in result.warnings if f.check in checks):
+        amp11.warn(_describe_openapi(finding), requirement=finding.requirement)
+    if failures:
+        broken = sorted({f.requirement for f in failures})
+        amp11.fail(
+            f"{what}: {len(failures)} finding(s)\n" + "\n".join(_describe_openapi(f) for f in failures),
+            expected="no finding",
+            requirement=broken[0] if len(broken) == 1 else None,
+        )
+
+
+@check("AMP11-REST-11", area="fuzz")
+def test_rest_openapi_fuzzing_provokes_no_server_error(amp11: Amp11) -> None:
+    """No request generated from the OpenAPI file, valid or invalid, gets an undocumented 5xx."""
+    _judge_openapi(amp11, OPENAPI_SERVER_ERRORS, "undocumented 5xx answers to generated requests")
+
+
+@check("AMP11-REST-10", "AMP11-ERR-06", area="fuzz")
+def test_rest_openapi_fuzzed_responses_follow_the_contract(amp11: Amp11) -> None:
+    """Generated requests get documented statuses and bodies matching their schemas (NDJSON export
+    bodies included); every 4xx carries the AMP error code and a message."""
+    _judge_openapi(amp11, OPENAPI_CONTRACT, "responses that break the OpenAPI contract")
