@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -31,10 +32,12 @@ from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.protocol import Protocol, protocol_option_error
 from amp_conformance.engine.report import verdict
 from amp_conformance.engine.run import Run
-from amp_conformance.plugin import HttpOverride, active_run, all_option_specs
+from amp_conformance.plugin import INTERRUPTED_BY, HttpOverride, active_run, all_option_specs
 
 EXIT_OK, EXIT_MUST_FAILED, EXIT_USAGE = 0, 1, 2
 PROG = "amp-conformance"
+#: The most worker processes a run starts, whatever --workers asks (each is a pytest process).
+MAX_WORKERS = 16
 
 
 def _metavar(name: str) -> str:
@@ -189,6 +192,10 @@ def run_suite(
         extra.append(HttpOverride(http))
     protocol = _protocol(values)
     args = [*_pytest_base_args(protocol), *suite_args(values), "-q" if verbose == 0 else "-v"]
+    if verbose == 0:
+        # each failure is shown once, in the suite's summary (request, response, reproduction);
+        # -v adds pytest's FAILURES section and its short list
+        args += ["--tb=no", "-rN"]
     workers = parse_workers(values.get("amp_workers"))
     if workers != 1:
         if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
@@ -196,19 +203,19 @@ def run_suite(
         args += ["-n", str(workers)]
     if quiet:
         args += ["-qq", "--no-header"]
-    if values.get("amp_json") == "-":
+    if "-" in (values.get("amp_json"), values.get("amp_markdown")):
         # the JSON report owns standard output; everything else goes to standard error
         with contextlib.redirect_stdout(sys.stderr):
             code = pytest.main(args, plugins=extra)
     else:
         code = pytest.main(args, plugins=extra)
     run = capture.run
+    if INTERRUPTED_BY or (run is not None and run.interrupted) or code == pytest.ExitCode.INTERRUPTED:
+        return SuiteOutcome(EXIT_USAGE, run)
     if code == pytest.ExitCode.USAGE_ERROR or run is None or run.preflight_problem:
         return SuiteOutcome(EXIT_USAGE, run)
     if code == pytest.ExitCode.NO_TESTS_COLLECTED or not run.results:
         print("amp-conformance: no checks selected", file=sys.stderr)
-        return SuiteOutcome(EXIT_USAGE, run)
-    if code == pytest.ExitCode.INTERRUPTED:
         return SuiteOutcome(EXIT_USAGE, run)
     return SuiteOutcome({"pass": EXIT_OK, "fail": EXIT_MUST_FAILED}.get(verdict(run), EXIT_USAGE), run)
 
@@ -272,6 +279,10 @@ def _check_values(values: dict[str, Any], protocol: Protocol) -> None:
     problem = protocol_option_error(protocol, values, others)
     if problem:
         raise UsageError(problem)
+    # every option is checked before a server starts (a placeholder stands for the target a
+    # --server-cmd, --app or the self-test will give)
+    placeholder = {"amp_base_url": values.get("amp_base_url") or "http://127.0.0.1:1"}
+    build_options({**values, **placeholder}, protocol)
     workers = parse_workers(values.get("amp_workers"))
     if workers != 1 and values.get("amp_app"):
         raise UsageError("--app checks the app in-process, which workers cannot share: use --server-cmd")
@@ -281,6 +292,52 @@ def _check_values(values: dict[str, Any], protocol: Protocol) -> None:
         )
         if reason:
             raise UsageError(reason)
+        values["amp_workers"] = str(_bounded_workers(workers, values, protocol))
+
+
+def _bounded_workers(workers: int | str, values: dict[str, Any], protocol: Protocol) -> int:
+    """``--workers`` bounded by the checks there are to share out and by :data:`MAX_WORKERS` (500
+    pytest processes for 21 checks only load the machine), said in one line when it is lowered."""
+    units = len(_selected(list_checks(protocol.name), values, protocol))
+    asked = (os.cpu_count() or 1) if workers == "auto" else int(workers)
+    bounded = max(1, min(asked, units, MAX_WORKERS))
+    if bounded < asked:
+        why = f"{units} check(s) selected" if units <= MAX_WORKERS else f"at most {MAX_WORKERS}"
+        print(f"amp-conformance: --workers {workers}: using {bounded} ({why})", file=sys.stderr)
+    return bounded
+
+
+def _target_options_given(values: dict[str, Any], protocol: Protocol) -> dict[str, Any]:
+    """The protocol's own options given on the command line (a self-test sets some of them itself)."""
+    return {
+        spec.dest: values.get(spec.dest)
+        for spec in protocol.options
+        if values.get(spec.dest) not in (None, False, [], spec.kwargs.get("default"))
+    }
+
+
+@contextlib.contextmanager
+def _interruptible() -> Any:
+    """SIGINT and SIGTERM end the run as INCOMPLETE (exit 2): the first raises KeyboardInterrupt
+    where the run is (pytest ends the session, the plugin reports it incomplete) and is remembered,
+    so that a check which swallows it cannot make the run a verdict; a second is ignored while the
+    run cleans up."""
+
+    def handler(signum: int, frame: object) -> None:
+        if INTERRUPTED_BY:
+            return
+        INTERRUPTED_BY.append(signum)
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous: dict[signal.Signals, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError, OSError):  # not the main thread: leave signals alone
+            previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -318,6 +375,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"amp-conformance: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
+    INTERRUPTED_BY.clear()
+    try:
+        with _interruptible():
+            code = _run(namespace, values, protocol)
+    except BaseException as exc:  # an interrupted run ends in one line, whatever was raised
+        if not INTERRUPTED_BY and not isinstance(exc, KeyboardInterrupt):
+            raise
+        code = EXIT_USAGE
+    if INTERRUPTED_BY:
+        name = signal.Signals(INTERRUPTED_BY[0]).name
+        print(f"amp-conformance: interrupted ({name}): INCOMPLETE, no verdict on the server", file=sys.stderr)
+        return EXIT_USAGE
+    return code
+
+
+def _run(namespace: argparse.Namespace, values: dict[str, Any], protocol: Protocol) -> int:
     def runner(values: dict[str, Any], http: httpx.Client | None, plugins: list[object]) -> int:
         return run_suite(
             values, http=http, verbose=namespace.verbose, quiet=namespace.quiet, plugins=plugins
@@ -342,7 +415,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"amp-conformance: {reason}", file=sys.stderr)
             return EXIT_USAGE
         return runner(values, None, [])
-    with protocol.self_test(values) as announcement:
+    given = _target_options_given(values, protocol)
+    with contextlib.ExitStack() as stack:
+        try:
+            announcement = stack.enter_context(protocol.self_test(values))
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # the bundled server's own settings (AMP_REFERENCE_*): one line, exit 2
+            print(f"amp-conformance: the bundled reference server cannot start: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        overridden = [d for d, v in given.items() if values.get(d) != v]
+        if overridden:
+            flags = ", ".join("--" + d.removeprefix("amp_").replace("_", "-") for d in overridden)
+            print(
+                f"amp-conformance: {flags}: goes with a server you give (--base-url, --server-cmd, --app); "
+                "the self-test sets its own",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
         print(f"amp-conformance: {announcement}")
         try:
             build_options(values, protocol)
@@ -350,3 +440,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"amp-conformance: {exc}", file=sys.stderr)
             return EXIT_USAGE
         return runner(values, None, [])
+    return EXIT_USAGE  # pragma: no cover - the with block returns

@@ -71,9 +71,16 @@ CONTEXT_KEY = pytest.StashKey[CheckContext]()
 EXPECTATIONS_KEY = pytest.StashKey[Expectations]()
 EXPECTATION_KEY = pytest.StashKey[Expectation]()
 CONTROLLER_KEY = pytest.StashKey[Controller]()
+#: Workflow-command lines (``::error``) printed after pytest's output, each on a line of its own.
+ANNOTATIONS_KEY = pytest.StashKey[list[str]]()
 #: ``--dist`` modes a parallel run accepts (``-n`` alone means load): the plugin's own scheduler
 #: (``engine.parallel.make_scheduler``) replaces each.
 SPREADING_MODES = ("load", "loadgroup", "worksteal")
+
+
+#: The signal (SIGINT, SIGTERM) that interrupted this process's run, set by the command's handler: a
+#: check that swallowed the KeyboardInterrupt (a fuzzer's engine may) cannot turn the run into a verdict.
+INTERRUPTED_BY: list[int] = []
 
 
 class HttpOverride:
@@ -440,8 +447,17 @@ def _as_skipped(report: pytest.TestReport, reason: str) -> None:
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
-    if active_run(config) is None or report.when != "call":
+    if active_run(config) is None:
         return None
+    status = _teststatus(report) if report.when == "call" else None
+    if config.get_verbosity() <= -2:  # -qq (the command's -q): the counts, no progress letters
+        if status is None:
+            status = _default_status(report)
+        return status[0], "", ""
+    return status
+
+
+def _teststatus(report: pytest.TestReport) -> tuple[str, str, str] | None:
     outcome = dict(report.user_properties).get("amp_outcome")
     if outcome == WARN:
         return "warned", "W", "WARN"
@@ -450,11 +466,31 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return None
 
 
+def _default_status(report: pytest.TestReport) -> tuple[str, str, str]:
+    """pytest's own category of a report (with the xfail plugin's), which the counts line reads."""
+    if hasattr(report, "wasxfail"):
+        if report.skipped:
+            return "xfailed", "x", "XFAIL"
+        if report.passed:
+            return "xpassed", "X", "XPASS"
+    if report.when != "call" and report.passed:
+        return "", "", ""
+    if report.when != "call" and report.failed:
+        return "error", "E", "ERROR"
+    return report.outcome, ".", report.outcome.upper()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = active_run(session.config)
     if run is None:
         return
-    run.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    run.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(INTERRUPTED_BY)
+    if run.interrupted and not is_worker(session.config):
+        # the summary says INCOMPLETE; pytest's "!!! KeyboardInterrupt !!!" banner and --full-trace hint
+        # (not an option of this tool) would only bury it
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and hasattr(reporter, "_report_keyboardinterrupt"):
+            reporter._report_keyboardinterrupt = lambda: None
     protocol_session = run.active_session
     output = worker_output(session.config)
     if output is not None:  # a worker: clean up its own data and tell the controller what it counted
@@ -495,7 +531,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     if ci_outputs_wanted(options.markdown_path, options.badge_path, options.write_expectations_path):
         outputs = (options.markdown_path, options.badge_path, options.write_expectations_path)
-        for problem in write_ci_outputs(build_report(run), *outputs):
+        annotations = session.config.stash.setdefault(ANNOTATIONS_KEY, [])
+        for problem in write_ci_outputs(build_report(run), *outputs, emit=annotations.append):
             print(f"amp-conformance: {problem}", file=sys.stderr)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
@@ -510,6 +547,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(
             render_expectations(run.results.values(), run.expectations_report, strict=strict)
         )
+    annotations = config.stash.get(ANNOTATIONS_KEY, [])
+    if annotations:
+        # pytest leaves its progress line open ("... [100%]"): a workflow command counts only at
+        # the start of a line, so each is written as a whole line of its own
+        for line in annotations:
+            terminalreporter.write_line(line)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

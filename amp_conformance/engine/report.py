@@ -119,12 +119,14 @@ def verdict(run: Run) -> str:
     results = list(run.results.values())
     if not results:
         return "incomplete"  # an empty selection says nothing about the server
+    if run.interrupted:
+        # the checks that did not run might have failed, and a check cut short proves nothing: an
+        # interrupted run is never a verdict (exit 2), whatever its failures so far
+        return "incomplete"
     if any(_counts_as_must_failure(r) for r in results):
         return "fail"
     if run.options.strict_expectations and unexpected_passes(results):
         return "fail"
-    if run.interrupted:
-        return "incomplete"  # the checks that did not run might have failed
     if any(r.outcome == ERROR and not _expected(r) for r in results):
         return "incomplete"
     return "pass"

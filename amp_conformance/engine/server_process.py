@@ -359,7 +359,9 @@ class ServerWatch:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         gone = self._check()
         if gone is not None:
-            raise ServerGone(gone)
+            # the log tail is shown once (by the check that was running, and at the end of the run),
+            # not in each of the remaining checks
+            raise ServerGone(f"{gone.splitlines()[0]} (its log tail is printed at the end of the run)")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The check that was running when the server died: its failure quotes the log tail too."""

@@ -222,7 +222,15 @@ def render_markdown_summary(report: Mapping[str, Any]) -> str:
 
 
 def write_markdown(report: Mapping[str, Any], path: Path, *, append: bool = False) -> str | None:
-    """Write (or append) the summary; a one-line reason when the path cannot be written."""
+    """Write (or append) the summary (``-``: standard output); a one-line reason when the path cannot
+    be written."""
+    if str(path) == "-":
+        import sys
+
+        stream = sys.__stdout__ or sys.stdout  # the real one, even while output is redirected
+        stream.write(render_markdown_summary(report) + "\n")
+        stream.flush()
+        return None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a" if append else "w", encoding="utf-8") as out:
