@@ -318,10 +318,10 @@ def _target_options_given(values: dict[str, Any], protocol: Protocol) -> dict[st
 
 @contextlib.contextmanager
 def _interruptible() -> Any:
-    """SIGINT and SIGTERM end the run as INCOMPLETE (exit 2): the first raises KeyboardInterrupt
-    where the run is (pytest ends the session, the plugin reports it incomplete) and is remembered,
-    so that a check which swallows it cannot make the run a verdict; a second is ignored while the
-    run cleans up."""
+    """SIGINT, SIGTERM (a cancelled CI job) and SIGHUP end the run as INCOMPLETE (exit 2). The first
+    raises KeyboardInterrupt where the run is (pytest ends the session, the plugin reports it
+    incomplete) and is remembered, so that a check which swallows it cannot make the run a verdict;
+    a second is ignored while the run cleans up."""
 
     def handler(signum: int, frame: object) -> None:
         if INTERRUPTED_BY:
@@ -330,7 +330,7 @@ def _interruptible() -> Any:
         raise KeyboardInterrupt(f"signal {signum}")
 
     previous: dict[signal.Signals, Any] = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         with contextlib.suppress(ValueError, OSError):  # not the main thread: leave signals alone
             previous[sig] = signal.signal(sig, handler)
     try:

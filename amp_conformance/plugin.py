@@ -147,6 +147,8 @@ def pytest_configure(config: pytest.Config) -> None:
         options = build_options(values, protocol)
     except (UsageError, ValueError) as exc:
         raise pytest.UsageError(f"amp-conformance: {exc}") from None
+    if options.fuzz and (options.areas is None or "fuzz" in options.areas):
+        _fuzzer_state_outside_cwd()
     if getattr(config.option, "tbstyle", "auto") == "auto":
         # every failing check's report is the suite's own (render_failure); pytest's default traceback,
         # thrown away, would parse the check's module source for each failure (~0.5 s apiece)
@@ -182,6 +184,26 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(config.stash[CONTROLLER_KEY], "amp-parallel-controller")
     if not any(isinstance(p, Progress) for p in plugins):
         config.pluginmanager.register(Progress(active_run), "amp-progress")
+
+
+def fuzzer_state_directory() -> str:
+    """Where the fuzzer (schemathesis) keeps its state in a run: a folder of the tool's own, not
+    ``./.schemathesis`` in the directory the user started the run in."""
+    import os
+    import tempfile
+
+    user = getattr(os, "getuid", lambda: 0)()
+    return os.path.join(tempfile.gettempdir(), f"amp-conformance-schemathesis-{user}")
+
+
+def _fuzzer_state_outside_cwd() -> None:
+    try:
+        from pathlib import Path
+
+        from schemathesis.core import storage
+    except ImportError:  # another schemathesis layout: nothing to move
+        return
+    storage.DEFAULT_ROOT = Path(fuzzer_state_directory())
 
 
 def _parallel_problem(

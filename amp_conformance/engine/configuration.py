@@ -76,9 +76,8 @@ def build_options(values: dict[str, Any], protocol: Protocol) -> SuiteOptions:
             check_url("--openapi", str(openapi))
         elif not Path(openapi).is_file():
             raise UsageError(f"--openapi {openapi}: no such file")
-    for flag, dest in (("--server-cmd", "amp_server_cmd"), ("--mcp-command", "amp_mcp_command")):
-        if values.get(dest):
-            check_command(flag, str(values[dest]))
+    if values.get("amp_mcp_command"):  # (--server-cmd is checked by the server process, as early)
+        check_command("--mcp-command", str(values["amp_mcp_command"]))
     stdout_outputs = [flag for flag, dest in _REPORT_PATHS if values.get(dest) == "-"]
     if len(stdout_outputs) > 1:
         both = " and ".join(stdout_outputs)

@@ -42,7 +42,7 @@ def _one_line_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str
         (["--fuzz-seconds", "-1"], "--fuzz-seconds must be positive"),
         (["--openapi", "/nonexistent.json"], "no such file"),
         (["--protocol", "amp-1.1", "--mcp-command", "foo-no-such-program"], "not found on PATH"),
-        (["--server-cmd", "foo-no-such-program --port {port}"], "not found on PATH"),
+        (["--server-cmd", "foo-no-such-program --port {port}"], "server command not found"),
         (["--markdown", "-", "--json", "-"], "standard output"),
         (["--junit", "-"], "--junit writes a file"),
         (["--badge", "-"], "--badge writes a file"),
