@@ -433,7 +433,8 @@ def _run(namespace: argparse.Namespace, values: dict[str, Any], protocol: Protoc
                 file=sys.stderr,
             )
             return EXIT_USAGE
-        print(f"amp-conformance: {announcement}")
+        owned = "-" in (values.get("amp_json"), values.get("amp_markdown"))  # a report owns stdout
+        print(f"amp-conformance: {announcement}", file=sys.stderr if owned else sys.stdout)
         try:
             build_options(values, protocol)
         except (UsageError, ValueError) as exc:
