@@ -113,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
         if kwargs.get("action") not in ("store_true", "count") and "choices" not in kwargs:
             kwargs.setdefault("metavar", _metavar(spec.name))
         parser.add_argument(f"--{spec.name}", dest=spec.dest, help=spec.help, **kwargs)
+    parser.add_argument(
+        "-k", dest="keyword", metavar="EXPR", help="pytest's -k: run only the checks whose names match EXPR"
+    )
     parser.add_argument("--list", action="store_true", help="list every check with its requirement ids")
     parser.add_argument("--format", choices=["text", "json"], help="--list output format (default text)")
     parser.add_argument("--list-protocols", action="store_true", help="list the installed protocols")
@@ -192,6 +195,8 @@ def run_suite(
         extra.append(HttpOverride(http))
     protocol = _protocol(values)
     args = [*_pytest_base_args(protocol), *suite_args(values), "-q" if verbose == 0 else "-v"]
+    if values.get("keyword"):
+        args += ["-k", str(values["keyword"])]
     if verbose == 0:
         # each failure is shown once, in the suite's summary (request, response, reproduction);
         # -v adds pytest's FAILURES section and its short list

@@ -260,6 +260,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             (options.areas is None or info.area in options.areas)
             and info.level in options.levels
             and (options.fuzz or info.area != "fuzz")
+            and (options.requirements is None or bool(options.requirements & set(info.requirements)))
+            and (options.check_names is None or _named(item, options.check_names))
         )
         (selected if wanted else deselected).append(item)
         if wanted:
@@ -272,6 +274,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
+
+
+def _named(item: pytest.Item, names: frozenset[str]) -> bool:
+    """``--check``/``--rerun-failed``: the item's name, its function's name or its node id."""
+    nodeid = plain_nodeid(item.nodeid)
+    base = item.name.split("[", 1)[0]
+    return bool({item.name, base, nodeid, nodeid.split("[", 1)[0]} & names) or any(
+        nodeid.endswith("/" + n) or nodeid.endswith(n) for n in names if "::" in n
+    )
 
 
 @pytest.fixture

@@ -47,19 +47,57 @@ def check_command(flag: str, command: str) -> None:
         raise UsageError(f"{flag}: {program!r} is not found on PATH")
 
 
+def _check_names(values: dict[str, Any], protocol: Protocol) -> frozenset[str] | None:
+    """``--check NAME`` (repeatable) and ``--rerun-failed REPORT``: the checks to run, by name or
+    node id, or None for no such selection."""
+    from amp_conformance.engine.marking import checks_of
+
+    names: set[str] = set()
+    specs = checks_of(protocol.name)
+    known = {s.nodeid.rsplit("::", 1)[-1] for s in specs} | {s.nodeid for s in specs}
+    for name in values.get("amp_check") or []:
+        base = str(name).split("[", 1)[0]
+        if base not in known and name not in known:
+            raise UsageError(f"--check {name}: no check of {protocol.name} has that name (--list shows them)")
+        names.add(str(name))
+    report = values.get("amp_rerun_failed")
+    if report:
+        import json
+
+        try:
+            document = json.loads(Path(report).read_text(encoding="utf-8"))
+            checks = document["checks"]
+            failed = [c for c in checks if c.get("outcome") in ("fail", "error", "blocked")]
+            names.update(str(c.get("id")) for c in failed)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise UsageError(f"--rerun-failed {report}: not a JSON report of this tool ({exc})") from None
+        if not failed:
+            raise UsageError(f"--rerun-failed {report}: the report has no failed, errored or blocked check")
+    if not names and not values.get("amp_check") and not report:
+        return None
+    return frozenset(names)
+
+
 def build_options(values: dict[str, Any], protocol: Protocol) -> SuiteOptions:
     """Validate raw option values (keyed by :attr:`OptionSpec.dest`) into :class:`SuiteOptions` for a
     run of ``protocol`` (which parses and checks its own options)."""
     base_url = values.get("amp_base_url")
     if base_url:
         check_url("--base-url", str(base_url))
+    only = values.get("amp_only")
+    known = {rid.upper(): rid for rid in protocol.catalogue.requirements}
+    words = [w.strip() for w in str(only).split(",") if w.strip()] if only is not None else []
+    requirements = frozenset(known[w.upper()] for w in words if w.upper() in known)
+    area_words = [w for w in words if w.upper() not in known]
     try:
-        only = values.get("amp_only")
-        areas = frozenset(protocol.catalogue.expand_areas(only)) if only else None
+        areas = frozenset(protocol.catalogue.expand_areas(area_words)) if area_words else None
         levels = frozenset(levels_up_to(values.get("amp_level") or "MAY"))
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if only is not None and not areas:
+        raise UsageError(f"{exc}; or a requirement id of {protocol.name} (--list shows them)") from None
+    if requirements and areas is None:
+        areas = None  # requirement ids alone: the checks citing them, whatever their area
+    names = _check_names(values, protocol)
+    if only is not None and not words:
         raise UsageError(f"--only {only!r} names no area: give one or more, comma-separated (e.g. acl,crud)")
     for flag, dest, default in (("--timeout", "amp_timeout", 10.0), ("--deadline", "amp_deadline", 60.0)):
         if values.get(dest, default) <= 0:
@@ -110,6 +148,8 @@ def build_options(values: dict[str, Any], protocol: Protocol) -> SuiteOptions:
         timeout=float(values.get("amp_timeout", 10.0)),
         deadline=float(values.get("amp_deadline", 60.0)),
         areas=areas,
+        requirements=requirements or None,
+        check_names=names,
         levels=levels,
         json_path=Path(json_path) if json_path else None,
         junit_path=Path(junit_path) if junit_path else None,
