@@ -153,8 +153,6 @@ def pytest_configure(config: pytest.Config) -> None:
         # every failing check's report is the suite's own (render_failure); pytest's default traceback,
         # thrown away, would parse the check's module source for each failure (~0.5 s apiece)
         config.option.tbstyle = "native"
-    if options.junit_path is not None and not getattr(config.option, "xmlpath", None):
-        config.option.xmlpath = str(options.junit_path)
     plugins = list(config.pluginmanager.get_plugins())
     http = next((p.http for p in plugins if isinstance(p, HttpOverride)), None)
     controller = is_controller(config)
@@ -550,12 +548,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     expectations = session.config.stash.get(EXPECTATIONS_KEY, None)
     if expectations is not None:
         run.expectations_report = expectations.report_entry()
+    # one report document for every output, so that `amp-conformance report R.json --junit J ...`
+    # renders exactly what the live run wrote
+    document = build_report(run)
     if run.options.json_path is not None:
-        write_json_report(run, run.options.json_path)
+        write_json_report(run, run.options.json_path, document)
+    if run.options.junit_path is not None:
+        from amp_conformance.reports.junit import write_junit
+
+        problem = write_junit(document, run.options.junit_path)
+        if problem:
+            print(f"amp-conformance: {problem}", file=sys.stderr)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
     if run.options.html_path is not None:
         from amp_conformance.reports.html import write_html_report  # the reports load only when asked for
 
-        problem = write_html_report(build_report(run), run.options.html_path)
+        problem = write_html_report(document, run.options.html_path)
         if problem:  # one line and exit 2, like a usage error
             print(f"amp-conformance: {problem}", file=sys.stderr)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
@@ -565,7 +573,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if ci_outputs_wanted(options.markdown_path, options.badge_path, options.write_expectations_path):
         outputs = (options.markdown_path, options.badge_path, options.write_expectations_path)
         annotations = session.config.stash.setdefault(ANNOTATIONS_KEY, [])
-        for problem in write_ci_outputs(build_report(run), *outputs, emit=annotations.append):
+        for problem in write_ci_outputs(document, *outputs, emit=annotations.append):
             print(f"amp-conformance: {problem}", file=sys.stderr)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 

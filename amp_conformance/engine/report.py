@@ -190,9 +190,12 @@ def build_report(run: Run) -> dict[str, Any]:
     }
 
 
-def write_json_report(run: Run, path: Path) -> None:
-    """Write the JSON report (``-`` is standard output)."""
-    text = json.dumps(build_report(run), indent=1, ensure_ascii=False) + "\n"
+def write_json_report(run: Run, path: Path, document: dict[str, Any] | None = None) -> None:
+    """Write the JSON report (``-`` is standard output); ``document``: the one already built."""
+    text = (
+        json.dumps(document if document is not None else build_report(run), indent=1, ensure_ascii=False)
+        + "\n"
+    )
     if str(path) == "-":
         stream = sys.__stdout__ or sys.stdout  # the real one, even while output is redirected
         stream.write(text)
