@@ -141,6 +141,18 @@ class _Capture:
         self.run = active_run(session.config)
 
 
+class _QuietInterrupt:
+    """The command says an interrupted run is INCOMPLETE in one line of its own: pytest's
+    "!!! KeyboardInterrupt !!!" banner and its --full-trace hint (not an option of this tool) are
+    dropped, whenever the interrupt comes (start-up, collection, a check, the summary)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and hasattr(reporter, "_report_keyboardinterrupt"):
+            reporter._report_keyboardinterrupt = lambda: None
+
+
 def _protocol(values: dict[str, Any]) -> Protocol:
     try:
         return registry.get(str(values.get("amp_protocol") or registry.DEFAULT_PROTOCOL))
@@ -190,7 +202,7 @@ def run_suite(
     """Run the checks through pytest with option ``values`` (keyed by OptionSpec.dest)."""
     capture = _Capture()
     # The command runs pytest with -q: that is its default verbosity, at which the progress line shows.
-    extra: list[object] = [capture, Progress(active_run, default_verbosity=-1), *plugins]
+    extra: list[object] = [capture, _QuietInterrupt(), Progress(active_run, default_verbosity=-1), *plugins]
     if http is not None:
         extra.append(HttpOverride(http))
     protocol = _protocol(values)
