@@ -354,7 +354,9 @@ def _interruptible() -> Any:
         yield
     finally:
         for sig, old in previous.items():
-            signal.signal(sig, old)
+            # once interrupted, a late or repeated signal (one the run's libraries held back) must not
+            # kill the process on its way out with exit -2 after it said INCOMPLETE: it is ignored
+            signal.signal(sig, (lambda signum, frame: None) if INTERRUPTED_BY else old)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
