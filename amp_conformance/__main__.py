@@ -1,5 +1,5 @@
 """``python -m amp_conformance`` is the ``amp-conformance`` command."""
 
-from amp_conformance.cli import main
+from amp_conformance.cli import entry
 
-raise SystemExit(main())
+entry()

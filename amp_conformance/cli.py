@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -31,10 +32,12 @@ from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.protocol import Protocol, protocol_option_error
 from amp_conformance.engine.report import verdict
 from amp_conformance.engine.run import Run
-from amp_conformance.plugin import HttpOverride, active_run, all_option_specs
+from amp_conformance.plugin import INTERRUPTED_BY, HttpOverride, active_run, all_option_specs
 
 EXIT_OK, EXIT_MUST_FAILED, EXIT_USAGE = 0, 1, 2
 PROG = "amp-conformance"
+#: The most worker processes a run starts, whatever --workers asks (each is a pytest process).
+MAX_WORKERS = 16
 
 
 def _metavar(name: str) -> str:
@@ -110,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
         if kwargs.get("action") not in ("store_true", "count") and "choices" not in kwargs:
             kwargs.setdefault("metavar", _metavar(spec.name))
         parser.add_argument(f"--{spec.name}", dest=spec.dest, help=spec.help, **kwargs)
+    parser.add_argument(
+        "-k", dest="keyword", metavar="EXPR", help="pytest's -k: run only the checks whose names match EXPR"
+    )
     parser.add_argument("--list", action="store_true", help="list every check with its requirement ids")
     parser.add_argument("--format", choices=["text", "json"], help="--list output format (default text)")
     parser.add_argument("--list-protocols", action="store_true", help="list the installed protocols")
@@ -133,6 +139,18 @@ class _Capture:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.run = active_run(session.config)
+
+
+class _QuietInterrupt:
+    """The command says an interrupted run is INCOMPLETE in one line of its own: pytest's
+    "!!! KeyboardInterrupt !!!" banner and its --full-trace hint (not an option of this tool) are
+    dropped, whenever the interrupt comes (start-up, collection, a check, the summary)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and hasattr(reporter, "_report_keyboardinterrupt"):
+            reporter._report_keyboardinterrupt = lambda: None
 
 
 def _protocol(values: dict[str, Any]) -> Protocol:
@@ -194,11 +212,17 @@ def run_suite(
     """Run the checks through pytest with option ``values`` (keyed by OptionSpec.dest)."""
     capture = _Capture()
     # The command runs pytest with -q: that is its default verbosity, at which the progress line shows.
-    extra: list[object] = [capture, Progress(active_run, default_verbosity=-1), *plugins]
+    extra: list[object] = [capture, _QuietInterrupt(), Progress(active_run, default_verbosity=-1), *plugins]
     if http is not None:
         extra.append(HttpOverride(http))
     protocol = _protocol(values)
     args = [*_pytest_base_args(protocol), *suite_args(values), "-q" if verbose == 0 else "-v"]
+    if values.get("keyword"):
+        args += ["-k", str(values["keyword"])]
+    if verbose == 0:
+        # each failure is shown once, in the suite's summary (request, response, reproduction);
+        # -v adds pytest's FAILURES section and its short list
+        args += ["--tb=no", "-rN"]
     workers = parse_workers(values.get("amp_workers"))
     if workers != 1:
         if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
@@ -206,19 +230,19 @@ def run_suite(
         args += ["-n", str(workers)]
     if quiet:
         args += ["-qq", "--no-header"]
-    if values.get("amp_json") == "-":
+    if "-" in (values.get("amp_json"), values.get("amp_markdown")):
         # the JSON report owns standard output; everything else goes to standard error
         with contextlib.redirect_stdout(sys.stderr):
             code = pytest.main(args, plugins=extra)
     else:
         code = pytest.main(args, plugins=extra)
     run = capture.run
+    if INTERRUPTED_BY or (run is not None and run.interrupted) or code == pytest.ExitCode.INTERRUPTED:
+        return SuiteOutcome(EXIT_USAGE, run)
     if code == pytest.ExitCode.USAGE_ERROR or run is None or run.preflight_problem:
         return SuiteOutcome(EXIT_USAGE, run)
     if code == pytest.ExitCode.NO_TESTS_COLLECTED or not run.results:
         print("amp-conformance: no checks selected", file=sys.stderr)
-        return SuiteOutcome(EXIT_USAGE, run)
-    if code == pytest.ExitCode.INTERRUPTED:
         return SuiteOutcome(EXIT_USAGE, run)
     return SuiteOutcome({"pass": EXIT_OK, "fail": EXIT_MUST_FAILED}.get(verdict(run), EXIT_USAGE), run)
 
@@ -282,6 +306,10 @@ def _check_values(values: dict[str, Any], protocol: Protocol) -> None:
     problem = protocol_option_error(protocol, values, others)
     if problem:
         raise UsageError(problem)
+    # every option is checked before a server starts (a placeholder stands for the target a
+    # --server-cmd, --app or the self-test will give)
+    placeholder = {"amp_base_url": values.get("amp_base_url") or "http://127.0.0.1:1"}
+    build_options({**values, **placeholder}, protocol)
     workers = parse_workers(values.get("amp_workers"))
     if workers != 1 and values.get("amp_app"):
         raise UsageError("--app checks the app in-process, which workers cannot share: use --server-cmd")
@@ -291,6 +319,68 @@ def _check_values(values: dict[str, Any], protocol: Protocol) -> None:
         )
         if reason:
             raise UsageError(reason)
+        values["amp_workers"] = str(_bounded_workers(workers, values, protocol))
+
+
+def _bounded_workers(workers: int | str, values: dict[str, Any], protocol: Protocol) -> int:
+    """``--workers`` bounded by the checks there are to share out and by :data:`MAX_WORKERS` (500
+    pytest processes for 21 checks only load the machine), said in one line when it is lowered."""
+    units = len(_selected(list_checks(protocol.name), values, protocol))
+    asked = (os.cpu_count() or 1) if workers == "auto" else int(workers)
+    bounded = max(1, min(asked, units, MAX_WORKERS))
+    if bounded < asked:
+        why = f"{units} check(s) selected" if units <= MAX_WORKERS else f"at most {MAX_WORKERS}"
+        print(f"amp-conformance: --workers {workers}: using {bounded} ({why})", file=sys.stderr)
+    return bounded
+
+
+def _target_options_given(values: dict[str, Any], protocol: Protocol) -> dict[str, Any]:
+    """The protocol's own options given on the command line (a self-test sets some of them itself)."""
+    return {
+        spec.dest: values.get(spec.dest)
+        for spec in protocol.options
+        if values.get(spec.dest) not in (None, False, [], spec.kwargs.get("default"))
+    }
+
+
+@contextlib.contextmanager
+def _interruptible() -> Any:
+    """SIGINT, SIGTERM (a cancelled CI job) and SIGHUP end the run as INCOMPLETE (exit 2). The first
+    raises KeyboardInterrupt where the run is (pytest ends the session, the plugin reports it
+    incomplete) and is remembered, so that a check which swallows it cannot make the run a verdict;
+    a second is ignored while the run cleans up."""
+
+    def handler(signum: int, frame: object) -> None:
+        if INTERRUPTED_BY:
+            return
+        INTERRUPTED_BY.append(signum)
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous: dict[signal.Signals, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError, OSError):  # not the main thread: leave signals alone
+            previous[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            # once interrupted, a late or repeated signal (one the run's libraries held back) must not
+            # kill the process on its way out with exit -2 after it said INCOMPLETE: it is ignored
+            signal.signal(sig, (lambda signum, frame: None) if INTERRUPTED_BY else old)
+
+
+def entry() -> None:
+    """The console script (and ``python -m amp_conformance``). After an interrupt the run has ended
+    and cleaned up (servers stopped, reports written): the process ends there with exit 2, so that
+    nothing the run's libraries left behind (a thread the interpreter would wait for, a late signal)
+    turns it into a death by SIGINT (-2, seen once in 20 interrupts) after it said INCOMPLETE."""
+    code = main()
+    if INTERRUPTED_BY:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    raise SystemExit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -328,6 +418,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"amp-conformance: {exc}", file=sys.stderr)
         return EXIT_USAGE
 
+    INTERRUPTED_BY.clear()
+    try:
+        with _interruptible():
+            code = _run(namespace, values, protocol)
+    except BaseException as exc:  # an interrupted run ends in one line, whatever was raised
+        if not INTERRUPTED_BY and not isinstance(exc, KeyboardInterrupt):
+            raise
+        code = EXIT_USAGE
+    if INTERRUPTED_BY:
+        name = signal.Signals(INTERRUPTED_BY[0]).name
+        print(f"amp-conformance: interrupted ({name}): INCOMPLETE, no verdict on the server", file=sys.stderr)
+        return EXIT_USAGE
+    return code
+
+
+def _run(namespace: argparse.Namespace, values: dict[str, Any], protocol: Protocol) -> int:
     def runner(values: dict[str, Any], http: httpx.Client | None, plugins: list[object]) -> int:
         return run_suite(
             values, http=http, verbose=namespace.verbose, quiet=namespace.quiet, plugins=plugins
@@ -352,11 +458,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"amp-conformance: {reason}", file=sys.stderr)
             return EXIT_USAGE
         return runner(values, None, [])
-    with protocol.self_test(values) as announcement:
-        print(f"amp-conformance: {announcement}")
+    given = _target_options_given(values, protocol)
+    with contextlib.ExitStack() as stack:
+        try:
+            announcement = stack.enter_context(protocol.self_test(values))
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # the bundled server's own settings (AMP_REFERENCE_*): one line, exit 2
+            print(f"amp-conformance: the bundled reference server cannot start: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        overridden = [d for d, v in given.items() if values.get(d) != v]
+        if overridden:
+            flags = ", ".join("--" + d.removeprefix("amp_").replace("_", "-") for d in overridden)
+            print(
+                f"amp-conformance: {flags}: goes with a server you give (--base-url, --server-cmd, --app); "
+                "the self-test sets its own",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        owned = "-" in (values.get("amp_json"), values.get("amp_markdown"))  # a report owns stdout
+        print(f"amp-conformance: {announcement}", file=sys.stderr if owned else sys.stdout)
         try:
             build_options(values, protocol)
         except (UsageError, ValueError) as exc:
             print(f"amp-conformance: {exc}", file=sys.stderr)
             return EXIT_USAGE
         return runner(values, None, [])
+    return EXIT_USAGE  # pragma: no cover - the with block returns

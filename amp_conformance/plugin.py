@@ -71,9 +71,16 @@ CONTEXT_KEY = pytest.StashKey[CheckContext]()
 EXPECTATIONS_KEY = pytest.StashKey[Expectations]()
 EXPECTATION_KEY = pytest.StashKey[Expectation]()
 CONTROLLER_KEY = pytest.StashKey[Controller]()
+#: Workflow-command lines (``::error``) printed after pytest's output, each on a line of its own.
+ANNOTATIONS_KEY = pytest.StashKey[list[str]]()
 #: ``--dist`` modes a parallel run accepts (``-n`` alone means load): the plugin's own scheduler
 #: (``engine.parallel.make_scheduler``) replaces each.
 SPREADING_MODES = ("load", "loadgroup", "worksteal")
+
+
+#: The signal (SIGINT, SIGTERM) that interrupted this process's run, set by the command's handler: a
+#: check that swallowed the KeyboardInterrupt (a fuzzer's engine may) cannot turn the run into a verdict.
+INTERRUPTED_BY: list[int] = []
 
 
 class HttpOverride:
@@ -140,12 +147,12 @@ def pytest_configure(config: pytest.Config) -> None:
         options = build_options(values, protocol)
     except (UsageError, ValueError) as exc:
         raise pytest.UsageError(f"amp-conformance: {exc}") from None
+    if options.fuzz and (options.areas is None or "fuzz" in options.areas):
+        _fuzzer_state_outside_cwd()
     if getattr(config.option, "tbstyle", "auto") == "auto":
         # every failing check's report is the suite's own (render_failure); pytest's default traceback,
         # thrown away, would parse the check's module source for each failure (~0.5 s apiece)
         config.option.tbstyle = "native"
-    if options.junit_path is not None and not getattr(config.option, "xmlpath", None):
-        config.option.xmlpath = str(options.junit_path)
     plugins = list(config.pluginmanager.get_plugins())
     http = next((p.http for p in plugins if isinstance(p, HttpOverride)), None)
     controller = is_controller(config)
@@ -175,6 +182,26 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(config.stash[CONTROLLER_KEY], "amp-parallel-controller")
     if not any(isinstance(p, Progress) for p in plugins):
         config.pluginmanager.register(Progress(active_run), "amp-progress")
+
+
+def fuzzer_state_directory() -> str:
+    """Where the fuzzer (schemathesis) keeps its state in a run: a folder of the tool's own, not
+    ``./.schemathesis`` in the directory the user started the run in."""
+    import os
+    import tempfile
+
+    user = getattr(os, "getuid", lambda: 0)()
+    return os.path.join(tempfile.gettempdir(), f"amp-conformance-schemathesis-{user}")
+
+
+def _fuzzer_state_outside_cwd() -> None:
+    try:
+        from pathlib import Path
+
+        from schemathesis.core import storage
+    except ImportError:  # another schemathesis layout: nothing to move
+        return
+    storage.DEFAULT_ROOT = Path(fuzzer_state_directory())
 
 
 def _parallel_problem(
@@ -231,6 +258,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             (options.areas is None or info.area in options.areas)
             and info.level in options.levels
             and (options.fuzz or info.area != "fuzz")
+            and (options.requirements is None or bool(options.requirements & set(info.requirements)))
+            and (options.check_names is None or _named(item, options.check_names))
         )
         (selected if wanted else deselected).append(item)
         if wanted:
@@ -243,6 +272,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected
+
+
+def _named(item: pytest.Item, names: frozenset[str]) -> bool:
+    """``--check``/``--rerun-failed``: the item's name, its function's name or its node id."""
+    nodeid = plain_nodeid(item.nodeid)
+    base = item.name.split("[", 1)[0]
+    return bool({item.name, base, nodeid, nodeid.split("[", 1)[0]} & names) or any(
+        nodeid.endswith("/" + n) or nodeid.endswith(n) for n in names if "::" in n
+    )
 
 
 @pytest.fixture
@@ -440,8 +478,17 @@ def _as_skipped(report: pytest.TestReport, reason: str) -> None:
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
-    if active_run(config) is None or report.when != "call":
+    if active_run(config) is None:
         return None
+    status = _teststatus(report) if report.when == "call" else None
+    if config.get_verbosity() <= -2:  # -qq (the command's -q): the counts, no progress letters
+        if status is None:
+            status = _default_status(report)
+        return status[0], "", ""
+    return status
+
+
+def _teststatus(report: pytest.TestReport) -> tuple[str, str, str] | None:
     outcome = dict(report.user_properties).get("amp_outcome")
     if outcome == WARN:
         return "warned", "W", "WARN"
@@ -450,11 +497,31 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return None
 
 
+def _default_status(report: pytest.TestReport) -> tuple[str, str, str]:
+    """pytest's own category of a report (with the xfail plugin's), which the counts line reads."""
+    if hasattr(report, "wasxfail"):
+        if report.skipped:
+            return "xfailed", "x", "XFAIL"
+        if report.passed:
+            return "xpassed", "X", "XPASS"
+    if report.when != "call" and report.passed:
+        return "", "", ""
+    if report.when != "call" and report.failed:
+        return "error", "E", "ERROR"
+    return report.outcome, ".", report.outcome.upper()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = active_run(session.config)
     if run is None:
         return
-    run.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    run.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(INTERRUPTED_BY)
+    if run.interrupted and not is_worker(session.config):
+        # the summary says INCOMPLETE; pytest's "!!! KeyboardInterrupt !!!" banner and --full-trace hint
+        # (not an option of this tool) would only bury it
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and hasattr(reporter, "_report_keyboardinterrupt"):
+            reporter._report_keyboardinterrupt = lambda: None
     protocol_session = run.active_session
     output = worker_output(session.config)
     if output is not None:  # a worker: clean up its own data and tell the controller what it counted
@@ -481,12 +548,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     expectations = session.config.stash.get(EXPECTATIONS_KEY, None)
     if expectations is not None:
         run.expectations_report = expectations.report_entry()
+    # one report document for every output, so that `amp-conformance report R.json --junit J ...`
+    # renders exactly what the live run wrote
+    document = build_report(run)
     if run.options.json_path is not None:
-        write_json_report(run, run.options.json_path)
+        write_json_report(run, run.options.json_path, document)
+    if run.options.junit_path is not None:
+        from amp_conformance.reports.junit import write_junit
+
+        problem = write_junit(document, run.options.junit_path)
+        if problem:
+            print(f"amp-conformance: {problem}", file=sys.stderr)
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
     if run.options.html_path is not None:
         from amp_conformance.reports.html import write_html_report  # the reports load only when asked for
 
-        problem = write_html_report(build_report(run), run.options.html_path)
+        problem = write_html_report(document, run.options.html_path)
         if problem:  # one line and exit 2, like a usage error
             print(f"amp-conformance: {problem}", file=sys.stderr)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
@@ -495,7 +572,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     if ci_outputs_wanted(options.markdown_path, options.badge_path, options.write_expectations_path):
         outputs = (options.markdown_path, options.badge_path, options.write_expectations_path)
-        for problem in write_ci_outputs(build_report(run), *outputs):
+        annotations = session.config.stash.setdefault(ANNOTATIONS_KEY, [])
+        for problem in write_ci_outputs(document, *outputs, emit=annotations.append):
             print(f"amp-conformance: {problem}", file=sys.stderr)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
@@ -510,6 +588,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(
             render_expectations(run.results.values(), run.expectations_report, strict=strict)
         )
+    annotations = config.stash.get(ANNOTATIONS_KEY, [])
+    if annotations:
+        # pytest leaves its progress line open ("... [100%]"): a workflow command counts only at
+        # the start of a line, so each is written as a whole line of its own
+        for line in annotations:
+            terminalreporter.write_line(line)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

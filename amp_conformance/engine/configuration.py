@@ -2,26 +2,127 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from amp_conformance.engine.catalogue import levels_up_to
 from amp_conformance.engine.options import _REPORT_PATHS, SuiteOptions, UsageError, _path, unwritable
 from amp_conformance.engine.protocol import Protocol
+
+#: Report options that accept ``-`` (standard output), one at a time.
+STDOUT_OUTPUTS = ("--json", "--markdown")
+
+
+def check_url(flag: str, url: str) -> None:
+    """A URL the run can use (httpx would raise InvalidURL mid-run): UsageError otherwise."""
+    if any(c.isspace() for c in url):
+        raise UsageError(f"{flag} {url!r}: a URL cannot contain spaces (percent-encode them as %20)")
+    try:
+        parsed = httpx.URL(url)
+        parsed.port  # noqa: B018 - parsing the port is the check
+    except (httpx.InvalidURL, ValueError, TypeError) as exc:
+        raise UsageError(f"{flag} {url!r} is not a valid URL: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise UsageError(f"{flag} {url!r} is not an http(s) URL with a host")
+
+
+def check_command(flag: str, command: str) -> None:
+    """A command whose program exists and can be run (found before any server starts)."""
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"{flag} {command!r}: {exc}") from None
+    if not words:
+        raise UsageError(f"{flag} is empty: give the command to start")
+    program = words[0]
+    if os.sep in program:
+        if not os.path.isfile(program) or not os.access(program, os.X_OK):
+            raise UsageError(f"{flag}: {program} is not an executable file")
+    elif shutil.which(program) is None:
+        raise UsageError(f"{flag}: {program!r} is not found on PATH")
+
+
+def _check_names(values: dict[str, Any], protocol: Protocol) -> frozenset[str] | None:
+    """``--check NAME`` (repeatable) and ``--rerun-failed REPORT``: the checks to run, by name or
+    node id, or None for no such selection."""
+    from amp_conformance.engine.marking import checks_of
+
+    names: set[str] = set()
+    specs = checks_of(protocol.name)
+    known = {s.nodeid.rsplit("::", 1)[-1] for s in specs} | {s.nodeid for s in specs}
+    for name in values.get("amp_check") or []:
+        base = str(name).split("[", 1)[0]
+        if base not in known and name not in known:
+            raise UsageError(f"--check {name}: no check of {protocol.name} has that name (--list shows them)")
+        names.add(str(name))
+    report = values.get("amp_rerun_failed")
+    if report:
+        import json
+
+        try:
+            document = json.loads(Path(report).read_text(encoding="utf-8"))
+            checks = document["checks"]
+            failed = [c for c in checks if c.get("outcome") in ("fail", "error", "blocked")]
+            names.update(str(c.get("id")) for c in failed)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise UsageError(f"--rerun-failed {report}: not a JSON report of this tool ({exc})") from None
+        if not failed:
+            raise UsageError(f"--rerun-failed {report}: the report has no failed, errored or blocked check")
+    if not names and not values.get("amp_check") and not report:
+        return None
+    return frozenset(names)
 
 
 def build_options(values: dict[str, Any], protocol: Protocol) -> SuiteOptions:
     """Validate raw option values (keyed by :attr:`OptionSpec.dest`) into :class:`SuiteOptions` for a
     run of ``protocol`` (which parses and checks its own options)."""
     base_url = values.get("amp_base_url")
+    if base_url:
+        check_url("--base-url", str(base_url))
+    only = values.get("amp_only")
+    known = {rid.upper(): rid for rid in protocol.catalogue.requirements}
+    words = [w.strip() for w in str(only).split(",") if w.strip()] if only is not None else []
+    requirements = frozenset(known[w.upper()] for w in words if w.upper() in known)
+    area_words = [w for w in words if w.upper() not in known]
     try:
-        only = values.get("amp_only")
-        areas = frozenset(protocol.catalogue.expand_areas(only)) if only else None
+        areas = frozenset(protocol.catalogue.expand_areas(area_words)) if area_words else None
         levels = frozenset(levels_up_to(values.get("amp_level") or "MAY"))
     except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if values.get("amp_timeout", 10.0) <= 0 or values.get("amp_deadline", 60.0) <= 0:
-        raise UsageError("--timeout and --deadline must be positive")
+        raise UsageError(f"{exc}; or a requirement id of {protocol.name} (--list shows them)") from None
+    if requirements and areas is None:
+        areas = None  # requirement ids alone: the checks citing them, whatever their area
+    names = _check_names(values, protocol)
+    if only is not None and not words:
+        raise UsageError(f"--only {only!r} names no area: give one or more, comma-separated (e.g. acl,crud)")
+    for flag, dest, default in (("--timeout", "amp_timeout", 10.0), ("--deadline", "amp_deadline", 60.0)):
+        if values.get(dest, default) <= 0:
+            raise UsageError(f"{flag} must be positive, not {values.get(dest)!r}")
+    if int(values.get("amp_fuzz_examples", 25)) < 1:
+        raise UsageError(f"--fuzz-examples must be at least 1, not {values.get('amp_fuzz_examples')!r}")
+    if float(values.get("amp_fuzz_seconds", 45.0)) <= 0:
+        raise UsageError(f"--fuzz-seconds must be positive, not {values.get('amp_fuzz_seconds')!r}")
+    if values.get("amp_startup_timeout") is not None and float(values["amp_startup_timeout"]) <= 0:
+        raise UsageError(f"--startup-timeout must be positive, not {values['amp_startup_timeout']!r}")
+    openapi = values.get("amp_openapi")
+    if openapi:
+        if "://" in str(openapi):
+            check_url("--openapi", str(openapi))
+        elif not Path(openapi).is_file():
+            raise UsageError(f"--openapi {openapi}: no such file")
+    if values.get("amp_mcp_command"):  # (--server-cmd is checked by the server process, as early)
+        check_command("--mcp-command", str(values["amp_mcp_command"]))
+    stdout_outputs = [flag for flag, dest in _REPORT_PATHS if values.get(dest) == "-"]
+    if len(stdout_outputs) > 1:
+        both = " and ".join(stdout_outputs)
+        raise UsageError(f"{both} each ask for standard output: give '-' to one of them")
+    for flag in stdout_outputs:
+        if flag not in STDOUT_OUTPUTS:
+            raise UsageError(f"{flag} -: {flag} writes a file, not standard output; give a path")
     if (values.get("amp_server_env") or values.get("amp_server_log")) and not (
         values.get("amp_server_cmd") or values.get("amp_app")
     ):
@@ -37,7 +138,7 @@ def build_options(values: dict[str, Any], protocol: Protocol) -> SuiteOptions:
     junit_path = values.get("amp_junit")
     for flag, dest in _REPORT_PATHS:
         value = values.get(dest)
-        if value and not (value == "-" and flag == "--json"):
+        if value and value != "-":
             problem = unwritable(Path(value))
             if problem:
                 raise UsageError(f"{flag} {value}: {problem}")
@@ -47,6 +148,8 @@ def build_options(values: dict[str, Any], protocol: Protocol) -> SuiteOptions:
         timeout=float(values.get("amp_timeout", 10.0)),
         deadline=float(values.get("amp_deadline", 60.0)),
         areas=areas,
+        requirements=requirements or None,
+        check_names=names,
         levels=levels,
         json_path=Path(json_path) if json_path else None,
         junit_path=Path(junit_path) if junit_path else None,

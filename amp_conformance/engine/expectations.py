@@ -161,6 +161,11 @@ def parse_expectations(text: str, path: Path) -> Expectations:
 
 def load_expectations(path: Path) -> Expectations:
     """Read ``path``; ExpectationsError (one line) when it cannot be read or is malformed."""
+    if not path.exists():
+        raise ExpectationsError(
+            f"--expectations {path}: no such file; create it on a first run with "
+            f"--write-expectations {path} (it lists that run's failures as known gaps)"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -33,7 +33,20 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "deadline", "seconds one check may take in all (default 60)", {"type": float, "default": 60.0}
     ),
-    OptionSpec("only", "run only these areas, comma-separated (e.g. acl,crud,fuzz)"),
+    OptionSpec(
+        "only",
+        "run only these areas or requirements, comma-separated (e.g. acl,crud or AMP-CRE-01): a "
+        "requirement id selects the checks citing it",
+    ),
+    OptionSpec(
+        "check",
+        "run only the checks of this name (repeatable; the name --list shows)",
+        {"action": "append", "default": []},
+    ),
+    OptionSpec(
+        "rerun-failed",
+        "run only the checks that failed, errored or were blocked in this saved JSON report",
+    ),
     OptionSpec(
         "level",
         "run checks at this level and stricter: MUST, SHOULD or MAY (default MAY: all)",
@@ -113,6 +126,10 @@ class SuiteOptions:
     timeout: float = 10.0
     deadline: float = 60.0
     areas: frozenset[str] | None = None
+    requirements: frozenset[str] | None = None
+    """Run only the checks citing one of these requirement ids (``--only AMP-CRE-01``)."""
+    check_names: frozenset[str] | None = None
+    """Run only the checks of these names or node ids (``--check``, ``--rerun-failed``)."""
     levels: frozenset[str] = frozenset(LEVELS)
     json_path: Path | None = None
     junit_path: Path | None = None
@@ -138,6 +155,8 @@ class SuiteOptions:
             "timeout": self.timeout,
             "deadline": self.deadline,
             "areas": sorted(self.areas) if self.areas is not None else None,
+            "requirements": sorted(self.requirements) if self.requirements is not None else None,
+            "checks": sorted(self.check_names) if self.check_names is not None else None,
             "levels": [lv for lv in LEVELS if lv in self.levels],
             "fuzz": self.fuzz,
             "keep_cells": self.keep_cells,

@@ -119,12 +119,14 @@ def verdict(run: Run) -> str:
     results = list(run.results.values())
     if not results:
         return "incomplete"  # an empty selection says nothing about the server
+    if run.interrupted:
+        # the checks that did not run might have failed, and a check cut short proves nothing: an
+        # interrupted run is never a verdict (exit 2), whatever its failures so far
+        return "incomplete"
     if any(_counts_as_must_failure(r) for r in results):
         return "fail"
     if run.options.strict_expectations and unexpected_passes(results):
         return "fail"
-    if run.interrupted:
-        return "incomplete"  # the checks that did not run might have failed
     if any(r.outcome == ERROR and not _expected(r) for r in results):
         return "incomplete"
     return "pass"
@@ -188,9 +190,12 @@ def build_report(run: Run) -> dict[str, Any]:
     }
 
 
-def write_json_report(run: Run, path: Path) -> None:
-    """Write the JSON report (``-`` is standard output)."""
-    text = json.dumps(build_report(run), indent=1, ensure_ascii=False) + "\n"
+def write_json_report(run: Run, path: Path, document: dict[str, Any] | None = None) -> None:
+    """Write the JSON report (``-`` is standard output); ``document``: the one already built."""
+    text = (
+        json.dumps(document if document is not None else build_report(run), indent=1, ensure_ascii=False)
+        + "\n"
+    )
     if str(path) == "-":
         stream = sys.__stdout__ or sys.stdout  # the real one, even while output is redirected
         stream.write(text)
@@ -220,6 +225,10 @@ def _finding_title(result: CheckResult) -> str:
     return f"{entry.title} (found by: {result.title})"
 
 
+#: Expected failures the terminal names (the rest are counted: the reports list them all).
+EXPECTED_SHOWN = 10
+
+
 def render_summary(run: Run) -> str:
     """The terminal summary: conventions, a table by area, findings with evidence, blocked checks under
     their causes, skip reasons, the verdict."""
@@ -241,14 +250,30 @@ def render_summary(run: Run) -> str:
         lines += ["", "errors (the tool or the network failed; no verdict on the server):"]
         for message, count in Counter(_one_line(r.message) for r in errors).most_common():
             lines.append(f"  {count:>4} x {message}")
+    expected_failures = [r for r in failures if _expected(r)]
+    failures = [r for r in failures if not _expected(r)]  # new failures first: what needs attention
+    surprises = [r for r in results if r in unexpected_passes(results)]
+    if surprises:
+        lines += ["", "unexpected passes (the expectations file says they fail; they passed):"]
+        for result in surprises:
+            ids = ",".join(result.requirements)
+            lines.append(f"  XPASS {ids} ({result.level}) {result.title}")
     if failures:
-        lines += ["", "failures:"]
+        lines += ["", "new failures (not in the expectations file):" if expected_failures else "failures:"]
         for result in failures:
             ids = ",".join(result.finding_requirements or result.requirements)
             lines.append(f"  {result.outcome.upper():<5} {ids} ({result.level}) {_finding_title(result)}")
             lines.append(f"        {_one_line(result.message)}")
             if result.failing_exchange is not None:
                 lines.append(f"        reproduce: {_one_line(result.failing_exchange.curl(), 400)}")
+    if expected_failures:  # known gaps, collapsed: one line each, the evidence is in the reports
+        lines += ["", f"expected failures ({len(expected_failures)}, listed in the expectations file):"]
+        for result in expected_failures[:EXPECTED_SHOWN]:
+            ids = ",".join(result.finding_requirements or result.requirements)
+            lines.append(f"  XFAIL {ids} ({result.level}) {result.title}")
+        if len(expected_failures) > EXPECTED_SHOWN:
+            more = len(expected_failures) - EXPECTED_SHOWN
+            lines.append(f"        ... and {more} more (the JSON or HTML report lists them)")
     blocked = [r for r in results if r.outcome == BLOCKED and r.blocked_by]
     if blocked:
         lines += ["", "blocked (a step they depend on broke; reported once, by its own check):"]

@@ -322,6 +322,8 @@ def stop_on_signals() -> Iterator[None]:
 
     previous: dict[signal.Signals, Any] = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) not in (signal.SIG_DFL, None):
+            continue  # the command's own handler (an interrupt is INCOMPLETE) already turns it
         with suppress(ValueError, OSError):  # not the main thread: leave signals alone
             previous[sig] = signal.signal(sig, interrupt)
     try:
@@ -359,7 +361,9 @@ class ServerWatch:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         gone = self._check()
         if gone is not None:
-            raise ServerGone(gone)
+            # the log tail is shown once (by the check that was running, and at the end of the run),
+            # not in each of the remaining checks
+            raise ServerGone(f"{gone.splitlines()[0]} (its log tail is printed at the end of the run)")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """The check that was running when the server died: its failure quotes the log tail too."""
@@ -421,6 +425,6 @@ def run_with_server(
         return 2
     finally:
         server.stop()
-    if watch.gone is not None:
+    if watch.gone is not None:  # the log tail, once (the remaining checks' errors do not quote it)
         print(f"amp-conformance: {watch.gone}", file=sys.stderr)
     return code

@@ -4,7 +4,7 @@ summary and annotations, and the expectations baseline. One call from the plugin
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ def write_ci_outputs(
     baseline: Path | None = None,
     *,
     environ: Mapping[str, str] | None = None,
+    emit: Callable[[str], None] | None = None,
 ) -> list[str]:
     """Write what was asked for; returns problems (one line each: the run then exits 2)."""
     problems: list[str] = []
@@ -43,5 +44,5 @@ def write_ci_outputs(
         checks = report.get("checks")
         if problem := write_baseline(checks if isinstance(checks, list) else [], baseline, source=source):
             problems.append(problem)
-    problems += publish(report, environ)
+    problems += publish(report, environ) if emit is None else publish(report, environ, emit)
     return problems

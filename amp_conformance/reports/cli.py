@@ -1,6 +1,7 @@
-"""``amp-conformance report REPORT.json [NEW.json] --html PATH``: render saved JSON reports as a page.
+"""``amp-conformance report REPORT.json [NEW.json] [--html H] [--junit J] [--markdown M] [--badge B]``:
+render a saved JSON report in every format the live run writes (the same bytes it wrote).
 
-With one report the page of that run; with two the page of what changed between them. Bad input
+With one report the page of that run; with two the HTML page of what changed between them. Bad input
 (unreadable or malformed JSON, a path that cannot be written) is one line on stderr and exit 2.
 """
 
@@ -30,7 +31,10 @@ def _parser() -> argparse.ArgumentParser:
         "(OLD NEW), the page of what changed between the runs, regressions first.",
     )
     parser.add_argument("reports", nargs="+", metavar="REPORT.json", help="one report, or OLD.json NEW.json")
-    parser.add_argument("--html", required=True, metavar="PATH", help="write the HTML page to this path")
+    parser.add_argument("--html", metavar="PATH", help="write the HTML page to this path")
+    parser.add_argument("--junit", metavar="PATH", help="write the JUnit XML report (one report only)")
+    parser.add_argument("--markdown", metavar="PATH", help="write the Markdown summary (one report only)")
+    parser.add_argument("--badge", metavar="PATH", help="write the shields.io badge JSON (one report only)")
     return parser
 
 
@@ -65,12 +69,35 @@ def report_main(argv: Sequence[str]) -> int:
     paths: list[str] = namespace.reports
     if len(paths) > 2:
         parser.error("give one report, or two (OLD.json NEW.json)")
+    others = {"--junit": namespace.junit, "--markdown": namespace.markdown, "--badge": namespace.badge}
+    if not namespace.html and not any(others.values()):
+        parser.error("give at least one of --html, --junit, --markdown, --badge")
+    if len(paths) == 2 and any(others.values()):
+        parser.error("--junit, --markdown and --badge render one report; two make only the --html diff page")
     try:
         reports = [load_report(path) for path in paths]
-        page = render_html(reports[0]) if len(reports) == 1 else render_diff_html(reports[0], reports[1])
-        write_page(page, Path(namespace.html))
+        if namespace.html:
+            page = render_html(reports[0]) if len(reports) == 1 else render_diff_html(reports[0], reports[1])
+            write_page(page, Path(namespace.html))
+            print(f"HTML report: {namespace.html}")
+        problems = _other_formats(reports[0], namespace)
     except ReportInputError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    print(f"HTML report: {namespace.html}")
-    return EXIT_OK
+    for problem in problems:
+        print(f"{PROG}: {problem}", file=sys.stderr)
+    return EXIT_USAGE if problems else EXIT_OK
+
+
+def _other_formats(report: dict[str, Any], namespace: argparse.Namespace) -> list[str]:
+    from amp_conformance.reports.badge import write_badge
+    from amp_conformance.reports.junit import write_junit
+    from amp_conformance.reports.markdown import write_markdown
+
+    problems: list[str] = []
+    for path, writer in ((namespace.junit, write_junit), (namespace.markdown, write_markdown)):
+        if path and (problem := writer(report, Path(path))):
+            problems.append(problem)
+    if namespace.badge and (problem := write_badge(report, Path(namespace.badge))):
+        problems.append(problem)
+    return problems

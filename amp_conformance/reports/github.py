@@ -8,7 +8,7 @@ start another one.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +38,8 @@ def _expected(check: Mapping[str, Any]) -> bool:
 
 
 def annotation_lines(report: Mapping[str, Any]) -> Iterator[str]:
-    """One ``::error`` line per MUST failure not listed as expected, one ``::warning`` per
-    expectation not met (an unexpected pass, for one)."""
+    """One ``::error`` line per MUST failure not listed as expected, one ``::warning`` per SHOULD (or
+    MAY) finding and per expectation not met (an unexpected pass, for one)."""
     checks = report.get("checks")
     for check in checks if isinstance(checks, list) else []:
         if not isinstance(check, dict):
@@ -55,11 +55,26 @@ def annotation_lines(report: Mapping[str, Any]) -> Iterator[str]:
         elif isinstance(expectation, dict) and not expectation.get("met"):
             message = f"expected {expectation.get('outcome')}, got {check.get('outcome')}: {check.get('id')}"
             yield f"::warning title={escape_property(title)}::{escape_data(message)}"
+        elif check.get("outcome") == "warn" and not _expected(check):
+            level = check.get("level") or "SHOULD"
+            message = f"{level}: {check.get('message') or ''}"
+            if check.get("curl"):
+                message += f"\nreproduce: {check['curl']}"
+            yield f"::warning title={escape_property(title)}::{escape_data(message)}"
 
 
-def publish(report: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> list[str]:
-    """Under GitHub Actions: append the summary to ``$GITHUB_STEP_SUMMARY`` and print the
-    annotations. Returns problems (one line each) instead of raising."""
+def _print_line(line: str) -> None:
+    print(line, flush=True)
+
+
+def publish(
+    report: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    emit: Callable[[str], None] = _print_line,
+) -> list[str]:
+    """Under GitHub Actions: append the summary to ``$GITHUB_STEP_SUMMARY`` and ``emit`` the
+    annotations, one whole line each (a workflow command is read only at the start of a line: the
+    plugin emits them after pytest's own output). Returns problems (one line each) instead of raising."""
     env = os.environ if environ is None else environ
     problems: list[str] = []
     summary_path = env.get("GITHUB_STEP_SUMMARY")
@@ -69,5 +84,5 @@ def publish(report: Mapping[str, Any], environ: Mapping[str, str] | None = None)
             problems.append(problem)
     if env.get("GITHUB_ACTIONS") == "true":
         for line in annotation_lines(report):
-            print(line, flush=True)
+            emit(line)
     return problems

@@ -309,17 +309,36 @@ def _attention_item(check: Check) -> str:
     )
 
 
+def _known_gap(check: Check) -> bool:
+    """A failure (or other outcome) the expectations file foresaw."""
+    return bool(as_dict(check.raw.get("expectation")).get("met"))
+
+
+def _unmet(check: Check) -> bool:
+    """An outcome the expectations file did not foresee (an unexpected pass, a different failure)."""
+    expectation = as_dict(check.raw.get("expectation"))
+    return bool(expectation) and not expectation.get("met")
+
+
 def _attention(checks: list[Check]) -> str:
     """Failures, errors and blocked checks first; warnings listed but folded."""
     flagged = sorted(
         (c for c in checks if c.outcome in OPEN_OUTCOMES),
         key=lambda c: (-SEVERITY.get(c.outcome, 5), c.index),
     )
-    if not flagged:
+    surprises = [c for c in checks if _unmet(c)]
+    if not flagged and not surprises:
         return ""
-    serious = "".join(_attention_item(c) for c in flagged if c.outcome != "warn")
-    warned = [c for c in flagged if c.outcome == "warn"]
+    known = [c for c in flagged if _known_gap(c)]
+    flagged = [c for c in flagged if not _known_gap(c)]
+    serious = "".join(_attention_item(c) for c in flagged if c.outcome != "warn" and not _unmet(c))
+    warned = [c for c in flagged if c.outcome == "warn" and not _unmet(c)]
     parts = ['<section aria-labelledby="h-attention"><h2 id="h-attention">Needs attention</h2>']
+    if surprises:  # new failures and unexpected passes first: what an expectations file did not foresee
+        items = "".join(_attention_item(c) for c in surprises)
+        parts.append(
+            f'<p>Not as the expectations file says ({len(surprises)}):</p><ul class="attention">{items}</ul>'
+        )
     if serious:
         parts.append(f'<ul class="attention">{serious}</ul>')
     if warned:
@@ -327,6 +346,12 @@ def _attention(checks: list[Check]) -> str:
         parts.append(
             f"<details><summary>{len(warned)} warning(s) (SHOULD or MAY not met, or worth knowing)</summary>"
             f'<ul class="attention">{items}</ul></details>'
+        )
+    if known:
+        items = "".join(_attention_item(c) for c in known)
+        parts.append(
+            f'<details class="expected"><summary>{len(known)} expected failure(s), listed in the '
+            f'expectations file</summary><ul class="attention">{items}</ul></details>'
         )
     parts.append("</section>")
     return "".join(parts)

@@ -192,10 +192,13 @@ def render_markdown_summary(report: Mapping[str, Any]) -> str:
     lines += _table("By area", _dict(summary.get("by_area")), _area_names(report))
     lines += _table("By level", _dict(summary.get("by_level")))
     checks = [c for c in _list(report.get("checks")) if isinstance(c, dict)]
-    failures = [c for c in checks if c.get("outcome") in BAD]
+    bad = [c for c in checks if c.get("outcome") in BAD]
+    failures = [c for c in bad if not _expected(c)]  # new failures: what needs attention
+    expected_failures = [c for c in bad if _expected(c)]
     lines += _failing_requirements(report, failures)
     if failures:
-        lines += [f"### Failures and errors ({len(failures)})", ""]
+        heading = "New failures and errors" if expected_failures else "Failures and errors"
+        lines += [f"### {heading} ({len(failures)})", ""]
         for check in failures[:MAX_DETAILS]:
             lines += _details(check)
         if len(failures) > MAX_DETAILS:
@@ -209,6 +212,18 @@ def render_markdown_summary(report: Mapping[str, Any]) -> str:
                 f"- {md_escape(check.get('id'))}: expected {wanted}, got {md_escape(check.get('outcome'))}"
             )
         lines.append("")
+    if expected_failures:  # known gaps: a section of their own, collapsed
+        lines += [
+            f"<details><summary>Expected failures ({len(expected_failures)}), "
+            "listed in the expectations file</summary>",
+            "",
+        ]
+        for check in expected_failures:
+            reason = _dict(check.get("expectation")).get("reason")
+            because = f": {md_escape(reason)}" if reason else ""
+            title = md_escape(check.get("title") or check.get("id"))
+            lines.append(f"- {md_escape(', '.join(_about(check)))} {title}{because}")
+        lines += ["", "</details>", ""]
     stale = _list(_dict(report.get("expectations")).get("stale"))
     if stale:
         lines += [f"### Stale expectations ({len(stale)})", ""]
@@ -222,7 +237,15 @@ def render_markdown_summary(report: Mapping[str, Any]) -> str:
 
 
 def write_markdown(report: Mapping[str, Any], path: Path, *, append: bool = False) -> str | None:
-    """Write (or append) the summary; a one-line reason when the path cannot be written."""
+    """Write (or append) the summary (``-``: standard output); a one-line reason when the path cannot
+    be written."""
+    if str(path) == "-":
+        import sys
+
+        stream = sys.__stdout__ or sys.stdout  # the real one, even while output is redirected
+        stream.write(render_markdown_summary(report) + "\n")
+        stream.flush()
+        return None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a" if append else "w", encoding="utf-8") as out:

@@ -57,8 +57,12 @@ class Operation:
 def load_document(location: str, *, timeout: float = 10.0) -> dict[str, Any]:
     """Parse an OpenAPI document (JSON) from a path or an http(s) URL."""
     if location.startswith(("http://", "https://")):
+        if any(c.isspace() for c in location):
+            raise DocumentError("not a valid URL: it contains a space (percent-encode it as %20)")
         try:
             response = httpx.get(location, timeout=timeout, follow_redirects=True)
+        except httpx.InvalidURL as exc:  # not an HTTPError: a typo in the URL, one line
+            raise DocumentError(f"not a valid URL: {exc}") from None
         except httpx.HTTPError as exc:
             raise DocumentError(f"cannot fetch: {exc}") from None
         if response.status_code != 200:

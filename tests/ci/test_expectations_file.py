@@ -97,7 +97,15 @@ def test_malformed_files_name_the_line(text: str, message: str) -> None:
 
 def test_an_unreadable_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ExpectationsError, match="cannot read --expectations"):
-        load_expectations(tmp_path / "absent.toml")
+        load_expectations(tmp_path)  # a directory
+
+
+def test_a_missing_file_hints_at_write_expectations(tmp_path: Path) -> None:
+    absent = tmp_path / "absent.toml"
+    with pytest.raises(
+        ExpectationsError, match=f"no such file; create it on a first run with --write-expectations {absent}"
+    ):
+        load_expectations(absent)
 
 
 def test_unexpected_pass() -> None:
