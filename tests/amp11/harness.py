@@ -74,7 +74,13 @@ class Collector:
             self.results[result.name] = entry
 
 
-def run_checks(target: Amp11Target, *selection: str, requirements: frozenset[str] = frozenset()) -> Collector:
+def run_checks(
+    target: Amp11Target, *selection: str, requirements: frozenset[str] = frozenset(), fuzz: bool | None = None
+) -> Collector:
+    """The checks (``selection``: ``-k`` expressions; ``requirements``: only checks citing them) with
+    the engine's outcomes. The fuzz area runs when asked (``fuzz``), by default only in a narrowed run:
+    a whole run judges the deterministic checks (a fake server's behaviour under fuzzing is the fuzz
+    tests' business)."""
     collector = Collector(requirements)
     args = [
         str(CHECKS_DIR),
@@ -92,6 +98,8 @@ def run_checks(target: Amp11Target, *selection: str, requirements: frozenset[str
     ]
     for name in selection:
         args += ["-k", name]
+    if not (fuzz if fuzz is not None else bool(selection or requirements)):
+        args.append("--amp-no-fuzz")
     previous = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     try:

@@ -110,6 +110,17 @@ PROBES: dict[str, Probe] = {
         encode(s.mcp, A, "emoji probe 😀 𓀀"),
         s.mcp.call("amp.recall", {"scope": A, "query": "emoji probe"}).get()["results"][0]["content"],
     )[1],
+    "minimum-not-enforced": lambda s: s.mcp.call("amp.recall", {"scope": A, "query": "q", "top_k": 0}).error,
+    "enum-backend-error": lambda s: s.mcp.call("amp.consolidate", {"scope": A, "depth": "bogus"}).error,
+    "type-coerced": lambda s: s.mcp.call("amp.recall", {"scope": A, "query": "q", "top_k": "1"}).error,
+    "recall-crash-non-ascii": lambda s: (
+        (o := s.mcp.call("amp.recall", {"scope": A, "query": "caf\u00e9"})).error,
+        o.code,
+    ),
+    "invalid-input-crashes-mcp": lambda s: (
+        (o := s.mcp.call("amp.recall", {"scope": A, "query": 42})).error,
+        o.code,
+    ),
     "source-label-overwritten": lambda s: (
         encode(s.mcp, A, "source probe", source="inferred"),
         s.mcp.call("amp.recall", {"scope": A, "query": "source probe"}).get()["results"][0]["source"],

@@ -44,4 +44,4 @@ def test_a_broken_list_fails_each_vector_with_the_list_exchange() -> None:
         assert "/memories?" in failing.url and failing in result.exchanges
     # one list per group, not one per vector: far fewer list requests than vectors
     lists = {id(e) for r in matrix for e in r.exchanges if e.method == "GET" and "/memories?" in e.url}
-    assert len(lists) < len(matrix) / 2
+    assert len(lists) <= len(matrix) / 2

@@ -30,7 +30,9 @@ from amp_conformance.engine.parallel import plain_nodeid, result_from_wire, resu
 from amp_conformance.engine.resources import contract_path
 from amp_conformance.engine.run import CheckResult
 
-REQUEST_BUDGET = 900
+#: The serial --no-fuzz self-test's requests (checks and cleanup): 896 before the blind-spot and
+#: real-server checks of issue 22 (990 after them); a change that adds requests must say why.
+REQUEST_BUDGET = 1000
 WORKERS = "3"
 #: Faults whose failures reach across areas: a plain finding, a cascade of blocked checks under one
 #: root cause, an access-matrix rule, and one caught by a check of the serial group.
