@@ -243,6 +243,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     expectations = config.stash.get(EXPECTATIONS_KEY, None)
     selected: list[pytest.Item] = []
     deselected: list[pytest.Item] = []
+    fuzz_skipped: list[pytest.Item] = []
     for item in items:
         info = check_info(item)
         if info is None:
@@ -257,11 +258,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         wanted = (
             (options.areas is None or info.area in options.areas)
             and info.level in options.levels
-            and (options.fuzz or info.area != "fuzz")
             and (options.requirements is None or bool(options.requirements & set(info.requirements)))
             and (options.check_names is None or _named(item, options.check_names))
         )
         (selected if wanted else deselected).append(item)
+        if wanted and not options.fuzz and info.area == "fuzz":
+            # shown as skipped with the reason, not silently left out
+            item.add_marker(pytest.mark.skip(reason="the fuzz area is not run (--no-fuzz)"))
+            fuzz_skipped.append(item)
+            continue
         if wanted:
             run.selected_requirements.update(info.requirements)
         if wanted and expectation is not None:
@@ -269,6 +274,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             marker = xfail_marker(expectation, strict=options.strict_expectations)
             if marker is not None:
                 item.add_marker(marker)
+    if fuzz_skipped and len(fuzz_skipped) == sum(1 for i in selected if check_info(i) is not None):
+        # nothing but skipped fuzz checks: an empty selection, which is no verdict (exit 2)
+        selected = [i for i in selected if i not in fuzz_skipped]
+        deselected += fuzz_skipped
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = selected

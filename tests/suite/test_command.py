@@ -131,3 +131,18 @@ def test_list_names_every_check_with_its_ids(capsys: pytest.CaptureFixture[str])
     assert len(lines) == 2 * len(checks) + 1
     assert all(line.split()[0] in ("MUST", "SHOULD", "MAY") for line in lines[:-1:2])
     assert all("AMP-" in line for line in lines[1:-1:2])
+
+
+def test_no_fuzz_shows_the_fuzz_checks_as_skipped_with_the_reason(tmp_path: Path) -> None:
+    """Issue 21: ``--no-fuzz`` skips the fuzz area with its reason (never silently), for each protocol."""
+    import json
+
+    for protocol in ("amp-0.1", "amp-1.1"):
+        report = tmp_path / f"{protocol}.json"
+        only = "fuzz,read" if protocol == "amp-0.1" else "fuzz,init"
+        assert main(["--protocol", protocol, "--only", only, "--no-fuzz", "-q", "--json", str(report)]) == 0
+        checks = json.loads(report.read_text())["checks"]
+        fuzz = [c for c in checks if c["area"] == "fuzz"]
+        assert fuzz and {c["outcome"] for c in fuzz} == {"skip"}, protocol
+        assert {c["message"] for c in fuzz} == {"the fuzz area is not run (--no-fuzz)"}
+        assert any(c["outcome"] == "pass" for c in checks if c["area"] != "fuzz")

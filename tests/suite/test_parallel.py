@@ -211,8 +211,7 @@ def _start_parallel_run(url: str, timeout: float) -> subprocess.Popen[str]:
             "amp_conformance",
             "--base-url",
             url,
-            "--no-fuzz",
-            "-q",
+            "--no-fuzz",  # no -q: the progress letters show the checks running (-q hides them)
             "--workers",
             "2",
             "--timeout",
