@@ -31,7 +31,9 @@ UNKNOWN_GROUP = "passes"
 _GROUP_SUFFIX = re.compile(r"@[\w-]+$")
 RESULT_ATTRIBUTE = "amp_result"
 
-_EXCHANGE_FIELDS = tuple(f.name for f in dataclasses.fields(Exchange) if f.name != "replay")
+#: What of an exchange crosses from a worker: its recorded fields (not the replay context, nor the
+#: earlier attempt a retried request links to, which is in the same check's exchanges already).
+_EXCHANGE_FIELDS = tuple(f.name for f in dataclasses.fields(Exchange) if f.name not in ("replay", "retry_of"))
 
 
 def is_worker(config: pytest.Config) -> bool:

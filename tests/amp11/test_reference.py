@@ -34,7 +34,7 @@ def test_rest_channel_alone_passes() -> None:
     with rest_target() as target:
         collector = run_checks(target)
     assert not _problems(collector), "\n".join(_problems(collector))
-    expected = ("mcp channel", "in band", "no not_supported", "backend_error", "never queued")
+    expected = ("mcp channel", "in band", "no not_supported", "backend_error", "never queued", "--no-fuzz")
     skipped = {o.name: o.message for o in collector.results.values() if o.outcome == "skipped"}
     unexpected = {n: m for n, m in skipped.items() if not any(e in m for e in expected)}
     assert not unexpected, unexpected

@@ -256,7 +256,10 @@ def test_a_server_dying_mid_run_turns_the_rest_into_errors_quoting_its_log(tmp_p
     output = result.stdout + result.stderr
     assert output.count("dying-marker: giving up after 40 requests") == 1, output[-4000:]
     rest = [c for c in errors if c not in quoting]
-    assert all("its log tail is printed at the end of the run" in c["message"] for c in rest)
+    # the check in flight when the server died may end before the exit is seen (a plain transport
+    # error); every check after it says where the log tail is
+    lacking = [c for c in rest if "its log tail is printed at the end of the run" not in c["message"]]
+    assert len(quoting) + len(lacking) <= 1, [c["message"][:200] for c in lacking]
     assert document["summary"]["verdict"] == "incomplete"
 
 
