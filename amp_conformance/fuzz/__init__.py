@@ -28,6 +28,8 @@ Modules: ``_model`` (public types, the profile), ``_checks`` (check wrappers, en
 
 from __future__ import annotations
 
+from typing import Any
+
 from amp_conformance.fuzz._contract import compare_served_contract, fetch_served_contract
 from amp_conformance.fuzz._engine import run_fuzz
 from amp_conformance.fuzz._model import (
@@ -54,5 +56,22 @@ __all__ = [
     "Policy",
     "compare_served_contract",
     "fetch_served_contract",
+    "judged_run",
     "run_fuzz",
 ]
+
+
+def judged_run(context: Any, result: FuzzResult, what: str) -> FuzzResult:
+    """A fuzz run as a check states it: its figures and seed as a note, the tool's own problems as
+    notes, and a run that sent nothing as the tool's error (never a verdict on the server)."""
+    from amp_conformance.engine.outcomes import ToolError
+
+    context.note(
+        f"fuzzed {result.operations} {what} with {result.examples} requests in {result.seconds:.1f} s "
+        f"(seed {result.seed}; rerun with --seed {result.seed})"
+    )
+    if result.examples == 0:
+        raise ToolError("the fuzz run sent no request: " + "; ".join(result.errors or ["no reason given"]))
+    for error in result.errors:
+        context.note(f"fuzz tool problem: {error}")
+    return result

@@ -16,7 +16,7 @@ import httpx
 from amp_conformance import Amp, check
 from amp_conformance.amp01.fuzz_profile import PROFILE
 from amp_conformance.engine.outcomes import ToolError
-from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, run_fuzz
+from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, judged_run, run_fuzz
 
 SERVER_ERRORS = {"not_a_server_error"}
 ENVELOPE = {"error_envelope"}
@@ -71,16 +71,7 @@ def fuzz_result(amp: Amp) -> FuzzResult:
         for cell_id in cached.created:
             amp.remember(cell_id, as_agent="a")
         amp.run.cache["fuzz"] = cached
-    result: FuzzResult = cached
-    amp.note(
-        f"fuzzed {result.operations} operations with {result.examples} requests in {result.seconds:.1f} s "
-        f"(seed {result.seed}; rerun with --seed {result.seed})"
-    )
-    if result.examples == 0:
-        raise ToolError("the fuzz run sent no request: " + "; ".join(result.errors or ["no reason given"]))
-    for error in result.errors:
-        amp.note(f"fuzz tool problem: {error}")
-    return result
+    return judged_run(amp, cached, "operations")
 
 
 def _judge(amp: Amp, checks: set[str], what: str) -> None:

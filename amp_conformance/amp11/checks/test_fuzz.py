@@ -20,7 +20,7 @@ from amp_conformance.amp11.fuzz import Finding, FuzzRun, VerbFuzzer
 from amp_conformance.amp11.rest_fuzz import PROFILE, register_ndjson, with_links
 from amp_conformance.engine.marking import check
 from amp_conformance.engine.outcomes import ToolError
-from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, run_fuzz
+from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, judged_run, run_fuzz
 
 SCHEMA_ROWS = tuple(f"AMP11-SCHEMA-0{n}" for n in range(1, 9))
 INVALID_ROWS = (
@@ -228,16 +228,7 @@ def openapi_fuzz(amp11: Amp11) -> FuzzResult:
         for memory_id in cached.created:
             amp11.session.remember(REST, {"scope": {"agent_id": owner}, "id": memory_id})
         amp11.run.cache["amp11-fuzz-openapi"] = cached
-    result: FuzzResult = cached
-    amp11.note(
-        f"fuzzed {result.operations} OpenAPI operations with {result.examples} requests in "
-        f"{result.seconds:.1f} s (seed {result.seed}; rerun with --seed {result.seed})"
-    )
-    if result.examples == 0:
-        raise ToolError("the OpenAPI fuzz run sent no request: " + "; ".join(result.errors or ["no reason"]))
-    for error in result.errors:
-        amp11.note(f"fuzz tool problem: {error}")
-    return result
+    return judged_run(amp11, cached, "OpenAPI operations")
 
 
 def _describe_openapi(finding: FuzzFinding) -> str:
