@@ -24,8 +24,7 @@ import pytest
 
 from amp_conformance._version import __version__
 from amp_conformance.engine import registry
-from amp_conformance.engine.catalogue import levels_up_to
-from amp_conformance.engine.configuration import build_options
+from amp_conformance.engine.configuration import build_options, check_names_of, selection_of, selects
 from amp_conformance.engine.marking import checks_of
 from amp_conformance.engine.options import COMMAND_OPTION_SPECS, SuiteOptions, UsageError, parse_workers
 from amp_conformance.engine.progress import Progress
@@ -214,7 +213,7 @@ def run_suite(
     # The command runs pytest with -q: that is its default verbosity, at which the progress line shows.
     extra: list[object] = [capture, _QuietInterrupt(), Progress(active_run, default_verbosity=-1), *plugins]
     if http is not None:
-        extra.append(HttpOverride(http))
+        extra.append(HttpOverride(http, app=values.get("amp_app")))
     protocol = _protocol(values)
     args = [*_pytest_base_args(protocol), *suite_args(values), "-q" if verbose == 0 else "-v"]
     if values.get("keyword"):
@@ -265,15 +264,12 @@ def list_checks(protocol: str = registry.DEFAULT_PROTOCOL) -> list[dict[str, Any
 def _selected(
     checks: list[dict[str, Any]], values: dict[str, Any], protocol: Protocol
 ) -> list[dict[str, Any]]:
-    """The checks ``--only`` and ``--level`` select (as a run would)."""
-    areas = protocol.catalogue.expand_areas(values["amp_only"]) if values.get("amp_only") else None
-    levels = levels_up_to(values.get("amp_level") or "MAY")
+    """The checks ``--only`` (areas, requirement ids), ``--level``, ``--check`` and ``--rerun-failed``
+    select (as a run would)."""
+    selection = selection_of(values, protocol)
+    names = check_names_of(values, protocol)
     fuzz = not values.get("amp_no_fuzz")
-    return [
-        c
-        for c in checks
-        if (areas is None or c["area"] in areas) and c["level"] in levels and (fuzz or c["area"] != "fuzz")
-    ]
+    return [c for c in checks if selects(c, selection, names) and (fuzz or c["area"] != "fuzz")]
 
 
 def _print_list(fmt: str, values: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ classified as pass / fail / warn / skip / error / blocked and the reports are wr
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Generator
@@ -87,8 +88,10 @@ class HttpOverride:
     """Pass an instance in ``pytest.main(plugins=[...])`` to send the run's requests through ``http``
     (for example `amp_conformance.engine.inprocess.asgi_client(app)` for a server in-process)."""
 
-    def __init__(self, http: httpx.Client):
+    def __init__(self, http: httpx.Client, *, app: str | None = None):
         self.http = http
+        self.app = app
+        """The ``--app`` spec ``http`` reaches in-process (the report then says how to replay)."""
 
 
 def all_option_specs() -> list[Any]:
@@ -154,7 +157,10 @@ def pytest_configure(config: pytest.Config) -> None:
         # thrown away, would parse the check's module source for each failure (~0.5 s apiece)
         config.option.tbstyle = "native"
     plugins = list(config.pluginmanager.get_plugins())
-    http = next((p.http for p in plugins if isinstance(p, HttpOverride)), None)
+    override = next((p for p in plugins if isinstance(p, HttpOverride)), None)
+    http = override.http if override is not None else None
+    if override is not None and override.app:
+        options = dataclasses.replace(options, app=override.app)
     controller = is_controller(config)
     if controller:
         problem = _parallel_problem(config, protocol, options, http)

@@ -47,7 +47,7 @@ def check_command(flag: str, command: str) -> None:
         raise UsageError(f"{flag}: {program!r} is not found on PATH")
 
 
-def _check_names(values: dict[str, Any], protocol: Protocol) -> frozenset[str] | None:
+def check_names_of(values: dict[str, Any], protocol: Protocol) -> frozenset[str] | None:
     """``--check NAME`` (repeatable) and ``--rerun-failed REPORT``: the checks to run, by name or
     node id, or None for no such selection."""
     from amp_conformance.engine.marking import checks_of
@@ -78,12 +78,13 @@ def _check_names(values: dict[str, Any], protocol: Protocol) -> frozenset[str] |
     return frozenset(names)
 
 
-def build_options(values: dict[str, Any], protocol: Protocol) -> SuiteOptions:
-    """Validate raw option values (keyed by :attr:`OptionSpec.dest`) into :class:`SuiteOptions` for a
-    run of ``protocol`` (which parses and checks its own options)."""
-    base_url = values.get("amp_base_url")
-    if base_url:
-        check_url("--base-url", str(base_url))
+Selection = tuple[frozenset[str] | None, frozenset[str], frozenset[str]]
+"""What ``--only`` and ``--level`` select: areas (None: every area), requirement ids, levels."""
+
+
+def selection_of(values: dict[str, Any], protocol: Protocol) -> Selection:
+    """``--only`` split into areas and requirement ids of ``protocol``, and ``--level``'s levels
+    (UsageError for a word that is neither an area nor a requirement id)."""
     only = values.get("amp_only")
     known = {rid.upper(): rid for rid in protocol.catalogue.requirements}
     words = [w.strip() for w in str(only).split(",") if w.strip()] if only is not None else []
@@ -94,11 +95,34 @@ def build_options(values: dict[str, Any], protocol: Protocol) -> SuiteOptions:
         levels = frozenset(levels_up_to(values.get("amp_level") or "MAY"))
     except ValueError as exc:
         raise UsageError(f"{exc}; or a requirement id of {protocol.name} (--list shows them)") from None
-    if requirements and areas is None:
-        areas = None  # requirement ids alone: the checks citing them, whatever their area
-    names = _check_names(values, protocol)
     if only is not None and not words:
         raise UsageError(f"--only {only!r} names no area: give one or more, comma-separated (e.g. acl,crud)")
+    return areas, requirements, levels
+
+
+def selects(check: dict[str, Any], selection: Selection, names: frozenset[str] | None) -> bool:
+    """Whether a check (an entry of ``--list``'s JSON) is in the selection, as the plugin's collection
+    filter decides, by function: ``names`` (``--check``, ``--rerun-failed``) match its function name
+    or node id, parameters aside."""
+    areas, requirements, levels = selection
+    nodeid = str(check["id"])
+    base = nodeid.rsplit("::", 1)[-1]
+    return (
+        (areas is None or check["area"] in areas)
+        and check["level"] in levels
+        and (not requirements or bool(requirements & set(check["requirements"])))
+        and (names is None or any(n.split("[", 1)[0] in (base, nodeid) for n in names))
+    )
+
+
+def build_options(values: dict[str, Any], protocol: Protocol) -> SuiteOptions:
+    """Validate raw option values (keyed by :attr:`OptionSpec.dest`) into :class:`SuiteOptions` for a
+    run of ``protocol`` (which parses and checks its own options)."""
+    base_url = values.get("amp_base_url")
+    if base_url:
+        check_url("--base-url", str(base_url))
+    areas, requirements, levels = selection_of(values, protocol)
+    names = check_names_of(values, protocol)
     for flag, dest, default in (("--timeout", "amp_timeout", 10.0), ("--deadline", "amp_deadline", 60.0)):
         if values.get(dest, default) <= 0:
             raise UsageError(f"{flag} must be positive, not {values.get(dest)!r}")
@@ -166,6 +190,7 @@ def build_options(values: dict[str, Any], protocol: Protocol) -> SuiteOptions:
         strict_expectations=bool(values.get("amp_strict_expectations")),
         write_expectations_path=_path(values.get("amp_write_expectations")),
         protocol_options=protocol.parse_options(values),
+        app=str(values["amp_app"]) if values.get("amp_app") else None,
     )
     protocol.validate(options)
     return options

@@ -146,6 +146,9 @@ class SuiteOptions:
     strict_expectations: bool = False
     write_expectations_path: Path | None = None
     protocol_options: Any = None
+    app: str | None = None
+    """``--app module:attribute``: the checks reach that ASGI app in-process (curl lines then name
+    the in-process origin; the report says how to replay them)."""
 
     def public_view(self) -> dict[str, Any]:
         """The options as the report shows them: secrets reduced to whether they were given."""
@@ -164,6 +167,7 @@ class SuiteOptions:
             "openapi": self.openapi,
             "fuzz_examples": self.fuzz_examples,
             "fuzz_seconds": self.fuzz_seconds,
+            "app": self.app,
         }
         public = getattr(self.protocol_options, "public_view", None)
         if callable(public):

@@ -157,12 +157,25 @@ def _check_entry(result: CheckResult) -> dict[str, Any]:
     }
 
 
+def replay_note(app: str, base_url: str | None) -> str:
+    """How to replay an ``--app`` run's curl lines: they name the in-process origin, which no socket
+    serves, so the same app must be served on a real port and that origin put in place of it."""
+    origin = base_url or "http://testserver"
+    return (
+        f"the checks reached --app {app} in-process at {origin}, which no socket serves: to replay a "
+        f"curl line, serve the same app on a real port (uvicorn {app} --port 8080, with --factory "
+        f"for a factory) and put http://127.0.0.1:8080 in place of {origin}"
+    )
+
+
 def build_report(run: Run) -> dict[str, Any]:
     finished = run.finished_monotonic or time.monotonic()
     blocks = run.active_session.report_blocks()
     total = run.requests_sent or sum(len(r.exchanges) for r in run.results.values())
     server = dict(blocks.get("server") or {})
     server.setdefault("unavailable", run.broken_reason)
+    if run.options.app:
+        server["replay_note"] = replay_note(run.options.app, run.options.base_url)
     return {
         "report_version": REPORT_VERSION,
         "protocol": run.protocol.name,
@@ -311,6 +324,8 @@ def render_summary(run: Run) -> str:
         lines += [f"  {problem}" for problem in problems[:10]]
     if run.broken_reason:
         lines += ["", f"server unavailable: {run.broken_reason}"]
+    if run.options.app and any(r.outcome in (FAIL, WARN) for r in results):
+        lines += ["", f"curl lines: {replay_note(run.options.app, run.options.base_url)}"]
     lines += [
         "",
         f"requirements cited: {len(summary['requirements_cited'])}"

@@ -113,6 +113,8 @@ def _facts(report: Mapping[str, Any]) -> str:
         rows.append(("Server unavailable", as_text(server.get("unavailable"))))
     if server.get("spec_error"):
         rows.append(("/spec problem", as_text(server.get("spec_error"))))
+    if server.get("replay_note"):
+        rows.append(("Curl lines", as_text(server.get("replay_note"))))
     return '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows) + "</dl>"
 
 

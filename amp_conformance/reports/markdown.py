@@ -189,6 +189,8 @@ def render_markdown_summary(report: Mapping[str, Any]) -> str:
         lines += [f"Expected failures: {expected}. Unexpected passes: {unexpected}.", ""]
     if server.get("unavailable"):
         lines += [f"Server unavailable: {md_escape(server.get('unavailable'))}", ""]
+    if server.get("replay_note"):
+        lines += [f"Curl lines: {md_escape(server.get('replay_note'))}", ""]
     lines += _table("By area", _dict(summary.get("by_area")), _area_names(report))
     lines += _table("By level", _dict(summary.get("by_level")))
     checks = [c for c in _list(report.get("checks")) if isinstance(c, dict)]

@@ -45,12 +45,25 @@ def test_the_package_factories_need_no_arguments(spec: str, capsys: pytest.Captu
     assert "verdict: PASS" in capsys.readouterr().out
 
 
-def test_a_fault_is_caught_in_process_and_server_env_reaches_the_app() -> None:
+def test_a_fault_is_caught_in_process_and_server_env_reaches_the_app(tmp_path: Path) -> None:
+    report, summary = tmp_path / "r.json", tmp_path / "s.md"
     result = run_command(
-        ["--app", REFERENCE_APP, "--server-env", "AMP_REFERENCE_FAULTS=limit-clamped", "--only", "list"]
+        [
+            *("--app", REFERENCE_APP, "--server-env", "AMP_REFERENCE_FAULTS=limit-clamped", "--only", "list"),
+            *("--json", str(report), "--markdown", str(summary)),
+        ]
     )
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr
     assert "AMP-LIST-05" in result.stdout
+    # the curl lines name the in-process origin: the report says how to replay them (issue 23 §3)
+    document = read_json(report)
+    validate(document, "report.schema.json")
+    failing = next(c for c in document["checks"] if c["outcome"] == "fail")
+    assert failing["curl"] and "http://testserver/" in failing["curl"]
+    note = document["server"]["replay_note"]
+    assert REFERENCE_APP in note and "http://127.0.0.1:8080 in place of http://testserver" in note
+    assert f"curl lines: {note}" in result.stdout
+    assert "Curl lines:" in summary.read_text()
 
 
 def test_wall_clock_waits_still_work_in_process(tmp_path: Path) -> None:

@@ -122,3 +122,22 @@ def test_workers_are_bounded_by_the_checks_selected(capsys: pytest.CaptureFixtur
     units = len(_selected(list_checks(), values, _protocol(values)))
     assert f"amp-conformance: --workers 500: using {min(units, 16)} ({units} check(s) selected)" in err
     assert "verdict: PASS" in out
+
+
+@pytest.mark.parametrize(
+    ("selection", "units"),
+    [(["--only", "AMP-CRE-01"], 2), (["--check", "test_ids_are_unique"], 1)],
+)
+def test_workers_are_bounded_by_a_selection_of_requirement_ids_or_checks(
+    selection: list[str], units: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--only ID`` and ``--check`` select fewer checks than their areas: the bound counts them."""
+    from amp_conformance.cli import _protocol, _selected, list_checks
+
+    values = {"amp_only": "AMP-CRE-01"} if selection[0] == "--only" else {"amp_check": [selection[1]]}
+    assert len(_selected(list_checks(), {**values, "amp_no_fuzz": True}, _protocol(values))) == units
+    code = main(["--workers", "8", *selection, "--no-fuzz", "-q"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"amp-conformance: --workers 8: using {units} ({units} check(s) selected)" in err
+    assert "verdict: PASS" in out

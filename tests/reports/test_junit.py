@@ -8,10 +8,16 @@ from pathlib import Path
 
 import junitparser
 import pytest
+import xmlschema
 
 from amp_conformance.cli import main
 from amp_conformance.reports.junit import render_junit
 from tests.ci.helpers import validate
+
+#: The structure Jenkins' and GitLab's readers take (the file says where each rule comes from).
+JUNIT_SCHEMA = xmlschema.XMLSchema(
+    str(Path(__file__).parents[2] / "amp_conformance" / "contract" / "junit.xsd")
+)
 
 
 def _properties(case: junitparser.TestCase) -> list[junitparser.Property]:
@@ -77,6 +83,41 @@ def test_junit_names_the_suite_and_carries_ids_levels_warnings_and_skips(live: d
     assert any(c["outcome"] == "warn" for c in report["checks"])
 
 
+def test_the_live_junit_file_is_valid_against_the_schema_ci_readers_take(live: dict[str, Path]) -> None:
+    JUNIT_SCHEMA.validate(str(live["j.xml"]))
+
+
+@pytest.mark.parametrize(
+    ("outcome", "extra"),
+    [
+        ("blocked", {"blocked_by": {"requirement": "AMP-CRE-01", "step": "create"}}),
+        ("error", {"message": "no verdict: \x00 \x1b[31m <b>&"}),
+        ("fail", {"expectation": {"met": True, "reason": "known gap"}}),
+        ("skip", {"message": ""}),
+        (
+            "warn",
+            {"warnings": [{"requirements": ["AMP-X-1"], "level": "SHOULD", "message": "w", "curl": "c"}]},
+        ),
+    ],
+)
+def test_every_outcome_renders_valid_junit(outcome: str, extra: dict[str, object]) -> None:
+    check = {"id": "t.py::t", "name": "t", "area": "read", "outcome": outcome, "level": "MUST"}
+    check.update(extra)
+    report = {"protocol": "amp-0.1", "server": {"base_url": "http://x"}, "checks": [check], "run": {}}
+    JUNIT_SCHEMA.validate(render_junit(report))
+
+
+def test_the_schema_refuses_what_jenkins_would_not_read() -> None:
+    """The schema can fail: a testsuite without its counts, a testcase without a name."""
+    for bad in (
+        '<testsuites><testsuite name="s"><testcase name="c"/></testsuite></testsuites>',
+        '<testsuites><testsuite name="s" tests="1" failures="0" errors="0">'
+        "<testcase/></testsuite></testsuites>",
+        '<testsuites skipped="1"/>',
+    ):
+        assert not JUNIT_SCHEMA.is_valid(bad), bad
+
+
 def test_a_promoted_root_cause_is_a_failure() -> None:
     check = {
         "id": "test_x.py::test_root",
@@ -113,6 +154,7 @@ def test_report_renders_every_format_as_the_live_run_wrote_it(live: dict[str, Pa
     assert code == 0
     for name, path in again.items():
         assert path.read_bytes() == live[name].read_bytes(), name
+    JUNIT_SCHEMA.validate(str(again["j.xml"]))
     validate(json.loads(again["b.json"].read_text()), "badge.schema.json")
 
 
