@@ -279,13 +279,57 @@ def serial_check_finder(protocol: Protocol) -> Callable[[str], str | None]:
 def make_scheduler(config: pytest.Config, log: Any, protocol: Protocol) -> Any:
     """xdist's scope scheduling over :func:`scope_finder`'s work units: each serial group runs on one
     worker, one check at a time; the checks sharing ``amp.shared`` values run on one worker, so those
-    values are made once; the workers take the next unit as they free up."""
+    values are made once; the workers take the next unit as they free up.
+
+    Work starts on the first worker that has collected, not once every worker has: on two cores,
+    eight workers take seconds to start, and the first ones ready (the serial group of passes, the
+    longest chain, on the very first) would otherwise wait for the last. A worker that collects later
+    joins as it is ready; its collection must equal the first one's, as xdist asks of all."""
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
     scope_of = scope_finder(protocol)
 
     class AmpScheduling(LoadScopeScheduling):  # type: ignore[misc]
         _ordered = False
+        collection: list[str] | None
+        registered_collections: dict[Any, list[str]]
+        numnodes: int
+
+        def __init__(self, config: pytest.Config, log: Any = None) -> None:
+            super().__init__(config, log)
+            self._serving: set[Any] = set()
+
+        @property
+        def collection_is_completed(self) -> bool:
+            if self.collection == []:  # nothing collected: xdist's own path, once every worker is in
+                return len(self.registered_collections) >= self.numnodes
+            return bool(self.registered_collections)
+
+        def schedule(self) -> None:
+            if self.collection is None:
+                self.collection = list(next(iter(self.registered_collections.values())))
+                if not self.collection:
+                    return
+                for nodeid in self.collection:
+                    self.workqueue.setdefault(self._split_scope(nodeid), {})[nodeid] = False
+            elif not self.collection:
+                return
+            for node in self.nodes:
+                if node in self._serving or node not in self.registered_collections:
+                    continue  # already working, or still collecting (or its collection differed)
+                self._serving.add(node)
+                if not self.workqueue:
+                    node.shutdown()
+                    continue
+                self._assign_work_unit(node)
+
+        def _reschedule(self, node: Any) -> None:
+            if node in self._serving:
+                super()._reschedule(node)
+
+        def remove_node(self, node: Any) -> Any:
+            self._serving.discard(node)
+            return super().remove_node(node)
 
         def _split_scope(self, nodeid: str) -> str:
             return scope_of(nodeid)
