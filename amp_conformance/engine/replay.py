@@ -59,6 +59,8 @@ class SecretRegistry:
 
     def __init__(self) -> None:
         self._by_value: dict[str, Secret] = {}
+        self._sorted: list[Secret] = []
+        self._sorted_for = 0
         self._variables: set[str] = set()
 
     @classmethod
@@ -102,9 +104,8 @@ class SecretRegistry:
         if exact is not None and whole:
             return [exact]
         pieces: list[str | Secret] = [text]
-        for secret in sorted(self._by_value.values(), key=lambda s: -len(s.value)):
-            if len(secret.value) < MIN_EMBEDDED_SECRET:
-                continue
+        embedded = [s for s in self._embeddable() if s.value in text]
+        for secret in embedded:
             next_pieces: list[str | Secret] = []
             for piece in pieces:
                 if isinstance(piece, Secret) or secret.value not in piece:
@@ -118,6 +119,17 @@ class SecretRegistry:
                         next_pieces.append(part)
             pieces = next_pieces
         return pieces
+
+    def _embeddable(self) -> list[Secret]:
+        """The secrets long enough to be found inside a text, longest first (sorted once per set of
+        secrets: a report masks every header and body of every exchange)."""
+        if self._sorted_for != len(self._by_value):
+            self._sorted = sorted(
+                (s for s in self._by_value.values() if len(s.value) >= MIN_EMBEDDED_SECRET),
+                key=lambda s: -len(s.value),
+            )
+            self._sorted_for = len(self._by_value)
+        return self._sorted
 
     def mask(self, text: str, *, whole: bool = False) -> str:
         """``text`` with every secret replaced by ``***``."""
