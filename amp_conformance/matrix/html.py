@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from amp_conformance.reports.html import _expectation, _message, _warnings
 from amp_conformance.reports.html_assets import CSS, content_security_policy
+from amp_conformance.reports.html_check import expectation_block, message_block, warnings_block
 from amp_conformance.reports.html_evidence import (
     Budget,
     Ids,
@@ -232,9 +232,9 @@ def _check(check: Check, render: _Render, impl_name: str) -> str:
         f'<span class="ids">{esc(", ".join(check.requirements))}</span></summary>',
         '<div class="check-body">',
         f'<p class="cid">{esc(impl_name)} · check <code>{esc(check.id)}</code> · area {esc(check.area)}</p>',
-        _message(check),
+        message_block(check),
         _blocked(check, render),
-        _expectation(check),
+        expectation_block(check),
     ]
     if check.cites:
         parts.append(f'<p class="ids">Cites {esc(", ".join(check.cites))}</p>')
@@ -242,7 +242,7 @@ def _check(check: Check, render: _Render, impl_name: str) -> str:
     if curl:
         parts.append(f"<h4>Reproduce</h4>{copyable(curl, 'curl', render.ids)}")
     parts.append(findings_block(raw, check.message, limits, render.ids))
-    parts.append(_warnings(check, render.ids))
+    parts.append(warnings_block(check, render.ids))
     parts.append(exchanges_section(raw, limits, render.ids, budget))
     parts.append("</div></details>")
     return "".join(parts)

@@ -13,11 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from amp_conformance.reports.html_assets import CSS, JS, content_security_policy
+from amp_conformance.reports.html_check import (
+    LIST_ITEMS,
+    NOTE_CHARS,
+    expectation_block,
+    message_block,
+    warnings_block,
+)
 from amp_conformance.reports.html_evidence import (
     Budget,
     Ids,
     Limits,
-    bounded_pre,
     copyable,
     cut,
     esc,
@@ -33,7 +39,6 @@ from amp_conformance.reports.html_model import (
     Catalogue,
     Check,
     as_dict,
-    as_list,
     as_number,
     as_text,
     level_counts,
@@ -53,7 +58,6 @@ MAX_PAGE_BYTES = 1_900_000
 _OPEN_EVIDENCE, _CLOSED_EVIDENCE = 900_000, 450_000
 #: Evidence is scaled down by these factors until the page fits (0: no exchange shown at all).
 _SCALES = (1.0, 0.5, 0.2, 0.0)
-_MESSAGE_CHARS, _NOTE_CHARS, _LIST_ITEMS = 20_000, 2_000, 20
 _VERDICT_TEXT = {
     "pass": "PASS: every MUST check passed",
     "fail": "FAIL: at least one MUST check failed",
@@ -381,49 +385,6 @@ def _blocked(check: Check, anchors: Mapping[str, str]) -> str:
     return f'<p class="blocked">Blocked by {name}{requirement}{step}.</p>'
 
 
-def _expectation(check: Check) -> str:
-    expectation = check.raw.get("expectation")
-    if not isinstance(expectation, dict):
-        return ""
-    met = expectation.get("met")
-    state = {True: "met", False: "not met"}.get(met, "") if isinstance(met, bool) else ""
-    link = as_text(expectation.get("link"))
-    # Shown as text, not a hyperlink: the page points at nothing outside itself.
-    link_html = f" (see {esc(link)})" if link else ""
-    return (
-        f"<p>Expected outcome: <strong>{esc(expectation.get('outcome'))}</strong>"
-        f"{' (' + state + ')' if state else ''}: {esc(expectation.get('reason'))}{link_html}</p>"
-    )
-
-
-def _warnings(check: Check, ids: Ids) -> str:
-    items = []
-    warnings = as_list(check.raw.get("warnings"))
-    for item in warnings[:_LIST_ITEMS]:
-        warning = as_dict(item)
-        rids = texts(warning.get("requirements"))
-        about = f' <span class="ids">({esc(", ".join(rids))})</span>' if rids else ""
-        curl = as_text(warning.get("curl"))
-        items.append(
-            f"<li>{bounded_pre(as_text(warning.get('message')), _NOTE_CHARS, 'msg')}{about}"
-            f"{copyable(curl, 'curl', ids) if curl else ''}</li>"
-        )
-    more = len(warnings) - _LIST_ITEMS
-    tail = (
-        f'<p class="cut">{more} more warning(s) not shown: the JSON report has them</p>' if more > 0 else ""
-    )
-    return f"<h4>Warnings</h4><ul>{''.join(items)}</ul>{tail}" if items else ""
-
-
-_MESSAGE_LABEL = {
-    "fail": "Finding",
-    "warn": "Finding",
-    "skip": "Why skipped",
-    "error": "Error",
-    "blocked": "Blocked",
-}
-
-
 @dataclass
 class _Render:
     """What rendering the checks shares: lookups, unique ids, and the evidence budgets."""
@@ -435,17 +396,6 @@ class _Render:
     #: (limits, budget) for checks shown open (fail, warn, error, blocked) and for the others.
     open: tuple[Limits, Budget] = (Limits(8000, 40), Budget(0))
     closed: tuple[Limits, Budget] = (Limits(1500, 12), Budget(0))
-
-
-def _message(check: Check) -> str:
-    if not check.message:
-        return ""
-    expected = as_text(check.raw.get("expected"))
-    got = bounded_pre(check.message, _MESSAGE_CHARS, "msg")
-    if expected:
-        want = bounded_pre(expected, _MESSAGE_CHARS, "msg")
-        return f'<dl class="eg"><dt>Expected</dt><dd>{want}</dd><dt>Got</dt><dd>{got}</dd></dl>'
-    return f"<h4>{_MESSAGE_LABEL.get(check.outcome, 'Message')}</h4>{got}"
 
 
 def _check(check: Check, render: _Render) -> str:
@@ -467,19 +417,19 @@ def _check(check: Check, render: _Render) -> str:
         '<div class="check-body">',
         f'<p class="cid">Check <code>{esc(check.id)}</code> · area {esc(check.area)}'
         f"{f' · {duration:g} s' if duration is not None else ''}</p>",
-        _message(check),
+        message_block(check),
         _blocked(check, render.anchors),
-        _expectation(check),
+        expectation_block(check),
         _requirement_list(check, render.known),
     ]
     curl = as_text(raw.get("curl"))
     if curl:
         parts.append(f"<h4>Reproduce</h4>{copyable(curl, 'curl', render.ids)}")
     parts.append(findings_block(raw, check.message, limits, render.ids))
-    parts.append(_warnings(check, render.ids))
+    parts.append(warnings_block(check, render.ids))
     notes = texts(raw.get("notes"))
     if notes:
-        items = "".join(f"<li>{esc(cut(n, _NOTE_CHARS)[0])}</li>" for n in notes[:_LIST_ITEMS])
+        items = "".join(f"<li>{esc(cut(n, NOTE_CHARS)[0])}</li>" for n in notes[:LIST_ITEMS])
         parts.append(f"<h4>Notes</h4><ul>{items}</ul>")
     parts.append(exchanges_section(raw, limits, render.ids, budget))
     parts.append("</div></details>")
