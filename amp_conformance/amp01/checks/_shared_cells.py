@@ -24,10 +24,13 @@ from typing import Any
 
 from amp_conformance import Amp
 from amp_conformance.amp01.checks._support import (
+    Marks,
     create_step,
+    created,
     expect_valid_cell,
     full_body,
     post_cell,
+    shared_replies,
     step_failed,
 )
 from amp_conformance.engine.client import Reply
@@ -228,6 +231,28 @@ def active_and_archived(amp: Amp) -> dict[str, Any]:
         return {"owner": owner, "active": active, "archived": archived}
 
     return amp.shared("cells:active-and-archived", make)
+
+
+def unread_cell(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
+    """A fresh cell of agent "a", searched twice, then listed twice, then read once by id, and the
+    replies: {"body", "cell", "searches", "lists", "read"} (positions among the replies). Nothing is
+    judged but the create (a step): AMP-SRCH-18 judges the searches, AMP-READ-06 the lists, and both
+    the read (searches come first, so the searches' own answers never show a list's effect)."""
+    take_roles(amp)
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        body = a.cell_body()
+        owner = body["identity"]["owner_id"]
+        cell, _ = created(a, body)
+        client = a.as_agent("a")
+        query = {"query": body["content"]["text"], "owner_id": owner}
+        searches = [marks(client.post("/memories/search", query)) for _ in range(2)]
+        lists = [marks(client.get("/memories", params={"owner_id": owner})) for _ in range(2)]
+        read = marks(client.get(f"/memories/{cell['id']}"))
+        return {"body": body, "cell": cell, "searches": searches, "lists": lists, "read": read}
+
+    return shared_replies(amp, "read:unread-cell", make)
 
 
 # shared answers: one request several checks judge, each its own part --------------------------------

@@ -19,6 +19,7 @@ from amp_conformance.amp01.checks._shared_cells import (
     minimal_cell,
     minimal_read,
     minimal_refused_read,
+    unread_cell,
 )
 from amp_conformance.amp01.checks._support import (
     Marks,
@@ -33,6 +34,7 @@ from amp_conformance.amp01.checks._support import (
     server_now_near,
     shared_replies,
     shown,
+    step_failed,
     timestamp,
     timestamp_set,
 )
@@ -193,15 +195,22 @@ def test_a_refused_read_does_not_count(amp: Amp) -> None:
 @check("AMP-READ-06")
 def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
     """Lists and searches hitting the cell change neither access_count nor last_accessed_at (C-25)."""
-    body = amp.cell_body()
-    owner = body["identity"]["owner_id"]
-    cell, _ = created(amp, body)
-    client = amp.as_agent("a")
-    for _ in range(2):
-        search = client.post("/memories/search", {"query": body["content"]["text"], "owner_id": owner})
-        if search.status != 200:
-            amp.note(f"search answered {search.status}; only lists were observed")
-        results, listed = list_owner(amp, owner)
+    made, replies = unread_cell(amp)  # shared with AMP-SRCH-18, which judges the searches
+    cell = made["cell"]
+    for at in made["searches"]:
+        if replies[at].status != 200:
+            amp.note(f"search answered {replies[at].status}; only lists were observed")
+    results: list[Any] = []
+    listed = replies[made["lists"][-1]]
+    for at in made["lists"]:
+        listed = replies[at]
+        if listed.status != 200:
+            step_failed(amp, listed, "listing the owner's cells", "AMP-LIST-01", "200")
+        found = listed.json()
+        page = found.get("results") if isinstance(found, dict) else None
+        if not isinstance(page, list):
+            step_failed(amp, listed, "listing the owner's cells (a results array)", "AMP-LIST-01", "a page")
+        results = page
         for item in results:
             if isinstance(item, dict) and item.get("id") == cell["id"]:
                 expect_valid_cell(amp, item, listed, "a listed cell")
@@ -214,7 +223,8 @@ def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
         f"after 2 searches and 2 lists, the list shows access_count 0 and last_accessed_at null (got {seen})",
         listed,
     )
-    stored, reply = read(amp, cell["id"], what="the first read by id")
+    reply = replies[made["read"]]
+    stored = read_of(amp, reply, "the first read by id")
     count = member(stored, "scoring.access_count")
     amp.expect(count == 1, f"the first read by id gives access_count 1 (got {shown(count)})", reply)
 
