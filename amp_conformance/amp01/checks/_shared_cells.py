@@ -3,9 +3,11 @@
 Each cell costs a create and, at cleanup, an archive and a delete: the cell, list, search and read
 checks that only look at a cell's create answer, read it (reads bump the counters, so no check asserts
 on a shared cell's access_count value or last access) or list and search its owner take these instead
-of making their own; a check that changes a cell, or counts its accesses, makes its own. Making one
-only creates (and, for ``cells:active-and-archived``, archives): what a check judges about the answers
-it judges itself, so a verdict never depends on which check happened to make the cells.
+of making their own; a check that changes a cell, or counts its accesses, makes its own (except
+:func:`unread_cell`, made for the two checks that judge one sequence of searches, lists and a read
+on it). Making one only creates (and, for ``cells:active-and-archived``, archives): what a check
+judges about the answers it judges itself, so a verdict never depends on which check happened to
+make the cells.
 
 In keys mode a check's roles take the keyed agents in order of first use, and ``amp.shared`` hands a
 check only the roles its maker newly took. So every getter here takes "a" (and, when the cells name

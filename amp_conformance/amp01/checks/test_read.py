@@ -2,7 +2,9 @@
 
 AMP-READ-07 (a stale cell is readable) needs a lifecycle pass, hence the admin token: it belongs with
 the lifecycle checks. Checks whose verdict does not hang on a cell's access counters read the cells
-``_shared_cells`` makes once per run; those that count accesses make their own.
+``_shared_cells`` makes once per run; those that count accesses share a cell only with the checks
+judging the same sequence of requests (AMP-READ-02 and -03: three reads; AMP-READ-06 and AMP-SRCH-18:
+searches, then lists, then a read) or make their own.
 """
 
 from __future__ import annotations
