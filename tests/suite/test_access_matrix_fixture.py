@@ -24,12 +24,15 @@ with warnings.catch_warnings():
         DECOYS,
         SURFACE_IDS,
         VECTORS,
+        WRITE_IDS,
+        WRITE_SURFACES,
         Unexpressible,
         expressible,
         pattern_matches,
         render,
         render_vector,
         template_roles,
+        write_surfaces,
     )
 
 KEYLESS_PREFIX = "amp-ct-01m8paxfy4yyghmz7wns9ykea7"
@@ -223,3 +226,27 @@ def test_the_matrix_holds_the_vectors_the_issue_asks_for() -> None:
         "creator-bypasses",
     ):
         assert needed in names, needed
+
+
+def test_every_write_question_is_asked_on_both_surfaces() -> None:
+    """A vector about the write decision (a write requirement cited, or the write allowed) asks PATCH
+    and DELETE; the default refusal of a stranger is asked on both by its own vector."""
+    by_name = {vector["name"]: vector for vector in VECTORS}
+    assert write_surfaces(by_name["default-policy-refuses-a-stranger"]) == WRITE_SURFACES
+    for vector in VECTORS:
+        about_write = vector["expect"]["write"]["allowed"] or WRITE_IDS & set(vector["requirements"])
+        if about_write:
+            assert write_surfaces(vector) == WRITE_SURFACES, vector["name"]
+        if (vector.get("policy") or {}).get("writable_by"):
+            assert "PATCH" in write_surfaces(vector), vector["name"]
+
+
+def test_every_vector_citing_the_refusal_shape_sees_a_refusal() -> None:
+    """AMP-ACL-10 (a refusal is 403 with a documented code) is judged on every refused surface: each
+    vector citing it asks at least one surface its expected decision refuses."""
+    for vector in VECTORS:
+        if "AMP-ACL-10" not in vector["requirements"]:
+            continue
+        read_refused = not vector["expect"]["read"]["allowed"]
+        write_refused = not vector["expect"]["write"]["allowed"] and bool(write_surfaces(vector))
+        assert read_refused or write_refused, vector["name"]

@@ -31,8 +31,10 @@ from amp_conformance.engine.resources import contract_path
 from amp_conformance.engine.run import CheckResult
 
 #: The serial --no-fuzz self-test's requests (checks and cleanup): 896 before the blind-spot and
-#: real-server checks of issue 22 (990 after them); a change that adds requests must say why.
-REQUEST_BUDGET = 1000
+#: real-server checks of issue 22 (990 after them), 953 after issue 25's first cuts (matrix write
+#: surfaces, shared read and list answers; the issue's bar, 750, is not reached yet); a change that
+#: adds requests must say why.
+REQUEST_BUDGET = 960
 WORKERS = "3"
 #: Faults whose failures reach across areas: a plain finding, a cascade of blocked checks under one
 #: root cause, an access-matrix rule, and one caught by a check of the serial group.

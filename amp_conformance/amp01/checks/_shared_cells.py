@@ -3,9 +3,11 @@
 Each cell costs a create and, at cleanup, an archive and a delete: the cell, list, search and read
 checks that only look at a cell's create answer, read it (reads bump the counters, so no check asserts
 on a shared cell's access_count value or last access) or list and search its owner take these instead
-of making their own; a check that changes a cell, or counts its accesses, makes its own. Making one
-only creates (and, for ``cells:active-and-archived``, archives): what a check judges about the answers
-it judges itself, so a verdict never depends on which check happened to make the cells.
+of making their own; a check that changes a cell, or counts its accesses, makes its own (except
+:func:`unread_cell`, made for the two checks that judge one sequence of searches, lists and a read
+on it). Making one only creates (and, for ``cells:active-and-archived``, archives): what a check
+judges about the answers it judges itself, so a verdict never depends on which check happened to
+make the cells.
 
 In keys mode a check's roles take the keyed agents in order of first use, and ``amp.shared`` hands a
 check only the roles its maker newly took. So every getter here takes "a" (and, when the cells name
@@ -24,10 +26,13 @@ from typing import Any
 
 from amp_conformance import Amp
 from amp_conformance.amp01.checks._support import (
+    Marks,
     create_step,
+    created,
     expect_valid_cell,
     full_body,
     post_cell,
+    shared_replies,
     step_failed,
 )
 from amp_conformance.engine.client import Reply
@@ -228,6 +233,28 @@ def active_and_archived(amp: Amp) -> dict[str, Any]:
         return {"owner": owner, "active": active, "archived": archived}
 
     return amp.shared("cells:active-and-archived", make)
+
+
+def unread_cell(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
+    """A fresh cell of agent "a", searched twice, then listed twice, then read once by id, and the
+    replies: {"body", "cell", "searches", "lists", "read"} (positions among the replies). Nothing is
+    judged but the create (a step): AMP-SRCH-18 judges the searches, AMP-READ-06 the lists, and both
+    the read (searches come first, so the searches' own answers never show a list's effect)."""
+    take_roles(amp)
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        body = a.cell_body()
+        owner = body["identity"]["owner_id"]
+        cell, _ = created(a, body)
+        client = a.as_agent("a")
+        query = {"query": body["content"]["text"], "owner_id": owner}
+        searches = [marks(client.post("/memories/search", query)) for _ in range(2)]
+        lists = [marks(client.get("/memories", params={"owner_id": owner})) for _ in range(2)]
+        read = marks(client.get(f"/memories/{cell['id']}"))
+        return {"body": body, "cell": cell, "searches": searches, "lists": lists, "read": read}
+
+    return shared_replies(amp, "read:unread-cell", make)
 
 
 # shared answers: one request several checks judge, each its own part --------------------------------

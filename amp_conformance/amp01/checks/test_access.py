@@ -6,9 +6,14 @@ search and list (the cell is in the results or not); write through a PATCH and, 
 through DELETE (an archived cell, so that the answer is about access alone). A vector that refuses writes
 tries a harmless content PATCH and its creator archives the cell; a vector that allows writes has its
 caller's PATCH archive the cell (the archive the DELETE probe needs, one request fewer), and the creator
-archives only when that PATCH did not. Vectors with the same caller and owner share one owner, one list and
-one search (``amp.shared``): whichever of them runs first creates every cell of the group and reads the
-caller's pages once; each check then probes only its own cell and shows the pages as its evidence. All
+archives only when that PATCH did not. A vector that only varies a matching rule (AMP-ACL-04/-06, no write
+requirement cited, the write refused) writes through PATCH alone, or not at all when neither its policy's
+writable_by nor its read grant is in question (``write_surfaces``): the default refusal of a stranger on
+both write surfaces is default-policy-refuses-a-stranger's question. Vectors with the same caller and
+owner share one owner, one list and one search (``amp.shared``): whichever of them runs first creates every
+cell of the group and reads the caller's pages once (and the creator's search only when the caller's list
+shows a cell its search misses); each check then probes only its own cell and shows the pages as its
+evidence. All
 surfaces must give the caller the same answer (AMP-SRCH-15, AMP-ACL-14, AMP-LIST-07: a disagreement always
 fails); when they agree with each other but not with the vector, the decision's stance (requirements.md §2)
 makes it a fail or a warn.
@@ -407,12 +412,14 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     )
     # the creator's own search of the same cells (it may read them all, AMP-ACL-08): a cell missing
     # from both searches while the caller's GET and list show it is a search losing results, not an
-    # access decision
-    creator_client = amp.as_agent("a")
-    made["creator_search"] = (
-        made["search"]
-        if role == "a"
-        else all_pages(
+    # access decision. Only a cell the caller's list shows and its search misses raises that question,
+    # so the creator searches only then (a check needing it finds it made: its condition holds here)
+    made["creator_search"] = None
+    if role == "a":
+        made["creator_search"] = made["search"]
+    elif _listed_not_searched(made, vectors):
+        creator_client = amp.as_agent("a")
+        made["creator_search"] = all_pages(
             amp,
             start,
             lambda offset: creator_client.post(
@@ -420,8 +427,18 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
             ),
             "searching the owner's cells as their creator",
         )
-    )
     return made
+
+
+def _listed_not_searched(made: Mapping[str, Any], vectors: Mapping[str, Mapping[str, Any]]) -> bool:
+    """Whether the caller's list shows a cell of the group that its search does not (or either paging
+    stopped early): the case in which a vector asks the creator's search."""
+    if made["list"]["failure"] is not None or made["search"]["failure"] is not None:
+        return True
+    listed = {cell_id for _, ids in made["list"]["pages"] for cell_id in ids}
+    searched = {cell_id for _, ids in made["search"]["pages"] for cell_id in ids}
+    cells = {entry["cell"]["id"] for entry in vectors.values() if "cell" in entry}
+    return bool((cells & listed) - searched)
 
 
 def seen_in(surface: Mapping[str, Any], cell_id: str, reply_at: Callable[[int], Reply]) -> tuple[bool, Reply]:
@@ -532,7 +549,13 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     writes: dict[str, tuple[bool, Reply]] = {}
     may_write = bool(vector["expect"]["write"]["allowed"])
     archived = False
-    if may_write:  # the allowed write is the archive the DELETE probe needs
+    surfaces = write_surfaces(vector)
+    if len(surfaces) < len(WRITE_SURFACES):
+        amp.note(
+            f"write asked through {', '.join(surfaces) or 'no surface'}: the vector asks a matching rule, "
+            "not the write decision (PATCH and DELETE agreeing is asked by the vectors citing AMP-ACL-02)"
+        )
+    if surfaces and may_write:  # the allowed write is the archive the DELETE probe needs
         reply = client.patch(path, {"lifecycle": {"status": "archived"}})
         if reply.status not in (200, 403):
             # neither allowed nor refused: whether the server takes the status-only archive at all
@@ -541,16 +564,18 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
             # archives is (one cascade, one outcome)
             amp.archive(live["id"])
             archived = True
-    else:
+    elif surfaces:
         reply = client.patch(
             path, {"content": {"text": group["text"], "metadata": {"acl_probe": vector["name"]}}}
         )
-    writes["PATCH"] = (decision(amp, reply, (200,), f"PATCH by {who}"), reply)
-    # DELETE is tried on the archived cell, so that its answer is about access alone (not AMP-DEL-03)
-    if not archived and not (may_write and reply.status == 200 and _archived(reply)):
-        amp.archive(live["id"])
-    reply = client.delete(path)
-    writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of the archived cell by {who}"), reply)
+    if surfaces:
+        writes["PATCH"] = (decision(amp, reply, (200,), f"PATCH by {who}"), reply)
+    if "DELETE" in surfaces:
+        # DELETE is tried on the archived cell, so that its answer is about access alone (not AMP-DEL-03)
+        if not archived and not (may_write and reply.status == 200 and _archived(reply)):
+            amp.archive(live["id"])
+        reply = client.delete(path)
+        writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of the archived cell by {who}"), reply)
 
     context = (
         f"vector {vector['name']}: {vector['description']} Caller {shown(caller)}, policy {shown(policy)}, "
@@ -558,6 +583,8 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     )
     failures: list[tuple[str, Reply, str]] = []
     for action, observed in (("read", reads), ("write", writes)):
+        if not observed:
+            continue
         split = _disagreement(action, observed)
         if split:
             failures.append(split)
@@ -581,6 +608,27 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     if failures:
         message = "; ".join(message for message, _, _ in failures) + f" [{context}]"
         amp.fail(message, failures[0][1], requirement=failures[0][2])
+
+
+#: Requirements whose question includes the write decision (the read/write split, writable_by, the
+#: bypasses, the default policy): a vector citing one is always asked to write.
+WRITE_IDS = frozenset({"AMP-ACL-02", "AMP-ACL-03", "AMP-ACL-07", "AMP-ACL-08", "AMP-ACL-09"})
+
+
+def write_surfaces(vector: Mapping[str, Any]) -> tuple[str, ...]:
+    """The surfaces the vector writes through. Both PATCH and DELETE (which must agree, AMP-ACL-02)
+    when the vector cites a requirement about the write decision (:data:`WRITE_IDS`) or expects the
+    write allowed (the caller's DELETE then removes the cell, which costs nothing). A vector that only
+    varies the matching rule (AMP-ACL-04/-06, asked "via GET") and expects the write refused asks the
+    write once, through PATCH, when it names a ``writable_by`` pattern or its read is allowed (a read
+    grant must not grant the write; the refusal's shape, AMP-ACL-10, shows there); with neither, its
+    write decision is the default refusal of a stranger, which default-policy-refuses-a-stranger asks on
+    both surfaces, and its GET shows the refusal: it asks no write."""
+    if vector["expect"]["write"]["allowed"] or WRITE_IDS & set(vector["requirements"]):
+        return WRITE_SURFACES
+    if (vector.get("policy") or {}).get("writable_by") or vector["expect"]["read"]["allowed"]:
+        return ("PATCH",)
+    return ()
 
 
 def _archived(reply: Reply) -> bool:

@@ -2,13 +2,16 @@
 
 AMP-READ-07 (a stale cell is readable) needs a lifecycle pass, hence the admin token: it belongs with
 the lifecycle checks. Checks whose verdict does not hang on a cell's access counters read the cells
-``_shared_cells`` makes once per run; those that count accesses make their own.
+``_shared_cells`` makes once per run; those that count accesses share a cell only with the checks
+judging the same sequence of requests (AMP-READ-02 and -03: three reads; AMP-READ-06 and AMP-SRCH-18:
+searches, then lists, then a read) or make their own.
 """
 
 from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._shared_cells import (
@@ -18,8 +21,10 @@ from amp_conformance.amp01.checks._shared_cells import (
     minimal_cell,
     minimal_read,
     minimal_refused_read,
+    unread_cell,
 )
 from amp_conformance.amp01.checks._support import (
+    Marks,
     created,
     expect_refusal,
     expect_unknown_id_answer,
@@ -27,12 +32,16 @@ from amp_conformance.amp01.checks._support import (
     list_owner,
     member,
     read,
+    read_of,
     server_now_near,
+    shared_replies,
     shown,
+    step_failed,
     timestamp,
     timestamp_set,
 )
 from amp_conformance.amp01.conventions import answer_of, label
+from amp_conformance.engine.client import Reply
 
 
 def _other_id_form(cell_id: str) -> str:
@@ -58,12 +67,41 @@ def test_an_allowed_reader_gets_the_full_cell(amp: Amp) -> None:
             )
 
 
+def _raw_accessed(reply: Reply) -> Any:
+    try:
+        body = reply.json()
+    except AssertionError:
+        return None
+    return member(body, "lifecycle.last_accessed_at") if isinstance(body, dict) else None
+
+
+def _three_reads(amp: Amp) -> dict[str, Any]:
+    """A fresh cell read three times in a row by its creator, each read's client send/receive times
+    kept; when the first two reads show the same last_accessed_at (a coarse clock), one more read
+    1.1 s later. Nothing is judged here: AMP-READ-02 judges the counts, AMP-READ-03 the timestamps,
+    each from the same answers (a fault in one never shows in the other's question)."""
+    marks = Marks(amp)
+    cell, reply = created(amp, amp.cell_body())
+    made: dict[str, Any] = {"cell": cell, "create": marks(reply), "reads": [], "later": None}
+    client = amp.as_agent("a")
+    replies: list[Reply] = []
+    for _ in range(3):
+        sent = datetime.now(UTC)
+        replies.append(client.get(f"/memories/{cell['id']}"))
+        made["reads"].append({"at": marks(replies[-1]), "sent": sent, "received": datetime.now(UTC)})
+    if _raw_accessed(replies[0]) == _raw_accessed(replies[1]):
+        time.sleep(1.1)
+        made["later"] = marks(client.get(f"/memories/{cell['id']}"))
+    return made
+
+
 @check("AMP-READ-02")
 def test_each_read_adds_one_to_access_count(amp: Amp) -> None:
     """Every successful read adds exactly 1 to access_count, and the reply already shows it."""
-    cell, _ = created(amp, amp.cell_body())
-    for expected in (1, 2, 3):
-        stored, reply = read(amp, cell["id"], what=f"read {expected}")
+    made, replies = shared_replies(amp, "read:three-reads", _three_reads)
+    for expected, entry in zip((1, 2, 3), made["reads"], strict=True):
+        reply = replies[entry["at"]]
+        stored = read_of(amp, reply, f"read {expected}")
         count = member(stored, "scoring.access_count")
         amp.expect(
             count == expected and not isinstance(count, bool),
@@ -76,13 +114,13 @@ def test_each_read_adds_one_to_access_count(amp: Amp) -> None:
 @check("AMP-READ-03")
 def test_each_read_sets_last_accessed_at_to_now(amp: Amp) -> None:
     """Every read sets last_accessed_at to the server's current time (after created_at, moving forward)."""
-    cell, reply = created(amp, amp.cell_body())
-    made = timestamp(amp, cell, "created_at", reply)
+    shared, replies = shared_replies(amp, "read:three-reads", _three_reads)
+    cell = shared["cell"]
+    made = timestamp(amp, cell, "created_at", replies[shared["create"]])
     seen: list[datetime] = []
-    for index in range(2):
-        sent = datetime.now(UTC)
-        stored, reply = read(amp, cell["id"], what=f"read {index + 1}")
-        received = datetime.now(UTC)
+    for index, entry in enumerate(shared["reads"][:2]):
+        sent, received, reply = entry["sent"], entry["received"], replies[entry["at"]]
+        stored = read_of(amp, reply, f"read {index + 1}")
         accessed = timestamp_set(
             amp, stored, "last_accessed_at", reply, f"after read {index + 1}, last_accessed_at is set"
         )
@@ -105,8 +143,11 @@ def test_each_read_sets_last_accessed_at_to_now(amp: Amp) -> None:
         seen.append(accessed)
     if seen[1] == seen[0]:
         # Two quick reads may share a coarse timestamp; one more, a second later, must be later.
-        time.sleep(1.1)
-        stored, reply = read(amp, cell["id"], what="read 3, 1.1 s later")
+        if shared["later"] is None:  # the raw values differed but name the same instant
+            amp.note("the first two reads name the same instant in different forms; no later read was made")
+            return
+        reply = replies[shared["later"]]
+        stored = read_of(amp, reply, "read 4, 1.1 s later")
         later = timestamp(amp, stored, "last_accessed_at", reply)
         amp.expect(
             later is not None and later > seen[0],
@@ -156,15 +197,22 @@ def test_a_refused_read_does_not_count(amp: Amp) -> None:
 @check("AMP-READ-06")
 def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
     """Lists and searches hitting the cell change neither access_count nor last_accessed_at (C-25)."""
-    body = amp.cell_body()
-    owner = body["identity"]["owner_id"]
-    cell, _ = created(amp, body)
-    client = amp.as_agent("a")
-    for _ in range(2):
-        search = client.post("/memories/search", {"query": body["content"]["text"], "owner_id": owner})
-        if search.status != 200:
-            amp.note(f"search answered {search.status}; only lists were observed")
-        results, listed = list_owner(amp, owner)
+    made, replies = unread_cell(amp)  # shared with AMP-SRCH-18, which judges the searches
+    cell = made["cell"]
+    for at in made["searches"]:
+        if replies[at].status != 200:
+            amp.note(f"search answered {replies[at].status}; only lists were observed")
+    results: list[Any] = []
+    listed = replies[made["lists"][-1]]
+    for at in made["lists"]:
+        listed = replies[at]
+        if listed.status != 200:
+            step_failed(amp, listed, "listing the owner's cells", "AMP-LIST-01", "200")
+        found = listed.json()
+        page = found.get("results") if isinstance(found, dict) else None
+        if not isinstance(page, list):
+            step_failed(amp, listed, "listing the owner's cells (a results array)", "AMP-LIST-01", "a page")
+        results = page
         for item in results:
             if isinstance(item, dict) and item.get("id") == cell["id"]:
                 expect_valid_cell(amp, item, listed, "a listed cell")
@@ -177,7 +225,8 @@ def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
         f"after 2 searches and 2 lists, the list shows access_count 0 and last_accessed_at null (got {seen})",
         listed,
     )
-    stored, reply = read(amp, cell["id"], what="the first read by id")
+    reply = replies[made["read"]]
+    stored = read_of(amp, reply, "the first read by id")
     count = member(stored, "scoring.access_count")
     amp.expect(count == 1, f"the first read by id gives access_count 1 (got {shown(count)})", reply)
 
