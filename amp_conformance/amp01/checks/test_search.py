@@ -4,10 +4,10 @@ Every search names its ``owner_id`` (C-11) and an owner only this run writes, so
 server never changes what a check sees. Cells that must rank in a fixed order get ``decay_rate: 0`` and
 distinct scores, so the order does not depend on timing. The checks that only search share the owners
 ``_shared_cells`` makes once per run (the owner set: five cells with identical texts, agent "b" may read
-three of them); the stale-status checks share one owner's active and stale cell, made with one
-lifecycle pass, and therefore need ``--admin-token`` and ``--allow-global-effects``; without them they
-skip. Access control through search (AMP-SRCH-15) and the 401 (AMP-SRCH-16) are checked with the ACL
-and auth areas.
+three of them); the stale-status checks share one owner's active and stale cell, made with the
+lifecycle checks' shared first pass (no pass of their own), and therefore need ``--admin-token`` and
+``--allow-global-effects``; without them they skip. Access control through search (AMP-SRCH-15) and
+the 401 (AMP-SRCH-16) are checked with the ACL and auth areas.
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ import time
 from typing import Any
 
 from amp_conformance import Amp, check
-from amp_conformance.amp01.checks._shared_cells import active_and_archived, ids_by_rank, owner_set, take_roles
+from amp_conformance.amp01.checks._lifecycle_passes import first_pass
+from amp_conformance.amp01.checks._shared_cells import active_and_archived, ids_by_rank, owner_set
 from amp_conformance.amp01.checks._support import (
     expect_refused_as_invalid,
     expect_step,
     expect_valid_cell,
-    list_owner,
-    run_pass,
     shown,
 )
 from amp_conformance.engine.client import Client, Reply
@@ -127,33 +126,12 @@ def _expect_ids(
 # lifecycle helpers (stale cells need a pass) ---------------------------------------------------------
 
 
-def _listed(amp: Amp, owner: str, status: str) -> list[str]:
-    results, _ = list_owner(amp, owner, status=status)
-    return [str(c.get("id")) for c in results if isinstance(c, dict)]
-
-
 def _active_and_stale(amp: Amp) -> tuple[str, str, str]:
-    """(owner, active id, stale id): two cells with the same text; one pass makes the low one stale.
-    Made once per run and shared: no check changes them, and a later pass leaves both where they are
-    (decay_rate 0: importance 0.2 stays below the threshold, 0.9 above)."""
-
-    def make(a: Amp) -> tuple[str, str, str]:
-        a.admin()  # skip early, before creating anything, when passes are not allowed
-        owner = a.owner()
-        stale = _cell(a, owner, **_ranked(0.2))
-        active = _cell(a, owner, **_ranked(0.9))
-        run_pass(a, what="a lifecycle pass with the admin token (precondition)")
-        expect_step(
-            a,
-            stale in _listed(a, owner, "stale") and active in _listed(a, owner, "active"),
-            "after a pass the cell with importance 0.2 is not listed as stale, or the 0.9 one not as active",
-            step="a pass making the low-score cell stale",
-            requirement="AMP-LC-03",
-        )
-        return owner, active, stale
-
-    take_roles(amp)
-    return amp.shared("search:active-and-stale", make)
+    """(owner, active id, stale id): two cells with the same text (importance 0.9 and 0.2, decay_rate
+    0), made with the lifecycle checks' shared first pass (``_lifecycle_passes``: no pass of their
+    own) and listed after it; no check changes them, and a later pass leaves both where they are."""
+    amp.agent("a")
+    return first_pass(amp).step_twins(amp)
 
 
 def _owner_search(amp: Amp) -> tuple[dict[str, Any], Reply]:
