@@ -14,6 +14,9 @@ made in the same requests, so they cost no pass and no round trip of their own:
 
 * the search twins (``TWINS``, one owner, the same text): importance 0.2 and 0.9, decay_rate 0, stale
   and active after the first pass, for the search status checks (AMP-SRCH-05…07);
+* the ranking check's older cell (``RANKED_RATE``, its own owner), and with the second pass's lifts its
+  newer one: their clocks run from here, so AMP-SRCH-14's check, later, waits for nothing
+  (``ranked_cells``);
 * the fast-decaying cell (``Fast``, its own owner), created with the first pass's lists: its rate
   makes it cross 0.3 a few round trips later, so its clock runs while the other checks work and the
   decay check (AMP-LC-06, AMP-LC-01) waits only for what is left, usually nothing.
@@ -79,6 +82,10 @@ LIFTS = {"x": 0.3, "y": 0.9}
 TWIN_TEXT = "The user prefers Python for backend development"
 #: the search twins: name -> importance (confidence 1.0, decay_rate 0), one owner, the same text.
 TWINS: dict[str, float] = {"stale": 0.2, "active": 0.9}
+
+RANKED_RATE = 200_000.0
+"""decay_rate of the ranking check's cells (per day: about 2.3 per second)."""
+FIRST_PASS, BOTH_PASSES = "lifecycle:first-pass", "lifecycle:both-passes"
 
 MIN_CROSSING = 0.6
 """Seconds: the earliest the fast cell (importance x confidence = 1) may cross 0.3 (a margin for a
@@ -335,9 +342,13 @@ def _make_first(amp: Amp) -> dict[str, Any]:
         partial(_create, amp, owner, label, i, c, 0) for label, (i, c) in CELLS.items()
     ]
     creates += [partial(_create, amp, twins_owner, f"twin {n}", i, 1.0, 0) for n, i in TWINS.items()]
+    ranked_owner = amp.owner()
+    creates.append(partial(_create, amp, ranked_owner, "twin older", 1.0, 1.0, RANKED_RATE))
+    made_at = time.monotonic()
     made = together(amp, creates)
     ids = dict(zip(CELLS, made[: len(CELLS)], strict=True))
-    twins = dict(zip(TWINS, made[len(CELLS) :], strict=True))
+    twins = dict(zip(TWINS, made[len(CELLS) : len(CELLS) + len(TWINS)], strict=True))
+    ranked = {"owner": ranked_owner, "id": made[-1], "sent": made_at}
     archived = {"lifecycle": {"status": "archived"}}
     archive, (before_delete, deleted) = together(
         amp,
@@ -369,12 +380,13 @@ def _make_first(amp: Amp) -> dict[str, Any]:
             "lists": {status: marks(r) for status, r in twin_lists.items()},
         },
         "fast": fast,
+        "ranked": ranked,
     }
 
 
 def _make_both(amp: Amp) -> dict[str, Any]:
     marks = Marks(amp)
-    first, _ = shared_replies(amp, "lifecycle:first-pass", _make_first)  # its requests come first
+    first, _ = shared_replies(amp, FIRST_PASS, _make_first)  # its requests come first
     ids, owner = first["ids"], first["owner"]
     client = amp.as_agent("a")
 
@@ -382,7 +394,13 @@ def _make_both(amp: Amp) -> dict[str, Any]:
         scoring = {"importance": importance, "confidence": 1.0, "decay_rate": 0}
         return client.patch(f"/memories/{ids[name]}", {"scoring": scoring})
 
-    lifted = together(amp, [partial(lift, n, i) for n, i in LIFTS.items()])
+    def newer() -> dict[str, Any]:
+        sent = time.monotonic()
+        cell_id = _create(amp, first["ranked"]["owner"], "twin newer", 1.0, 1.0, RANKED_RATE)
+        return {"id": cell_id, "made": time.monotonic(), "sent": sent}
+
+    calls: list[Callable[[], Any]] = [partial(lift, n, i) for n, i in LIFTS.items()]
+    *lifted, ranked_newer = together(amp, [*calls, newer])
     lifts = {name: marks(reply) for name, reply in zip(LIFTS, lifted, strict=True)}
     between = None
     if first["quiet"]:
@@ -394,21 +412,48 @@ def _make_both(amp: Amp) -> dict[str, Any]:
     shown_lists = _owner_lists(amp, owner, LISTED_STATUSES[:2])  # the archived list is never sent
     lists = {status: marks(listed) for status, listed in shown_lists.items()}
     second = {"pass": marks(reply), "lists": lists, "lifts": lifts, "between": between, "window": window}
-    return {"first": first, "second": second}
+    return {"first": first, "second": second, "ranked_newer": ranked_newer}
 
 
 def first_pass(amp: Amp) -> Passes:
     """The shared first pass (skips, before anything is sent, when passes are not allowed)."""
     amp.admin()
-    value, replies = shared_replies(amp, "lifecycle:first-pass", _make_first)
+    value, replies = shared_replies(amp, FIRST_PASS, _make_first)
     return Passes({"first": value}, replies)
 
 
 def both_passes(amp: Amp) -> Passes:
     """The shared first and second passes (skips, before anything is sent, when not allowed)."""
     amp.admin()
-    value, replies = shared_replies(amp, "lifecycle:both-passes", _make_both)
+    value, replies = shared_replies(amp, BOTH_PASSES, _make_both)
     return Passes(value, replies)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """The ranking check's cells (importance 1.0, ``RANKED_RATE``, one owner, the same text) as far as
+    the shared passes made them: the older one with the first pass, the newer with the second."""
+
+    owner: str
+    older: str
+    older_sent: float
+    newer: str | None = None
+    newer_made: float | None = None
+
+
+def ranked_cells(amp: Amp) -> Ranked | None:
+    """The ranking check's cells the shared passes made already (their clocks running since), or None
+    when no first pass was made: that check needs no pass, so it never makes one. No other check
+    uses these cells."""
+    if amp.shared_made(BOTH_PASSES):
+        value, _ = shared_replies(amp, BOTH_PASSES, _make_both)
+        newer = value["ranked_newer"]
+        first = value["first"]["ranked"]
+        return Ranked(first["owner"], first["id"], first["sent"], newer["id"], newer["made"])
+    if amp.shared_made(FIRST_PASS):
+        value, _ = shared_replies(amp, FIRST_PASS, _make_first)
+        return Ranked(value["ranked"]["owner"], value["ranked"]["id"], value["ranked"]["sent"])
+    return None
 
 
 def listed_status(amp: Amp, owner: str, cell_id: str, expected: str) -> str | None:

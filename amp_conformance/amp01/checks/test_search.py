@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from amp_conformance import Amp, check
-from amp_conformance.amp01.checks._lifecycle_passes import first_pass
+from amp_conformance.amp01.checks._lifecycle_passes import RANKED_RATE, first_pass, ranked_cells
 from amp_conformance.amp01.checks._shared_cells import active_and_archived, ids_by_rank, owner_set
 from amp_conformance.amp01.checks._support import (
     expect_refused_as_invalid,
@@ -514,15 +514,31 @@ def test_relevance_outranks_freshness(amp: Amp) -> None:
     )
 
 
+READ_GAP = 0.3
+"""Seconds: the least time between the ranking check's creates and between the newer one and the read
+(at RANKED_RATE the scores then differ by a factor of about 2)."""
+
+
 @check("AMP-SRCH-14", serial=True)
 def test_ranking_uses_the_current_score_with_the_read_reset(amp: Amp) -> None:
-    """A by-id read restarts a cell's decay clock, so a re-read twin outranks a fresher unread one."""
-    owner = amp.owner()
-    fast: dict[str, Any] = {"scoring": {"importance": 1.0, "confidence": 1.0, "decay_rate": 200000}}
-    older = _cell(amp, owner, **fast)
-    time.sleep(0.5)
-    newer = _cell(amp, owner, **fast)
-    time.sleep(0.5)
+    """A by-id read restarts a cell's decay clock, so a re-read twin outranks a fresher unread one.
+
+    The cells are the ones the lifecycle checks' shared passes made when they ran already (the older
+    with the first, the newer with the second: their clocks have been running since), else the check
+    makes them, ``READ_GAP`` apart, and waits as long again before the read."""
+    fast: dict[str, Any] = {"scoring": {"importance": 1.0, "confidence": 1.0, "decay_rate": RANKED_RATE}}
+    early = ranked_cells(amp)
+    if early is None:
+        owner = amp.owner()
+        older, older_sent = _cell(amp, owner, **fast), time.monotonic()
+    else:
+        owner, older, older_sent = early.owner, early.older, early.older_sent
+    if early is None or early.newer is None or early.newer_made is None:
+        time.sleep(max(0.0, older_sent + READ_GAP - time.monotonic()))
+        newer, newer_made = _cell(amp, owner, **fast), time.monotonic()
+    else:
+        newer, newer_made = early.newer, early.newer_made
+    time.sleep(max(0.0, newer_made + READ_GAP - time.monotonic()))  # usually nothing with early cells
     client = amp.as_agent("a")
     amp.expect_status(client.get(f"/memories/{older}"), 200, what="re-reading the older cell")
     _expect_ids(
