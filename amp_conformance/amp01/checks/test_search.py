@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from typing import Any
 
 from amp_conformance import Amp, check
-from amp_conformance.amp01.checks._lifecycle_passes import RANKED_RATE, first_pass, ranked_cells
+from amp_conformance.amp01.checks._lifecycle_passes import RANKED_RATE, first_pass, ranked_cells, together
 from amp_conformance.amp01.checks._shared_cells import active_and_archived, ids_by_rank, owner_set
 from amp_conformance.amp01.checks._support import (
     expect_refused_as_invalid,
@@ -265,16 +266,17 @@ def test_include_stale_adds_stale_cells(amp: Amp) -> None:
     """include_stale: true adds stale to the statuses searched (default and explicit ["active"])."""
     owner, active, stale = _active_and_stale(amp)
     client = amp.as_agent("a")
-    _expect_ids(
+    default, active_too = together(
         amp,
-        _search(client, owner, include_stale=True),
-        [active, stale],
-        "include_stale: true",
-        requirement="AMP-SRCH-06",
+        [
+            partial(_search, client, owner, include_stale=True),
+            partial(_search, client, owner, status=["active"], include_stale=True),
+        ],
     )
+    _expect_ids(amp, default, [active, stale], "include_stale: true", requirement="AMP-SRCH-06")
     _expect_ids(
         amp,
-        _search(client, owner, status=["active"], include_stale=True),
+        active_too,
         [active, stale],
         'status ["active"] with include_stale: true',
         requirement="AMP-SRCH-06",
@@ -286,13 +288,18 @@ def test_explicit_status_filter_is_honoured(amp: Amp) -> None:
     """An explicit status list is honoured: ["stale"] returns only the stale cell."""
     owner, active, stale = _active_and_stale(amp)
     shelf = active_and_archived(amp)  # another owner: one archived cell, one active
-    client = amp.as_agent("a")
-    _expect_ids(amp, _search(client, owner, status=["stale"]), [stale], 'status ["stale"]')
-    _expect_ids(
-        amp, _search(client, owner, status=["active", "stale"]), [active, stale], 'status ["active", "stale"]'
-    )
     archived = shelf["archived"]["cell"]["id"]
-    reply = _search(client, shelf["owner"], status=["archived"])
+    client = amp.as_agent("a")
+    stale_only, both, reply = together(  # independent searches, sent at once, judged in order
+        amp,
+        [
+            partial(_search, client, owner, status=["stale"]),
+            partial(_search, client, owner, status=["active", "stale"]),
+            partial(_search, client, shelf["owner"], status=["archived"]),
+        ],
+    )
+    _expect_ids(amp, stale_only, [stale], 'status ["stale"]')
+    _expect_ids(amp, both, [active, stale], 'status ["active", "stale"]')
     found = archived in _ids(amp, reply, 'status ["archived"]') if reply.status == 200 else False
     amp.note(
         f'status ["archived"] {"returns" if found else "does not return"} the archived cell (C-06: either)'
