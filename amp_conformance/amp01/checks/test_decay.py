@@ -263,4 +263,5 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
             f"with no pass run since its creation, a cell with importance {LOW_IMPORTANCE} (decay_rate 0) is "
             "not among the owner's active cells (AMP-LC-10, SHOULD: status changes only at passes)",
             before_list,
+            requirement="AMP-LC-10",
         )
