@@ -167,8 +167,6 @@ class Passes:
         self.fast = Fast(**first["fast"])
         second = value.get("second")
         self.second = Pass(second, replies) if second else None
-        #: when (monotonic) the second pass was sent and answered
-        self.second_window: tuple[float, float] | None = tuple(second["window"]) if second else None
         self.lifts: dict[str, Reply] = {
             name: replies[at] for name, at in (second or {}).get("lifts", {}).items()
         }
@@ -405,13 +403,11 @@ def _make_both(amp: Amp) -> dict[str, Any]:
     between = None
     if first["quiet"]:
         between = marks(client.get("/memories", params={"owner_id": owner, "status": "stale"}))
-    sent = time.monotonic()
     reply = run_pass_reply(amp)
-    window = [sent, time.monotonic()]
     # after the second pass only the lists its cells should be in (x, y active; z, w stale)
     shown_lists = _owner_lists(amp, owner, LISTED_STATUSES[:2])  # the archived list is never sent
     lists = {status: marks(listed) for status, listed in shown_lists.items()}
-    second = {"pass": marks(reply), "lists": lists, "lifts": lifts, "between": between, "window": window}
+    second = {"pass": marks(reply), "lists": lists, "lifts": lifts, "between": between}
     return {"first": first, "second": second, "ranked_newer": ranked_newer}
 
 
