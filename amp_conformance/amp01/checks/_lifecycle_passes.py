@@ -17,7 +17,7 @@ made in the same requests, so they cost no pass and no round trip of their own:
 * the ranking check's older cell (``RANKED_RATE``, its own owner), and with the second pass's lifts its
   newer one: their clocks run from here, so AMP-SRCH-14's check, later, waits for nothing
   (``ranked_cells``);
-* the fast-decaying cell (``Fast``, its own owner), created with the first pass's lists: its rate
+* the fast-decaying cell (``Fast``, its own owner), created with the archive and delete: its rate
   makes it cross 0.3 a few round trips later, so its clock runs while the other checks work and the
   decay check (AMP-LC-06, AMP-LC-01) waits only for what is left, usually nothing.
 
@@ -91,8 +91,8 @@ MIN_CROSSING = 0.6
 """Seconds: the earliest the fast cell (importance x confidence = 1) may cross 0.3 (a margin for a
 busy machine between the decay check's read and the pass after it)."""
 ROUND_TRIPS = 5
-"""The fast cell crosses at least this many of the server's round trips (the first pass's POST) after
-creation, and after a read: the pass after the read takes about two."""
+"""The fast cell crosses at least this many of the server's round trips (the slowest of the first
+pass's creates) after creation, and after a read: the pass after the read takes about two."""
 WAIT_CROSSINGS = 2.4
 """The least time from the fast cell's creation to the decay check's first pass, in crossings: its
 score is then exp(-ln(1/0.3) x 2.4) ≈ 0.056, far below 0.3."""
@@ -342,26 +342,25 @@ def _make_first(amp: Amp) -> dict[str, Any]:
     creates += [partial(_create, amp, twins_owner, f"twin {n}", i, 1.0, 0) for n, i in TWINS.items()]
     ranked_owner = amp.owner()
     creates.append(partial(_create, amp, ranked_owner, "twin older", 1.0, 1.0, RANKED_RATE))
-    made_at = time.monotonic()
+    made_at, start = time.monotonic(), len(amp.evidence.exchanges)
     made = together(amp, creates)
     ids = dict(zip(CELLS, made[: len(CELLS)], strict=True))
     twins = dict(zip(TWINS, made[len(CELLS) : len(CELLS) + len(TWINS)], strict=True))
     ranked = {"owner": ranked_owner, "id": made[-1], "sent": made_at}
     archived = {"lifecycle": {"status": "archived"}}
-    archive, (before_delete, deleted) = together(
-        amp,
-        [
-            lambda: (client.patch(f"/memories/{ids['archived']}", archived), None),
-            lambda: _archive_then_delete(client, ids["deleted"]),
-        ],
-    )
+    # the server's round trip for the fast cell's rate: the slowest of the creates (sent at once)
+    round_trip = max((e.elapsed for e in amp.evidence.exchanges[start:]), default=0.0)
+    steps: list[Callable[[], Any]] = [
+        lambda: (client.patch(f"/memories/{ids['archived']}", archived), None),
+        lambda: _archive_then_delete(client, ids["deleted"]),
+        partial(_create_fast, amp, fast_owner, round_trip),
+    ]
+    archive, (before_delete, deleted), fast = together(amp, steps)
     reply = run_pass_reply(amp)
-    # the lists after the pass and the fast cell (its rate follows the pass's round trip), at once
+    # the lists after the pass, at once
     twin_statuses = LISTED_STATUSES[:2]
-    calls: list[Callable[[], Any]] = [*_lists(client, owner, LISTED_STATUSES)]
-    calls += _lists(client, twins_owner, twin_statuses)
-    calls.append(partial(_create_fast, amp, fast_owner, reply.exchange.elapsed))
-    *listed, fast = together(amp, calls)
+    calls = [*_lists(client, owner, LISTED_STATUSES), *_lists(client, twins_owner, twin_statuses)]
+    listed = together(amp, calls)
     lists = _checked_lists(amp, LISTED_STATUSES, listed[: len(LISTED_STATUSES)])
     twin_lists = _checked_lists(amp, twin_statuses, listed[len(LISTED_STATUSES) :])
     return {

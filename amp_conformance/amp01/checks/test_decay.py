@@ -175,7 +175,6 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
         (e.elapsed for e in amp.evidence.exchanges if e.url.endswith("/lifecycle/run")), default=0.0
     )
     steady_rate, span = steady_decay(round_trip)
-    time.sleep(max(0.0, fast.ready - time.monotonic()))  # what is left of the wait (usually nothing)
 
     def make_steady() -> tuple[str, float, float]:
         sent = time.monotonic()
@@ -192,6 +191,7 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
     # the low cell is below 0.3 from its creation: no pass ran since, so it is still active (AMP-LC-10)
     before, before_list = _active_ids(amp, owner)
     early = low not in before and scheduler_quiet(amp)
+    time.sleep(max(0.0, fast.ready - time.monotonic()))  # what is left of the wait (usually nothing)
     waited = time.monotonic() - fast.made
     expected = decay_score(1.0, 1.0, rate, waited / SECONDS_PER_DAY)
     transitions = run_pass(amp)
