@@ -166,7 +166,7 @@ def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
     hours); the fast cell going stale at all tells Δt from whole days."""
     # the lifecycle checks' shared passes: a stale cell lifted to 0.9 recovered at the second, which
     # tells a server whose stale cells never recover (AMP-LC-05) from one whose reads do not restart
-    # the clock; the fast cell was made with the first pass's lists
+    # the clock; the fast cell was made with the first pass (its clock has been running since)
     passes = both_passes(amp)
     fast = passes.fast
     owner, cell_id, rate = fast.owner, fast.id, fast.rate
