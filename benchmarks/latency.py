@@ -54,6 +54,18 @@ then this tree, one run each:
      100ms       8    33.1      957     2.72x          87      10.7          12
     1@50ms       1    61.1      896     1.00x          84       7.1           0   (bound 44.8 s)
     1@50ms       8    69.8      957     0.88x          87      39.7          12   (bound 47.9 s)
+
+Issue 25 item 1 (the passes group shared further), measured 2026-12-01 23:00-23:14 UTC on the same 2
+cores shared with other work, main (9bb305a) then this tree, one run each:
+
+    server workers  wall s requests  speed-up  serial req  serial s
+     100ms       1    93.7      990     1.00x          85      10.1   (main)
+     100ms       1    89.8      995     1.00x          82       5.5
+     100ms       8    20.6     1050     4.36x          82       5.8
+
+The decay check's fast cell and the ranking check's cells are made with the shared passes, so their
+clocks run while other checks work (the decay check 2.18 s -> 0.74 s, the ranking check 1.42 s ->
+0.21 s); the stale-DELETE check left the group (its cell cannot be moved by a pass).
 """
 
 from __future__ import annotations

@@ -93,11 +93,28 @@ def test_impossible_inputs_are_refused(arguments: tuple[float, float, float, flo
 def test_the_fast_decay_check_scales_its_wait_to_the_round_trip(round_trip: float) -> None:
     """AMP-LC-06's online check: stale (well below 0.3) after its wait, and still active two round
     trips after a read (the pass that follows it), however slowly the server answers."""
-    from amp_conformance.amp01.checks.test_decay import MIN_CROSSING, fast_decay
+    from amp_conformance.amp01.checks._lifecycle_passes import MIN_CROSSING, WAIT_CROSSINGS, fast_decay
 
-    rate, wait = fast_decay(round_trip)
+    rate, crossing = fast_decay(round_trip)
+    wait = WAIT_CROSSINGS * crossing
     seconds = 1 / 86400
     assert decay_score(1.0, 1.0, rate, wait * seconds) < 0.1
     assert decay_score(1.0, 1.0, rate, 2 * round_trip * seconds) > 0.5
     assert math.isclose(decay_score(1.0, 1.0, rate, max(MIN_CROSSING, 5 * round_trip) * seconds), 0.3)
     assert wait <= 2.5 or round_trip > 0.2  # shorter than the fixed 2.5 s it replaced, near the server
+    # a server counting whole days never decays within a run: the fast cell stays at 1.0
+    assert decay_score(1.0, 1.0, rate, math.floor(wait * seconds)) == 1.0
+
+
+@pytest.mark.parametrize("round_trip", [0.0, 0.002, 0.1, 0.2, 0.5])
+def test_the_steady_cell_tells_fractional_days_from_hours(round_trip: float) -> None:
+    """Issue 22: judged at least half a span after creation, the steady cell is stale when Δt is counted
+    in hours; by fractional days it is still active at the check's longest measured time plus the slack
+    (the pass after the read comes about four round trips after its creation, at 200 ms too)."""
+    from amp_conformance.amp01.checks.test_decay import TIMING_SLACK, steady_decay
+
+    rate, span = steady_decay(round_trip)
+    seconds = 1 / 86400
+    assert decay_score(1.0, 1.0, rate, 24 * (span / 2) * seconds) < 0.2  # hours: stale
+    longest = max(span, 6 * round_trip) + TIMING_SLACK
+    assert decay_score(1.0, 1.0, rate, longest * seconds) >= 0.3  # fractional days: active

@@ -146,6 +146,12 @@ class CheckContext:
 
     # shared steps --------------------------------------------------------------------------------
 
+    def shared_made(self, name: str) -> bool:
+        """Whether :meth:`shared` already made ``name`` in this run (this worker) without a problem: a
+        check that can use what it made, but must not be the one to make it, asks first."""
+        entry = self.run.cache.get(SHARED_KEY, {}).get(name)
+        return entry is not None and entry.error is None
+
     def shared(self, name: str, make: Callable[[Any], T]) -> T:
         """``make(context)`` once per run (per worker), for read-only checks that can share what it
         made (cells a check only reads, lists, searches): each later check gets a copy of the value,

@@ -244,6 +244,12 @@ _ALL: tuple[Fault, ...] = (
     Fault("threshold-inclusive", "AMP-LC-04", "A decay score of exactly 0.3 counts as below the threshold."),
     Fault("lifecycle-never-recovers", "AMP-LC-05", "A stale cell never returns to active."),
     Fault("read-does-not-reset-clock", "AMP-LC-06", "A read does not restart the decay clock."),
+    Fault("decay-in-hours", "AMP-LC-01", "The decay formula counts Δt in hours, not days (24x too fast)."),
+    Fault(
+        "decay-whole-days",
+        "AMP-LC-01",
+        "The decay formula counts Δt in whole days (floored): no cell decays within its first day.",
+    ),
     Fault(
         "pass-touches-archived",
         "AMP-LC-08",

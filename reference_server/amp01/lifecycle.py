@@ -36,10 +36,18 @@ def decay_score(importance: float, confidence: float, decay_rate: float, delta_d
     return importance * confidence * math.exp(-decay_rate * max(0.0, delta_days))
 
 
-def record_score(record: Record, now: datetime, scoring: dict[str, Any] | None = None) -> float:
-    """The current decay score of a stored cell (optionally with other scoring values)."""
+def record_score(
+    record: Record, now: datetime, scoring: dict[str, Any] | None = None, faults: Faults | None = None
+) -> float:
+    """The current decay score of a stored cell (optionally with other scoring values). Δt is in
+    fractional days; the ``decay-in-hours`` fault counts hours, ``decay-whole-days`` whole days."""
     values = scoring if scoring is not None else record.cell["scoring"]
-    delta = (now - record.decay_anchor).total_seconds() / SECONDS_PER_DAY
+    seconds = (now - record.decay_anchor).total_seconds()
+    delta = seconds / SECONDS_PER_DAY
+    if faults is not None and faults.on("decay-in-hours"):
+        delta = seconds / 3600.0
+    elif faults is not None and faults.on("decay-whole-days"):
+        delta = float(math.floor(delta))
     return decay_score(values["importance"], values["confidence"], values["decay_rate"], delta)
 
 
@@ -80,13 +88,14 @@ class LifecycleEngine:
             to_purge: list[str] = []
             for record in list(self._store.iter_records()):
                 status = record.status
+                score = record_score(record, now, faults=self._faults) if status != "deleted" else 0.0
                 if status == "active":
-                    if below_threshold(record_score(record, now), self._faults):
+                    if below_threshold(score, self._faults):
                         record.stale_since = now
                         self._store.replace(record, with_status(record.cell, "stale"))
                         to_stale += 1
                 elif status == "stale":
-                    if not below_threshold(record_score(record, now), self._faults):
+                    if not below_threshold(score, self._faults):
                         if not never_recovers:
                             record.stale_since = None
                             self._store.replace(record, with_status(record.cell, "active"))
@@ -96,7 +105,7 @@ class LifecycleEngine:
                         self._store.replace(record, with_status(record.cell, "archived"))
                         to_archived += 1
                 elif status == "archived":
-                    if touches_archived and not below_threshold(record_score(record, now), self._faults):
+                    if touches_archived and not below_threshold(score, self._faults):
                         self._store.replace(record, with_status(record.cell, "active"))
                         to_active += 1
                 elif (

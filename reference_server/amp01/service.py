@@ -433,7 +433,7 @@ class ServerState:
         status_sent = update.lifecycle is not None and "status" in update.lifecycle.model_fields_set
         flips = update.scoring is not None and self.faults.on("scoring-patch-flips-status")
         if flips and not status_sent and lifecycle["status"] in ("active", "stale"):
-            low = below_threshold(record_score(record, now, cell["scoring"]), self.faults)
+            low = below_threshold(record_score(record, now, cell["scoring"], self.faults), self.faults)
             lifecycle["status"] = "stale" if low else "active"
         lifecycle["last_updated_at"] = self.ts(now)
         cell["lifecycle"] = lifecycle

@@ -429,6 +429,25 @@ def _(amp):
     return amp.list(owner_id=owner, status="active").json()["returned"]
 
 
+@scenario("decay-in-hours")
+def _(amp):
+    # 0.1/day for 2 h: 0.98 by days, exp(-0.2) = 0.82 by hours; rate 1.0/day: 0.92 by days, 0.14 by hours
+    slow = amp.new_cell(scoring={"importance": 1, "decay_rate": 0.1})
+    steady = amp.new_cell(scoring={"importance": 1, "decay_rate": 1.0})
+    amp.advance(hours=2)
+    amp.run_pass()
+    return amp.status_of(slow["id"]), amp.status_of(steady["id"])
+
+
+@scenario("decay-whole-days")
+def _(amp):
+    # rate 10/day for 12 h: exp(-5) by fractional days, stale; whole days: 0 days, still 1.0
+    fast = amp.new_cell(scoring={"importance": 1, "decay_rate": 10})
+    amp.advance(hours=12)
+    amp.run_pass()
+    return amp.status_of(fast["id"])
+
+
 @scenario("pass-touches-archived")
 def _(amp):
     cell = amp.new_cell(scoring={"importance": 1, "decay_rate": 0})

@@ -9,6 +9,18 @@ cannot depend on timing or on how many passes other checks run:
 * ``high`` 0.9 and ``equal`` exactly 0.3: active after any pass (AMP-LC-04: the threshold is strict);
 * ``archived`` 1.0, archived before the first pass; ``deleted`` 1.0, deleted before it.
 
+Beside them, in other owners, the cells of the checks that need a pass or a running decay clock are
+made in the same requests, so they cost no pass and no round trip of their own:
+
+* the search twins (``TWINS``, one owner, the same text): importance 0.2 and 0.9, decay_rate 0, stale
+  and active after the first pass, for the search status checks (AMP-SRCH-05…07);
+* the ranking check's older cell (``RANKED_RATE``, its own owner), and with the second pass's lifts its
+  newer one: their clocks run from here, so AMP-SRCH-14's check, later, waits for nothing
+  (``ranked_cells``);
+* the fast-decaying cell (``Fast``, its own owner), created with the archive and delete: its rate
+  makes it cross 0.3 a few round trips later, so its clock runs while the other checks work and the
+  decay check (AMP-LC-06, AMP-LC-01) waits only for what is left, usually nothing.
+
 The first pass: create (all at once), archive and delete, one pass, then the owner's lists by status
 (at once). The second pass (after the first): scoring PATCHes (at once) lift ``x`` to exactly 0.3 and
 ``y`` to 0.9 (a list of the stale cells follows while no scheduled pass is likely), one pass, the
@@ -25,8 +37,11 @@ PATCH/DELETE check, ``w`` is read by id by AMP-READ-07's; the others are only li
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -42,10 +57,11 @@ from amp_conformance.amp01.checks._support import (
     shown,
     step_failed,
 )
+from amp_conformance.amp01.decay import SECONDS_PER_DAY, STALE_THRESHOLD
 from amp_conformance.engine.client import Client, Reply
 
 T = TypeVar("T")
-MAX_TOGETHER = 8
+MAX_TOGETHER = 12
 """At most this many of a pass's requests in flight at once."""
 
 #: name -> (importance, confidence), all with decay_rate 0.
@@ -63,6 +79,47 @@ LOW = ("x", "y", "z", "w")
 """The cells the first pass must make stale."""
 LIFTS = {"x": 0.3, "y": 0.9}
 """Importance the second pass's scoring PATCHes give (confidence 1.0): x exactly 0.3, y clearly above."""
+TWIN_TEXT = "The user prefers Python for backend development"
+#: the search twins: name -> importance (confidence 1.0, decay_rate 0), one owner, the same text.
+TWINS: dict[str, float] = {"stale": 0.2, "active": 0.9}
+
+RANKED_RATE = 200_000.0
+"""decay_rate of the ranking check's cells (per day: about 2.3 per second)."""
+FIRST_PASS, BOTH_PASSES = "lifecycle:first-pass", "lifecycle:both-passes"
+
+MIN_CROSSING = 0.6
+"""Seconds: the earliest the fast cell (importance x confidence = 1) may cross 0.3 (a margin for a
+busy machine between the decay check's read and the pass after it)."""
+ROUND_TRIPS = 5
+"""The fast cell crosses at least this many of the server's round trips (the slowest of the first
+pass's creates) after creation, and after a read: the pass after the read takes about two."""
+WAIT_CROSSINGS = 2.4
+"""The least time from the fast cell's creation to the decay check's first pass, in crossings: its
+score is then exp(-ln(1/0.3) x 2.4) ≈ 0.056, far below 0.3."""
+
+
+def fast_decay(round_trip: float) -> tuple[float, float]:
+    """(decay rate per day, crossing in seconds) for a server answering in ``round_trip`` seconds."""
+    crossing = max(MIN_CROSSING, ROUND_TRIPS * round_trip)
+    return math.log(1 / STALE_THRESHOLD) * SECONDS_PER_DAY / crossing, crossing
+
+
+@dataclass(frozen=True)
+class Fast:
+    """The fast-decaying cell: importance and confidence 1.0, crossing 0.3 ``crossing`` s after it was
+    made (``sent``..``made``: the create's request and answer, ``time.monotonic()``)."""
+
+    owner: str
+    id: str
+    rate: float
+    crossing: float
+    sent: float
+    made: float
+
+    @property
+    def ready(self) -> float:
+        """When (monotonic) a pass certainly finds it far below 0.3."""
+        return self.made + WAIT_CROSSINGS * self.crossing
 
 
 class Pass:
@@ -104,6 +161,10 @@ class Passes:
         self.archive = replies[first["archive"]]
         archive_at, delete_at = first["delete"]
         self.delete = (replies[archive_at], replies[delete_at] if delete_at is not None else None)
+        self.twins_owner: str = first["twins"]["owner"]
+        self.twins: dict[str, str] = first["twins"]["ids"]
+        self.twin_lists = {status: replies[at] for status, at in first["twins"]["lists"].items()}
+        self.fast = Fast(**first["fast"])
         second = value.get("second")
         self.second = Pass(second, replies) if second else None
         self.lifts: dict[str, Reply] = {
@@ -191,6 +252,24 @@ class Passes:
             expected="active",
         )
 
+    def step_twins(self, amp: Amp) -> tuple[str, str, str]:
+        """(owner, active id, stale id) of the search twins, after the first pass listed the 0.2 one
+        stale and the 0.9 one active (AMP-LC-03's rule: a step)."""
+        listed = {
+            status: [c.get("id") for c in reply.json_object().get("results", []) if isinstance(c, dict)]
+            for status, reply in self.twin_lists.items()
+        }
+        active, stale = self.twins["active"], self.twins["stale"]
+        expect_step(
+            amp,
+            stale in listed["stale"] and active in listed["active"],
+            "after a pass the cell with importance 0.2 is not listed as stale, or the 0.9 one not as active",
+            self.twin_lists["stale"],
+            step="a pass making the low-score cell stale",
+            requirement="AMP-LC-03",
+        )
+        return self.twins_owner, active, stale
+
     def step_deleted(self, amp: Amp) -> str:
         """The deleted cell's archive and DELETE worked (steps under AMP-PATCH-10 and AMP-DEL-01)."""
         archive, delete = self.delete
@@ -201,7 +280,7 @@ class Passes:
         return self.ids["deleted"]
 
 
-def _together(amp: Amp, calls: list[Callable[[], T]]) -> list[T]:
+def together(amp: Amp, calls: list[Callable[[], T]]) -> list[T]:
     """Run independent requests at once (their answers in the order given): the cells of a pass are
     prepared, and its lists read, in about one round trip instead of one per request. What a call
     raises (a broken step) is raised here, the first in order. One after the other over a transport
@@ -213,16 +292,21 @@ def _together(amp: Amp, calls: list[Callable[[], T]]) -> list[T]:
         return [future.result() for future in futures]
 
 
-def _owner_lists(amp: Amp, owner: str, statuses: tuple[str, ...]) -> dict[str, Reply]:
-    """The owner's lists by status (all sent at once), each a 200 or a broken step (AMP-LIST-03)."""
-    client = amp.as_agent("a")
-    replies = _together(
-        amp, [partial(client.get, "/memories", params={"owner_id": owner, "status": s}) for s in statuses]
-    )
+def _lists(client: Client, owner: str, statuses: tuple[str, ...]) -> list[Callable[[], Reply]]:
+    return [partial(client.get, "/memories", params={"owner_id": owner, "status": s}) for s in statuses]
+
+
+def _checked_lists(amp: Amp, statuses: tuple[str, ...], replies: list[Reply]) -> dict[str, Reply]:
+    """The owner's lists by status, each a 200 or a broken step (AMP-LIST-03)."""
     for status, reply in zip(statuses, replies, strict=True):
         if reply.status != 200:
             step_failed(amp, reply, f"listing the owner's {status} cells", "AMP-LIST-03", "200")
     return dict(zip(statuses, replies, strict=True))
+
+
+def _owner_lists(amp: Amp, owner: str, statuses: tuple[str, ...]) -> dict[str, Reply]:
+    """The owner's lists by status (all sent at once), each a 200 or a broken step (AMP-LIST-03)."""
+    return _checked_lists(amp, statuses, together(amp, _lists(amp.as_agent("a"), owner, statuses)))
 
 
 def _archive_then_delete(client: Client, cell_id: str) -> tuple[Reply, Reply | None]:
@@ -230,32 +314,55 @@ def _archive_then_delete(client: Client, cell_id: str) -> tuple[Reply, Reply | N
     return archived, client.delete(f"/memories/{cell_id}") if archived.status == 200 else None
 
 
+def _create(amp: Amp, owner: str, label: str, importance: float, confidence: float, rate: float) -> str:
+    scoring = {"importance": importance, "confidence": confidence, "decay_rate": rate}
+    # each cell its own text (still close to the search query): a search is judged on cells an
+    # index can tell apart, not on many exact duplicates an approximate index may merge
+    text = TWIN_TEXT if label.startswith("twin") else f"{TWIN_TEXT} ({label} cell)"
+    body = {"identity": {"owner_id": owner}, "scoring": scoring, "content": {"text": text}}
+    return str(amp.create_cell(body)["id"])
+
+
+def _create_fast(amp: Amp, owner: str, round_trip: float) -> dict[str, Any]:
+    rate, crossing = fast_decay(round_trip)
+    sent = time.monotonic()
+    cell_id = _create(amp, owner, "fast-decaying", 1.0, 1.0, rate)
+    made = time.monotonic()
+    return {"owner": owner, "id": cell_id, "rate": rate, "crossing": crossing, "sent": sent, "made": made}
+
+
 def _make_first(amp: Amp) -> dict[str, Any]:
     marks = Marks(amp)
-    owner = amp.owner()
+    owner, twins_owner, fast_owner = amp.owner(), amp.owner(), amp.owner()
     client = amp.as_agent("a")  # the role taken before any request runs beside another
     quiet = scheduler_quiet(amp)
-
-    def create(label: str, importance: float, confidence: float) -> str:
-        scoring = {"importance": importance, "confidence": confidence, "decay_rate": 0}
-        # each cell its own text (still close to the search query): a search is judged on cells an
-        # index can tell apart, not on many exact duplicates an approximate index may merge
-        content = {"text": f"The user prefers Python for backend development ({label} cell)"}
-        body = {"identity": {"owner_id": owner}, "scoring": scoring, "content": content}
-        return str(amp.create_cell(body)["id"])
-
-    made = _together(amp, [partial(create, label, i, c) for label, (i, c) in CELLS.items()])
-    ids = dict(zip(CELLS, made, strict=True))
+    creates: list[Callable[[], str]] = [
+        partial(_create, amp, owner, label, i, c, 0) for label, (i, c) in CELLS.items()
+    ]
+    creates += [partial(_create, amp, twins_owner, f"twin {n}", i, 1.0, 0) for n, i in TWINS.items()]
+    ranked_owner = amp.owner()
+    creates.append(partial(_create, amp, ranked_owner, "twin older", 1.0, 1.0, RANKED_RATE))
+    made_at, start = time.monotonic(), len(amp.evidence.exchanges)
+    made = together(amp, creates)
+    ids = dict(zip(CELLS, made[: len(CELLS)], strict=True))
+    twins = dict(zip(TWINS, made[len(CELLS) : len(CELLS) + len(TWINS)], strict=True))
+    ranked = {"owner": ranked_owner, "id": made[-1], "sent": made_at}
     archived = {"lifecycle": {"status": "archived"}}
-    archive, (before_delete, deleted) = _together(
-        amp,
-        [
-            lambda: (client.patch(f"/memories/{ids['archived']}", archived), None),
-            lambda: _archive_then_delete(client, ids["deleted"]),
-        ],
-    )
+    # the server's round trip for the fast cell's rate: the slowest of the creates (sent at once)
+    round_trip = max((e.elapsed for e in amp.evidence.exchanges[start:]), default=0.0)
+    steps: list[Callable[[], Any]] = [
+        lambda: (client.patch(f"/memories/{ids['archived']}", archived), None),
+        lambda: _archive_then_delete(client, ids["deleted"]),
+        partial(_create_fast, amp, fast_owner, round_trip),
+    ]
+    archive, (before_delete, deleted), fast = together(amp, steps)
     reply = run_pass_reply(amp)
-    lists = {status: marks(listed) for status, listed in _owner_lists(amp, owner, LISTED_STATUSES).items()}
+    # the lists after the pass, at once
+    twin_statuses = LISTED_STATUSES[:2]
+    calls = [*_lists(client, owner, LISTED_STATUSES), *_lists(client, twins_owner, twin_statuses)]
+    listed = together(amp, calls)
+    lists = _checked_lists(amp, LISTED_STATUSES, listed[: len(LISTED_STATUSES)])
+    twin_lists = _checked_lists(amp, twin_statuses, listed[len(LISTED_STATUSES) :])
     return {
         "owner": owner,
         "ids": ids,
@@ -263,13 +370,20 @@ def _make_first(amp: Amp) -> dict[str, Any]:
         "archive": marks(archive[0]),
         "delete": [marks(before_delete), None if deleted is None else marks(deleted)],
         "pass": marks(reply),
-        "lists": lists,
+        "lists": {status: marks(r) for status, r in lists.items()},
+        "twins": {
+            "owner": twins_owner,
+            "ids": twins,
+            "lists": {status: marks(r) for status, r in twin_lists.items()},
+        },
+        "fast": fast,
+        "ranked": ranked,
     }
 
 
 def _make_both(amp: Amp) -> dict[str, Any]:
     marks = Marks(amp)
-    first, _ = shared_replies(amp, "lifecycle:first-pass", _make_first)  # its requests come first
+    first, _ = shared_replies(amp, FIRST_PASS, _make_first)  # its requests come first
     ids, owner = first["ids"], first["owner"]
     client = amp.as_agent("a")
 
@@ -277,7 +391,13 @@ def _make_both(amp: Amp) -> dict[str, Any]:
         scoring = {"importance": importance, "confidence": 1.0, "decay_rate": 0}
         return client.patch(f"/memories/{ids[name]}", {"scoring": scoring})
 
-    lifted = _together(amp, [partial(lift, n, i) for n, i in LIFTS.items()])
+    def newer() -> dict[str, Any]:
+        sent = time.monotonic()
+        cell_id = _create(amp, first["ranked"]["owner"], "twin newer", 1.0, 1.0, RANKED_RATE)
+        return {"id": cell_id, "made": time.monotonic(), "sent": sent}
+
+    calls: list[Callable[[], Any]] = [partial(lift, n, i) for n, i in LIFTS.items()]
+    *lifted, ranked_newer = together(amp, [*calls, newer])
     lifts = {name: marks(reply) for name, reply in zip(LIFTS, lifted, strict=True)}
     between = None
     if first["quiet"]:
@@ -287,21 +407,48 @@ def _make_both(amp: Amp) -> dict[str, Any]:
     shown_lists = _owner_lists(amp, owner, LISTED_STATUSES[:2])  # the archived list is never sent
     lists = {status: marks(listed) for status, listed in shown_lists.items()}
     second = {"pass": marks(reply), "lists": lists, "lifts": lifts, "between": between}
-    return {"first": first, "second": second}
+    return {"first": first, "second": second, "ranked_newer": ranked_newer}
 
 
 def first_pass(amp: Amp) -> Passes:
     """The shared first pass (skips, before anything is sent, when passes are not allowed)."""
     amp.admin()
-    value, replies = shared_replies(amp, "lifecycle:first-pass", _make_first)
+    value, replies = shared_replies(amp, FIRST_PASS, _make_first)
     return Passes({"first": value}, replies)
 
 
 def both_passes(amp: Amp) -> Passes:
     """The shared first and second passes (skips, before anything is sent, when not allowed)."""
     amp.admin()
-    value, replies = shared_replies(amp, "lifecycle:both-passes", _make_both)
+    value, replies = shared_replies(amp, BOTH_PASSES, _make_both)
     return Passes(value, replies)
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """The ranking check's cells (importance 1.0, ``RANKED_RATE``, one owner, the same text) as far as
+    the shared passes made them: the older one with the first pass, the newer with the second."""
+
+    owner: str
+    older: str
+    older_sent: float
+    newer: str | None = None
+    newer_made: float | None = None
+
+
+def ranked_cells(amp: Amp) -> Ranked | None:
+    """The ranking check's cells the shared passes made already (their clocks running since), or None
+    when no first pass was made: that check needs no pass, so it never makes one. No other check
+    uses these cells."""
+    if amp.shared_made(BOTH_PASSES):
+        value, _ = shared_replies(amp, BOTH_PASSES, _make_both)
+        newer = value["ranked_newer"]
+        first = value["first"]["ranked"]
+        return Ranked(first["owner"], first["id"], first["sent"], newer["id"], newer["made"])
+    if amp.shared_made(FIRST_PASS):
+        value, _ = shared_replies(amp, FIRST_PASS, _make_first)
+        return Ranked(value["ranked"]["owner"], value["ranked"]["id"], value["ranked"]["sent"])
+    return None
 
 
 def listed_status(amp: Amp, owner: str, cell_id: str, expected: str) -> str | None:

@@ -13,12 +13,13 @@ pass. With it, wrong tokens are refused; the right token is used only with ``--a
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import httpx
 
 from amp_conformance import Amp, check
-from amp_conformance.amp01.checks._lifecycle_passes import LOW, both_passes, first_pass
+from amp_conformance.amp01.checks._lifecycle_passes import LOW, both_passes, first_pass, together
 from amp_conformance.amp01.checks._support import (
     Marks,
     about,
@@ -217,10 +218,9 @@ def _refuse(amp: Amp) -> dict[str, Any]:
     made: dict[str, Any] = {"probe": probe, "order": [], "posts": {}, "after": {}}
     made |= {"whats": {}, "requirements": {}}
     for group, what, requirement, tokens in _groups(amp):
-        sent = []
-        for token in tokens:
-            client = amp.anonymous() if token is None else amp.with_headers({ADMIN_HEADER: token})
-            sent.append(marks(run_pass(amp, client)))
+        clients = [amp.anonymous() if t is None else amp.with_headers({ADMIN_HEADER: t}) for t in tokens]
+        # a group's POSTs at once (one list after them tells whether any of them ran a pass)
+        sent = [marks(reply) for reply in together(amp, [partial(run_pass, amp, c) for c in clients])]
         made["order"].append(group)
         made["posts"][group] = sent
         made["after"][group] = listed_under(amp, probe) if probe is not None else None

@@ -8,9 +8,11 @@ AMP-CAP-01 and AMP-CAP-03 live in ``test_health``.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, TypeGuard
 
 from amp_conformance import Amp, check
+from amp_conformance.amp01.checks._lifecycle_passes import together
 from amp_conformance.amp01.checks._support import (
     about,
     expect_error,
@@ -218,7 +220,12 @@ def test_manual_run_endpoint_exists_and_is_gated(amp: Amp) -> None:
             )
         return
     admin = amp.admin()
-    anonymous = amp.anonymous().post(path, root=True)
+    wrong_token = amp.with_headers({"X-AMP-Admin-Token": options.admin_token + "-wrong"})
+    # independent requests, sent at once (each judged below as if sent alone)
+    anonymous, wrong, allowed = together(
+        amp,
+        [partial(client.post, path, root=True) for client in (amp.anonymous(), wrong_token, admin)],
+    )
     amp.expect(
         anonymous.status != 404,
         f"POST {path} answers 404: the advertised route is absent",
@@ -228,9 +235,7 @@ def test_manual_run_endpoint_exists_and_is_gated(amp: Amp) -> None:
     # the route exists; refusing callers without the right token is the admin gate's rule
     with about("AMP-ADMIN-03"):
         expect_error(amp, anonymous, 403, ("ACCESS_DENIED", "ADMIN_DISABLED"))
-        wrong = amp.with_headers({"X-AMP-Admin-Token": options.admin_token + "-wrong"}).post(path, root=True)
         expect_error(amp, wrong, 403, ("ACCESS_DENIED", "ADMIN_DISABLED"))
-    allowed = admin.post(path, root=True)
     skip_if_admin_token_refused(amp, allowed)  # the user's token refused: a setup problem, not CAP-10's
     amp.expect_status(allowed, 200, what=f"POST {path} with the admin token", requirement="AMP-CAP-10")
     transitions = allowed.json_object().get("transitions")

@@ -92,12 +92,17 @@ def test_delete_of_an_active_cell_is_refused(amp: Amp) -> None:
     )
 
 
-@check("AMP-DEL-03", "AMP-ERR-03", serial=True)
+LOW_SCORE = {"importance": 0.2, "confidence": 1.0, "decay_rate": 0}
+"""The stale cell's scoring: below 0.3 for good, so a lifecycle pass at any moment (another check's, in
+a parallel run) can make it stale early but never active again: the check needs no serial group."""
+
+
+@check("AMP-DEL-03", "AMP-ERR-03")
 def test_delete_of_a_stale_cell_is_refused(amp: Amp) -> None:
     """DELETE of a stale cell is 409 INVALID_TRANSITION and the cell stays stale."""
-    cell = amp.create_cell()
+    cell = amp.create_cell(scoring=LOW_SCORE)
     made = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "stale"}})
-    if made.status != 200:
+    if made.status != 200 and _status_of(amp, cell["id"])[0] != "stale":  # a pass came first: stale already
         amp.skip(
             f"no stale cell without the admin token: the manual active -> stale write answered {made.status}"
         )

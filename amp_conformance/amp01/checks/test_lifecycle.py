@@ -16,6 +16,7 @@ decay clock (requirements.md §0.3). The time-bounded decay check lives in ``tes
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._lifecycle_passes import (
@@ -25,6 +26,7 @@ from amp_conformance.amp01.checks._lifecycle_passes import (
     both_passes,
     first_pass,
     listed_status,
+    together,
 )
 from amp_conformance.amp01.checks._support import (
     expect_at_least,
@@ -244,24 +246,33 @@ def test_stale_cells_leave_default_search_and_list(amp: Amp) -> None:
         )
         return any(c.get("id") == cell_id for c in results)
 
+    # the three searches and the default list are independent reads: sent at once, judged in order
+    default, with_stale, stale_only, listed = together(
+        amp,
+        [
+            partial(client.post, "/memories/search", query),
+            partial(client.post, "/memories/search", {**query, "include_stale": True}),
+            partial(client.post, "/memories/search", {**query, "status": ["stale"]}),
+            partial(client.get, "/memories", params={"owner_id": owner}),
+        ],
+    )
     # AMP-LC-14 restates the search rules: each finding is filed under the rule it breaks
     amp.expect(
-        not found(client.post("/memories/search", query), "default search"),
+        not found(default, "default search"),
         "default search returns the stale cell",
         requirement="AMP-SRCH-05",
     )
-    with_stale = client.post("/memories/search", {**query, "include_stale": True})
     if not found(with_stale, "search, include_stale"):
         _expect_search_complete(amp, client, owner, with_stale, cell_id)
         amp.fail(
             "search with include_stale: true leaves the stale cell out", with_stale, requirement="AMP-SRCH-06"
         )
     amp.expect(
-        found(client.post("/memories/search", {**query, "status": ["stale"]}), 'search, status ["stale"]'),
+        found(stale_only, 'search, status ["stale"]'),
         'search with status ["stale"] leaves the stale cell out',
         requirement="AMP-SRCH-07",
     )
-    if found(client.get("/memories", params={"owner_id": owner}), "default list"):
+    if found(listed, "default list"):
         amp.warn("the default list shows a stale cell (AMP-LIST-04 and C-12: only active by default)")
 
 
@@ -322,8 +333,9 @@ def test_no_rest_route_purges_a_deleted_cell(amp: Amp) -> None:
         ("DELETE", f"/memories/{cell_id}", {"purge": "true"}),
         ("POST", f"/memories/{cell_id}/purge", None),
     )
-    for method, path, params in probes:
-        reply = client.request(method, path, params=params)
+    # both at once: each must be refused, whatever the other did
+    replies = together(amp, [partial(client.request, m, p, params=q) for m, p, q in probes])
+    for (method, path, params), reply in zip(probes, replies, strict=True):
         amp.expect(
             not 200 <= reply.status < 300,
             f"{method} {path}{'?' + next(iter(params)) + '=true' if params else ''} answered {reply.status}: "
