@@ -66,6 +66,19 @@ cores shared with other work, main (9bb305a) then this tree, one run each:
 The decay check's fast cell and the ranking check's cells are made with the shared passes, so their
 clocks run while other checks work (the decay check 2.18 s -> 0.74 s, the ranking check 1.42 s ->
 0.21 s); the stale-DELETE check left the group (its cell cannot be moved by a pass).
+
+Session 4 together (fewer requests, the passes group shared, work starting on the first worker
+ready, bytecode kept as an installed tool has it), 2026-12-01 23:21-23:23 UTC, machine otherwise idle:
+
+    server workers  wall s  run s requests  speed-up chain bound s wall/bound serial req serial s 1st answer
+     100ms       1    84.5   83.2      958     1.00x    38     3.8       22.2         82      5.5          0
+     100ms       8    17.3   15.9     1021     4.88x    38     3.8        4.6         82      5.8          2
+
+Where the 8-worker run's 15.9 s go: the checks' own time summed over workers is 81.7 s (10.2 s per
+worker if perfectly shared); the first answer comes ~2 s in (the preflight's 8 requests, then eight
+workers starting on two cores: ~0.85 CPU-s each, so about 3.5 s of both cores before all are up);
+after the last answer ~1.5 s go to each worker's cleanup and the controller's merge and report. The
+bars (>= 6x, <= 3x the 3.8 s bound) would need the start-up CPU of eight processes off two cores.
 """
 
 from __future__ import annotations
