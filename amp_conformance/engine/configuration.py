@@ -53,6 +53,7 @@ def check_names_of(values: dict[str, Any], protocol: Protocol) -> frozenset[str]
     from amp_conformance.engine.marking import checks_of
 
     names: set[str] = set()
+    known: set[str] = set()
     if values.get("amp_check"):  # reading every check module costs a process ~0.2 s: only when asked
         specs = checks_of(protocol.name)
         known = {s.nodeid.rsplit("::", 1)[-1] for s in specs} | {s.nodeid for s in specs}
