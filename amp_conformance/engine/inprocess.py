@@ -11,9 +11,39 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
+
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+
+
+def body_once(body: bytes) -> Receive:
+    """An ASGI ``receive`` that gives ``body`` in one message, then stays connected until the app is
+    done: answering "disconnect" would cut a streamed response (Starlette's StreamingResponse listens
+    for it) short."""
+    received = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal received
+        if received:
+            await asyncio.Event().wait()
+        received = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+async def read_body(receive: Receive) -> bytes:
+    """The whole body of an ASGI request (its ``http.request`` messages joined); for middleware that
+    looks at a request before passing it on with :func:`body_once`."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
 
 class ASGITransport(httpx.BaseTransport):
@@ -38,19 +68,10 @@ class ASGITransport(httpx.BaseTransport):
             "client": ("127.0.0.1", 50000),
             "server": (url.host, url.port or (443 if url.scheme == "https" else 80)),
         }
-        received = False
         status = 500
         headers: list[tuple[bytes, bytes]] = []
         chunks: list[bytes] = []
-
-        async def receive() -> dict[str, Any]:
-            nonlocal received
-            if received:
-                # the client stays connected until the app is done: answering "disconnect" here would
-                # cut a streamed response (Starlette's StreamingResponse listens for it) short
-                await asyncio.Event().wait()
-            received = True
-            return {"type": "http.request", "body": body, "more_body": False}
+        receive = body_once(body)
 
         async def send(message: dict[str, Any]) -> None:
             nonlocal status, headers

@@ -4,7 +4,6 @@ divergence), called in-process."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,6 +12,7 @@ from typing import Any
 import httpx
 
 from amp_conformance.amp11.session import Amp11Target
+from amp_conformance.engine.inprocess import body_once, read_body
 from tests.amp11.harness import StreamingASGITransport
 
 #: (method, path, request body) -> the request body the reference app sees
@@ -30,13 +30,7 @@ def wrap(app: Any, *, request: RequestEdit | None = None, response: ResponseEdit
             await app(scope, receive, send)
             return
         method, path = scope["method"], scope["path"]
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        raw = b"".join(chunks)
+        raw = await read_body(receive)
         try:
             body = json.loads(raw) if raw else None
         except (ValueError, RecursionError):
@@ -45,15 +39,6 @@ def wrap(app: Any, *, request: RequestEdit | None = None, response: ResponseEdit
             edited = request(method, path, body)
             if edited is not body:  # an untouched request travels byte for byte
                 raw = json.dumps(edited).encode()
-        sent = False
-
-        async def replay() -> dict[str, Any]:
-            nonlocal sent
-            if sent:  # the client never disconnects mid-response (a streamed reply must not be cut)
-                await asyncio.Event().wait()
-            sent = True
-            return {"type": "http.request", "body": raw, "more_body": False}
-
         start: dict[str, Any] = {}
         parts: list[bytes] = []
 
@@ -74,7 +59,7 @@ def wrap(app: Any, *, request: RequestEdit | None = None, response: ResponseEdit
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": out})
 
-        await app(scope, replay, capture)
+        await app(scope, body_once(raw), capture)
 
     return wrapper
 

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from amp_conformance.cli import SuiteOutcome, run_suite
-from amp_conformance.engine.inprocess import asgi_client
+from amp_conformance.engine.inprocess import asgi_client, body_once, read_body
 from reference_server import Settings, create_app
 from tests.suite.inprocess import ADMIN_TOKEN, BASE_URL
 
@@ -38,29 +38,14 @@ def intercept(app: App, rule: Rule) -> App:
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        raw = b"".join(chunks)
+        raw = await read_body(receive)
         try:
             body = json.loads(raw) if raw else None
         except (ValueError, RecursionError):
             body = None
         answer = rule(scope["method"], scope["path"], body)
         if answer is None:
-            replayed = False
-
-            async def replay() -> dict[str, Any]:
-                nonlocal replayed
-                if replayed:
-                    return await receive()
-                replayed = True
-                return {"type": "http.request", "body": raw, "more_body": False}
-
-            await app(scope, replay, send)
+            await app(scope, body_once(raw), send)
             return
         status, payload = answer
         data = json.dumps(payload).encode()
