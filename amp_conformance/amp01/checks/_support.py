@@ -479,6 +479,17 @@ QUIET_INTERVAL = 60
 PASS_WHAT = "a lifecycle pass with the admin token"
 
 
+def error_of(reply: Reply) -> Mapping[str, Any]:
+    """The ``error`` object of a reply's envelope, or an empty mapping (a body that is not JSON, or
+    not an envelope)."""
+    try:
+        body = reply.json()
+    except AssertionError:
+        return {}
+    error = body.get("error") if isinstance(body, dict) else None
+    return error if isinstance(error, dict) else {}
+
+
 def skip_if_admin_token_refused(amp: Amp, reply: Reply) -> None:
     """A pass asked with the run's ``--admin-token`` answered 403: the server refuses the token the
     user gave, so no check that needs a pass can run, and none fails for it.
@@ -490,13 +501,8 @@ def skip_if_admin_token_refused(amp: Amp, reply: Reply) -> None:
     takes wrong tokens is still caught: the refused-token checks (AMP-ADMIN-03) send wrong ones."""
     if reply.status != 403:
         return
-    try:
-        body = reply.json()
-    except AssertionError:
-        body = None
-    error = body.get("error") if isinstance(body, dict) else None
-    code = error.get("code") if isinstance(error, dict) else None
-    said = error.get("message") if isinstance(error, dict) else None
+    error = error_of(reply)
+    code, said = error.get("code"), error.get("message")
     reason = f": {json.dumps(said)}" if isinstance(said, str) and said else ""
     answer = f"403 {code}" if isinstance(code, str) else "403"
     if code == "ADMIN_DISABLED":

@@ -15,6 +15,7 @@ from typing import Any
 from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import (
     about,
+    error_of,
     expect_error,
     expect_refused_as_invalid,
     member,
@@ -363,15 +364,6 @@ def _envelope_requirement(body: Any) -> str:
     )
 
 
-def _error_codes_of(reply: Reply) -> Any:
-    try:
-        body = reply.json()
-    except AssertionError:
-        return None
-    error = body.get("error") if isinstance(body, dict) else None
-    return error.get("code") if isinstance(error, dict) else None
-
-
 @check("AMP-ERR-01", "AMP-ERR-02")
 def test_every_error_is_the_json_envelope(amp: Amp) -> None:
     """Every provoked 4xx is application/json {"error": {"code", "message"}} with a SCREAMING_SNAKE code."""
@@ -422,7 +414,7 @@ def test_each_route_answers_the_documented_status_and_code(amp: Amp) -> None:
     problems: list[Problem] = []
     for case in _table(amp):
         reply = case.reply
-        code = _error_codes_of(reply)
+        code = error_of(reply).get("code")
         statuses = {status for status, _ in case.answers}
         allowed = [
             (status, codes)

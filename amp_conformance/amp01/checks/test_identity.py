@@ -14,7 +14,7 @@ import unicodedata
 from typing import Any
 
 from amp_conformance import Amp, check
-from amp_conformance.amp01.checks._support import expect_error, list_owner, member, shown
+from amp_conformance.amp01.checks._support import error_of, expect_error, list_owner, member, shown
 from amp_conformance.engine.client import Reply
 
 #: Appended to a fresh owner id: a precomposed letter (U+00E9), whose NFD form differs.
@@ -145,15 +145,6 @@ def test_the_creator_keeps_its_rights_after_replacing_the_policy(amp: Amp) -> No
         amp.expect(text == "still the creator's to write", f"content.text is {shown(text)}", write)
 
 
-def _error_code(reply: Reply) -> object:
-    try:
-        body = reply.json()
-    except AssertionError:
-        return None
-    error = body.get("error") if isinstance(body, dict) else None
-    return error.get("code") if isinstance(error, dict) else None
-
-
 @check("AMP-ADMIN-03", global_effects=True)
 def test_a_prefix_of_the_admin_token_is_refused(amp: Amp) -> None:
     """The admin token is compared whole: its strict prefix gets 403 ACCESS_DENIED, not a pass."""
@@ -165,7 +156,7 @@ def test_a_prefix_of_the_admin_token_is_refused(amp: Amp) -> None:
     if len(secret) < 2:
         amp.skip("the admin token is one character long: it has no non-empty strict prefix")
     reply = amp.with_headers({"X-AMP-Admin-Token": secret[:-1]}).post("/lifecycle/run")
-    if reply.status == 403 and _error_code(reply) == "ADMIN_DISABLED":
+    if reply.status == 403 and error_of(reply).get("code") == "ADMIN_DISABLED":
         amp.skip("the server's admin route is disabled (403 ADMIN_DISABLED): no token can be compared")
     amp.expect(
         reply.status != 200,
