@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from amp_conformance.reports.markdown import must_tally
+from amp_conformance.reports.output import write_report_file
 
 COLOURS = {"pass": "brightgreen", "fail": "red", "incomplete": "orange"}
 LABELS = {"amp-0.1": "AMP 0.1.0", "amp-1.1": "AMP 1.1"}
@@ -33,9 +34,4 @@ def badge(report: Mapping[str, Any]) -> dict[str, Any]:
 
 def write_badge(report: Mapping[str, Any], path: Path) -> str | None:
     """Write the badge JSON; a one-line reason when the path cannot be written."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(badge(report)) + "\n", encoding="utf-8")
-    except OSError as exc:
-        return f"cannot write the badge {path}: {exc.strerror or exc}"
-    return None
+    return write_report_file(path, json.dumps(badge(report)) + "\n", "the badge")

@@ -49,6 +49,7 @@ from amp_conformance.reports.html_model import (
     texts,
     verdict_of,
 )
+from amp_conformance.reports.output import write_report_file
 
 __all__ = ["MAX_PAGE_BYTES", "render_diff_html", "render_html", "write_html_report"]
 
@@ -512,9 +513,4 @@ def render_diff_html(
 
 def write_html_report(report: Mapping[str, Any], path: Path) -> str | None:
     """Write the page of ``report`` to ``path``; a one-line reason when it cannot be written."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_html(report), encoding="utf-8")
-    except OSError as exc:
-        return f"cannot write the HTML report {path}: {exc.strerror or exc}"
-    return None
+    return write_report_file(path, render_html(report), "the HTML report")

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from amp_conformance.reports.output import write_report_file
+
 
 def _text(value: Any) -> str:
     text = "" if value is None else str(value)
@@ -142,9 +144,4 @@ def render_junit(report: Mapping[str, Any]) -> str:
 
 def write_junit(report: Mapping[str, Any], path: Path) -> str | None:
     """Write the JUnit file; a one-line reason when the path cannot be written."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_junit(report), encoding="utf-8")
-    except OSError as exc:
-        return f"cannot write the JUnit report {path}: {exc.strerror or exc}"
-    return None
+    return write_report_file(path, render_junit(report), "the JUnit report")

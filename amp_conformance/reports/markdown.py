@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from amp_conformance.reports.output import write_report_file
+
 OUTCOMES = ("pass", "fail", "warn", "skip", "error", "blocked")
 BAD = ("fail", "error", "blocked")
 LEVELS = ("MUST", "SHOULD", "MAY")
@@ -248,10 +250,6 @@ def write_markdown(report: Mapping[str, Any], path: Path, *, append: bool = Fals
         stream.write(render_markdown_summary(report) + "\n")
         stream.flush()
         return None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a" if append else "w", encoding="utf-8") as out:
-            out.write(render_markdown_summary(report) + "\n")
-    except OSError as exc:
-        return f"cannot write the Markdown summary {path}: {exc.strerror or exc}"
-    return None
+    return write_report_file(
+        path, render_markdown_summary(report) + "\n", "the Markdown summary", append=append
+    )
