@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amp_conformance.fuzz._contract import compare_served_contract, fetch_served_contract
+from amp_conformance.fuzz._contract import compare_served_contract, fetch_served_contract, load_openapi
 from amp_conformance.fuzz._engine import run_fuzz
 from amp_conformance.fuzz._model import (
     CHECK_NAMES,
@@ -57,6 +57,7 @@ __all__ = [
     "compare_served_contract",
     "fetch_served_contract",
     "judged_run",
+    "load_openapi",
     "run_fuzz",
 ]
 

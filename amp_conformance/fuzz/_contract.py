@@ -2,13 +2,34 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 import httpx
 
 from amp_conformance.fuzz._model import origin_of, server_prefix
+
+
+def load_openapi(source: str | None, timeout: float) -> dict[str, Any] | None:
+    """The ``--openapi`` contract (a path or an http(s) URL), or None when none was given; a
+    document that cannot be read or is not a JSON object is the tool's error (ToolError)."""
+    from amp_conformance.engine.outcomes import ToolError
+
+    if source is None:
+        return None
+    try:
+        if source.startswith(("http://", "https://")):
+            document = httpx.get(source, timeout=timeout).json()
+        else:
+            document = json.loads(Path(source).read_text(encoding="utf-8"))
+    except (OSError, ValueError, httpx.HTTPError) as exc:
+        raise ToolError(f"cannot load --openapi {source}: {exc}") from None
+    if not isinstance(document, dict):
+        raise ToolError(f"--openapi {source} is not a JSON object")
+    return document
 
 
 def fetch_served_contract(

@@ -7,16 +7,9 @@ and the cells the fuzzer creates are cleaned up with the rest.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
-import httpx
-
 from amp_conformance import Amp, check
 from amp_conformance.amp01.fuzz_profile import PROFILE
-from amp_conformance.engine.outcomes import ToolError
-from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, judged_run, run_fuzz
+from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, judged_run, load_openapi, run_fuzz
 
 SERVER_ERRORS = {"not_a_server_error"}
 ENVELOPE = {"error_envelope"}
@@ -29,22 +22,6 @@ CONTRACT = {
 }
 
 
-def _contract(source: str | None, timeout: float) -> dict[str, Any] | None:
-    """The contract to fuzz: ``--openapi`` (a path or URL) or, by default, the bundled one."""
-    if source is None:
-        return None
-    try:
-        if source.startswith(("http://", "https://")):
-            document = httpx.get(source, timeout=timeout).json()
-        else:
-            document = json.loads(Path(source).read_text(encoding="utf-8"))
-    except (OSError, ValueError, httpx.HTTPError) as exc:
-        raise ToolError(f"cannot load --openapi {source}: {exc}") from None
-    if not isinstance(document, dict):
-        raise ToolError(f"--openapi {source} is not a JSON object")
-    return document
-
-
 def fuzz_result(amp: Amp) -> FuzzResult:
     """Run the fuzzer once per suite run (the first fuzz check pays for it)."""
     cached = amp.run.cache.get("fuzz")
@@ -55,7 +32,7 @@ def fuzz_result(amp: Amp) -> FuzzResult:
             base_url=amp.session.connection.root,
             headers=agent.headers(),
             profile=PROFILE,
-            contract=_contract(options.openapi, options.timeout),
+            contract=load_openapi(options.openapi, options.timeout),
             max_examples=options.fuzz_examples,
             seconds=options.fuzz_seconds,
             seed=options.seed,

@@ -20,7 +20,7 @@ from amp_conformance.amp11.fuzz import Finding, FuzzRun, VerbFuzzer
 from amp_conformance.amp11.rest_fuzz import PROFILE, register_ndjson, with_links
 from amp_conformance.engine.marking import check
 from amp_conformance.engine.outcomes import ToolError
-from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, judged_run, run_fuzz
+from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, judged_run, load_openapi, run_fuzz
 
 SCHEMA_ROWS = tuple(f"AMP11-SCHEMA-0{n}" for n in range(1, 9))
 INVALID_ROWS = (
@@ -177,21 +177,8 @@ OPENAPI_CONTRACT = {
 
 def _openapi(amp11: Amp11) -> dict[str, Any] | None:
     """``--openapi`` (a path or URL), with the encode -> forget / pin links added; None: the bundled one."""
-    source = amp11.run.options.openapi
-    if source is None:
-        return None
-    import httpx
-
-    try:
-        if source.startswith(("http://", "https://")):
-            document = httpx.get(source, timeout=amp11.run.options.timeout).json()
-        else:
-            document = json.loads(Path(source).read_text(encoding="utf-8"))
-    except (OSError, ValueError, httpx.HTTPError) as exc:
-        raise ToolError(f"cannot load --openapi {source}: {exc}") from None
-    if not isinstance(document, dict):
-        raise ToolError(f"--openapi {source} is not a JSON object")
-    return with_links(document)
+    document = load_openapi(amp11.run.options.openapi, amp11.run.options.timeout)
+    return with_links(document) if document is not None else None
 
 
 def openapi_fuzz(amp11: Amp11) -> FuzzResult:
