@@ -50,10 +50,16 @@ def scheduler(monkeypatch: pytest.MonkeyPatch) -> Any:
     return parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, PROTOCOL)
 
 
-def test_the_first_worker_to_collect_starts_before_the_others(scheduler: Any) -> None:
+def _three_nodes(scheduler: Any) -> list[FakeNode]:
+    """Three workers the scheduler knows, none of which has collected yet."""
     nodes = [FakeNode(f"gw{i}") for i in range(3)]
     for node in nodes:
         scheduler.add_node(node)
+    return nodes
+
+
+def test_the_first_worker_to_collect_starts_before_the_others(scheduler: Any) -> None:
+    nodes = _three_nodes(scheduler)
     scheduler.add_node_collection(nodes[0], COLLECTION)
     assert scheduler.collection_is_completed
     scheduler.schedule()
@@ -67,9 +73,7 @@ def test_the_first_worker_to_collect_starts_before_the_others(scheduler: Any) ->
 
 
 def test_a_worker_whose_collection_differs_gets_no_work(scheduler: Any) -> None:
-    nodes = [FakeNode(f"gw{i}") for i in range(3)]
-    for node in nodes:
-        scheduler.add_node(node)
+    nodes = _three_nodes(scheduler)
     scheduler.add_node_collection(nodes[0], COLLECTION)
     scheduler.schedule()
     scheduler.add_node_collection(nodes[1], COLLECTION[:-1])
@@ -78,9 +82,7 @@ def test_a_worker_whose_collection_differs_gets_no_work(scheduler: Any) -> None:
 
 
 def test_a_worker_ready_after_the_queue_emptied_is_shut_down(scheduler: Any) -> None:
-    nodes = [FakeNode(f"gw{i}") for i in range(3)]
-    for node in nodes:
-        scheduler.add_node(node)
+    nodes = _three_nodes(scheduler)
     scheduler.add_node_collection(nodes[0], COLLECTION)
     scheduler.schedule()
     for _ in range(3):  # the first worker takes every unit as it frees up
@@ -93,9 +95,7 @@ def test_a_worker_ready_after_the_queue_emptied_is_shut_down(scheduler: Any) -> 
 
 
 def test_an_empty_collection_waits_for_every_worker_as_xdist_does(scheduler: Any) -> None:
-    nodes = [FakeNode(f"gw{i}") for i in range(3)]
-    for node in nodes:
-        scheduler.add_node(node)
+    nodes = _three_nodes(scheduler)
     scheduler.add_node_collection(nodes[0], [])
     scheduler.schedule()
     assert scheduler.collection == [] and not scheduler.collection_is_completed
