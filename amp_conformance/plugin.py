@@ -45,8 +45,10 @@ from amp_conformance.engine.outcomes import (
     ToolError,
 )
 from amp_conformance.engine.parallel import (
+    BRIEFING_PATH_KEY,
     RESULT_ATTRIBUTE,
     Controller,
+    await_briefing,
     is_controller,
     is_worker,
     plain_nodeid,
@@ -72,6 +74,8 @@ CONTEXT_KEY = pytest.StashKey[CheckContext]()
 EXPECTATIONS_KEY = pytest.StashKey[Expectations]()
 EXPECTATION_KEY = pytest.StashKey[Expectation]()
 CONTROLLER_KEY = pytest.StashKey[Controller]()
+#: A worker's path to the briefing the controller posts once its preflight is done (read before work).
+PENDING_BRIEFING_KEY = pytest.StashKey[str]()
 #: Workflow-command lines (``::error``) printed after pytest's output, each on a line of its own.
 ANNOTATIONS_KEY = pytest.StashKey[list[str]]()
 #: ``--dist`` modes a parallel run accepts (``-n`` alone means load): the plugin's own scheduler
@@ -174,9 +178,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if is_worker(config):
         briefing = worker_input(config)
         run = Run(options, protocol, run_id=briefing.get("amp_run_id"), worker=str(briefing.get("workerid")))
-        run.preflight_problem = briefing.get("amp_preflight_problem")
         run.session = protocol.open_session(run, http=http, plugins=plugins)
-        run.session.adopt_briefing(briefing.get("amp_protocol") or {})
+        path = briefing.get(BRIEFING_PATH_KEY)
+        if isinstance(path, str):  # posted once the controller's preflight is done: read before work
+            config.stash[PENDING_BRIEFING_KEY] = path
+        else:
+            _adopt_briefing(run, briefing)
         config.stash[RUN_KEY] = run
         return  # a worker shows nothing: the controller reports the merged run
     run = Run(options, protocol)
@@ -223,25 +230,73 @@ def _parallel_problem(
     return None
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    run = active_run(session.config)
-    if run is None or is_worker(session.config):
-        return  # a worker: the controller ran the preflight
+def _adopt_briefing(run: Run, briefing: dict[str, Any]) -> None:
+    """A worker's side of the controller's preflight: its problem, or what it detected."""
+    run.preflight_problem = briefing.get("amp_preflight_problem")
+    if not run.preflight_problem:
+        run.active_session.adopt_briefing(briefing.get("amp_protocol") or {})
+
+
+def _settle(run: Run) -> dict[str, Any]:
+    """The controller's preflight and, when it passes, what every worker must agree on."""
     problem = run.active_session.preflight()
+    briefing: dict[str, Any] = {"amp_run_id": str(run.id), "amp_preflight_problem": problem}
+    if problem is None:
+        briefing["amp_protocol"] = run.active_session.briefing()
+    return briefing
+
+
+def _say_preflight_problem(run: Run, problem: str | None) -> None:
     if problem:
         # one line, no pytest banner: no check is run (all are deselected) and the session ends with 2
         run.preflight_problem = problem
         print(f"amp-conformance: {problem}", file=sys.stderr, flush=True)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    run = active_run(session.config)
+    if run is None or is_worker(session.config):
+        return  # a worker: the controller ran the preflight
     controller = session.config.stash.get(CONTROLLER_KEY, None)
+    if controller is not None and controller.deferred.open():
+        # the workers start now (xdist, after this hook) while the preflight runs: they read its
+        # outcome from the file before they take work (engine.parallel.Briefing)
+        controller.briefing = {"amp_run_id": str(run.id), BRIEFING_PATH_KEY: controller.deferred.path}
+        controller.deferred.start(lambda: _settle(run))
+        return
+    briefing = _settle(run)
+    _say_preflight_problem(run, briefing.get("amp_preflight_problem"))
     if controller is not None:
-        briefing: dict[str, Any] = {"amp_run_id": str(run.id), "amp_preflight_problem": run.preflight_problem}
-        if run.preflight_problem is None:
-            briefing["amp_protocol"] = run.active_session.briefing()
         controller.briefing = briefing
+
+
+def _settled_briefing(controller: Controller, run: Run) -> None:
+    """The controller's wait for its own preflight thread: done by the time the workers are (they
+    waited for it), unless the run was interrupted, when it is not waited for."""
+    if controller.deferred.folder is None:
+        return
+    wait = 0.0 if run.interrupted else briefing_timeout(run)
+    outcome = controller.deferred.outcome(wait)
+    controller.deferred.close()
+    if outcome is None:
+        if not run.interrupted:
+            _say_preflight_problem(run, f"the preflight did not finish within {wait:.0f} s")
+        return
+    _say_preflight_problem(run, outcome.get("amp_preflight_problem"))
+
+
+def briefing_timeout(run: Run) -> float:
+    """How long a worker waits for the briefing, and the controller for its preflight: the preflight
+    is a handful of requests, each bounded by ``--timeout``."""
+    return run.options.timeout * 10 + 30
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     run = active_run(config)
+    path = config.stash.get(PENDING_BRIEFING_KEY, None)
+    if run is not None and path is not None:
+        del config.stash[PENDING_BRIEFING_KEY]
+        _adopt_briefing(run, await_briefing(path, briefing_timeout(run)))
     if run is not None and run.preflight_problem:
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
@@ -546,6 +601,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     controller = session.config.stash.get(CONTROLLER_KEY, None)
     if controller is not None:
+        _settled_briefing(controller, run)
         controller.merge()
         if controller.missing:  # a worker died with checks in hand: no verdict on them
             run.interrupted = True
@@ -612,6 +668,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    controller = config.stash.get(CONTROLLER_KEY, None)
+    if controller is not None:
+        controller.deferred.close()
     run = active_run(config)
     if run is not None:
         run.close()

@@ -10,8 +10,15 @@ which every report renders exactly as a serial run's.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
+import os
 import re
+import shutil
+import tempfile
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -181,6 +188,96 @@ def in_collection_order(run: Run, order: list[str]) -> None:
 # the controller's side ----------------------------------------------------------------------------
 
 
+# the briefing -------------------------------------------------------------------------------------
+
+#: Where a worker finds the path of the briefing file in its ``workerinput``.
+BRIEFING_PATH_KEY = "amp_briefing_path"
+
+
+class Briefing:
+    """What every worker starts from, settled by the controller's preflight *while the workers start*.
+
+    The preflight asks the server several things one after the other (a second or more against a
+    distant server) and the workers take a second or more of imports to start: done in turn, one
+    waits for the other. So the controller starts the workers at once with only the path of a file
+    in their ``workerinput``, runs the preflight in a thread, and writes its outcome there (whole, by
+    an atomic rename); each worker reads it once it has collected, before it takes work. Where no
+    temporary folder can be made, the briefing goes in ``workerinput`` as before (the preflight first)."""
+
+    def __init__(self) -> None:
+        self.folder: str | None = None
+        self._thread: threading.Thread | None = None
+        self._outcome: dict[str, Any] | None = None
+
+    @property
+    def path(self) -> str | None:
+        return None if self.folder is None else os.path.join(self.folder, "briefing.json")
+
+    def open(self) -> bool:
+        """Make the folder the briefing will be written to; False when none can be made."""
+        try:
+            self.folder = tempfile.mkdtemp(prefix="amp-conformance-briefing-")
+        except OSError:
+            self.folder = None
+        return self.folder is not None
+
+    def start(self, settle: Callable[[], dict[str, Any]]) -> None:
+        """Run ``settle`` (the preflight and what it detects) in a thread and post its outcome."""
+
+        def work() -> None:
+            try:
+                outcome = settle()
+            except BaseException as exc:  # the thread ends with an outcome, never a traceback
+                outcome = {"amp_preflight_problem": f"the preflight stopped: {type(exc).__name__}: {exc}"}
+            self._outcome = outcome
+            self._post(outcome)
+
+        self._thread = threading.Thread(target=work, name="amp-preflight", daemon=True)
+        self._thread.start()
+
+    def _post(self, outcome: dict[str, Any]) -> None:
+        path = self.path
+        if path is None:
+            return
+        with contextlib.suppress(OSError):  # a worker that cannot read it stops with the reason
+            with open(f"{path}.part", "w", encoding="utf-8") as handle:
+                json.dump(outcome, handle)
+            os.replace(f"{path}.part", path)
+
+    def outcome(self, timeout: float | None) -> dict[str, Any] | None:
+        """The preflight's outcome once it is known (None if it is not within ``timeout``)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self._outcome
+
+    def close(self) -> None:
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+
+def await_briefing(path: str, timeout: float) -> dict[str, Any]:
+    """A worker's wait for the controller's briefing file: its content, or a preflight problem saying
+    why there is none (the worker then runs nothing, as after a failed preflight)."""
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                briefing = json.load(handle)
+            if isinstance(briefing, dict):
+                return briefing
+            return {"amp_preflight_problem": "the controller's briefing is not a JSON object"}
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError) as exc:
+            return {"amp_preflight_problem": f"cannot read the controller's briefing: {exc}"}
+        if time.monotonic() >= deadline:
+            return {"amp_preflight_problem": f"no briefing from the controller within {timeout:.0f} s"}
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
 class Controller:
     """The pytest plugin of a parallel run's controller: it briefs every worker (``workerinput``),
     turns the results that come back on the reports into the run's, and adds up what the workers
@@ -189,13 +286,29 @@ class Controller:
     def __init__(self, run: Run) -> None:
         self.run = run
         self.briefing: dict[str, Any] = {}
-        """What every worker starts from (set before the workers start)."""
+        """What every worker starts from (set before the workers start): the run id and the briefing
+        file's path, or (without a file) the whole briefing."""
+        self.deferred = Briefing()
         self.order: list[str] = []
         self.root_steps: dict[str, dict[str, str]] = {}
         self.missing: list[str] = []
         """Checks a worker was given and never reported (it died with them)."""
         self._counted: dict[str, int] = {}
         """Worker id -> requests its checks reported so far (the progress line shows them)."""
+        self._started = 0
+        """Worker processes started so far (their start-up tiers, :func:`start_niceness`)."""
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_newgateway(self, gateway: Any) -> None:
+        # before the worker imports anything (xdist sends its code next): later tiers yield the cores
+        niceness = start_niceness(self._started, self.run.workers, usable_cores())
+        self._started += 1
+        if niceness:
+            channel = gateway.remote_exec(
+                f"import os\nif hasattr(os, 'nice'):\n    os.nice({niceness})\nchannel.send(None)"
+            )
+            channel.receive(timeout=10)
+            channel.waitclose(timeout=10)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -239,6 +352,36 @@ class Controller:
         self.missing = [nodeid for nodeid in self.order if nodeid not in self.run.results]
         in_collection_order(self.run, order)
         fold_root_steps(self.run, self.root_steps, order)
+
+
+# start-up -----------------------------------------------------------------------------------------
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, as a container or ``taskset`` limits it)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    if affinity is not None:
+        try:
+            return max(1, len(affinity(0)))
+        except OSError:
+            pass
+    return max(1, os.cpu_count() or 1)
+
+
+def start_niceness(index: int, workers: int, cores: int) -> int:
+    """The scheduling niceness worker ``index`` (in start order) of ``workers`` starts at, on ``cores``.
+
+    Starting a worker is ~1 CPU-second of imports and collection. Eight started at once on two cores
+    share them evenly and are all ready only ~4 s later; work starts on the first ready (the
+    scheduler below), so what matters is how soon the first ones are. Workers start in tiers of one per
+    core: the first tier at the run's own priority, each later tier lower (up to 19, the lowest), so the
+    first tier has the cores nearly to itself, then the next, and no core sits idle meanwhile. A worker
+    mostly waits on the server once started, so the lower priority it keeps costs it little; with a
+    core per worker every worker starts at 0."""
+    tiers = -(-workers // cores)
+    if tiers <= 1:
+        return 0
+    return min(19, round((index // cores) * 19 / (tiers - 1)))
 
 
 # scheduling ---------------------------------------------------------------------------------------

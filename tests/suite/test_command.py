@@ -71,6 +71,41 @@ def test_a_url_that_is_no_amp_server_gets_one_message(
     assert "FAIL" not in captured.out and "Traceback" not in captured.err
 
 
+@pytest.mark.parametrize("server", ["no-amp-server", "never-answers"])
+def test_a_failed_preflight_with_workers_is_still_one_line_and_exit_2(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --workers the preflight runs while the workers start (engine.parallel.Briefing): its
+    problem is still the run's one message and exit 2; no worker runs a check, no report is written."""
+    handler = (
+        answers("200 OK", "text/html", b"<html><body>a static site</body></html>")
+        if server == "no-amp-server"
+        else never_answers
+    )
+    report = tmp_path / "report.json"
+    with raw_server(handler) as url:
+        code = main(
+            [
+                "--base-url",
+                url,
+                "--timeout",
+                "1",
+                "--only",
+                "health,cap",
+                "--workers",
+                "2",
+                "--json",
+                str(report),
+            ]
+        )
+    captured = capsys.readouterr()
+    assert code == 2
+    reason = "does not look like an AMP server" if server == "no-amp-server" else "cannot reach"
+    assert reason in captured.err and captured.err.count("amp-conformance:") == 1, captured.err
+    assert "Traceback" not in captured.err and "FAIL" not in captured.out
+    assert not report.exists()
+
+
 def test_an_html_gateway_page_is_refused_not_crashed(capsys: pytest.CaptureFixture[str]) -> None:
     """A proxy answering 502 HTML pages for everything: the preflight names what came back, exit 2."""
     page = answers("502 Bad Gateway", "text/html", b"<html><body>upstream down</body></html>")
