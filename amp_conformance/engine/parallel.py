@@ -19,7 +19,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -419,10 +419,25 @@ def serial_check_finder(protocol: Protocol) -> Callable[[str], str | None]:
     return group_of
 
 
+def unit_cost_estimate(measured: Mapping[str, float], checks: Mapping[str, int]) -> Callable[[str], float]:
+    """A work unit's expected cost: its measured seconds (``Protocol.unit_costs``), else its checks
+    times the measured seconds per check of the units that have a figure (one when none has).
+    Scheduling the costliest first (longest-processing-time order) keeps the workers' ends close."""
+    known = [unit for unit in checks if unit in measured]
+    counted = sum(checks[unit] for unit in known)
+    per_check = sum(measured[unit] for unit in known) / counted if counted else 1.0
+
+    def cost(unit: str) -> float:
+        return measured[unit] if unit in measured else checks.get(unit, 1) * per_check
+
+    return cost
+
+
 def make_scheduler(config: pytest.Config, log: Any, protocol: Protocol) -> Any:
     """xdist's scope scheduling over :func:`scope_finder`'s work units: each serial group runs on one
     worker, one check at a time; the checks sharing ``amp.shared`` values run on one worker, so those
-    values are made once; the workers take the next unit as they free up.
+    values are made once; the workers take the next unit as they free up, the costliest first
+    (:func:`unit_cost_estimate`).
 
     Work starts on the first worker that has collected, not once every worker has: on two cores,
     eight workers take seconds to start, and the first ones ready (the serial group of passes, the
@@ -479,10 +494,11 @@ def make_scheduler(config: pytest.Config, log: Any, protocol: Protocol) -> Any:
 
         def _assign_work_unit(self, node: Any) -> None:
             if not self._ordered:
-                # the serial groups are the longest chains: they start first, then the largest units
+                # the serial groups are the longest chains: they start first, then the costliest units
                 self._ordered = True
+                cost = unit_cost_estimate(protocol.unit_costs, {u: len(c) for u, c in self.workqueue.items()})
                 units = sorted(
-                    self.workqueue.items(), key=lambda u: (not u[0].startswith("serial:"), -len(u[1]))
+                    self.workqueue.items(), key=lambda u: (not u[0].startswith("serial:"), -cost(u[0]))
                 )
                 self.workqueue.clear()
                 self.workqueue.update(units)

@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from amp_conformance.engine.options import OptionSpec, SuiteOptions, UsageError
 
+#: The file of measured work-unit costs beside a protocol's checks (:attr:`Protocol.unit_costs`).
+UNIT_COSTS_FILE = "unit_costs.json"
+
 if TYPE_CHECKING:
     import httpx
 
@@ -172,6 +175,28 @@ class Protocol(ABC):
     def serial_group(self, spec: CheckSpec) -> str | None:
         """The serial group a check runs in during a parallel run (one check of a group at a time)."""
         return None
+
+    @cached_property
+    def unit_costs(self) -> Mapping[str, float]:
+        """Seconds each work unit of a parallel run (``parallel.scope_finder``) took in a measured run,
+        by which the scheduler starts the longest first: ``unit_costs.json`` beside the checks when
+        there is one (``scripts/unit_costs.py`` writes it from a serial run's JSON report), else none.
+        Only an order: a stale or missing figure can cost speed, never a verdict."""
+        import json
+
+        path = self.checks_dir / UNIT_COSTS_FILE
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        units = document.get("units") if isinstance(document, dict) else None
+        if not isinstance(units, dict):
+            return {}
+        return {
+            str(unit): float(cost)
+            for unit, cost in units.items()
+            if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
+        }
 
     def health_url(self, base_url: str) -> str:
         """For ``--server-cmd``: the URL that answers 2xx once a started server is up (ValueError for

@@ -99,3 +99,36 @@ def test_an_empty_collection_waits_for_every_worker_as_xdist_does(scheduler: Any
     scheduler.add_node_collection(nodes[0], [])
     scheduler.schedule()
     assert scheduler.collection == [] and not scheduler.collection_is_completed
+
+
+def test_the_costliest_units_start_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Longest-processing-time order from the measured costs; a unit without a figure is estimated
+    from its checks at the measured seconds per check (test_list: 2 checks x 10/3 s)."""
+    import xdist.scheduler.loadscope as loadscope
+
+    monkeypatch.setattr(loadscope, "parse_tx_spec_config", lambda config: ["popen"] * 3)
+    monkeypatch.setattr(parallel, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
+    protocol = SimpleNamespace(unit_costs={"test_cell.py": 9.0, "test_read.py": 1.0})
+    scheduler = parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, protocol)
+    nodes = _three_nodes(scheduler)
+    for node in nodes:
+        scheduler.add_node_collection(node, COLLECTION)
+        scheduler.schedule()
+    first = [[COLLECTION[i].split("::")[0] for i in node.sent[0]] for node in nodes]
+    assert first == [["test_cell.py"], ["test_list.py", "test_list.py"], ["test_read.py", "test_read.py"]]
+
+
+def test_a_unit_cost_is_measured_or_estimated_from_its_checks() -> None:
+    cost = parallel.unit_cost_estimate({"a": 6.0, "gone": 99.0}, {"a": 3, "b": 2})
+    assert cost("a") == 6.0 and cost("b") == 4.0  # 2 s per check, as measured on "a"
+    assert parallel.unit_cost_estimate({}, {"a": 3})("a") == 3.0  # nothing measured: by checks
+
+
+def test_the_measured_costs_name_only_units_that_exist() -> None:
+    """unit_costs.json (scripts/unit_costs.py) is re-measured when a unit it names is gone."""
+    from amp_conformance.engine.marking import checks_of
+
+    scope_of = parallel.scope_finder(PROTOCOL)
+    units = {scope_of(spec.nodeid) for spec in checks_of(PROTOCOL.name)}
+    assert PROTOCOL.unit_costs, "amp01/checks/unit_costs.json is missing or unreadable"
+    assert set(PROTOCOL.unit_costs) <= units, set(PROTOCOL.unit_costs) - units
