@@ -9,6 +9,7 @@ classified as pass / fail / warn / skip / error / blocked and the reports are wr
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 from collections.abc import Generator
@@ -19,7 +20,7 @@ import pytest
 
 from amp_conformance.engine import registry
 from amp_conformance.engine.configuration import build_options
-from amp_conformance.engine.context import CheckContext
+from amp_conformance.engine.context import CheckContext, handed_over_states
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.expectations import (
     Expectation,
@@ -66,6 +67,7 @@ from amp_conformance.engine.report import (
     write_json_report,
 )
 from amp_conformance.engine.run import CheckResult, Run
+from amp_conformance.engine.shared_store import SharedStore
 from amp_conformance.engine.spec import CheckSpec
 from amp_conformance.engine.vocabulary import Level
 
@@ -182,6 +184,8 @@ def pytest_configure(config: pytest.Config) -> None:
         path = briefing.get(BRIEFING_PATH_KEY)
         if isinstance(path, str):  # posted once the controller's preflight is done: read before work
             config.stash[PENDING_BRIEFING_KEY] = path
+            if SharedStore.available():  # the workers make each shared step once between them
+                run.shared_store = SharedStore(os.path.dirname(path), str(run.worker))
         else:
             _adopt_briefing(run, briefing)
         config.stash[RUN_KEY] = run
@@ -596,6 +600,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     output = worker_output(session.config)
     if output is not None:  # a worker: clean up its own data and tell the controller what it counted
         if not run.preflight_problem:
+            protocol_session.hand_over(handed_over_states(run))
             protocol_session.clean_up()
         output["amp"] = protocol_session.worker_summary()
         return

@@ -216,15 +216,25 @@ class Amp(CheckContext):
                 expected="204",
             )
 
-    def _shared_state(self) -> Any:
-        return dict(self._roles)  # every role the maker held: later checks play the same parts
+    def _shared_begin(self) -> Any:
+        return len(self.session.created)
 
-    def _adopt_shared_state(self, name: str, state: Any) -> None:
-        for role, agent in dict(state or {}).items():
+    def _shared_state(self, begun: Any) -> Any:
+        # every role the maker held (later checks play the same parts), and the cells it created
+        # (another worker adopting the step must know who created them: creator_of, the cleanup)
+        cells = self.session.created[begun if isinstance(begun, int) else len(self.session.created) :]
+        return {"roles": dict(self._roles), "cells": [(cell.id, cell.agent) for cell in cells]}
+
+    def _adopt_shared_state(self, name: str, state: Any, *, foreign: bool = False) -> None:
+        state = dict(state or {})
+        for role, agent in dict(state.get("roles") or {}).items():
             taken = role not in self._roles and agent in self._roles.values()
             if self._roles.get(role, agent) != agent or taken:
                 raise ToolError(f"shared {name!r}: call amp.shared before acting as another agent")
             self._roles[role] = agent
+        if foreign:
+            for cell_id, agent in state.get("cells") or ():
+                self.session.know(cell_id, agent)
 
     def unknown_id(self) -> str:
         """A well-formed id no server has issued, in the server's id form."""

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import pytest
 
-from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.exchange import Exchange, exchange_from_wire, exchange_to_wire
 from amp_conformance.engine.outcomes import CheckFailure, Evidence, PreconditionFailed, ToolError, Warn
+from amp_conformance.engine.shared_store import SharedStore, dumps_step, loads_step
 
 if TYPE_CHECKING:
     from amp_conformance.engine.run import Run
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 #: ``run.cache`` key of the shared steps' entries.
 SHARED_KEY = "shared-steps"
+#: ``run.cache`` key of how many shared steps are being made right now (nested makes).
+_MAKING_KEY = "shared-steps-making"
 
 
 def exchange_of(evidence: object) -> Exchange | None:
@@ -49,6 +52,22 @@ class SharedStep:
     maker: str
     requirements: tuple[str, ...]
     notes: list[str] = field(default_factory=list)
+    foreign: bool = False
+    """Made by another worker of a parallel run (``engine.shared_store``) and adopted here."""
+    reported: bool = False
+    """A foreign step's error was raised by this worker's first check using it."""
+
+
+def handed_over_states(run: Run) -> list[Any]:
+    """At a parallel run worker's end: the protocol states (:meth:`CheckContext._shared_state`) of the
+    steps it made that another worker adopted. What they created may still be in use there, so it is
+    the controller's to clean up, once every worker is done; every other step is closed to adoption."""
+    store = run.shared_store
+    if store is None:
+        return []
+    adopted = store.close()
+    made: dict[str, SharedStep] = run.cache.get(SHARED_KEY, {})
+    return [made[name].state for name in sorted(adopted) if name in made and not made[name].foreign]
 
 
 class CheckContext:
@@ -153,42 +172,63 @@ class CheckContext:
         return entry is not None and entry.error is None
 
     def shared(self, name: str, make: Callable[[Any], T]) -> T:
-        """``make(context)`` once per run (per worker), for read-only checks that can share what it
-        made (cells a check only reads, lists, searches): each later check gets a copy of the value,
-        the requests that made it as its own evidence (not sent again) and the maker's protocol state
-        (:meth:`_shared_state`, such as the agents in their roles).
+        """``make(context)`` once per run, for read-only checks that can share what it made (cells a
+        check only reads, lists, searches): each later check gets a copy of the value, the requests
+        that made it as its own evidence (not sent again) and the maker's protocol state
+        (:meth:`_shared_state`, such as the agents in their roles). In a parallel run the workers
+        share it too (``engine.shared_store``): the first to need it makes it, the others adopt it.
 
         The value may hold the replies (anything with an ``.exchange``) and the findings the maker
         recorded: in each check's copy they are bound to that check's evidence (the same exchanges),
         so a check judges a shared reply exactly as one it sent. A step that broke while making it
-        blocks every check sharing it; a finding while making it is the first check's failure and a
-        broken step (under the requirement it names) for the others.
+        blocks every check sharing it; a finding while making it is the first check's failure (in each
+        worker that uses it: the controller keeps the first, as a serial run would) and a broken step
+        (under the requirement it names) for the others.
         """
         made: dict[str, SharedStep] = self.run.cache.setdefault(SHARED_KEY, {})
         entry = made.get(name)
+        store = self.run.shared_store
+        claimed = False
+        if entry is None and store is not None and not self.run.cache.get(_MAKING_KEY):
+            # not while making another step: two workers each waiting for the other's would deadlock
+            claimed = store.claim(name)
+            if not claimed:
+                entry = self._adopted(name, store)
+                if entry is not None:
+                    made[name] = entry
         if entry is None:
             start = len(self.evidence.exchanges)
+            mark = self._shared_begin()
+            self.run.cache[_MAKING_KEY] = self.run.cache.get(_MAKING_KEY, 0) + 1
             try:
                 value: Any = make(self)
                 error: BaseException | None = None
             except (CheckFailure, pytest.skip.Exception, ToolError) as exc:
                 value, error = None, exc
+            finally:
+                self.run.cache[_MAKING_KEY] -= 1
             entry = SharedStep(
                 value,
                 error,
                 list(self.evidence.exchanges[start:]),
-                self._shared_state(),
+                self._shared_state(mark),
                 self.info.title,
                 self.info.requirements,
             )
             made[name] = entry
+            if claimed and store is not None:
+                store.publish(name, self._shareable(entry))
             if error is not None:
                 raise error
             return self._copy_shared(entry)  # type: ignore[no-any-return]
-        self._adopt_shared_state(name, entry.state)
+        self._adopt_shared_state(name, entry.state, foreign=entry.foreign)
         self.evidence.exchanges.extend(entry.exchanges)
-        self.note(f"uses {name!r}, made once by the check {entry.maker!r} (requests shown)")
+        where = " in another worker" if entry.foreign else ""
+        self.note(f"uses {name!r}, made once by the check {entry.maker!r}{where} (requests shown)")
         error = entry.error
+        if entry.foreign and not entry.reported and error is not None:
+            entry.reported = True  # this worker's first user reports it, as the maker did in its own
+            raise error
         if isinstance(error, CheckFailure) and not isinstance(error, PreconditionFailed):
             requirement = (error.requirements or entry.requirements)[0]
             raise PreconditionFailed(
@@ -202,6 +242,33 @@ class CheckContext:
             raise error
         return self._copy_shared(entry)  # type: ignore[no-any-return]
 
+    def _shareable(self, entry: SharedStep) -> bytes | None:
+        """The step as another worker can adopt it, or None when its value cannot cross (tried both
+        ways here, so that a worker never gets a step it cannot read)."""
+        data = dumps_step(entry, Exchange, exchange_to_wire)
+        if data is None:
+            return None
+        try:
+            loads_step(data, lambda wire: exchange_from_wire(wire, None))
+        except Exception:  # anything unreadable is simply not shared
+            return None
+        return data
+
+    def _adopted(self, name: str, store: SharedStore) -> SharedStep | None:
+        """The step another worker made (waiting while it is being made), or None: make it here."""
+        data = store.adopt(name, interrupted=lambda: time.monotonic() > self.deadline)
+        if data is None:
+            return None
+        replay = getattr(self.session, "replay", None)
+        try:
+            entry = loads_step(data, lambda wire: exchange_from_wire(wire, replay))
+        except Exception:  # unreadable after all: make it here
+            return None
+        if not isinstance(entry, SharedStep):
+            return None
+        entry.foreign = True
+        return entry
+
     @staticmethod
     def _copy_shared(entry: SharedStep) -> Any:
         """A deep copy of the value in which the exchanges stay the recorded ones (replies and findings
@@ -209,9 +276,14 @@ class CheckContext:
         memo: dict[int, Any] = {id(exchange): exchange for exchange in entry.exchanges}
         return copy.deepcopy(entry.value, memo)
 
-    def _shared_state(self) -> Any:
-        """Protocol state a shared step's maker held, which later checks must adopt (None: none)."""
+    def _shared_begin(self) -> Any:
+        """Protocol state before a shared step is made (given back to :meth:`_shared_state`)."""
         return None
 
-    def _adopt_shared_state(self, name: str, state: Any) -> None:
+    def _shared_state(self, begun: Any) -> Any:
+        """Protocol state a shared step's maker held, which later checks must adopt (None: none);
+        ``begun``: what :meth:`_shared_begin` said before the step was made."""
+        return None
+
+    def _adopt_shared_state(self, name: str, state: Any, *, foreign: bool = False) -> None:
         """Adopt :meth:`_shared_state` of a shared step's maker (raise ToolError when it clashes)."""

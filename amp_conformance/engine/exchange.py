@@ -7,6 +7,7 @@ Masking and replay rules (secrets by value, each as its own variable; bodies byt
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,3 +133,20 @@ class Exchange:
             "error": self.error,
             "curl": self.curl(),
         }
+
+
+#: What of an exchange crosses between processes: its recorded fields (not the replay context, nor
+#: the earlier attempt a retried request links to, which is in the same check's exchanges already).
+_WIRE_FIELDS = tuple(f.name for f in dataclasses.fields(Exchange) if f.name not in ("replay", "retry_of"))
+
+
+def exchange_to_wire(exchange: Exchange) -> dict[str, Any]:
+    """The exchange as plain data (a parallel run's worker sends it to the controller or another worker)."""
+    return {name: getattr(exchange, name) for name in _WIRE_FIELDS}
+
+
+def exchange_from_wire(data: dict[str, Any], replay: ReplayContext | None) -> Exchange:
+    """The exchange :func:`exchange_to_wire` gave, bound to this process's replay context."""
+    exchange = Exchange(**{name: data[name] for name in _WIRE_FIELDS if name in data})
+    exchange.replay = replay
+    return exchange

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.exchange import Exchange, exchange_from_wire, exchange_to_wire
 from amp_conformance.engine.marking import check_by_nodeid
 from amp_conformance.engine.outcomes import BLOCKED, WARN
 from amp_conformance.engine.protocol import Protocol
@@ -37,10 +37,6 @@ UNKNOWN_GROUP = "passes"
 #: What xdist appends to a node id grouped with ``xdist_group`` under ``--dist loadgroup``.
 _GROUP_SUFFIX = re.compile(r"@[\w-]+$")
 RESULT_ATTRIBUTE = "amp_result"
-
-#: What of an exchange crosses from a worker: its recorded fields (not the replay context, nor the
-#: earlier attempt a retried request links to, which is in the same check's exchanges already).
-_EXCHANGE_FIELDS = tuple(f.name for f in dataclasses.fields(Exchange) if f.name not in ("replay", "retry_of"))
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -71,16 +67,6 @@ def plain_nodeid(nodeid: str) -> str:
 
 
 # what crosses -------------------------------------------------------------------------------------
-
-
-def exchange_to_wire(exchange: Exchange) -> dict[str, Any]:
-    return {name: getattr(exchange, name) for name in _EXCHANGE_FIELDS}
-
-
-def exchange_from_wire(data: dict[str, Any], replay: ReplayContext | None) -> Exchange:
-    exchange = Exchange(**{name: data[name] for name in _EXCHANGE_FIELDS if name in data})
-    exchange.replay = replay
-    return exchange
 
 
 def result_to_wire(result: CheckResult, root_step: dict[str, str] | None) -> dict[str, Any]:

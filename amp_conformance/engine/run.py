@@ -20,6 +20,7 @@ from amp_conformance.engine.options import SuiteOptions
 
 if TYPE_CHECKING:
     from amp_conformance.engine.protocol import Protocol, ProtocolSession
+    from amp_conformance.engine.shared_store import SharedStore
 
 
 @dataclass
@@ -95,6 +96,8 @@ class Run:
         """Set when an expectations file was applied: ``{"file", "stale"}``."""
         self.cache: dict[str, Any] = {}
         """Values several checks share (``CheckContext.shared``, the fuzz run), made once."""
+        self.shared_store: SharedStore | None = None
+        """A parallel run worker's view of the steps the workers share (``engine.shared_store``)."""
 
     @property
     def active_session(self) -> ProtocolSession:

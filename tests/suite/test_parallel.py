@@ -105,6 +105,25 @@ def test_the_parallel_report_validates_and_counts_every_workers_requests(
     assert cleanup["problems"] == [] and cleanup["deleted"] == cleanup["attempted"] > 0
 
 
+def test_the_workers_make_each_shared_step_once_between_them(runs: dict[str, dict[str, Any]]) -> None:
+    """engine.shared_store: a step that checks of several modules share is made by the first worker to
+    need it and adopted by the others, so a parallel run sends about what a serial one does (a step
+    its maker closed before another worker needed it is made again: the slack); what a step created
+    is cleaned up once, by its maker or, when another worker adopted it, by the controller."""
+    serial, parallel = runs["serial"]["run"]["requests"], runs["parallel"]["run"]["requests"]
+    assert parallel["total"] <= serial["total"] * 1.02, (
+        serial,
+        parallel,
+    )  # 984 of 958 when each worker made its own
+    adopted = [
+        c["id"] for c in runs["parallel"]["checks"] if any("in another worker" in n for n in c["notes"])
+    ]
+    assert adopted, "no check adopted a step another worker made"
+    cleanup = runs["parallel"]["cleanup"]
+    assert cleanup["problems"] == [] and cleanup["attempted"] == cleanup["deleted"]
+    assert cleanup["attempted"] <= runs["serial"]["cleanup"]["attempted"] * 1.05
+
+
 def test_a_serial_self_test_stays_within_its_request_budget(runs: dict[str, dict[str, Any]]) -> None:
     requests = runs["serial"]["run"]["requests"]
     assert requests["total"] <= REQUEST_BUDGET, requests
