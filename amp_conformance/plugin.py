@@ -676,6 +676,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     controller = config.stash.get(CONTROLLER_KEY, None)
     if controller is not None:
         controller.deferred.close()
+        controller.join_released()
     run = active_run(config)
     if run is not None:
         run.close()

@@ -281,6 +281,8 @@ class Controller:
         """Checks a worker was given and never reported (it died with them)."""
         self._counted: dict[str, int] = {}
         """Worker id -> requests its checks reported so far (the progress line shows them)."""
+        self._released: list[Any] = []
+        """Gateways of workers let go as they finished (:meth:`_release`)."""
         self._started = 0
         """Worker processes started so far (their start-up tiers, :func:`start_niceness`)."""
 
@@ -331,6 +333,27 @@ class Controller:
         output = getattr(node, "workeroutput", None)
         if isinstance(output, dict):
             merge_worker_output(self.run, output, counted=self._counted.get(str(node.gateway.id), 0))
+        if error is None and isinstance(output, dict):
+            self._release(node)
+
+    def _release(self, node: Any) -> None:
+        """Let a worker that has finished (it sent its results and cleaned up) exit now rather than
+        when the last one has: a process's exit takes a while, and xdist would otherwise wait for all of
+        them one after the other at the end of the run. :meth:`join_released` waits for them."""
+        gateway = getattr(node, "gateway", None)
+        if gateway is None:
+            return
+        with contextlib.suppress(Exception):  # xdist's own teardown stops it otherwise
+            gateway.exit()
+            self._released.append(gateway)
+
+    def join_released(self, timeout: float = 10.0) -> None:
+        """Wait (at most ``timeout`` seconds in all) for the workers let go to have exited."""
+        deadline = time.monotonic() + timeout
+        for gateway in self._released:
+            with contextlib.suppress(Exception):
+                gateway.join(max(0.0, deadline - time.monotonic()))
+        self._released.clear()
 
     def merge(self) -> None:
         """Once every worker is done: the results in serial order, each broken step reported once."""
