@@ -187,7 +187,7 @@ class CheckContext:
         """
         made: dict[str, SharedStep] = self.run.cache.setdefault(SHARED_KEY, {})
         entry = made.get(name)
-        store = self.run.shared_store
+        store: SharedStore | None = getattr(self.run, "shared_store", None)
         claimed = False
         if entry is None and store is not None and not self.run.cache.get(_MAKING_KEY):
             # not while making another step: two workers each waiting for the other's would deadlock
@@ -205,6 +205,10 @@ class CheckContext:
                 error: BaseException | None = None
             except (CheckFailure, pytest.skip.Exception, ToolError) as exc:
                 value, error = None, exc
+            except BaseException:  # a crash or an interrupt: no worker waits for this step
+                if claimed and store is not None:
+                    store.publish(name, None)
+                raise
             finally:
                 self.run.cache[_MAKING_KEY] -= 1
             entry = SharedStep(
