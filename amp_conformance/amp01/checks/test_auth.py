@@ -20,9 +20,11 @@ from typing import Any
 from ulid import ULID
 
 from amp_conformance import Amp, check
+from amp_conformance.amp01.checks._shared_cells import anonymous_create, created_naming_other
 from amp_conformance.amp01.checks._support import (
     expect_accepted,
     expect_error,
+    open_route_reply,
     shown,
     step_failed,
 )
@@ -161,6 +163,11 @@ class _Sender:
             self._sent[key] = next(i for i, e in enumerate(mine) if e is reply.exchange)
         self.at[label] = self._sent[key]
 
+    def use(self, label: str, reply: Reply) -> None:
+        """Note under ``label`` a reply a shared step already holds (its exchange is in the evidence)."""
+        mine = self.amp.evidence.exchanges[self.base :]
+        self.at[label] = next(i for i, e in enumerate(mine) if e is reply.exchange)
+
 
 def _failure_probes(amp: Amp) -> dict[str, dict[str, str]]:
     """AMP-AUTH-04's authentication failures: the headers of each (keys mode: missing, wrong, another
@@ -226,6 +233,8 @@ def _refusal_probes(amp: Amp) -> _Sent:
     create stored a cell). Nothing is judged here."""
     send = _Sender(amp)
     keys = amp.keys_mode
+    # the run's shared create without any identity (test_errors and test_create judge it too)
+    _, anonymous_create_reply, _ = anonymous_create(amp)
     failures = _failure_probes(amp)
     owner, text = amp.owner(), "anything"
     public: dict[str, Any] = {}
@@ -255,7 +264,10 @@ def _refusal_probes(amp: Amp) -> _Sent:
     for label, header in NO_AGENT_ID:
         headers = {} if header is None else {header: key or NOT_A_KEY}
         send(f"{label}: GET /memories", headers, "GET", "/memories", params={"owner_id": owner})
-        send(f"{label}: POST /memories", headers, "POST", "/memories", json_body=body)
+        if header is None:
+            send.use(f"{label}: POST /memories", anonymous_create_reply)
+        else:
+            send(f"{label}: POST /memories", headers, "POST", "/memories", json_body=body)
         send(f"{label}: POST /memories/search", headers, "POST", "/memories/search", json_body=search)
     if keys:
         path = f"/memories/{public['id']}"
@@ -427,24 +439,24 @@ def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp) -> None
 def test_keys_body_created_by_cannot_impersonate(amp: Amp) -> None:
     """A keyed caller whose body names another agent as created_by is recorded as itself (C-10)."""
     need_keys(amp)
-    caller = amp.agent("b")
-    other = amp.agent_id("a")
-    cell = amp.create_cell({"identity": {"created_by": other}}, as_agent="b")
+    caller = amp.agent("a")
+    other = amp.agent_id("b")
+    cell, reply = created_naming_other(amp)  # the run's shared cell: "a" creates, naming "b"
     got = (cell.get("identity") or {}).get("created_by")
     amp.expect(
         got == caller.id,
         f"created_by is the authenticated caller {shown(caller.id)}, not the body's {shown(other)} "
         f"(got {shown(got)}); "
         "with API keys anything else is impersonation (C-10)",
+        reply,
     )
 
 
 @check("AMP-AUTH-07")
 def test_health_and_spec_stay_open(amp: Amp) -> None:
     """GET /health and GET /spec answer 200 JSON without agent id or key, with or without API keys."""
-    client = amp.anonymous()
     for path in ("/health", "/spec"):
-        reply = client.get(path)
+        reply = open_route_reply(amp, path)  # the run's one anonymous GET of each (test_health's too)
         hint = " (keys mode: these stay open)" if keys_in_force(amp) else ""
         amp.expect_status(reply, 200, what=f"GET {path} without identity or key{hint}")
         reply.json_object()

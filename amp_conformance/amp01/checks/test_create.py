@@ -11,10 +11,14 @@ from typing import Any
 
 from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._shared_cells import (
+    anonymous_create,
+    created_naming_other,
     created_reply,
     full_read,
     minimal_cell,
     minimal_read,
+    shared_create,
+    without_text,
 )
 from amp_conformance.amp01.checks._support import (
     about,
@@ -25,6 +29,7 @@ from amp_conformance.amp01.checks._support import (
     expect_valid_cell,
     expect_validation_error,
     list_owner,
+    listed_results,
     member,
     post_cell,
     read,
@@ -85,11 +90,14 @@ def test_create_returns_201_with_the_stored_cell(amp: Amp) -> None:
 def test_each_required_field_is_required(amp: Amp) -> None:
     """Dropping type, content.text, identity.owner_id or identity.owner_type gives 422 VALIDATION_ERROR."""
     for path in ("type", "content", "content.text", "identity", "identity.owner_id", "identity.owner_type"):
-        body = amp.cell_body()
-        parent, _, name = path.rpartition(".")
-        holder = body[parent] if parent else body
-        del holder[name]
-        reply = post_cell(amp, body)
+        if path == "content.text":  # the run's shared create without text (AMP-CELL-17 judges it too)
+            reply = shared_create(amp, "without-text", without_text)
+        else:
+            body = amp.cell_body()
+            parent, _, name = path.rpartition(".")
+            holder = body[parent] if parent else body
+            del holder[name]
+            reply = post_cell(amp, body)
         expect_validation_error(amp, reply, f"a create without {path}")
 
 
@@ -198,9 +206,8 @@ def test_created_by_is_the_header_agent(amp: Amp) -> None:
     amp.expect(
         got == header_agent, f"created_by is the header agent {shown(header_agent)} (got {shown(got)})", reply
     )
-    cell, reply = created(
-        amp, amp.cell_body(identity={"created_by": body_agent}), what="a create naming another creator"
-    )
+    # the run's shared cell "a" created naming "b" as created_by (test_auth judges it with keys too)
+    cell, reply = created_naming_other(amp)
     got = member(cell, "identity.created_by")
     if got == body_agent:
         message = f"the body's created_by {shown(body_agent)} won over the header agent {shown(header_agent)}"
@@ -236,13 +243,13 @@ def test_body_created_by_is_the_keyless_fallback(amp: Amp) -> None:
 @check("AMP-CRE-07")
 def test_create_without_any_identity_is_401(amp: Amp) -> None:
     """A create with neither X-AMP-Agent-ID nor created_by is 401 MISSING_AGENT_ID."""
-    body = amp.cell_body()
-    reply = post_cell(amp, body, role=None)
+    # the run's shared anonymous create and the list of its owner right after (test_errors judges it too)
+    _, reply, listed = anonymous_create(amp)
     codes = ("MISSING_AGENT_ID", "UNAUTHENTICATED") if _keys_required(amp) else ("MISSING_AGENT_ID",)
     # with no created_by to fall back on, this is AMP-AUTH-01's rule: every agent route needs an identity
     with about("AMP-AUTH-01"):
         expect_error(amp, reply, 401, codes)
-    results, listed = list_owner(amp, body["identity"]["owner_id"])
+    results = listed_results(amp, listed)
     amp.expect(not results, f"the refused create stored a cell anyway: the owner has {len(results)}", listed)
 
 
@@ -307,10 +314,13 @@ def test_a_body_that_is_not_a_json_object_is_422(amp: Amp) -> None:
     """A body that is not JSON, or JSON but not an object, is 422 VALIDATION_ERROR in the envelope."""
     client = amp.as_agent("a")
     for label, content in NOT_OBJECTS:
-        reply = client.request(
-            "POST", "/memories", content=content, headers={"Content-Type": "application/json"}
-        )
-        remember_created(amp, reply, "a")
+        if content == "[]":  # the run's shared create of a JSON array (test_errors judges it too)
+            reply = shared_create(amp, "json-array", lambda a: [])
+        else:
+            reply = client.request(
+                "POST", "/memories", content=content, headers={"Content-Type": "application/json"}
+            )
+            remember_created(amp, reply, "a")
         expect_validation_error(amp, reply, f"a create body that is {label}")
 
 
