@@ -21,6 +21,7 @@ from amp_conformance.amp01.checks._shared_cells import (
     without_text,
 )
 from amp_conformance.amp01.checks._support import (
+    Marks,
     about,
     create_step,
     created,
@@ -36,9 +37,11 @@ from amp_conformance.amp01.checks._support import (
     read_of,
     remember_created,
     server_now_near,
+    shared_replies,
     shown,
     timestamp,
 )
+from amp_conformance.engine.client import Reply
 
 #: Members a read is allowed to change (AMP-READ-02/03).
 _READ_COUNTERS = ("scoring.access_count", "lifecycle.last_accessed_at")
@@ -145,13 +148,41 @@ def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
     amp.expect(not problems, "the client's lifecycle/amp_version were applied: " + "; ".join(problems), reply)
 
 
+def _fresh_create(amp: Amp) -> tuple[Reply, Reply | None, Reply | None]:
+    """A create with unknown members (ttl, content.colour), then, when it made a cell, agent "a"'s read
+    of it and list of its owner at once: (create, read, list), sent once per run. AMP-CRE-05 judges
+    the create and the read; AMP-CRE-09 the read and the list (unknown members are ignored, so the
+    cell is as readable as any). Nothing is judged here."""
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        body = a.cell_body(ttl=3600, content={"colour": "x"})
+        reply = post_cell(a, body)
+        made: dict[str, Any] = {"reply": marks(reply), "read": None, "listed": None}
+        cell = reply.json() if 200 <= reply.status < 300 and reply.text else None
+        if isinstance(cell, dict) and isinstance(cell.get("id"), str):
+            client = a.as_agent("a")
+            made["read"] = marks(client.get(f"/memories/{cell['id']}"))
+            owner = body["identity"]["owner_id"]
+            made["listed"] = marks(client.get("/memories", params={"owner_id": owner}))
+        return made
+
+    made, replies = shared_replies(amp, "create:unknown-members", make)
+    read_reply = replies[made["read"]] if made["read"] is not None else None
+    listed = replies[made["listed"]] if made["listed"] is not None else None
+    return replies[made["reply"]], read_reply, listed
+
+
 @check("AMP-CRE-05")
 def test_unknown_create_members_are_ignored(amp: Amp) -> None:
     """Unknown members (ttl, content.colour) are accepted, not stored and not echoed."""
-    reply = post_cell(amp, amp.cell_body(ttl=3600, content={"colour": "x"}))
+    reply, shared_read, _ = _fresh_create(amp)  # shared with AMP-CRE-09, which reads and lists it
     expect_accepted(amp, reply, "a create with unknown members ttl and content.colour")
     cell = reply.json_object()
-    stored, got = read(amp, str(cell.get("id")))
+    if shared_read is None:
+        stored, got = read(amp, str(cell.get("id")))
+    else:
+        stored, got = read_of(amp, shared_read), shared_read
     for where, body in (("create", reply), ("read", got)):
         value = body.json_object()
         amp.expect("ttl" not in value, f"{where}: the unknown member 'ttl' is not echoed", body)
@@ -284,9 +315,25 @@ def test_a_new_cell_starts_unread_and_unexpired(amp: Amp) -> None:
 @check("AMP-CRE-09")
 def test_a_new_cell_is_readable_and_listed_at_once(amp: Amp) -> None:
     """Right after the create, the creator reads the cell and the owner's list contains it."""
+    what = "reading the cell right after creating it"
+    # AMP-CRE-05's create, read and listed at once (shared); a create of its own when that made no cell
+    reply, shared_read, shared_list = _fresh_create(amp)
+    if shared_read is not None and shared_list is not None:
+        create_step(amp, reply, "creating a cell")
+        cell = expect_valid_cell(amp, reply.json(), reply, "the cell returned by creating a cell")
+        stored, got = read_of(amp, shared_read, what), shared_read
+        results, listed = listed_results(amp, shared_list), shared_list
+        ids = [item.get("id") for item in results if isinstance(item, dict)]
+        amp.expect(
+            stored.get("id") == cell["id"],
+            f"the read returns the created cell (got {shown(stored.get('id'))})",
+            got,
+        )
+        amp.expect(cell["id"] in ids, f"the owner's list contains the new cell (got ids {ids})", listed)
+        return
     body = amp.cell_body()
     cell, _ = created(amp, body)
-    stored, got = read(amp, cell["id"], what="reading the cell right after creating it")
+    stored, got = read(amp, cell["id"], what=what)
     amp.expect(
         stored.get("id") == cell["id"],
         f"the read returns the created cell (got {shown(stored.get('id'))})",

@@ -119,9 +119,10 @@ def _provoke(amp: Amp) -> _Provoked:
     )
     transition = ((409, ("INVALID_TRANSITION",)),)
     invalid = ((422, ("VALIDATION_ERROR",)),)
-    active = _plain_odd_cell(amp, odd) or amp.create_cell(content={"text": ORIGINAL_TEXT})
-    archived = amp.create_cell()
-    amp.archive(archived["id"])
+    active = _odd_cell(amp, odd, EMPTY_METADATA, ORIGINAL_TEXT) or amp.create_cell(
+        content={"text": ORIGINAL_TEXT}
+    )
+    archived = _archived_odd_cell(amp, odd)
     owner = active["identity"]["owner_id"] if isinstance(active.get("identity"), dict) else amp.owner()
     missing = amp.unknown_id() if conventions else None
     text = {"content": {"text": "edited"}}
@@ -538,14 +539,16 @@ def _remember_created(amp: Amp, reply: Reply) -> None:
 
 UNICODE_TEXT = "Prefers 日本語 and émoji 🐍 — “quotes”, RTL עברית, zero\u200bwidth"
 EMPTY_METADATA = "create with empty metadata"
+SCORING_NULL = "create with scoring null"
 
 
 def _odd_creates(amp: Amp) -> tuple[str, list[tuple[str, Reply]]]:
     """AMP-ERR-07's creates, sent once per run: (the Unicode cell's owner, [(label, reply)]). One
     oddity per request: a body refused for one oddity would never reach the code another crashes in.
     The empty-metadata create carries :data:`ORIGINAL_TEXT`, so the cell it makes (a plain cell of
-    agent "a") is also the active cell of the error probes. Cells made are handed to the clean-up;
-    nothing is judged here."""
+    agent "a") is also the active cell of the error probes; the scoring-null cell is their archived
+    one (AMP-ERR-07 judges only the create answers). Cells made are handed to the clean-up; nothing
+    is judged here."""
 
     def make(a: Amp) -> dict[str, Any]:
         marks = Marks(a)
@@ -556,7 +559,7 @@ def _odd_creates(amp: Amp) -> tuple[str, list[tuple[str, Reply]]]:
                 "create with Unicode text",
                 a.cell_body(content={"text": UNICODE_TEXT}, identity={"owner_id": owner}),
             ),
-            ("create with scoring null", a.cell_body(scoring=None)),
+            (SCORING_NULL, a.cell_body(scoring=None)),
             ("create with access_policy null", a.cell_body(access_policy=None)),
             (EMPTY_METADATA, a.cell_body(content={"text": ORIGINAL_TEXT, "metadata": {}})),
         )
@@ -571,10 +574,12 @@ def _odd_creates(amp: Amp) -> tuple[str, list[tuple[str, Reply]]]:
     return made["owner"], [(label, replies[at]) for label, at in made["made"]]
 
 
-def _plain_odd_cell(amp: Amp, odd: tuple[str, list[tuple[str, Reply]]]) -> dict[str, Any] | None:
-    """The cell the empty-metadata create made, when it answered 2xx with a cell holding
-    :data:`ORIGINAL_TEXT` (else None: the error probes then make their own)."""
-    reply = dict(odd[1])[EMPTY_METADATA]
+def _odd_cell(
+    amp: Amp, odd: tuple[str, list[tuple[str, Reply]]], label: str, text: str | None = None
+) -> dict[str, Any] | None:
+    """The cell the odd create ``label`` made, when it answered 2xx with a cell (holding ``text``, when
+    given); else None: the error probes then make their own."""
+    reply = dict(odd[1])[label]
     if not 200 <= reply.status < 300:
         return None
     try:
@@ -585,10 +590,24 @@ def _plain_odd_cell(amp: Amp, odd: tuple[str, list[tuple[str, Reply]]]) -> dict[
         return None
     content = cell.get("content")
     identity = cell.get("identity")
-    if not (
-        isinstance(content, dict) and content.get("text") == ORIGINAL_TEXT and isinstance(identity, dict)
-    ):
+    if not (isinstance(content, dict) and isinstance(identity, dict)):
         return None
+    if text is not None and content.get("text") != text:
+        return None
+    return cell
+
+
+def _archived_odd_cell(amp: Amp, odd: tuple[str, list[tuple[str, Reply]]]) -> dict[str, Any]:
+    """The error probes' archived cell: the scoring-null create's cell once archived (AMP-ERR-07 judges
+    only its create answer), or, when that create or its archive did not succeed, a fresh cell archived
+    as a step (AMP-PATCH-10)."""
+    cell = _odd_cell(amp, odd, SCORING_NULL)
+    if cell is not None:
+        reply = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "archived"}})
+        if reply.status == 200:
+            return cell
+    cell = amp.create_cell()
+    amp.archive(cell["id"])
     return cell
 
 
