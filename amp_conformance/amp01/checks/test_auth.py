@@ -295,17 +295,68 @@ def _refusal_probes(amp: Amp) -> _Sent:
         for status in REFUSED_LISTED:
             params = {"owner_id": refused_owner, "status": status}
             send(f"listing the refused create's owner: {status}", None, "GET", "/memories", params=params)
-        private = amp.create_cell()
-        path = f"/memories/{private['id']}"
-        stranger = {AGENT_HEADER: unregistered(amp), KEY_HEADER: NOT_A_KEY}
-        send("bad key: GET of another's cell", stranger, "GET", path)
-        deleted = {"lifecycle": {"status": "deleted"}}
-        send("bad key: PATCH with a forbidden transition", bad, "PATCH", path, json_body=deleted)
-        send("bad key: DELETE of an active cell", bad, "DELETE", path)
         if missing is not None:
             send("bad key: GET of an unknown id", bad, "GET", f"/memories/{missing}")
-        send("the creator reading the cell back", None, "GET", path)
+        # the private cell's bad-key requests and read-back: sent with AMP-AUTH-03's routes (shared)
+        for label, reply in _right_pair(amp).items():
+            if label in BAD_KEY_ON_A_CELL:
+                send.use(label, reply)
     return _Sent(send.at)
+
+
+#: AMP-AUTH-08's requests to a private cell of "a", which :func:`_right_pair` sends.
+BAD_KEY_ON_A_CELL = (
+    "bad key: GET of another's cell",
+    "bad key: PATCH with a forbidden transition",
+    "bad key: DELETE of an active cell",
+    "the creator reading the cell back",
+)
+
+
+def _right_pair_probes(amp: Amp) -> _Sent:
+    """Keys mode: a private cell of agent "a" and every agent route with its right key (AMP-AUTH-03);
+    between the route requests and the archive and delete that end them, AMP-AUTH-08's requests with a
+    bad key to that cell (an unknown agent's read, a forbidden transition, a DELETE of the active cell)
+    and the creator's read-back (the only requests that could change the cell come after AMP-AUTH-03's
+    edit, and the read-back before the archive). The create is a step; nothing else is judged here."""
+    send = _Sender(amp)
+    cell = amp.create_cell()
+    path = f"/memories/{cell['id']}"
+    owner = cell["identity"]["owner_id"]
+    send("GET", None, "GET", path)
+    send("PATCH", None, "PATCH", path, json_body={"content": {"text": "edited with a key"}})
+    for route in ("/memories", "/memories/query"):
+        send(f"GET {route}", None, "GET", route, params={"owner_id": owner})
+    send(
+        "search",
+        None,
+        "POST",
+        "/memories/search",
+        json_body={"query": "edited with a key", "owner_id": owner},
+    )
+    stranger = {AGENT_HEADER: unregistered(amp), KEY_HEADER: NOT_A_KEY}
+    bad = _bad_key(amp)
+    send("bad key: GET of another's cell", stranger, "GET", path)
+    send(
+        "bad key: PATCH with a forbidden transition",
+        bad,
+        "PATCH",
+        path,
+        json_body={"lifecycle": {"status": "deleted"}},
+    )
+    send("bad key: DELETE of an active cell", bad, "DELETE", path)
+    send("the creator reading the cell back", None, "GET", path)
+    send("archive", None, "PATCH", path, json_body={"lifecycle": {"status": "archived"}})
+    send("delete", None, "DELETE", path)
+    return _Sent(send.at)
+
+
+def _right_pair(amp: Amp) -> dict[str, Reply]:
+    """:func:`_right_pair_probes`' replies by label (sent once per run, by the first check that asks)."""
+    start = len(amp.evidence.exchanges)
+    made = amp.shared("auth:right-pair", _right_pair_probes)
+    exchanges = amp.evidence.exchanges[start:]
+    return {label: Reply(exchanges[at]) for label, at in made.at.items()}
 
 
 def _refusals(amp: Amp) -> dict[str, Reply]:
@@ -350,20 +401,14 @@ def test_keyless_server_trusts_any_agent_id(amp: Amp) -> None:
 def test_keys_the_right_pair_works_on_every_agent_route(amp: Amp) -> None:
     """With the registered key for the claimed agent, every agent route behaves normally."""
     need_keys(amp)
-    cell = amp.create_cell()
-    client = amp.as_agent("a")
-    path = f"/memories/{cell['id']}"
-    owner = cell["identity"]["owner_id"]
-    amp.expect_status(client.get(path), 200, what="GET by id with the right key")
-    amp.expect_status(
-        client.patch(path, {"content": {"text": "edited with a key"}}), 200, what="PATCH with the right key"
-    )
+    got = _right_pair(amp)  # shared: AMP-AUTH-08's bad-key requests go to this cell too
+    amp.expect_status(got["GET"], 200, what="GET by id with the right key")
+    amp.expect_status(got["PATCH"], 200, what="PATCH with the right key")
     for route in ("/memories", "/memories/query"):
-        reply = client.get(route, params={"owner_id": owner})
-        amp.expect_status(reply, 200, what=f"GET {route} with the right key")
-    reply = client.post("/memories/search", {"query": "edited with a key", "owner_id": owner})
-    amp.expect_status(reply, 200, what="search with the right key")
-    amp.delete_cell(cell["id"])
+        amp.expect_status(got[f"GET {route}"], 200, what=f"GET {route} with the right key")
+    amp.expect_status(got["search"], 200, what="search with the right key")
+    amp.archived_step(got["archive"])
+    amp.deleted_step(got["delete"])
 
 
 @check("AMP-AUTH-04")
