@@ -25,6 +25,7 @@ from amp_conformance.amp01.checks._support import (
     expect_accepted,
     expect_error,
     open_route_reply,
+    remember_created,
     shown,
     step_failed,
 )
@@ -233,8 +234,9 @@ def _refusal_probes(amp: Amp) -> _Sent:
     create stored a cell). Nothing is judged here."""
     send = _Sender(amp)
     keys = amp.keys_mode
-    # the run's shared create without any identity (test_errors and test_create judge it too)
-    _, anonymous_create_reply, _ = anonymous_create(amp)
+    # with keys, the run's shared create without any identity (test_errors and test_create judge it
+    # too; it lists the owner as "a", so without keys this step sends a create of its own)
+    anonymous_create_reply = anonymous_create(amp)[1] if keys else None
     failures = _failure_probes(amp)
     owner, text = amp.owner(), "anything"
     public: dict[str, Any] = {}
@@ -264,7 +266,7 @@ def _refusal_probes(amp: Amp) -> _Sent:
     for label, header in NO_AGENT_ID:
         headers = {} if header is None else {header: key or NOT_A_KEY}
         send(f"{label}: GET /memories", headers, "GET", "/memories", params={"owner_id": owner})
-        if header is None:
+        if header is None and anonymous_create_reply is not None:
             send.use(f"{label}: POST /memories", anonymous_create_reply)
         else:
             send(f"{label}: POST /memories", headers, "POST", "/memories", json_body=body)
@@ -304,6 +306,35 @@ def _refusal_probes(amp: Amp) -> _Sent:
     return _Sent(send.at)
 
 
+def case_headers(agent_id: str, key: str | None, style: Callable[[str], str]) -> dict[str, str]:
+    """The identity headers (and key) with their names written in ``style`` (AMP-AUTH-09)."""
+    headers = {style(AGENT_HEADER): agent_id}
+    if key is not None:
+        headers[style(KEY_HEADER)] = key
+    return headers
+
+
+def case_body(amp: Amp) -> dict[str, Any]:
+    """AMP-AUTH-09's create body (a text of its own, so the cell is told apart in any listing)."""
+    return amp.cell_body({"content": {"text": f"header case probe {str(ULID()).lower()}"}})
+
+
+def recorded_as(reply: Reply, agent_id: str) -> dict[str, Any] | None:
+    """The cell a create answered, when it is a 2xx cell with an id recorded as created by ``agent_id``."""
+    if not 200 <= reply.status < 300:
+        return None
+    try:
+        cell = reply.json()
+    except AssertionError:
+        return None
+    if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
+        return None
+    identity = cell.get("identity")
+    if not isinstance(identity, dict) or identity.get("created_by") != agent_id:
+        return None
+    return cell
+
+
 #: AMP-AUTH-08's requests to a private cell of "a", which :func:`_right_pair` sends.
 BAD_KEY_ON_A_CELL = (
     "bad key: GET of another's cell",
@@ -320,7 +351,18 @@ def _right_pair_probes(amp: Amp) -> _Sent:
     and the creator's read-back (the only requests that could change the cell come after AMP-AUTH-03's
     edit, and the read-back before the archive). The create is a step; nothing else is judged here."""
     send = _Sender(amp)
-    cell = amp.create_cell()
+    # the cell is AMP-AUTH-09's create with lower-case header names, read back in upper case; when that
+    # create did not make a cell recorded as "a", a create of the usual kind
+    agent = amp.agent("a")
+    lower = amp.with_headers(case_headers(agent.id, agent.key, str.lower)).post("/memories", case_body(amp))
+    remember_created(amp, lower, "a")
+    send.use("case: create", lower)
+    cell = recorded_as(lower, agent.id)
+    if cell is not None:
+        upper = case_headers(agent.id, agent.key, str.upper)
+        send("case: read", upper, "GET", f"/memories/{cell['id']}")
+    else:
+        cell = amp.create_cell()
     path = f"/memories/{cell['id']}"
     owner = cell["identity"]["owner_id"]
     send("GET", None, "GET", path)
@@ -574,14 +616,16 @@ def test_header_names_are_case_insensitive(amp: Amp) -> None:
     agent = amp.agent("a")
 
     def client(style: Callable[[str], str]) -> tuple[Client, str]:
-        headers = {style(AGENT_HEADER): agent.id}
-        if agent.key is not None:
-            headers[style(KEY_HEADER)] = agent.key
+        headers = case_headers(agent.id, agent.key, style)
         return amp.with_headers(headers), ", ".join(headers)
 
     lower, names = client(str.lower)
-    body = amp.cell_body({"content": {"text": f"header case probe {str(ULID()).lower()}"}})
-    reply = lower.post("/memories", body)
+    shared_read: Reply | None = None
+    if amp.keys_mode:  # with keys the create is AMP-AUTH-03's cell (shared), read back at once
+        pair = _right_pair(amp)
+        reply, shared_read = pair["case: create"], pair.get("case: read")
+    else:
+        reply = lower.post("/memories", case_body(amp))
     expect_accepted(amp, reply, f"a create with the header names {names}")
     cell = reply.json_object()
     if isinstance(cell.get("id"), str):
@@ -594,5 +638,5 @@ def test_header_names_are_case_insensitive(amp: Amp) -> None:
     )
     # the create showed the lower-case names; the read shows the upper-case ones
     reader, names = client(str.upper)
-    reply = reader.get(f"/memories/{cell['id']}")
+    reply = shared_read or reader.get(f"/memories/{cell['id']}")
     amp.expect_status(reply, 200, what=f"a read with the header names {names}")
