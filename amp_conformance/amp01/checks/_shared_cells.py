@@ -360,3 +360,32 @@ def without_text(amp: Amp) -> dict[str, Any]:
     body = amp.cell_body()
     del body["content"]["text"]
     return body
+
+
+def public_cell(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+    """For keys mode: a public cell of agent "a" and three requests about its owner that a server with
+    API keys must refuse with 401, made once per run: (cell, replies by name) for "anonymous list"
+    (no identity), "anonymous search" (no identity, the cell's text) and "list without key" (agent
+    "a"'s id without its key). test_auth judges them (AMP-AUTH-03/-04/-05, AMP-ACL-01), test_errors
+    the two without identity (AMP-AUTH-01) and test_capabilities the keyless list (AMP-CAP-05).
+    The create is a step; nothing else is judged here."""
+    take_roles(amp)
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        cell = a.create_cell({"access_policy": {"public": True}})
+        owner, text = cell["identity"]["owner_id"], cell["content"]["text"]
+        anonymous = a.anonymous()
+        probes = {
+            "anonymous list": marks(anonymous.get("/memories", params={"owner_id": owner})),
+            "anonymous search": marks(anonymous.post("/memories/search", {"query": text, "owner_id": owner})),
+            "list without key": marks(
+                a.with_headers({"X-AMP-Agent-ID": a.agent_id("a")}).get(
+                    "/memories", params={"owner_id": owner}
+                )
+            ),
+        }
+        return {"cell": cell, "probes": probes}
+
+    made, replies = shared_replies(amp, "cell:public", make)
+    return made["cell"], {name: replies[at] for name, at in made["probes"].items()}

@@ -20,7 +20,7 @@ from typing import Any
 from ulid import ULID
 
 from amp_conformance import Amp, check
-from amp_conformance.amp01.checks._shared_cells import anonymous_create, created_naming_other
+from amp_conformance.amp01.checks._shared_cells import anonymous_create, created_naming_other, public_cell
 from amp_conformance.amp01.checks._support import (
     expect_accepted,
     expect_error,
@@ -164,6 +164,15 @@ class _Sender:
             self._sent[key] = next(i for i, e in enumerate(mine) if e is reply.exchange)
         self.at[label] = self._sent[key]
 
+    def adopt(
+        self, reply: Reply, label: str, headers: dict[str, str] | None, method: str, path: str, **kw: Any
+    ) -> None:
+        """Note ``reply`` (a shared step's, its exchange in the evidence) as the answer to the request
+        ``label`` describes, so a later label asking the same request gets it too."""
+        key = json.dumps([headers, "a", method, path, kw], sort_keys=True, default=str)
+        self.use(label, reply)
+        self._sent[key] = self.at[label]
+
     def use(self, label: str, reply: Reply) -> None:
         """Note under ``label`` a reply a shared step already holds (its exchange is in the evidence)."""
         mine = self.amp.evidence.exchanges[self.base :]
@@ -241,8 +250,29 @@ def _refusal_probes(amp: Amp) -> _Sent:
     owner, text = amp.owner(), "anything"
     public: dict[str, Any] = {}
     if keys:
-        public = amp.create_cell({"access_policy": {"public": True}})
+        # the run's shared public cell and three refusals about its owner (test_errors and
+        # test_capabilities judge them too): this step's requests of the same kind are those
+        public, asked = public_cell(amp)
         owner, text = public["identity"]["owner_id"], public["content"]["text"]
+        listing = {"params": {"owner_id": owner}}
+        send.adopt(asked["anonymous list"], "no headers: GET /memories", {}, "GET", "/memories", **listing)
+        searched = {"json_body": {"query": text, "owner_id": owner}}
+        send.adopt(
+            asked["anonymous search"],
+            "no headers: POST /memories/search",
+            {},
+            "POST",
+            "/memories/search",
+            **searched,
+        )
+        send.adopt(
+            asked["list without key"],
+            "list: missing key",
+            failures["missing key"],
+            "GET",
+            "/memories",
+            **listing,
+        )
     body = amp.cell_body({"identity": {"owner_id": owner}})
     refused_owner = amp.owner()
     valid = amp.cell_body({"identity": {"owner_id": refused_owner}, "content": {"text": BAD_KEY_TEXT}})

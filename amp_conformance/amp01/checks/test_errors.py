@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from amp_conformance import SHOULD, Amp, check
-from amp_conformance.amp01.checks._shared_cells import anonymous_create, shared_create
+from amp_conformance.amp01.checks._shared_cells import anonymous_create, public_cell, shared_create
 from amp_conformance.amp01.checks._support import (
     Marks,
     about,
@@ -101,6 +101,9 @@ def _provoke(amp: Amp) -> _Provoked:
     literal = shared_create(amp, "type-literal", lambda maker: maker.cell_body(type="literal"))
     array = shared_create(amp, "json-array", lambda maker: [])
     _, refused_create, refused_listing = anonymous_create(amp)
+    # with keys, the list and the search without identity are those test_auth asks of its public
+    # cell's owner (shared): the answer is 401 whoever the owner is
+    public = public_cell(amp)[1] if amp.keys_mode else None
     # the stranger and unknown-id cases need a second agent (for the server's conventions too): without
     # one (keys mode, one key) only the checks judging the whole table go without (they skip, as they
     # always have); the others still get their answers
@@ -159,7 +162,7 @@ def _provoke(amp: Amp) -> _Provoked:
     listed = {"owner_id": owner, "limit": 10}
     case(
         "GET /memories without identity",
-        anonymous.get("/memories", params=listed),
+        public["anonymous list"] if public else anonymous.get("/memories", params=listed),
         unauthenticated,
         "AMP-AUTH-01",
     )
@@ -233,7 +236,7 @@ def _provoke(amp: Amp) -> _Provoked:
     case("DELETE of an active cell", a.delete(f"/memories/{active['id']}"), transition, "AMP-DEL-03")
     case(
         "search without identity",
-        anonymous.post("/memories/search", _search_body(owner)),
+        public["anonymous search"] if public else anonymous.post("/memories/search", _search_body(owner)),
         unauthenticated,
         "AMP-AUTH-01",
     )
