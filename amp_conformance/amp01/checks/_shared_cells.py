@@ -15,8 +15,9 @@ check only the roles its maker newly took. So every getter here takes "a" (and, 
 check, whichever check made the value and whatever it had taken before. A shared value is never
 changed by a check: no PATCH, archive or delete of these cells.
 
-The probes at the end (:func:`shared_create`, :func:`anonymous_create`, :func:`created_naming_other`)
-are requests checks of two areas ask the same question of: sent once per run, judged by each.
+The probes at the end (:func:`shared_create`, :func:`anonymous_create`, :func:`created_naming_other`,
+:func:`public_cell`) are requests checks of two areas ask the same question of: sent once per run,
+judged by each.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ wrong and unknown-agent keys) run without keys. The 401 ``MISSING_AGENT_ID`` per
 lives in test_errors.py; AMP-AUTH-10 (a broken key file stops start-up) is not black-box and is left
 to the reference server's own tests. The refusals AMP-AUTH-03/-04/-05/-08 provoke are sent once per
 run (``amp.shared``, with AMP-AUTH-06's), each distinct request once, and judged by every check they
-answer.
+answer; with keys, AMP-AUTH-08's bad-key requests to a private cell and AMP-AUTH-09's lower-case
+create go to AMP-AUTH-03's cell (``auth:right-pair``), and the public cell and the refusals about its
+owner that test_errors and test_capabilities ask too are ``_shared_cells.public_cell``.
 """
 
 from __future__ import annotations

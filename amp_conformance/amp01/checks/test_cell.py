@@ -4,7 +4,9 @@ Every cell a check receives goes through :func:`expect_valid_cell`, the shared c
 (``amp_conformance.amp01.cells``: jsonschema against our contract, python-ulid for the id, UTC timestamps).
 It and the other helpers this module shares with ``test_create`` and ``test_read`` live in ``_support``.
 Checks that only judge a create's answer, or read a cell without asserting on its access counters, use
-the cells ``_shared_cells`` makes once per run; checks that PATCH a cell make their own.
+the cells ``_shared_cells`` makes once per run; checks that PATCH a cell make their own, once for the
+two checks judging one sequence of requests (AMP-CELL-10/-12: refused PATCHes; AMP-CELL-18/-20: reads
+and PATCHes moving the timestamps).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Create: ``POST /memories`` (AMP-CRE-*).
 
 The checks that only judge a plain create's answer or read it back take the run's shared minimal and
-full cells (``_shared_cells``); the checks that send odd members, or ask what happens at once after a
-create, send their own."""
+full cells (``_shared_cells``); the checks that send odd members send their own, and AMP-CRE-09 reads
+and lists AMP-CRE-05's cell at once after its create. Probes another area asks too (a create without
+identity, the 422 creates, the oversized create) are sent once per run (``_shared_cells``,
+``_size_cells``)."""
 
 from __future__ import annotations
 

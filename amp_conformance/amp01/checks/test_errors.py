@@ -4,7 +4,9 @@ AMP-ERR-01..05 and -07, and the missing-identity 401 on every memories route (AM
 AMP-READ-09, -PATCH-18, -LIST-11, -SRCH-16, -DEL-08). Every 401 probe sends an otherwise valid
 request, so the answer cannot depend on whether the server validates the body first (C-15); every
 422 probe sends valid identity headers. The probes are sent once per run (``amp.shared``): every
-check judges the answers it is about, and shows them all as its evidence.
+check judges the answers it is about, and shows them all as its evidence. Probes other areas ask too
+(the create without identity, two 422 creates, with keys the list and search without identity) are
+the run's shared ones (``_shared_cells``), and the active and archived cells are AMP-ERR-07's creates.
 """
 
 from __future__ import annotations
