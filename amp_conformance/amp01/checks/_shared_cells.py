@@ -14,6 +14,10 @@ check only the roles its maker newly took. So every getter here takes "a" (and, 
 "b", "b") before asking for the value: "a" is then the first keyed agent and "b" the second in every
 check, whichever check made the value and whatever it had taken before. A shared value is never
 changed by a check: no PATCH, archive or delete of these cells.
+
+The probes at the end (:func:`shared_create`, :func:`anonymous_create`, :func:`created_naming_other`,
+:func:`public_cell`) are requests checks of two areas ask the same question of: sent once per run,
+judged by each.
 """
 
 from __future__ import annotations
@@ -305,3 +309,84 @@ def judged_read(amp: Amp, reply: Reply, what: str) -> tuple[dict[str, Any], Repl
     if reply.status != 200:
         step_failed(amp, reply, what, "AMP-READ-01", "200")
     return expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}"), reply
+
+
+# shared probes: one request that checks of several areas ask, each judging its own part -----------
+
+
+def shared_create(amp: Amp, name: str, body: Callable[[Amp], Any]) -> Reply:
+    """Agent "a"'s ``POST /memories`` of ``body(amp)``, sent once per run under ``create:<name>``: a
+    create two areas ask the same question of (a body refused with 422 that the cell model and the
+    error envelope both judge). A cell it stored anyway is handed to the clean-up."""
+    take_roles(amp)
+    return _shared_reply(amp, f"create:{name}", lambda a: post_cell(a, body(a)))
+
+
+def anonymous_create(amp: Amp) -> tuple[dict[str, Any], Reply, Reply]:
+    """A valid create without X-AMP-Agent-ID, key or created_by, for a fresh owner, then agent "a"'s
+    list of that owner's active cells: (body, create reply, list reply), sent once per run. AMP-AUTH-01's
+    question on POST /memories (test_errors' table, test_create's AMP-CRE-07 and, with keys,
+    AMP-AUTH-05's request without agent id): nothing is judged here."""
+    take_roles(amp)
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        body = a.cell_body(identity={"owner_id": a.owner()})
+        reply = marks(post_cell(a, body, role=None))
+        params = {"owner_id": body["identity"]["owner_id"], "status": "active"}
+        listed = marks(a.as_agent("a").get("/memories", params=params))
+        return {"body": body, "reply": reply, "listed": listed}
+
+    made, replies = shared_replies(amp, "create:anonymous", make)
+    return made["body"], replies[made["reply"]], replies[made["listed"]]
+
+
+def created_naming_other(amp: Amp) -> tuple[dict[str, Any], Reply]:
+    """A cell agent "a" creates whose body names agent "b" as identity.created_by (C-10: the header's
+    agent is the creator), made once per run: test_create's AMP-CRE-07 and, with keys, test_auth's
+    impersonation check judge its create answer. Nothing is judged here but the create (a step)."""
+    take_roles(amp, reader=True)
+
+    def make(a: Amp) -> dict[str, Any]:
+        body = a.cell_body(identity={"created_by": a.agent_id("b")})
+        cell, _ = created(a, body, what="a create naming another creator")
+        return {"body": body, "cell": cell}
+
+    made = amp.shared("cell:created-by-other", make)
+    return made["cell"], created_reply(amp, made["cell"]["id"])
+
+
+def without_text(amp: Amp) -> dict[str, Any]:
+    """A create body whose content has no text (AMP-CRE-02 and AMP-CELL-17 refuse it with 422)."""
+    body = amp.cell_body()
+    del body["content"]["text"]
+    return body
+
+
+def public_cell(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+    """For keys mode: a public cell of agent "a" and three requests about its owner that a server with
+    API keys must refuse with 401, made once per run: (cell, replies by name) for "anonymous list"
+    (no identity), "anonymous search" (no identity, the cell's text) and "list without key" (agent
+    "a"'s id without its key). test_auth judges them (AMP-AUTH-03/-04/-05, AMP-ACL-01), test_errors
+    the two without identity (AMP-AUTH-01) and test_capabilities the keyless list (AMP-CAP-05).
+    The create is a step; nothing else is judged here."""
+    take_roles(amp)
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        cell = a.create_cell({"access_policy": {"public": True}})
+        owner, text = cell["identity"]["owner_id"], cell["content"]["text"]
+        anonymous = a.anonymous()
+        probes = {
+            "anonymous list": marks(anonymous.get("/memories", params={"owner_id": owner})),
+            "anonymous search": marks(anonymous.post("/memories/search", {"query": text, "owner_id": owner})),
+            "list without key": marks(
+                a.with_headers({"X-AMP-Agent-ID": a.agent_id("a")}).get(
+                    "/memories", params={"owner_id": owner}
+                )
+            ),
+        }
+        return {"cell": cell, "probes": probes}
+
+    made, replies = shared_replies(amp, "cell:public", make)
+    return made["cell"], {name: replies[at] for name, at in made["probes"].items()}

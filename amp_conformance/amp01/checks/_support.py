@@ -617,3 +617,16 @@ def open_route_reply(amp: Amp, path: str) -> Reply:
     judged by every check that asks."""
     _, replies = shared_replies(amp, f"open-route:{path}", lambda a: a.anonymous().get(path))
     return replies[0]
+
+
+def listed_results(amp: Amp, reply: Reply) -> list[Any]:
+    """The ``results`` of an owner's list already sent (e.g. by a shared step), judged as
+    :func:`list_owner` judges its own: anything but 200 with a results array is a broken step."""
+    if reply.status != 200:
+        step_failed(amp, reply, "listing the owner's cells", "AMP-LIST-01", "200")
+    body = reply.json()
+    results = body.get("results") if isinstance(body, dict) else None
+    if not isinstance(results, list):
+        step_failed(amp, reply, "listing the owner's cells (a results array)", "AMP-LIST-01", "a page")
+    assert isinstance(results, list)
+    return results

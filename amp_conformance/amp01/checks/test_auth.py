@@ -7,7 +7,9 @@ wrong and unknown-agent keys) run without keys. The 401 ``MISSING_AGENT_ID`` per
 lives in test_errors.py; AMP-AUTH-10 (a broken key file stops start-up) is not black-box and is left
 to the reference server's own tests. The refusals AMP-AUTH-03/-04/-05/-08 provoke are sent once per
 run (``amp.shared``, with AMP-AUTH-06's), each distinct request once, and judged by every check they
-answer.
+answer; with keys, AMP-AUTH-08's bad-key requests to a private cell and AMP-AUTH-09's lower-case
+create go to AMP-AUTH-03's cell (``auth:right-pair``), and the public cell and the refusals about its
+owner that test_errors and test_capabilities ask too are ``_shared_cells.public_cell``.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from typing import Any
 from ulid import ULID
 
 from amp_conformance import Amp, check
+from amp_conformance.amp01.checks._shared_cells import anonymous_create, created_naming_other, public_cell
 from amp_conformance.amp01.checks._support import (
     expect_accepted,
     expect_error,
+    open_route_reply,
+    remember_created,
     shown,
     step_failed,
 )
@@ -161,6 +166,20 @@ class _Sender:
             self._sent[key] = next(i for i, e in enumerate(mine) if e is reply.exchange)
         self.at[label] = self._sent[key]
 
+    def adopt(
+        self, reply: Reply, label: str, headers: dict[str, str] | None, method: str, path: str, **kw: Any
+    ) -> None:
+        """Note ``reply`` (a shared step's, its exchange in the evidence) as the answer to the request
+        ``label`` describes, so a later label asking the same request gets it too."""
+        key = json.dumps([headers, "a", method, path, kw], sort_keys=True, default=str)
+        self.use(label, reply)
+        self._sent[key] = self.at[label]
+
+    def use(self, label: str, reply: Reply) -> None:
+        """Note under ``label`` a reply a shared step already holds (its exchange is in the evidence)."""
+        mine = self.amp.evidence.exchanges[self.base :]
+        self.at[label] = next(i for i, e in enumerate(mine) if e is reply.exchange)
+
 
 def _failure_probes(amp: Amp) -> dict[str, dict[str, str]]:
     """AMP-AUTH-04's authentication failures: the headers of each (keys mode: missing, wrong, another
@@ -226,12 +245,36 @@ def _refusal_probes(amp: Amp) -> _Sent:
     create stored a cell). Nothing is judged here."""
     send = _Sender(amp)
     keys = amp.keys_mode
+    # with keys, the run's shared create without any identity (test_errors and test_create judge it
+    # too; it lists the owner as "a", so without keys this step sends a create of its own)
+    anonymous_create_reply = anonymous_create(amp)[1] if keys else None
     failures = _failure_probes(amp)
     owner, text = amp.owner(), "anything"
     public: dict[str, Any] = {}
     if keys:
-        public = amp.create_cell({"access_policy": {"public": True}})
+        # the run's shared public cell and three refusals about its owner (test_errors and
+        # test_capabilities judge them too): this step's requests of the same kind are those
+        public, asked = public_cell(amp)
         owner, text = public["identity"]["owner_id"], public["content"]["text"]
+        listing = {"params": {"owner_id": owner}}
+        send.adopt(asked["anonymous list"], "no headers: GET /memories", {}, "GET", "/memories", **listing)
+        searched = {"json_body": {"query": text, "owner_id": owner}}
+        send.adopt(
+            asked["anonymous search"],
+            "no headers: POST /memories/search",
+            {},
+            "POST",
+            "/memories/search",
+            **searched,
+        )
+        send.adopt(
+            asked["list without key"],
+            "list: missing key",
+            failures["missing key"],
+            "GET",
+            "/memories",
+            **listing,
+        )
     body = amp.cell_body({"identity": {"owner_id": owner}})
     refused_owner = amp.owner()
     valid = amp.cell_body({"identity": {"owner_id": refused_owner}, "content": {"text": BAD_KEY_TEXT}})
@@ -255,7 +298,10 @@ def _refusal_probes(amp: Amp) -> _Sent:
     for label, header in NO_AGENT_ID:
         headers = {} if header is None else {header: key or NOT_A_KEY}
         send(f"{label}: GET /memories", headers, "GET", "/memories", params={"owner_id": owner})
-        send(f"{label}: POST /memories", headers, "POST", "/memories", json_body=body)
+        if header is None and anonymous_create_reply is not None:
+            send.use(f"{label}: POST /memories", anonymous_create_reply)
+        else:
+            send(f"{label}: POST /memories", headers, "POST", "/memories", json_body=body)
         send(f"{label}: POST /memories/search", headers, "POST", "/memories/search", json_body=search)
     if keys:
         path = f"/memories/{public['id']}"
@@ -283,17 +329,108 @@ def _refusal_probes(amp: Amp) -> _Sent:
         for status in REFUSED_LISTED:
             params = {"owner_id": refused_owner, "status": status}
             send(f"listing the refused create's owner: {status}", None, "GET", "/memories", params=params)
-        private = amp.create_cell()
-        path = f"/memories/{private['id']}"
-        stranger = {AGENT_HEADER: unregistered(amp), KEY_HEADER: NOT_A_KEY}
-        send("bad key: GET of another's cell", stranger, "GET", path)
-        deleted = {"lifecycle": {"status": "deleted"}}
-        send("bad key: PATCH with a forbidden transition", bad, "PATCH", path, json_body=deleted)
-        send("bad key: DELETE of an active cell", bad, "DELETE", path)
         if missing is not None:
             send("bad key: GET of an unknown id", bad, "GET", f"/memories/{missing}")
-        send("the creator reading the cell back", None, "GET", path)
+        # the private cell's bad-key requests and read-back: sent with AMP-AUTH-03's routes (shared)
+        for label, reply in _right_pair(amp).items():
+            if label in BAD_KEY_ON_A_CELL:
+                send.use(label, reply)
     return _Sent(send.at)
+
+
+def case_headers(agent_id: str, key: str | None, style: Callable[[str], str]) -> dict[str, str]:
+    """The identity headers (and key) with their names written in ``style`` (AMP-AUTH-09)."""
+    headers = {style(AGENT_HEADER): agent_id}
+    if key is not None:
+        headers[style(KEY_HEADER)] = key
+    return headers
+
+
+def case_body(amp: Amp) -> dict[str, Any]:
+    """AMP-AUTH-09's create body (a text of its own, so the cell is told apart in any listing)."""
+    return amp.cell_body({"content": {"text": f"header case probe {str(ULID()).lower()}"}})
+
+
+def recorded_as(reply: Reply, agent_id: str) -> dict[str, Any] | None:
+    """The cell a create answered, when it is a 2xx cell with an id recorded as created by ``agent_id``."""
+    if not 200 <= reply.status < 300:
+        return None
+    try:
+        cell = reply.json()
+    except AssertionError:
+        return None
+    if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
+        return None
+    identity = cell.get("identity")
+    if not isinstance(identity, dict) or identity.get("created_by") != agent_id:
+        return None
+    return cell
+
+
+#: AMP-AUTH-08's requests to a private cell of "a", which :func:`_right_pair` sends.
+BAD_KEY_ON_A_CELL = (
+    "bad key: GET of another's cell",
+    "bad key: PATCH with a forbidden transition",
+    "bad key: DELETE of an active cell",
+    "the creator reading the cell back",
+)
+
+
+def _right_pair_probes(amp: Amp) -> _Sent:
+    """Keys mode: a private cell of agent "a" and every agent route with its right key (AMP-AUTH-03);
+    between the route requests and the archive and delete that end them, AMP-AUTH-08's requests with a
+    bad key to that cell (an unknown agent's read, a forbidden transition, a DELETE of the active cell)
+    and the creator's read-back (the only requests that could change the cell come after AMP-AUTH-03's
+    edit, and the read-back before the archive). The create is a step; nothing else is judged here."""
+    send = _Sender(amp)
+    # the cell is AMP-AUTH-09's create with lower-case header names, read back in upper case; when that
+    # create did not make a cell recorded as "a", a create of the usual kind
+    agent = amp.agent("a")
+    lower = amp.with_headers(case_headers(agent.id, agent.key, str.lower)).post("/memories", case_body(amp))
+    remember_created(amp, lower, "a")
+    send.use("case: create", lower)
+    cell = recorded_as(lower, agent.id)
+    if cell is not None:
+        upper = case_headers(agent.id, agent.key, str.upper)
+        send("case: read", upper, "GET", f"/memories/{cell['id']}")
+    else:
+        cell = amp.create_cell()
+    path = f"/memories/{cell['id']}"
+    owner = cell["identity"]["owner_id"]
+    send("GET", None, "GET", path)
+    send("PATCH", None, "PATCH", path, json_body={"content": {"text": "edited with a key"}})
+    for route in ("/memories", "/memories/query"):
+        send(f"GET {route}", None, "GET", route, params={"owner_id": owner})
+    send(
+        "search",
+        None,
+        "POST",
+        "/memories/search",
+        json_body={"query": "edited with a key", "owner_id": owner},
+    )
+    stranger = {AGENT_HEADER: unregistered(amp), KEY_HEADER: NOT_A_KEY}
+    bad = _bad_key(amp)
+    send("bad key: GET of another's cell", stranger, "GET", path)
+    send(
+        "bad key: PATCH with a forbidden transition",
+        bad,
+        "PATCH",
+        path,
+        json_body={"lifecycle": {"status": "deleted"}},
+    )
+    send("bad key: DELETE of an active cell", bad, "DELETE", path)
+    send("the creator reading the cell back", None, "GET", path)
+    send("archive", None, "PATCH", path, json_body={"lifecycle": {"status": "archived"}})
+    send("delete", None, "DELETE", path)
+    return _Sent(send.at)
+
+
+def _right_pair(amp: Amp) -> dict[str, Reply]:
+    """:func:`_right_pair_probes`' replies by label (sent once per run, by the first check that asks)."""
+    start = len(amp.evidence.exchanges)
+    made = amp.shared("auth:right-pair", _right_pair_probes)
+    exchanges = amp.evidence.exchanges[start:]
+    return {label: Reply(exchanges[at]) for label, at in made.at.items()}
 
 
 def _refusals(amp: Amp) -> dict[str, Reply]:
@@ -338,20 +475,14 @@ def test_keyless_server_trusts_any_agent_id(amp: Amp) -> None:
 def test_keys_the_right_pair_works_on_every_agent_route(amp: Amp) -> None:
     """With the registered key for the claimed agent, every agent route behaves normally."""
     need_keys(amp)
-    cell = amp.create_cell()
-    client = amp.as_agent("a")
-    path = f"/memories/{cell['id']}"
-    owner = cell["identity"]["owner_id"]
-    amp.expect_status(client.get(path), 200, what="GET by id with the right key")
-    amp.expect_status(
-        client.patch(path, {"content": {"text": "edited with a key"}}), 200, what="PATCH with the right key"
-    )
+    got = _right_pair(amp)  # shared: AMP-AUTH-08's bad-key requests go to this cell too
+    amp.expect_status(got["GET"], 200, what="GET by id with the right key")
+    amp.expect_status(got["PATCH"], 200, what="PATCH with the right key")
     for route in ("/memories", "/memories/query"):
-        reply = client.get(route, params={"owner_id": owner})
-        amp.expect_status(reply, 200, what=f"GET {route} with the right key")
-    reply = client.post("/memories/search", {"query": "edited with a key", "owner_id": owner})
-    amp.expect_status(reply, 200, what="search with the right key")
-    amp.delete_cell(cell["id"])
+        amp.expect_status(got[f"GET {route}"], 200, what=f"GET {route} with the right key")
+    amp.expect_status(got["search"], 200, what="search with the right key")
+    amp.archived_step(got["archive"])
+    amp.deleted_step(got["delete"])
 
 
 @check("AMP-AUTH-04")
@@ -427,24 +558,24 @@ def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp) -> None
 def test_keys_body_created_by_cannot_impersonate(amp: Amp) -> None:
     """A keyed caller whose body names another agent as created_by is recorded as itself (C-10)."""
     need_keys(amp)
-    caller = amp.agent("b")
-    other = amp.agent_id("a")
-    cell = amp.create_cell({"identity": {"created_by": other}}, as_agent="b")
+    caller = amp.agent("a")
+    other = amp.agent_id("b")
+    cell, reply = created_naming_other(amp)  # the run's shared cell: "a" creates, naming "b"
     got = (cell.get("identity") or {}).get("created_by")
     amp.expect(
         got == caller.id,
         f"created_by is the authenticated caller {shown(caller.id)}, not the body's {shown(other)} "
         f"(got {shown(got)}); "
         "with API keys anything else is impersonation (C-10)",
+        reply,
     )
 
 
 @check("AMP-AUTH-07")
 def test_health_and_spec_stay_open(amp: Amp) -> None:
     """GET /health and GET /spec answer 200 JSON without agent id or key, with or without API keys."""
-    client = amp.anonymous()
     for path in ("/health", "/spec"):
-        reply = client.get(path)
+        reply = open_route_reply(amp, path)  # the run's one anonymous GET of each (test_health's too)
         hint = " (keys mode: these stay open)" if keys_in_force(amp) else ""
         amp.expect_status(reply, 200, what=f"GET {path} without identity or key{hint}")
         reply.json_object()
@@ -517,14 +648,16 @@ def test_header_names_are_case_insensitive(amp: Amp) -> None:
     agent = amp.agent("a")
 
     def client(style: Callable[[str], str]) -> tuple[Client, str]:
-        headers = {style(AGENT_HEADER): agent.id}
-        if agent.key is not None:
-            headers[style(KEY_HEADER)] = agent.key
+        headers = case_headers(agent.id, agent.key, style)
         return amp.with_headers(headers), ", ".join(headers)
 
     lower, names = client(str.lower)
-    body = amp.cell_body({"content": {"text": f"header case probe {str(ULID()).lower()}"}})
-    reply = lower.post("/memories", body)
+    shared_read: Reply | None = None
+    if amp.keys_mode:  # with keys the create is AMP-AUTH-03's cell (shared), read back at once
+        pair = _right_pair(amp)
+        reply, shared_read = pair["case: create"], pair.get("case: read")
+    else:
+        reply = lower.post("/memories", case_body(amp))
     expect_accepted(amp, reply, f"a create with the header names {names}")
     cell = reply.json_object()
     if isinstance(cell.get("id"), str):
@@ -537,5 +670,5 @@ def test_header_names_are_case_insensitive(amp: Amp) -> None:
     )
     # the create showed the lower-case names; the read shows the upper-case ones
     reader, names = client(str.upper)
-    reply = reader.get(f"/memories/{cell['id']}")
+    reply = shared_read or reader.get(f"/memories/{cell['id']}")
     amp.expect_status(reply, 200, what=f"a read with the header names {names}")

@@ -4,7 +4,9 @@ Every cell a check receives goes through :func:`expect_valid_cell`, the shared c
 (``amp_conformance.amp01.cells``: jsonschema against our contract, python-ulid for the id, UTC timestamps).
 It and the other helpers this module shares with ``test_create`` and ``test_read`` live in ``_support``.
 Checks that only judge a create's answer, or read a cell without asserting on its access counters, use
-the cells ``_shared_cells`` makes once per run; checks that PATCH a cell make their own.
+the cells ``_shared_cells`` makes once per run; checks that PATCH a cell make their own, once for the
+two checks judging one sequence of requests (AMP-CELL-10/-12: refused PATCHes; AMP-CELL-18/-20: reads
+and PATCHes moving the timestamps).
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ from amp_conformance.amp01.checks._shared_cells import (
     minimal_refused_read,
     owner_set,
     series_cells,
+    shared_create,
+    without_text,
 )
 from amp_conformance.amp01.checks._support import (
     SKEW,
+    Marks,
     created,
     expect_refusal,
     expect_step,
@@ -36,7 +41,9 @@ from amp_conformance.amp01.checks._support import (
     member,
     post_cell,
     read,
+    read_of,
     server_now_near,
+    shared_replies,
     shown,
     step_failed,
     timestamp,
@@ -195,7 +202,8 @@ def test_type_is_one_of_the_three_memory_types(amp: Amp) -> None:
             f"type {shown(memory_type)} is stored (got {shown(cell.get('type'))})",
             reply,
         )
-    reply = post_cell(amp, amp.cell_body(type="literal"))
+    # the run's shared create of type 'literal' (test_errors judges its envelope too)
+    reply = shared_create(amp, "type-literal", lambda a: a.cell_body(type="literal"))
     expect_validation_error(amp, reply, "type 'literal'")
 
 
@@ -211,19 +219,48 @@ def test_owner_type_is_user_agent_or_organization(amp: Amp) -> None:
     expect_validation_error(amp, reply, "owner_type 'team'")
 
 
+#: The refused PATCHes of AMP-CELL-10 and AMP-CELL-12, each with one member out of its range only.
+REFUSED_PATCHES = (
+    ("status", {"lifecycle": {"status": "expired"}}),
+    ("importance", {"scoring": {"importance": -0.1}}),
+    ("confidence", {"scoring": {"confidence": 1.5}}),
+)
+REFUSED_SCORES = (0.6, 0.9)
+
+
+def _refused_patches(amp: Amp) -> tuple[dict[str, Any], Reply, dict[str, Reply], Reply]:
+    """One cell of agent "a" (scores :data:`REFUSED_SCORES`), the :data:`REFUSED_PATCHES` sent to it and
+    a read after them, made once per run for the two checks judging them: (cell, create reply, PATCH
+    replies by name, read). Each PATCH holds one value out of range only, so a correct server changes
+    nothing (a server writing the valid members of a refused PATCH writes none here); the create is a
+    step, the rest is judged by the checks."""
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        importance, confidence = REFUSED_SCORES
+        cell, reply = created(a, a.cell_body(scoring={"importance": importance, "confidence": confidence}))
+        client = a.as_agent("a")
+        path = f"/memories/{cell['id']}"
+        patches = {name: marks(client.patch(path, body)) for name, body in REFUSED_PATCHES}
+        return {"cell": cell, "reply": marks(reply), "patches": patches, "read": marks(client.get(path))}
+
+    made, replies = shared_replies(amp, "cell:refused-patches", make)
+    patches = {name: replies[at] for name, at in made["patches"].items()}
+    return made["cell"], replies[made["reply"]], patches, replies[made["read"]]
+
+
 @check("AMP-CELL-10")
 def test_status_is_one_of_the_four_lifecycle_states(amp: Amp) -> None:
     """A new cell's status is a lifecycle state, and PATCH lifecycle.status 'expired' is 422."""
-    cell, reply = created(amp, amp.cell_body())
+    cell, reply, patches, got = _refused_patches(amp)  # shared with AMP-CELL-12's refused PATCHes
     status = member(cell, "lifecycle.status")
     amp.expect(
         status in ("active", "stale", "archived", "deleted"),
         f"status is a lifecycle state (got {shown(status)})",
         reply,
     )
-    patched = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "expired"}})
-    expect_validation_error(amp, patched, "PATCH lifecycle.status 'expired'")
-    after, got = read(amp, cell["id"])
+    expect_validation_error(amp, patches["status"], "PATCH lifecycle.status 'expired'")
+    after = read_of(amp, got)
     status = member(after, "lifecycle.status")
     amp.expect(status == "active", f"the refused PATCH left the status 'active' (got {shown(status)})", got)
 
@@ -260,14 +297,16 @@ def test_importance_and_confidence_are_in_the_unit_interval(amp: Amp) -> None:
     for field, value in (("importance", 1.5), ("confidence", -0.1)):
         reply = post_cell(amp, amp.cell_body(scoring={field: value}))
         expect_validation_error(amp, reply, f"create with scoring.{field} {value}")
-    cell, reply = created(amp, amp.cell_body(scoring={"importance": 0.6, "confidence": 0.9}))
+    # the run's shared cell and refused PATCHes (AMP-CELL-10's 'expired' is sent to it too, first)
+    _, _, patches, reread = _refused_patches(amp)
     for field, value in (("importance", -0.1), ("confidence", 1.5)):
-        reply = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"scoring": {field: value}})
-        expect_validation_error(amp, reply, f"PATCH scoring.{field} {value}")
-    after, reread = read(amp, cell["id"])
+        expect_validation_error(amp, patches[field], f"PATCH scoring.{field} {value}")
+    after = read_of(amp, reread)
     scores = (member(after, "scoring.importance"), member(after, "scoring.confidence"))
     amp.expect(
-        scores == (0.6, 0.9), f"the refused PATCHes left the scores at (0.6, 0.9) (got {scores})", reread
+        scores == REFUSED_SCORES,
+        f"the refused PATCHes left the scores at (0.6, 0.9) (got {scores})",
+        reread,
     )
 
 
@@ -356,9 +395,9 @@ def test_text_is_required_and_metadata_round_trips(amp: Amp) -> None:
     amp.expect(got == RICH_METADATA, f"metadata round-trips on read (got {shown(got)})", read_reply)
     text = member(after, "content.text")
     amp.expect(isinstance(text, str), f"content.text is a string (got {shown(text)})", read_reply)
-    body = amp.cell_body()
-    del body["content"]["text"]
-    expect_validation_error(amp, post_cell(amp, body), "a create without content.text")
+    # the run's shared create without text (AMP-CRE-02 judges it too)
+    reply = shared_create(amp, "without-text", without_text)
+    expect_validation_error(amp, reply, "a create without content.text")
     expect_validation_error(amp, post_cell(amp, amp.cell_body(content={"text": None})), "content.text null")
     reply = post_cell(amp, amp.cell_body(content={"metadata": ["not", "an", "object"]}))
     expect_validation_error(amp, reply, "content.metadata as an array")
@@ -371,16 +410,45 @@ def test_empty_text_is_refused(amp: Amp) -> None:
     expect_validation_error(amp, reply, 'content.text "" (schema minLength 1)')
 
 
+#: The timestamp walk's reads and content PATCHes (AMP-CELL-20), before the PATCH of expires_at.
+WALK = ("read", "patch", "read", "patch")
+EXPIRES_AT = "2099-01-01T00:00:00Z"
+
+
+def _timestamp_walk(amp: Amp) -> tuple[dict[str, Any], Reply, list[Reply], Reply]:
+    """One cell of agent "a", then :data:`WALK` (a read by id, a PATCH of content.text, ...), then a
+    PATCH setting only lifecycle.expires_at: (cell, create reply, the walk's replies, the expires_at
+    PATCH), made once per run for the two timestamp checks (AMP-CELL-18 judges the create, the first
+    read and the last PATCH; AMP-CELL-20 the walk). The create is a step; nothing else is judged here."""
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        cell, reply = created(a, a.cell_body())
+        client = a.as_agent("a")
+        path = f"/memories/{cell['id']}"
+        walk = [
+            marks(
+                client.get(path)
+                if step == "read"
+                else client.patch(path, {"content": {"text": f"revision {index}"}})
+            )
+            for index, step in enumerate(WALK)
+        ]
+        expires = marks(client.patch(path, {"lifecycle": {"expires_at": EXPIRES_AT}}))
+        return {"cell": cell, "reply": marks(reply), "walk": walk, "expires": expires}
+
+    made, replies = shared_replies(amp, "cell:timestamp-walk", make)
+    walk = [replies[at] for at in made["walk"]]
+    return made["cell"], replies[made["reply"]], walk, replies[made["expires"]]
+
+
 @check("AMP-CELL-18")
 def test_every_timestamp_is_utc(amp: Amp) -> None:
     """created_at, last_accessed_at, last_updated_at and expires_at are RFC 3339 UTC timestamps."""
-    cell, reply = created(amp, amp.cell_body())
+    cell, reply, walk, patched = _timestamp_walk(amp)  # shared with AMP-CELL-20
     seen: list[tuple[str, Reply, dict[str, Any]]] = [("create", reply, cell)]
-    after, got = read(amp, cell["id"])
-    seen.append(("read", got, after))
-    patched = amp.as_agent("a").patch(
-        f"/memories/{cell['id']}", {"lifecycle": {"expires_at": "2099-01-01T00:00:00Z"}}
-    )
+    got = walk[WALK.index("read")]
+    seen.append(("read", got, read_of(amp, got)))
     amp.expect_status(patched, 200, what="setting expires_at (PATCH)")
     seen.append(
         ("patch", patched, expect_valid_cell(amp, patched.json_object(), patched, "the patched cell"))
@@ -427,17 +495,13 @@ def test_created_at_is_the_time_of_creation(amp: Amp) -> None:
 @check("AMP-CELL-20")
 def test_timestamps_are_consistent_and_move_forward(amp: Amp) -> None:
     """last_accessed_at / last_updated_at are never before created_at and only move forward."""
-    cell, reply = created(amp, amp.cell_body())
+    cell, reply, walk, _ = _timestamp_walk(amp)  # shared with AMP-CELL-18 (its expires_at PATCH is last)
     made = timestamp(amp, cell, "created_at", reply)
     previous: dict[str, datetime] = {}
-    steps = ("read", "patch", "read", "patch")
-    for index, step in enumerate(steps):
+    for index, (step, where) in enumerate(zip(WALK, walk, strict=True)):
         if step == "read":
-            body, where = read(amp, cell["id"])
+            body = read_of(amp, where)
         else:
-            where = amp.as_agent("a").patch(
-                f"/memories/{cell['id']}", {"content": {"text": f"revision {index}"}}
-            )
             amp.expect_status(where, 200, what="patching content.text")
             body = expect_valid_cell(amp, where.json_object(), where, "the patched cell")
         for name in ("last_accessed_at", "last_updated_at"):

@@ -1,8 +1,10 @@
 """Create: ``POST /memories`` (AMP-CRE-*).
 
 The checks that only judge a plain create's answer or read it back take the run's shared minimal and
-full cells (``_shared_cells``); the checks that send odd members, or ask what happens at once after a
-create, send their own."""
+full cells (``_shared_cells``); the checks that send odd members send their own, and AMP-CRE-09 reads
+and lists AMP-CRE-05's cell at once after its create. Probes another area asks too (a create without
+identity, the 422 creates, the oversized create) are sent once per run (``_shared_cells``,
+``_size_cells``)."""
 
 from __future__ import annotations
 
@@ -11,12 +13,18 @@ from typing import Any
 
 from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._shared_cells import (
+    anonymous_create,
+    created_naming_other,
     created_reply,
     full_read,
     minimal_cell,
     minimal_read,
+    shared_create,
+    without_text,
 )
+from amp_conformance.amp01.checks._size_cells import MAX_PROBED_BYTES, over_create
 from amp_conformance.amp01.checks._support import (
+    Marks,
     about,
     create_step,
     created,
@@ -25,15 +33,18 @@ from amp_conformance.amp01.checks._support import (
     expect_valid_cell,
     expect_validation_error,
     list_owner,
+    listed_results,
     member,
     post_cell,
     read,
     read_of,
     remember_created,
     server_now_near,
+    shared_replies,
     shown,
     timestamp,
 )
+from amp_conformance.engine.client import Reply
 
 #: Members a read is allowed to change (AMP-READ-02/03).
 _READ_COUNTERS = ("scoring.access_count", "lifecycle.last_accessed_at")
@@ -85,11 +96,14 @@ def test_create_returns_201_with_the_stored_cell(amp: Amp) -> None:
 def test_each_required_field_is_required(amp: Amp) -> None:
     """Dropping type, content.text, identity.owner_id or identity.owner_type gives 422 VALIDATION_ERROR."""
     for path in ("type", "content", "content.text", "identity", "identity.owner_id", "identity.owner_type"):
-        body = amp.cell_body()
-        parent, _, name = path.rpartition(".")
-        holder = body[parent] if parent else body
-        del holder[name]
-        reply = post_cell(amp, body)
+        if path == "content.text":  # the run's shared create without text (AMP-CELL-17 judges it too)
+            reply = shared_create(amp, "without-text", without_text)
+        else:
+            body = amp.cell_body()
+            parent, _, name = path.rpartition(".")
+            holder = body[parent] if parent else body
+            del holder[name]
+            reply = post_cell(amp, body)
         expect_validation_error(amp, reply, f"a create without {path}")
 
 
@@ -137,13 +151,41 @@ def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
     amp.expect(not problems, "the client's lifecycle/amp_version were applied: " + "; ".join(problems), reply)
 
 
+def _fresh_create(amp: Amp) -> tuple[Reply, Reply | None, Reply | None]:
+    """A create with unknown members (ttl, content.colour), then, when it made a cell, agent "a"'s read
+    of it and list of its owner at once: (create, read, list), sent once per run. AMP-CRE-05 judges
+    the create and the read; AMP-CRE-09 the read and the list (unknown members are ignored, so the
+    cell is as readable as any). Nothing is judged here."""
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        body = a.cell_body(ttl=3600, content={"colour": "x"})
+        reply = post_cell(a, body)
+        made: dict[str, Any] = {"reply": marks(reply), "read": None, "listed": None}
+        cell = reply.json() if 200 <= reply.status < 300 and reply.text else None
+        if isinstance(cell, dict) and isinstance(cell.get("id"), str):
+            client = a.as_agent("a")
+            made["read"] = marks(client.get(f"/memories/{cell['id']}"))
+            owner = body["identity"]["owner_id"]
+            made["listed"] = marks(client.get("/memories", params={"owner_id": owner}))
+        return made
+
+    made, replies = shared_replies(amp, "create:unknown-members", make)
+    read_reply = replies[made["read"]] if made["read"] is not None else None
+    listed = replies[made["listed"]] if made["listed"] is not None else None
+    return replies[made["reply"]], read_reply, listed
+
+
 @check("AMP-CRE-05")
 def test_unknown_create_members_are_ignored(amp: Amp) -> None:
     """Unknown members (ttl, content.colour) are accepted, not stored and not echoed."""
-    reply = post_cell(amp, amp.cell_body(ttl=3600, content={"colour": "x"}))
+    reply, shared_read, _ = _fresh_create(amp)  # shared with AMP-CRE-09, which reads and lists it
     expect_accepted(amp, reply, "a create with unknown members ttl and content.colour")
     cell = reply.json_object()
-    stored, got = read(amp, str(cell.get("id")))
+    if shared_read is None:
+        stored, got = read(amp, str(cell.get("id")))
+    else:
+        stored, got = read_of(amp, shared_read), shared_read
     for where, body in (("create", reply), ("read", got)):
         value = body.json_object()
         amp.expect("ttl" not in value, f"{where}: the unknown member 'ttl' is not echoed", body)
@@ -198,9 +240,8 @@ def test_created_by_is_the_header_agent(amp: Amp) -> None:
     amp.expect(
         got == header_agent, f"created_by is the header agent {shown(header_agent)} (got {shown(got)})", reply
     )
-    cell, reply = created(
-        amp, amp.cell_body(identity={"created_by": body_agent}), what="a create naming another creator"
-    )
+    # the run's shared cell "a" created naming "b" as created_by (test_auth judges it with keys too)
+    cell, reply = created_naming_other(amp)
     got = member(cell, "identity.created_by")
     if got == body_agent:
         message = f"the body's created_by {shown(body_agent)} won over the header agent {shown(header_agent)}"
@@ -236,13 +277,13 @@ def test_body_created_by_is_the_keyless_fallback(amp: Amp) -> None:
 @check("AMP-CRE-07")
 def test_create_without_any_identity_is_401(amp: Amp) -> None:
     """A create with neither X-AMP-Agent-ID nor created_by is 401 MISSING_AGENT_ID."""
-    body = amp.cell_body()
-    reply = post_cell(amp, body, role=None)
+    # the run's shared anonymous create and the list of its owner right after (test_errors judges it too)
+    _, reply, listed = anonymous_create(amp)
     codes = ("MISSING_AGENT_ID", "UNAUTHENTICATED") if _keys_required(amp) else ("MISSING_AGENT_ID",)
     # with no created_by to fall back on, this is AMP-AUTH-01's rule: every agent route needs an identity
     with about("AMP-AUTH-01"):
         expect_error(amp, reply, 401, codes)
-    results, listed = list_owner(amp, body["identity"]["owner_id"])
+    results = listed_results(amp, listed)
     amp.expect(not results, f"the refused create stored a cell anyway: the owner has {len(results)}", listed)
 
 
@@ -277,9 +318,25 @@ def test_a_new_cell_starts_unread_and_unexpired(amp: Amp) -> None:
 @check("AMP-CRE-09")
 def test_a_new_cell_is_readable_and_listed_at_once(amp: Amp) -> None:
     """Right after the create, the creator reads the cell and the owner's list contains it."""
+    what = "reading the cell right after creating it"
+    # AMP-CRE-05's create, read and listed at once (shared); a create of its own when that made no cell
+    reply, shared_read, shared_list = _fresh_create(amp)
+    if shared_read is not None and shared_list is not None:
+        create_step(amp, reply, "creating a cell")
+        cell = expect_valid_cell(amp, reply.json(), reply, "the cell returned by creating a cell")
+        stored, got = read_of(amp, shared_read, what), shared_read
+        results, listed = listed_results(amp, shared_list), shared_list
+        ids = [item.get("id") for item in results if isinstance(item, dict)]
+        amp.expect(
+            stored.get("id") == cell["id"],
+            f"the read returns the created cell (got {shown(stored.get('id'))})",
+            got,
+        )
+        amp.expect(cell["id"] in ids, f"the owner's list contains the new cell (got ids {ids})", listed)
+        return
     body = amp.cell_body()
     cell, _ = created(amp, body)
-    stored, got = read(amp, cell["id"], what="reading the cell right after creating it")
+    stored, got = read(amp, cell["id"], what=what)
     amp.expect(
         stored.get("id") == cell["id"],
         f"the read returns the created cell (got {shown(stored.get('id'))})",
@@ -307,10 +364,13 @@ def test_a_body_that_is_not_a_json_object_is_422(amp: Amp) -> None:
     """A body that is not JSON, or JSON but not an object, is 422 VALIDATION_ERROR in the envelope."""
     client = amp.as_agent("a")
     for label, content in NOT_OBJECTS:
-        reply = client.request(
-            "POST", "/memories", content=content, headers={"Content-Type": "application/json"}
-        )
-        remember_created(amp, reply, "a")
+        if content == "[]":  # the run's shared create of a JSON array (test_errors judges it too)
+            reply = shared_create(amp, "json-array", lambda a: [])
+        else:
+            reply = client.request(
+                "POST", "/memories", content=content, headers={"Content-Type": "application/json"}
+            )
+            remember_created(amp, reply, "a")
         expect_validation_error(amp, reply, f"a create body that is {label}")
 
 
@@ -326,12 +386,20 @@ def test_an_oversized_create_is_413_and_stores_nothing(amp: Amp) -> None:
         amp.skip(f"/spec advertises no max_cell_size_bytes (got {shown(limit)}); AMP-CAP covers that")
     if limit + 1024 > _MAX_PROBE_BYTES:
         amp.skip(f"max_cell_size_bytes {limit} is too large to probe (over {_MAX_PROBE_BYTES} bytes)")
-    body = amp.cell_body(content={"text": "x" * (limit + 1024)})
-    reply = post_cell(amp, body)
+    if limit <= MAX_PROBED_BYTES:
+        # the run's shared create one byte over the limit and the list of its owner after the 413
+        # (test_size's AMP-SIZE-01 and -02 judge them too)
+        _, reply, shared_list = over_create(amp)
+    else:
+        body = amp.cell_body(content={"text": "x" * (limit + 1024)})
+        reply, shared_list = post_cell(amp, body), None
     # AMP-CRE-11 restates the size rules: the refusal is AMP-SIZE-01's, storing nothing AMP-SIZE-02's
     with about("AMP-SIZE-01"):
         expect_error(amp, reply, 413, "CELL_TOO_LARGE")
-    results, listed = list_owner(amp, body["identity"]["owner_id"])
+    if shared_list is not None:
+        results, listed = listed_results(amp, shared_list), shared_list
+    else:
+        results, listed = list_owner(amp, body["identity"]["owner_id"])
     amp.expect(
         not results,
         f"the refused oversized create stored a cell anyway: the owner has {len(results)}",

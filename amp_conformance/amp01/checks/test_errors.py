@@ -4,7 +4,9 @@ AMP-ERR-01..05 and -07, and the missing-identity 401 on every memories route (AM
 AMP-READ-09, -PATCH-18, -LIST-11, -SRCH-16, -DEL-08). Every 401 probe sends an otherwise valid
 request, so the answer cannot depend on whether the server validates the body first (C-15); every
 422 probe sends valid identity headers. The probes are sent once per run (``amp.shared``): every
-check judges the answers it is about, and shows them all as its evidence.
+check judges the answers it is about, and shows them all as its evidence. Probes other areas ask too
+(the create without identity, two 422 creates, with keys the list and search without identity) are
+the run's shared ones (``_shared_cells``), and the active and archived cells are AMP-ERR-07's creates.
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from amp_conformance import SHOULD, Amp, check
+from amp_conformance.amp01.checks._shared_cells import anonymous_create, public_cell, shared_create
 from amp_conformance.amp01.checks._support import (
+    Marks,
     about,
     error_of,
     expect_error,
     expect_refused_as_invalid,
     member,
     read_back_of,
+    shared_replies,
     shown,
 )
 from amp_conformance.amp01.conventions import Conventions
@@ -91,6 +96,16 @@ def _provoke(amp: Amp) -> _Provoked:
     transition the table expects refused comes after every other probe of its cell."""
     base = len(amp.evidence.exchanges)
     a, anonymous = amp.as_agent("a"), amp.anonymous()
+    # probes other checks ask too, each sent once per run (before the stranger is taken, so every
+    # check sharing them plays the same agents): the odd creates of AMP-ERR-07 (one of them, a plain
+    # cell, is this step's active cell), two 422 creates, the create without identity and its listing
+    odd = _odd_creates(amp)
+    literal = shared_create(amp, "type-literal", lambda maker: maker.cell_body(type="literal"))
+    array = shared_create(amp, "json-array", lambda maker: [])
+    _, refused_create, refused_listing = anonymous_create(amp)
+    # with keys, the list and the search without identity are those test_auth asks of its public
+    # cell's owner (shared): the answer is 401 whoever the owner is
+    public = public_cell(amp)[1] if amp.keys_mode else None
     # the stranger and unknown-id cases need a second agent (for the server's conventions too): without
     # one (keys mode, one key) only the checks judging the whole table go without (they skip, as they
     # always have); the others still get their answers
@@ -109,9 +124,10 @@ def _provoke(amp: Amp) -> _Provoked:
     )
     transition = ((409, ("INVALID_TRANSITION",)),)
     invalid = ((422, ("VALIDATION_ERROR",)),)
-    active = amp.create_cell(content={"text": ORIGINAL_TEXT})
-    archived = amp.create_cell()
-    amp.archive(archived["id"])
+    active = _odd_cell(amp, odd, EMPTY_METADATA, ORIGINAL_TEXT) or amp.create_cell(
+        content={"text": ORIGINAL_TEXT}
+    )
+    archived = _archived_odd_cell(amp, odd)
     owner = active["identity"]["owner_id"] if isinstance(active.get("identity"), dict) else amp.owner()
     missing = amp.unknown_id() if conventions else None
     text = {"content": {"text": "edited"}}
@@ -126,9 +142,9 @@ def _provoke(amp: Amp) -> _Provoked:
 
     # AMP-ERR-05: 422 probes of kinds the table has none of (the table's own 422 cases serve AMP-ERR-04/-05
     # too: a limit below the range, a score out of range, a bad enum on the query route, a missing query)
-    probe("POST /memories bad type", a.post("/memories", amp.cell_body(type="literal")))
+    probe("POST /memories bad type", literal)
     probe("POST /memories malformed JSON", a.post("/memories", content=b'{"type": "semantic",'))
-    probe("POST /memories JSON array", a.post("/memories", []))
+    probe("POST /memories JSON array", array)
     probe("GET /memories limit=abc", a.get("/memories", params={"limit": "abc"}))
     probe(
         "PATCH readable_by [1]",
@@ -141,22 +157,14 @@ def _provoke(amp: Amp) -> _Provoked:
     def case(label: str, reply: Reply, answers: Answers, requirement: str) -> None:
         table.append((label, position(reply), answers, requirement))
 
-    refused_owner = amp.owner()
-    case(
-        "POST /memories without identity",
-        anonymous.post("/memories", amp.cell_body(identity={"owner_id": refused_owner})),
-        unauthenticated,
-        "AMP-AUTH-01",
-    )
-    probe(
-        "listing the refused create's owner",
-        a.get("/memories", params={"owner_id": refused_owner, "status": "active"}),
-    )
+    # the create without identity and the listing of its owner right after it (sent above)
+    case("POST /memories without identity", refused_create, unauthenticated, "AMP-AUTH-01")
+    probe("listing the refused create's owner", refused_listing)
     case("POST /memories without content", a.post("/memories", {"type": "semantic"}), invalid, "AMP-ERR-04")
     listed = {"owner_id": owner, "limit": 10}
     case(
         "GET /memories without identity",
-        anonymous.get("/memories", params=listed),
+        public["anonymous list"] if public else anonymous.get("/memories", params=listed),
         unauthenticated,
         "AMP-AUTH-01",
     )
@@ -230,7 +238,7 @@ def _provoke(amp: Amp) -> _Provoked:
     case("DELETE of an active cell", a.delete(f"/memories/{active['id']}"), transition, "AMP-DEL-03")
     case(
         "search without identity",
-        anonymous.post("/memories/search", _search_body(owner)),
+        public["anonymous search"] if public else anonymous.post("/memories/search", _search_body(owner)),
         unauthenticated,
         "AMP-AUTH-01",
     )
@@ -534,21 +542,88 @@ def _remember_created(amp: Amp, reply: Reply) -> None:
         amp.remember(body["id"], as_agent="a")
 
 
+UNICODE_TEXT = "Prefers 日本語 and émoji 🐍 — “quotes”, RTL עברית, zero\u200bwidth"
+EMPTY_METADATA = "create with empty metadata"
+SCORING_NULL = "create with scoring null"
+
+
+def _odd_creates(amp: Amp) -> tuple[str, list[tuple[str, Reply]]]:
+    """AMP-ERR-07's creates, sent once per run: (the Unicode cell's owner, [(label, reply)]). One
+    oddity per request: a body refused for one oddity would never reach the code another crashes in.
+    The empty-metadata create carries :data:`ORIGINAL_TEXT`, so the cell it makes (a plain cell of
+    agent "a") is also the active cell of the error probes; the scoring-null cell is their archived
+    one (AMP-ERR-07 judges only the create answers). Cells made are handed to the clean-up; nothing
+    is judged here."""
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        owner = a.owner()
+        client = a.as_agent("a")
+        bodies = (
+            (
+                "create with Unicode text",
+                a.cell_body(content={"text": UNICODE_TEXT}, identity={"owner_id": owner}),
+            ),
+            (SCORING_NULL, a.cell_body(scoring=None)),
+            ("create with access_policy null", a.cell_body(access_policy=None)),
+            (EMPTY_METADATA, a.cell_body(content={"text": ORIGINAL_TEXT, "metadata": {}})),
+        )
+        made = []
+        for label, body in bodies:
+            reply = client.post("/memories", body)
+            _remember_created(a, reply)
+            made.append((label, marks(reply)))
+        return {"owner": owner, "made": made}
+
+    made, replies = shared_replies(amp, "errors:odd-creates", make)
+    return made["owner"], [(label, replies[at]) for label, at in made["made"]]
+
+
+def _odd_cell(
+    amp: Amp, odd: tuple[str, list[tuple[str, Reply]]], label: str, text: str | None = None
+) -> dict[str, Any] | None:
+    """The cell the odd create ``label`` made, when it answered 2xx with a cell (holding ``text``, when
+    given); else None: the error probes then make their own."""
+    reply = dict(odd[1])[label]
+    if not 200 <= reply.status < 300:
+        return None
+    try:
+        cell = reply.json()
+    except AssertionError:
+        return None
+    if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
+        return None
+    content = cell.get("content")
+    identity = cell.get("identity")
+    if not (isinstance(content, dict) and isinstance(identity, dict)):
+        return None
+    if text is not None and content.get("text") != text:
+        return None
+    return cell
+
+
+def _archived_odd_cell(amp: Amp, odd: tuple[str, list[tuple[str, Reply]]]) -> dict[str, Any]:
+    """The error probes' archived cell: the scoring-null create's cell once archived (AMP-ERR-07 judges
+    only its create answer), or, when that create or its archive did not succeed, a fresh cell archived
+    as a step (AMP-PATCH-10)."""
+    cell = _odd_cell(amp, odd, SCORING_NULL)
+    if cell is not None:
+        reply = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "archived"}})
+        if reply.status == 200:
+            return cell
+    cell = amp.create_cell()
+    amp.archive(cell["id"])
+    return cell
+
+
 @check("AMP-ERR-07")
 def test_odd_but_valid_requests_do_not_crash(amp: Amp) -> None:
     """Unicode text, a long agent id and null sections never produce a 5xx."""
     a = amp.as_agent("a")
-    owner = amp.owner()
-    replies: list[tuple[str, Reply]] = []
-    unicode_text = "Prefers 日本語 and émoji 🐍 — “quotes”, RTL עברית, zero\u200bwidth"
-    # one oddity per request: a body refused for one oddity would never reach the code another crashes in
-    created = a.post("/memories", amp.cell_body(content={"text": unicode_text}, identity={"owner_id": owner}))
-    replies.append(("create with Unicode text", created))
-    replies.append(("create with scoring null", a.post("/memories", amp.cell_body(scoring=None))))
-    replies.append(("create with access_policy null", a.post("/memories", amp.cell_body(access_policy=None))))
-    replies.append(
-        ("create with empty metadata", a.post("/memories", amp.cell_body(content={"metadata": {}})))
-    )
+    owner, made = _odd_creates(amp)  # shared: the error probes use the empty-metadata cell
+    replies: list[tuple[str, Reply]] = list(made)
+    unicode_text = UNICODE_TEXT
+    created = replies[0][1]
     long_agent = amp.with_headers({"X-AMP-Agent-ID": f"{owner}-" + "x" * 1000})
     replies.append(
         ("list with a 1000-character agent id", long_agent.get("/memories", params={"owner_id": owner}))
@@ -556,8 +631,6 @@ def test_odd_but_valid_requests_do_not_crash(amp: Amp) -> None:
     replies.append(
         ("search for Unicode text", a.post("/memories/search", {"query": unicode_text, "owner_id": owner}))
     )
-    for _, reply in replies:
-        _remember_created(amp, reply)
     cell_id: str | None = None
     back: Reply | None = None
     if created.status == 201 and isinstance(created.json_object().get("id"), str):
