@@ -305,3 +305,72 @@ def judged_read(amp: Amp, reply: Reply, what: str) -> tuple[dict[str, Any], Repl
     if reply.status != 200:
         step_failed(amp, reply, what, "AMP-READ-01", "200")
     return expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}"), reply
+
+
+# one owner's active, archived and deleted cells ------------------------------------------------------
+
+#: The text of the status trio's cells (what the searches for them ask).
+BEES = "The user keeps bees on the roof of the office"
+
+#: The searches of the trio's owner, sent once its cell is deleted: the default one (every type,
+#: active cells), ``include_stale``, and the two status filters that name deleted cells.
+DELETED_SEARCHES: tuple[dict[str, Any], ...] = (
+    {},
+    {"include_stale": True},
+    {"status": ["deleted"]},
+    {"status": ["active", "stale", "archived", "deleted"]},
+)
+
+#: The lists of the trio's owner, sent with the searches: (path, status filter; None: none sent).
+TRIO_LISTS: tuple[tuple[str, str | None], ...] = (
+    ("/memories", None),
+    ("/memories", "archived"),
+    ("/memories", "active"),
+    ("/memories", "deleted"),
+    ("/memories/query", "deleted"),
+)
+
+
+def status_trio(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
+    """One fresh owner's three cells of agent "a" with the same text: ``kept`` left active,
+    ``archived`` archived, ``gone`` archived and deleted; then (once ``gone``'s archive answered 200)
+    the owner searched with each of :data:`DELETED_SEARCHES` and listed with each of
+    :data:`TRIO_LISTS`; and the replies: {"owner", "kept", "archived", "gone", "archive archived",
+    "archive", "delete", "searches", "lists"} (positions among the replies; ``delete`` None and no
+    searches or lists when ``gone``'s archive was refused).
+
+    Nothing is judged here: each check judges the steps it needs (the archives, the DELETE) and the
+    answers it asks about: AMP-DEL-01 the DELETE, AMP-DEL-05 the lists and searches, AMP-SRCH-08 the
+    searches (``kept`` shows that a search returning nothing is no working search), AMP-LIST-04 the
+    lists of the active and archived cells. The searches and lists are sent with the cells, so no later
+    probe can change what they saw: the probes that try to undo or purge ``gone`` (AMP-DEL-07,
+    AMP-RET-02) and the refused DELETE of ``kept`` (AMP-DEL-03) come afterwards, and nothing changes
+    ``archived`` (AMP-READ-08 reads it)."""
+    take_roles(amp)
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        owner = a.owner()
+        kept, archived, gone = [
+            str(a.create_cell(identity={"owner_id": owner}, content={"text": BEES})["id"]) for _ in range(3)
+        ]
+        client = a.as_agent("a")
+        to_archived = {"lifecycle": {"status": "archived"}}
+        made: dict[str, Any] = {"owner": owner, "kept": kept, "archived": archived, "gone": gone}
+        made["archive archived"] = marks(client.patch(f"/memories/{archived}", to_archived))
+        archive = client.patch(f"/memories/{gone}", to_archived)
+        made |= {"archive": marks(archive), "delete": None, "searches": [], "lists": []}
+        if archive.status != 200:
+            return made
+        made["delete"] = marks(client.delete(f"/memories/{gone}"))
+        made["searches"] = [
+            marks(client.post("/memories/search", {"query": BEES, "owner_id": owner, **extra}))
+            for extra in DELETED_SEARCHES
+        ]
+        made["lists"] = [
+            marks(client.get(path, params={"owner_id": owner, "status": status}))
+            for path, status in TRIO_LISTS
+        ]
+        return made
+
+    return shared_replies(amp, "cells:status-trio", make)

@@ -15,12 +15,12 @@ from typing import Any
 
 from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._shared_cells import (
-    active_and_archived,
     full_read,
     judged_read,
     minimal_cell,
     minimal_read,
     minimal_refused_read,
+    status_trio,
     unread_cell,
 )
 from amp_conformance.amp01.checks._support import (
@@ -234,8 +234,9 @@ def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
 @check("AMP-READ-08")
 def test_an_archived_cell_is_readable(amp: Amp) -> None:
     """An archived cell reads back with 200 and status 'archived'."""
-    cell = active_and_archived(amp)["archived"]["cell"]
-    stored, reply = read(amp, cell["id"], what="reading the archived cell")
+    made, replies = status_trio(amp)  # one owner's active, archived and deleted cells
+    amp.archived_step(replies[made["archive archived"]])
+    stored, reply = read(amp, made["archived"], what="reading the archived cell")
     status = member(stored, "lifecycle.status")
     amp.expect(
         status == "archived", f"the archived cell reads back as 'archived' (got {shown(status)})", reply

@@ -20,8 +20,10 @@ from typing import Any
 from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._lifecycle_passes import RANKED_RATE, first_pass, ranked_cells, together
 from amp_conformance.amp01.checks._shared_cells import (
+    DELETED_SEARCHES,
     ids_by_rank,
     owner_set,
+    status_trio,
     unread_cell,
 )
 from amp_conformance.amp01.checks._support import (
@@ -317,22 +319,17 @@ def test_explicit_status_filter_is_honoured(amp: Amp) -> None:
 @check("AMP-SRCH-08")
 def test_deleted_cells_are_never_returned(amp: Amp) -> None:
     """Deleted cells never come back from search, whatever status or include_stale says (or 422)."""
-    owner = amp.owner()
-    kept = _cell(amp, owner)
-    gone = _cell(amp, owner)
-    amp.delete_cell(gone)
-    client = amp.as_agent("a")
+    # one owner's active, archived and deleted cells, searched right after the delete (shared)
+    made, replies = status_trio(amp)
+    amp.archived_step(replies[made["archive"]])
+    amp.deleted_step(replies[made["delete"]])
+    kept, gone = made["kept"], made["gone"]
+    # DELETED_SEARCHES: the default search first, then include_stale and the two status filters
+    (_, default), *variants = zip(DELETED_SEARCHES, made["searches"], strict=True)
     # AMP-SRCH-08 restates AMP-DEL-05 (a deleted cell never appears in search or list) for search
-    _expect_ids(
-        amp, _search(client, owner), [kept], "default search after a delete", requirement="AMP-DEL-05"
-    )
-    variants: list[dict[str, Any]] = [
-        {"include_stale": True},
-        {"status": ["deleted"]},
-        {"status": ["active", "stale", "archived", "deleted"]},
-    ]
-    for fields in variants:
-        reply = _search(client, owner, **fields)
+    _expect_ids(amp, replies[default], [kept], "default search after a delete", requirement="AMP-DEL-05")
+    for fields, at in variants:
+        reply = replies[at]
         if reply.status == 422 and "deleted" in fields.get("status", []):
             expect_refused_as_invalid(amp, reply)
             continue
