@@ -331,18 +331,28 @@ TRIO_LISTS: tuple[tuple[str, str | None], ...] = (
 )
 
 
+#: The trio's active cell scores 1.0 (and never decays); beside it, one active cell of the owner
+#: (importance 0.5, never decaying) holds a text the ranking question is about, :data:`TRIO_QUERY`.
+TRIO_KEPT: dict[str, Any] = {"importance": 1.0, "confidence": 1.0, "decay_rate": 0}
+TRIO_RELEVANT: dict[str, Any] = {"importance": 0.5, "confidence": 1.0, "decay_rate": 0}
+TRIO_QUERY = "which programming language does the user prefer for backend work"
+
+
 def status_trio(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
-    """One fresh owner's three cells of agent "a" with the same text: ``kept`` left active,
-    ``archived`` archived, ``gone`` archived and deleted; then (once ``gone``'s archive answered 200)
-    the owner searched with each of :data:`DELETED_SEARCHES` and listed with each of
-    :data:`TRIO_LISTS`; and the replies: {"owner", "kept", "archived", "gone", "archive archived",
-    "archive", "delete", "searches", "lists"} (positions among the replies; ``delete`` None and no
-    searches or lists when ``gone``'s archive was refused).
+    """One fresh owner's three cells of agent "a" with the same text: ``kept`` (scoring
+    :data:`TRIO_KEPT`) left active, ``archived`` archived, ``gone`` archived and deleted, and a fourth,
+    ``relevant`` (:data:`SET_TEXT`, :data:`TRIO_RELEVANT`), left active; then (once ``gone``'s archive
+    answered 200) the owner searched with each of :data:`DELETED_SEARCHES` and listed with each of
+    :data:`TRIO_LISTS` (before the archives, with all four active, it is searched with
+    :data:`TRIO_QUERY`: ``ranked``); and the replies: {"owner", "kept", "archived", "gone",
+    "relevant", "ranked", "archive archived", "archive", "delete", "searches", "lists"} (positions
+    among the replies; ``delete`` None and no searches or lists when ``gone``'s archive was refused).
 
     Nothing is judged here: each check judges the steps it needs (the archives, the DELETE) and the
     answers it asks about: AMP-DEL-01 the DELETE, AMP-DEL-05 the lists and searches, AMP-SRCH-08 the
     searches (``kept`` shows that a search returning nothing is no working search), AMP-LIST-04 the
-    lists of the active and archived cells. The searches and lists are sent with the cells, so no later
+    lists of the active and archived cells, AMP-SRCH-13 the ranked search (``relevant`` before the
+    unrelated ``kept``, which scores higher). The searches and lists are sent with the cells, so no later
     probe can change what they saw: the probes that try to undo or purge ``gone`` (AMP-DEL-07,
     AMP-RET-02) and the refused DELETE of ``kept`` (AMP-DEL-03) come afterwards, and nothing changes
     ``archived`` (AMP-READ-08 reads it)."""
@@ -351,12 +361,21 @@ def status_trio(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
     def make(a: Amp) -> dict[str, Any]:
         marks = Marks(a)
         owner = a.owner()
-        kept, archived, gone = [
-            str(a.create_cell(identity={"owner_id": owner}, content={"text": BEES})["id"]) for _ in range(3)
-        ]
+
+        def create(text: str, scoring: dict[str, Any] | None = None) -> str:
+            fields: dict[str, Any] = {"identity": {"owner_id": owner}, "content": {"text": text}}
+            if scoring is not None:
+                fields["scoring"] = scoring
+            return str(a.create_cell(fields)["id"])
+
+        kept, archived, gone = create(BEES, TRIO_KEPT), create(BEES), create(BEES)
+        relevant = create(SET_TEXT, TRIO_RELEVANT)
         client = a.as_agent("a")
         to_archived = {"lifecycle": {"status": "archived"}}
         made: dict[str, Any] = {"owner": owner, "kept": kept, "archived": archived, "gone": gone}
+        made["relevant"] = relevant
+        # first (it needs no archive): the cells a ranking is asked about are all active now
+        made["ranked"] = marks(client.post("/memories/search", {"query": TRIO_QUERY, "owner_id": owner}))
         made["archive archived"] = marks(client.patch(f"/memories/{archived}", to_archived))
         archive = client.patch(f"/memories/{gone}", to_archived)
         made |= {"archive": marks(archive), "delete": None, "searches": [], "lists": []}

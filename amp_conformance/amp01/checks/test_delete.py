@@ -65,10 +65,28 @@ def test_delete_of_an_archived_cell_is_204_with_empty_body(amp: Amp) -> None:
     amp.expect(len(reply.content) == 0, f"the 204 body is empty (got {len(reply.content)} bytes)", reply)
 
 
+@check("AMP-DEL-04")
+def test_delete_needs_write_access(amp: Amp) -> None:
+    """A stranger's DELETE is 403 on an active cell (not 409) and on an archived one; nothing changes."""
+    # the status trio's active and archived cells (its lists and searches were sent with them); this
+    # check comes before AMP-DEL-03's DELETE of the active one
+    made, replies = status_trio(amp)
+    amp.archived_step(replies[made["archive archived"]])
+    cells = (("kept", "active"), ("archived", "archived"))
+    stranger = amp.as_agent("stranger")
+    for name, state in cells:
+        reply = stranger.delete(f"/memories/{made[name]}")
+        expect_refusal(amp, reply, f"a stranger's DELETE of an {state} cell")
+    for name, state in cells:
+        status, got = _status_of(amp, made[name])
+        amp.expect(status == state, f"the {state} cell is still {state!r} (got {shown(status)})", got)
+
+
 @check("AMP-DEL-03", "AMP-ERR-03")
 def test_delete_of_an_active_cell_is_refused(amp: Amp) -> None:
     """DELETE of an active cell is 409 INVALID_TRANSITION and the cell stays active."""
-    # the status trio's active cell: every list and search of it was sent with it, before this DELETE
+    # the status trio's active cell: its lists and searches were sent with it, AMP-DEL-04's refused
+    # DELETEs came before this one
     made, _ = status_trio(amp)
     reply = amp.as_agent("a").delete(f"/memories/{made['kept']}")
     expect_transition_refused(amp, reply, "DELETE of an active cell", "AMP-DEL-03")
@@ -104,19 +122,6 @@ def test_delete_of_a_stale_cell_is_refused(amp: Amp) -> None:
         got,
         requirement="AMP-DEL-03",
     )
-
-
-@check("AMP-DEL-04")
-def test_delete_needs_write_access(amp: Amp) -> None:
-    """A stranger's DELETE is 403 on an active cell (not 409) and on an archived one; nothing changes."""
-    cell = amp.create_cell()  # refused while active, then archived and refused again
-    reply = amp.as_agent("stranger").delete(f"/memories/{cell['id']}")
-    expect_refusal(amp, reply, "a stranger's DELETE of an active cell")
-    amp.archive(cell["id"])
-    reply = amp.as_agent("stranger").delete(f"/memories/{cell['id']}")
-    expect_refusal(amp, reply, "a stranger's DELETE of an archived cell")
-    status, got = _status_of(amp, cell["id"])
-    amp.expect(status == "archived", f"the cell is still 'archived' (got {shown(status)})", got)
 
 
 @check("AMP-DEL-05")

@@ -3,8 +3,8 @@
 AMP-READ-07 (a stale cell is readable) needs a lifecycle pass, hence the admin token: it belongs with
 the lifecycle checks. Checks whose verdict does not hang on a cell's access counters read the cells
 ``_shared_cells`` makes once per run; those that count accesses share a cell only with the checks
-judging the same sequence of requests (AMP-READ-02 and -03: three reads; AMP-READ-06 and AMP-SRCH-18:
-searches, then lists, then a read) or make their own.
+judging the same sequence of requests (AMP-READ-06 and AMP-SRCH-18: searches, then lists, then a read;
+after it, on the same cell, AMP-READ-02 and -03: three reads) or make their own.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._shared_cells import (
+    created_reply,
     full_read,
     judged_read,
     minimal_cell,
@@ -27,6 +28,7 @@ from amp_conformance.amp01.checks._support import (
     Marks,
     created,
     expect_refusal,
+    expect_step,
     expect_unknown_id_answer,
     expect_valid_cell,
     list_owner,
@@ -76,13 +78,17 @@ def _raw_accessed(reply: Reply) -> Any:
 
 
 def _three_reads(amp: Amp) -> dict[str, Any]:
-    """A fresh cell read three times in a row by its creator, each read's client send/receive times
-    kept; when the first two reads show the same last_accessed_at (a coarse clock), one more read
-    1.1 s later. Nothing is judged here: AMP-READ-02 judges the counts, AMP-READ-03 the timestamps,
-    each from the same answers (a fault in one never shows in the other's question)."""
+    """The shared unread cell (``_shared_cells.unread_cell``: searched and listed, then read once by id,
+    the sequence AMP-READ-06 and AMP-SRCH-18 judge, sent first), then read three times in a row by its
+    creator, each read's client send/receive times kept; when the first two of them show the same
+    last_accessed_at (a coarse clock), one more read 1.1 s later. Nothing is judged here: AMP-READ-02
+    judges the counts (each read one more than the read before it), AMP-READ-03 the timestamps, each
+    from the same answers (a fault in one never shows in the other's question)."""
     marks = Marks(amp)
-    cell, reply = created(amp, amp.cell_body())
-    made: dict[str, Any] = {"cell": cell, "create": marks(reply), "reads": [], "later": None}
+    unread, unread_replies = unread_cell(amp)
+    cell = unread["cell"]
+    made: dict[str, Any] = {"cell": cell, "create": marks(created_reply(amp, cell["id"]))}
+    made |= {"first": marks(unread_replies[unread["read"]]), "reads": [], "later": None}
     client = amp.as_agent("a")
     replies: list[Reply] = []
     for _ in range(3):
@@ -99,13 +105,26 @@ def _three_reads(amp: Amp) -> dict[str, Any]:
 def test_each_read_adds_one_to_access_count(amp: Amp) -> None:
     """Every successful read adds exactly 1 to access_count, and the reply already shows it."""
     made, replies = shared_replies(amp, "read:three-reads", _three_reads)
-    for expected, entry in zip((1, 2, 3), made["reads"], strict=True):
+    # the cell's first read by id came before (AMP-READ-06 asks whether it showed 1): each of the
+    # three reads after it adds one to what it showed
+    first = replies[made["first"]]
+    before = member(read_of(amp, first, "the first read by id"), "scoring.access_count")
+    expect_step(
+        amp,
+        isinstance(before, int) and not isinstance(before, bool),
+        f"the cell's first read by id shows access_count {shown(before)}, not a count",
+        first,
+        step="the access_count before the three reads",
+        requirement="AMP-READ-02",
+    )
+    for added, entry in enumerate(made["reads"], start=1):
+        expected = before + added
         reply = replies[entry["at"]]
-        stored = read_of(amp, reply, f"read {expected}")
+        stored = read_of(amp, reply, f"read {added}")
         count = member(stored, "scoring.access_count")
         amp.expect(
             count == expected and not isinstance(count, bool),
-            f"access_count is {expected} after {expected} read(s) (got {shown(count)})",
+            f"access_count is {expected} after {added} more read(s) (got {shown(count)})",
             reply,
             expected=str(expected),
         )
