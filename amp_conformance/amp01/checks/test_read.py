@@ -26,7 +26,6 @@ from amp_conformance.amp01.checks._shared_cells import (
 )
 from amp_conformance.amp01.checks._support import (
     Marks,
-    created,
     expect_refusal,
     expect_step,
     expect_unknown_id_answer,
@@ -192,25 +191,46 @@ def test_a_read_does_not_touch_last_updated_at(amp: Amp) -> None:
 @check("AMP-READ-05")
 def test_a_refused_read_does_not_count(amp: Amp) -> None:
     """Refused reads (403 stranger, 401 anonymous) change neither access_count nor last_accessed_at."""
-    body = amp.cell_body()
-    cell, _ = created(amp, body)
+    # the cell AMP-READ-02/-03 read (the run's shared sequence, sent first): its last read is the
+    # baseline, the refused reads come after it
+    made, replies = shared_replies(amp, "read:three-reads", _three_reads)
+    cell = made["cell"]
+    last = replies[made["later"] if made["later"] is not None else made["reads"][-1]["at"]]
+    before = read_of(amp, last, "the last read before the refused ones")
+    count, accessed = member(before, "scoring.access_count"), member(before, "lifecycle.last_accessed_at")
+    expect_step(
+        amp,
+        isinstance(count, int) and not isinstance(count, bool),
+        f"the cell's last read shows access_count {shown(count)}, not a count",
+        last,
+        step="the access_count before the refused reads",
+        requirement="AMP-READ-02",
+    )
+    if made["later"] is not None:
+        time.sleep(1.1)  # a coarse clock: refused reads stamping the cell must show a later second
     expect_refusal(
         amp, amp.as_agent("stranger").get(f"/memories/{cell['id']}"), "a stranger reading the cell"
     )
     anonymous = amp.anonymous().get(f"/memories/{cell['id']}")
     amp.expect_status(anonymous, 401, what="reading without X-AMP-Agent-ID")
-    results, listed = list_owner(amp, body["identity"]["owner_id"])
+    results, listed = list_owner(amp, cell["identity"]["owner_id"])
     listed_cell = next((r for r in results if isinstance(r, dict) and r.get("id") == cell["id"]), None)
     if listed_cell is None:
         amp.note("the owner's list did not show the cell; last_accessed_at not observed before the read")
     else:
         value = member(listed_cell, "lifecycle.last_accessed_at")
         amp.expect(
-            value is None, f"after refused reads, last_accessed_at is still null (got {shown(value)})", listed
+            value == accessed,
+            f"after refused reads, last_accessed_at is still {shown(accessed)} (got {shown(value)})",
+            listed,
         )
     stored, reply = read(amp, cell["id"], what="the creator's first read after the refused ones")
-    count = member(stored, "scoring.access_count")
-    amp.expect(count == 1, f"only the creator's read counted: access_count is 1 (got {shown(count)})", reply)
+    got = member(stored, "scoring.access_count")
+    amp.expect(
+        got == count + 1,
+        f"only the creator's read counted: access_count is {count + 1} (got {shown(got)})",
+        reply,
+    )
 
 
 @check("AMP-READ-06")
