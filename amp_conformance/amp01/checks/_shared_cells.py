@@ -22,9 +22,11 @@ import json
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from amp_conformance import Amp
+from amp_conformance.amp01.checks._lifecycle_passes import together
 from amp_conformance.amp01.checks._support import (
     Marks,
     create_step,
@@ -338,24 +340,39 @@ TRIO_RELEVANT: dict[str, Any] = {"importance": 0.5, "confidence": 1.0, "decay_ra
 TRIO_QUERY = "which programming language does the user prefer for backend work"
 
 
+#: What AMP-DEL-07 sends to the deleted cell (judged in this order): a second DELETE, then PATCHes back.
+UNDO_ATTEMPTS = ("a second DELETE", "PATCH deleted -> archived", "PATCH deleted -> active")
+
+
+def purge_probes(cell_id: str) -> tuple[tuple[str, str, dict[str, str] | None], ...]:
+    """One of each form a purge route takes (method, path, query): a flag on DELETE, a sub-resource."""
+    return (
+        ("DELETE", f"/memories/{cell_id}", {"purge": "true"}),
+        ("POST", f"/memories/{cell_id}/purge", None),
+    )
+
+
 def status_trio(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
     """One fresh owner's three cells of agent "a" with the same text: ``kept`` (scoring
     :data:`TRIO_KEPT`) left active, ``archived`` archived, ``gone`` archived and deleted, and a fourth,
     ``relevant`` (:data:`SET_TEXT`, :data:`TRIO_RELEVANT`), left active; then (once ``gone``'s archive
     answered 200) the owner searched with each of :data:`DELETED_SEARCHES` and listed with each of
     :data:`TRIO_LISTS` (before the archives, with all four active, it is searched with
-    :data:`TRIO_QUERY`: ``ranked``); and the replies: {"owner", "kept", "archived", "gone",
-    "relevant", "ranked", "archive archived", "archive", "delete", "searches", "lists"} (positions
-    among the replies; ``delete`` None and no searches or lists when ``gone``'s archive was refused).
+    :data:`TRIO_QUERY`: ``ranked``); last ``gone`` is read, sent :data:`UNDO_ATTEMPTS`, read, sent
+    :func:`purge_probes` (at once) and read; and the replies: {"owner", "kept", "archived", "gone",
+    "relevant", "ranked", "archive archived", "archive", "delete", "searches", "lists", "read",
+    "undo", "read after undo", "purges", "read after purges"} (positions among the replies; ``delete``
+    None and nothing after it when ``gone``'s archive was refused).
 
     Nothing is judged here: each check judges the steps it needs (the archives, the DELETE) and the
     answers it asks about: AMP-DEL-01 the DELETE, AMP-DEL-05 the lists and searches, AMP-SRCH-08 the
     searches (``kept`` shows that a search returning nothing is no working search), AMP-LIST-04 the
     lists of the active and archived cells, AMP-SRCH-13 the ranked search (``relevant`` before the
-    unrelated ``kept``, which scores higher). The searches and lists are sent with the cells, so no later
-    probe can change what they saw: the probes that try to undo or purge ``gone`` (AMP-DEL-07,
-    AMP-RET-02) and the refused DELETE of ``kept`` (AMP-DEL-03) come afterwards, and nothing changes
-    ``archived`` (AMP-READ-08 reads it)."""
+    unrelated ``kept``, which scores higher), AMP-DEL-06 the first read of ``gone``, AMP-DEL-07 the
+    attempts to undo the delete (after that read), AMP-RET-02 the purge probes (after the read that
+    follows the attempts). The searches and lists come before any probe that could change what they
+    see; the refused DELETEs of ``kept`` and ``archived`` (AMP-DEL-03, -04) come afterwards, in the
+    checks, and nothing else changes ``archived`` (AMP-READ-08 reads it)."""
     take_roles(amp)
 
     def make(a: Amp) -> dict[str, Any]:
@@ -390,6 +407,36 @@ def status_trio(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
             marks(client.get(path, params={"owner_id": owner, "status": status}))
             for path, status in TRIO_LISTS
         ]
+        # last, the deleted cell read, then the attempts to undo its delete (AMP-DEL-07), read again,
+        # then the purge-looking requests (AMP-RET-02, at once) and a last read: each judged by the
+        # check asking, against the read just before its probes
+        path = f"/memories/{gone}"
+        made["read"] = marks(client.get(path))
+        made["undo"] = [
+            marks(client.delete(path)),
+            marks(client.patch(path, {"lifecycle": {"status": "archived"}})),
+            marks(client.patch(path, {"lifecycle": {"status": "active"}})),
+        ]
+        made["read after undo"] = marks(client.get(path))
+        purges: list[Callable[[], Reply]] = [
+            partial(client.request, m, p, params=q) for m, p, q in purge_probes(gone)
+        ]
+        made["purges"] = [marks(reply) for reply in together(a, purges)]
+        made["read after purges"] = marks(client.get(path))
         return made
 
     return shared_replies(amp, "cells:status-trio", make)
+
+
+def unknown_read(amp: Amp) -> tuple[str, Reply]:
+    """A well-formed id no server has issued and agent "a"'s GET of it, sent once per run: AMP-READ-10
+    and AMP-DEL-08 each judge that answer (AMP-DEL-08 sends its PATCH and DELETE to the same id)."""
+    take_roles(amp)
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        unknown = a.unknown_id()
+        return {"id": unknown, "read": marks(a.as_agent("a").get(f"/memories/{unknown}"))}
+
+    made, replies = shared_replies(amp, "read:unknown-id", make)
+    return str(made["id"]), replies[made["read"]]

@@ -14,12 +14,18 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance import Amp, check
-from amp_conformance.amp01.checks._shared_cells import DELETED_SEARCHES, TRIO_LISTS, status_trio
+from amp_conformance.amp01.checks._shared_cells import (
+    DELETED_SEARCHES,
+    TRIO_LISTS,
+    UNDO_ATTEMPTS,
+    status_trio,
+    unknown_read,
+)
 from amp_conformance.amp01.checks._support import (
     about,
-    expect_deleted_read,
+    expect_deleted_read_of,
     expect_member,
-    expect_reads_as_deleted,
+    expect_reads_as_deleted_of,
     expect_refusal,
     expect_transition_refused,
     expect_unknown_id_answer,
@@ -160,46 +166,36 @@ def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
 @check("AMP-DEL-06", "AMP-DEL-02")
 def test_deleted_cell_reads_as_deleted_or_unknown(amp: Amp) -> None:
     """GET of a deleted cell answers 200 with status 'deleted' or the unknown-id answer, per convention."""
-    _owner, cell_id, _, _, _ = _deleted(amp)
+    _owner, _id, _, made, replies = _deleted(amp)  # its first read was sent with it, after the lists
     with about("AMP-DEL-06"):  # the read's answer is AMP-DEL-06's; AMP-DEL-02 is what it shows
-        expect_deleted_read(amp, cell_id, "GET after DELETE")
+        expect_deleted_read_of(amp, replies[made["read"]], "GET after DELETE")
     amp.note(f"deleted cells: {amp.conventions.deleted_read or 'convention not detected'} (C-05)")
 
 
 @check("AMP-DEL-07")
 def test_deleted_is_terminal(amp: Amp) -> None:
     """A second DELETE is refused, PATCHes back to archived or active are refused, the cell stays deleted."""
-    # the shared deleted cell: its other checks (above, and the searches sent with it) come first
-    _owner, cell_id, _, _, _ = _deleted(amp)
-    expect_reads_as_deleted(amp, cell_id)
+    # the shared deleted cell's attempts, sent after its read (and after every list and search of it)
+    _owner, _id, _, made, replies = _deleted(amp)
+    expect_reads_as_deleted_of(amp, replies[made["read"]], "reading the cell right after its delete")
     hidden = amp.conventions.deleted_read == "hidden"
-    attempts: list[tuple[str, Reply]] = [
-        ("a second DELETE", amp.as_agent("a").delete(f"/memories/{cell_id}")),
-        (
-            "PATCH deleted -> archived",
-            amp.as_agent("a").patch(f"/memories/{cell_id}", {"lifecycle": {"status": "archived"}}),
-        ),
-        (
-            "PATCH deleted -> active",
-            amp.as_agent("a").patch(f"/memories/{cell_id}", {"lifecycle": {"status": "active"}}),
-        ),
-    ]
-    for what, reply in attempts:
+    for what, at in zip(UNDO_ATTEMPTS, made["undo"], strict=True):
+        reply = replies[at]
         amp.expect(reply.status not in (200, 204), f"{what} was accepted ({reply.status})", reply)
         if reply.status == 409 and not hidden:
             expect_transition_refused(amp, reply, what, "AMP-DEL-07")
         else:
             expect_unknown_id_answer(amp, reply, what)
-    expect_deleted_read(amp, cell_id, "GET after the refused attempts")
+    expect_deleted_read_of(amp, replies[made["read after undo"]], "GET after the refused attempts")
 
 
 @check("AMP-DEL-08", "AMP-READ-10", "AMP-ERR-03")
 def test_unknown_id_gets_the_same_answer_on_get_patch_and_delete(amp: Amp) -> None:
     """DELETE, PATCH and GET of an unknown id give the server's one unknown-id answer (404 or 403)."""
-    unknown = amp.unknown_id()
+    unknown, read = unknown_read(amp)  # the GET is sent once per run (AMP-READ-10 judges it too)
     client = amp.as_agent("a")
     replies = {
-        "GET": client.get(f"/memories/{unknown}"),
+        "GET": read,
         "PATCH": client.patch(f"/memories/{unknown}", {"content": {"text": "nobody here"}}),
         "DELETE": client.delete(f"/memories/{unknown}"),
     }

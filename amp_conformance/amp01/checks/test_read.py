@@ -22,6 +22,7 @@ from amp_conformance.amp01.checks._shared_cells import (
     minimal_read,
     minimal_refused_read,
     status_trio,
+    unknown_read,
     unread_cell,
 )
 from amp_conformance.amp01.checks._support import (
@@ -286,7 +287,7 @@ def test_an_archived_cell_is_readable(amp: Amp) -> None:
 def test_unknown_and_forbidden_ids(amp: Amp) -> None:
     """An unknown id gets the documented unknown-id answer; a forbidden cell 403 (C-01, C-02)."""
     _, forbidden = minimal_refused_read(amp)  # sent once per run (AMP-CELL-16 judges it too)
-    unknown = amp.as_agent("a").get(f"/memories/{amp.unknown_id()}")
+    _, unknown = unknown_read(amp)  # sent once per run (AMP-DEL-08 judges it too)
     expect_unknown_id_answer(amp, unknown, "reading an unknown id")
     expect_refusal(amp, forbidden, "a stranger reading an existing cell")
     amp.note(f"unknown id: {label(answer_of(unknown))}; forbidden cell: {label(answer_of(forbidden))}")
