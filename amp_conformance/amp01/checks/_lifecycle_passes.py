@@ -32,7 +32,8 @@ Making them only sends and records: the create, the pass and the lists are steps
 needs one judges it, so a verdict never depends on which check made the passes. Statuses are seen
 through ``GET /memories?owner_id=…&status=…``, never a by-id read (an access). The cells a check
 changes afterwards are its own: ``archived`` is PATCHed by AMP-LC-08's check, ``z`` by the stale
-PATCH/DELETE check, ``w`` is read by id by AMP-READ-07's; the others are only listed and searched.
+PATCH/DELETE check, ``w`` is read by id by AMP-READ-07's, ``high`` is lowered by AMP-PATCH-16's (which
+also judges the lift of ``y``) once both passes were made; the others are only listed and searched.
 """
 
 from __future__ import annotations

@@ -26,9 +26,11 @@ import json
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from amp_conformance import Amp
+from amp_conformance.amp01.checks._lifecycle_passes import together
 from amp_conformance.amp01.checks._support import (
     Marks,
     create_step,
@@ -390,3 +392,136 @@ def public_cell(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
 
     made, replies = shared_replies(amp, "cell:public", make)
     return made["cell"], {name: replies[at] for name, at in made["probes"].items()}
+
+
+# one owner's active, archived and deleted cells ------------------------------------------------------
+
+#: The text of the status trio's cells (what the searches for them ask).
+BEES = "The user keeps bees on the roof of the office"
+
+#: The searches of the trio's owner, sent once its cell is deleted: the default one (every type,
+#: active cells), ``include_stale``, and the two status filters that name deleted cells.
+DELETED_SEARCHES: tuple[dict[str, Any], ...] = (
+    {},
+    {"include_stale": True},
+    {"status": ["deleted"]},
+    {"status": ["active", "stale", "archived", "deleted"]},
+)
+
+#: The lists of the trio's owner, sent with the searches: (path, status filter; None: none sent).
+TRIO_LISTS: tuple[tuple[str, str | None], ...] = (
+    ("/memories", None),
+    ("/memories", "archived"),
+    ("/memories", "active"),
+    ("/memories", "deleted"),
+    ("/memories/query", "deleted"),
+)
+
+
+#: The trio's active cell scores 1.0 (and never decays); beside it, one active cell of the owner
+#: (importance 0.5, never decaying) holds a text the ranking question is about, :data:`TRIO_QUERY`.
+TRIO_KEPT: dict[str, Any] = {"importance": 1.0, "confidence": 1.0, "decay_rate": 0}
+TRIO_RELEVANT: dict[str, Any] = {"importance": 0.5, "confidence": 1.0, "decay_rate": 0}
+TRIO_QUERY = "which programming language does the user prefer for backend work"
+
+
+#: What AMP-DEL-07 sends to the deleted cell (judged in this order): a second DELETE, then PATCHes back.
+UNDO_ATTEMPTS = ("a second DELETE", "PATCH deleted -> archived", "PATCH deleted -> active")
+
+
+def purge_probes(cell_id: str) -> tuple[tuple[str, str, dict[str, str] | None], ...]:
+    """One of each form a purge route takes (method, path, query): a flag on DELETE, a sub-resource."""
+    return (
+        ("DELETE", f"/memories/{cell_id}", {"purge": "true"}),
+        ("POST", f"/memories/{cell_id}/purge", None),
+    )
+
+
+def status_trio(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
+    """One fresh owner's three cells of agent "a" with the same text: ``kept`` (scoring
+    :data:`TRIO_KEPT`) left active, ``archived`` archived, ``gone`` archived and deleted, and a fourth,
+    ``relevant`` (:data:`SET_TEXT`, :data:`TRIO_RELEVANT`), left active; then (once ``gone``'s archive
+    answered 200) the owner searched with each of :data:`DELETED_SEARCHES` and listed with each of
+    :data:`TRIO_LISTS` (before the archives, with all four active, it is searched with
+    :data:`TRIO_QUERY`: ``ranked``); last ``gone`` is read, sent :data:`UNDO_ATTEMPTS`, read, sent
+    :func:`purge_probes` (at once) and read; and the replies: {"owner", "kept", "archived", "gone",
+    "relevant", "ranked", "archive archived", "archive", "delete", "searches", "lists", "read",
+    "undo", "read after undo", "purges", "read after purges"} (positions among the replies; ``delete``
+    None and nothing after it when ``gone``'s archive was refused).
+
+    Nothing is judged here: each check judges the steps it needs (the archives, the DELETE) and the
+    answers it asks about: AMP-DEL-01 the DELETE, AMP-DEL-05 the lists and searches, AMP-SRCH-08 the
+    searches (``kept`` shows that a search returning nothing is no working search), AMP-LIST-04 the
+    lists of the active and archived cells, AMP-SRCH-13 the ranked search (``relevant`` before the
+    unrelated ``kept``, which scores higher), AMP-DEL-06 the first read of ``gone``, AMP-DEL-07 the
+    attempts to undo the delete (after that read), AMP-RET-02 the purge probes (after the read that
+    follows the attempts). The searches and lists come before any probe that could change what they
+    see; the refused DELETEs of ``kept`` and ``archived`` (AMP-DEL-03, -04) come afterwards, in the
+    checks, and nothing else changes ``archived`` (AMP-READ-08 reads it)."""
+    take_roles(amp)
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        owner = a.owner()
+
+        def create(text: str, scoring: dict[str, Any] | None = None) -> str:
+            fields: dict[str, Any] = {"identity": {"owner_id": owner}, "content": {"text": text}}
+            if scoring is not None:
+                fields["scoring"] = scoring
+            return str(a.create_cell(fields)["id"])
+
+        kept, archived, gone = create(BEES, TRIO_KEPT), create(BEES), create(BEES)
+        relevant = create(SET_TEXT, TRIO_RELEVANT)
+        client = a.as_agent("a")
+        to_archived = {"lifecycle": {"status": "archived"}}
+        made: dict[str, Any] = {"owner": owner, "kept": kept, "archived": archived, "gone": gone}
+        made["relevant"] = relevant
+        # first (it needs no archive): the cells a ranking is asked about are all active now
+        made["ranked"] = marks(client.post("/memories/search", {"query": TRIO_QUERY, "owner_id": owner}))
+        made["archive archived"] = marks(client.patch(f"/memories/{archived}", to_archived))
+        archive = client.patch(f"/memories/{gone}", to_archived)
+        made |= {"archive": marks(archive), "delete": None, "searches": [], "lists": []}
+        if archive.status != 200:
+            return made
+        made["delete"] = marks(client.delete(f"/memories/{gone}"))
+        made["searches"] = [
+            marks(client.post("/memories/search", {"query": BEES, "owner_id": owner, **extra}))
+            for extra in DELETED_SEARCHES
+        ]
+        made["lists"] = [
+            marks(client.get(path, params={"owner_id": owner, "status": status}))
+            for path, status in TRIO_LISTS
+        ]
+        # last, the deleted cell read, then the attempts to undo its delete (AMP-DEL-07), read again,
+        # then the purge-looking requests (AMP-RET-02, at once) and a last read: each judged by the
+        # check asking, against the read just before its probes
+        path = f"/memories/{gone}"
+        made["read"] = marks(client.get(path))
+        made["undo"] = [
+            marks(client.delete(path)),
+            marks(client.patch(path, {"lifecycle": {"status": "archived"}})),
+            marks(client.patch(path, {"lifecycle": {"status": "active"}})),
+        ]
+        made["read after undo"] = marks(client.get(path))
+        purges: list[Callable[[], Reply]] = [
+            partial(client.request, m, p, params=q) for m, p, q in purge_probes(gone)
+        ]
+        made["purges"] = [marks(reply) for reply in together(a, purges)]
+        made["read after purges"] = marks(client.get(path))
+        return made
+
+    return shared_replies(amp, "cells:status-trio", make)
+
+
+def unknown_read(amp: Amp) -> tuple[str, Reply]:
+    """A well-formed id no server has issued and agent "a"'s GET of it, sent once per run: AMP-READ-10
+    and AMP-DEL-08 each judge that answer (AMP-DEL-08 sends its PATCH and DELETE to the same id)."""
+    take_roles(amp)
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        unknown = a.unknown_id()
+        return {"id": unknown, "read": marks(a.as_agent("a").get(f"/memories/{unknown}"))}
+
+    made, replies = shared_replies(amp, "read:unknown-id", make)
+    return str(made["id"]), replies[made["read"]]

@@ -630,3 +630,28 @@ def listed_results(amp: Amp, reply: Reply) -> list[Any]:
         step_failed(amp, reply, "listing the owner's cells (a results array)", "AMP-LIST-01", "a page")
     assert isinstance(results, list)
     return results
+
+
+def expect_deleted_read_of(amp: Amp, reply: Reply, what: str) -> None:
+    """:func:`expect_deleted_read` of a GET already sent (e.g. by a shared step)."""
+    convention = amp.conventions.deleted_read
+    if reply.status == 200 and convention != "hidden":
+        status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
+        amp.expect(status == "deleted", f"{what}: the deleted cell reads with status {shown(status)}", reply)
+        return
+    if convention == "readable":
+        amp.expect_status(reply, 200, what=f"{what} (this server keeps deleted cells readable)")
+    expect_unknown_id_answer(amp, reply, what)
+
+
+def expect_reads_as_deleted_of(amp: Amp, reply: Reply, step: str) -> None:
+    """:func:`expect_reads_as_deleted` of a GET already sent: a wrong read blocks the check under
+    AMP-DEL-06 (the baseline a check needs before it asks whether something changed the cell)."""
+    try:
+        expect_deleted_read_of(amp, reply, step)
+    except PreconditionFailed:
+        raise
+    except CheckFailure as failure:
+        expect_step(
+            amp, False, failure.message, None, step=step, requirement="AMP-DEL-06", expected=failure.expected
+        )

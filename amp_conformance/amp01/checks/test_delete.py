@@ -2,8 +2,11 @@
 
 What a deleted cell reads as is a documented convention (C-05): readable with status ``deleted``
 (API reference) or answered like an unknown id (upstream); the check follows the convention the
-server showed and fails anything else. One deleted cell (``amp.shared``) serves the checks that only
-look at it: the 204 of its DELETE, its read, the lists and searches that must leave it out.
+server showed and fails anything else. One owner's active, archived and deleted cells
+(``_shared_cells.status_trio``, shared with the list, read, search and retention checks) serve the
+checks that look at the deleted one (the 204 of its DELETE, its read, the lists and searches sent with
+it that must leave it out, and last, in this module's order, AMP-DEL-07's attempts to undo the
+delete) and the refused DELETE of an active cell (the trio's active one).
 """
 
 from __future__ import annotations
@@ -11,17 +14,22 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance import Amp, check
+from amp_conformance.amp01.checks._shared_cells import (
+    DELETED_SEARCHES,
+    TRIO_LISTS,
+    UNDO_ATTEMPTS,
+    status_trio,
+    unknown_read,
+)
 from amp_conformance.amp01.checks._support import (
-    Marks,
     about,
-    expect_deleted_read,
+    expect_deleted_read_of,
     expect_member,
-    expect_reads_as_deleted,
+    expect_reads_as_deleted_of,
     expect_refusal,
     expect_transition_refused,
     expect_unknown_id_answer,
     read_back,
-    shared_replies,
     shown,
     step_failed,
 )
@@ -33,33 +41,19 @@ def _status_of(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[str, Reply]:
     return expect_member(amp, stored, "lifecycle.status", reply), reply
 
 
-BEES = "The user keeps bees on the roof of the office"
-"""The text of the shared deleted cell (what the searches for it ask)."""
-
-
-def _delete_one(amp: Amp) -> dict[str, Any]:
-    """Create a cell of a fresh owner, archive it, delete it; the answers are recorded, not judged."""
-    marks = Marks(amp)
-    owner = amp.owner()
-    cell = amp.create_cell(identity={"owner_id": owner}, content={"text": BEES})
-    client = amp.as_agent("a")
-    archive = client.patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "archived"}})
-    delete = marks(client.delete(f"/memories/{cell['id']}")) if archive.status == 200 else None
-    return {"owner": owner, "id": cell["id"], "archive": marks(archive), "delete": delete}
-
-
-def _deleted(amp: Amp) -> tuple[str, str, Reply]:
-    """(owner, id, DELETE reply) of the module's shared deleted cell (made once per run, per worker):
-    an archive answered other than 200, or a DELETE other than 204, blocks the check as
-    ``amp.delete_cell`` would (AMP-DEL-01's own check judges the DELETE)."""
-    made, replies = shared_replies(amp, "delete:deleted-cell", _delete_one)
+def _deleted(amp: Amp) -> tuple[str, str, Reply, dict[str, Any], list[Reply]]:
+    """(owner, id, DELETE reply, the shared value, its replies) of the run's deleted cell
+    (``_shared_cells.status_trio``'s ``gone``, made once per run, per worker): an archive answered
+    other than 200, or a DELETE other than 204, blocks the check as ``amp.delete_cell`` would
+    (AMP-DEL-01's own check judges the DELETE)."""
+    made, replies = status_trio(amp)
     archive = replies[made["archive"]]
     if archive.status != 200 or made["delete"] is None:
         step_failed(amp, archive, "archiving a cell", "AMP-PATCH-10", "200")
     delete = replies[made["delete"]]
     if delete.status != 204 and "AMP-DEL-01" not in amp.info.requirements:
         step_failed(amp, delete, "deleting an archived cell", "AMP-DEL-01", "204")
-    return made["owner"], made["id"], delete
+    return made["owner"], made["gone"], delete, made, replies
 
 
 def _ids(amp: Amp, reply: Reply) -> list[Any]:
@@ -72,18 +66,37 @@ def _ids(amp: Amp, reply: Reply) -> list[Any]:
 @check("AMP-DEL-01")
 def test_delete_of_an_archived_cell_is_204_with_empty_body(amp: Amp) -> None:
     """DELETE of an archived cell by its creator answers 204 with an empty body."""
-    _owner, _id, reply = _deleted(amp)
+    _owner, _id, reply, _, _ = _deleted(amp)
     amp.expect_status(reply, 204)
     amp.expect(len(reply.content) == 0, f"the 204 body is empty (got {len(reply.content)} bytes)", reply)
+
+
+@check("AMP-DEL-04")
+def test_delete_needs_write_access(amp: Amp) -> None:
+    """A stranger's DELETE is 403 on an active cell (not 409) and on an archived one; nothing changes."""
+    # the status trio's active and archived cells (its lists and searches were sent with them); this
+    # check comes before AMP-DEL-03's DELETE of the active one
+    made, replies = status_trio(amp)
+    amp.archived_step(replies[made["archive archived"]])
+    cells = (("kept", "active"), ("archived", "archived"))
+    stranger = amp.as_agent("stranger")
+    for name, state in cells:
+        reply = stranger.delete(f"/memories/{made[name]}")
+        expect_refusal(amp, reply, f"a stranger's DELETE of an {state} cell")
+    for name, state in cells:
+        status, got = _status_of(amp, made[name])
+        amp.expect(status == state, f"the {state} cell is still {state!r} (got {shown(status)})", got)
 
 
 @check("AMP-DEL-03", "AMP-ERR-03")
 def test_delete_of_an_active_cell_is_refused(amp: Amp) -> None:
     """DELETE of an active cell is 409 INVALID_TRANSITION and the cell stays active."""
-    cell = amp.create_cell()
-    reply = amp.as_agent("a").delete(f"/memories/{cell['id']}")
+    # the status trio's active cell: its lists and searches were sent with it, AMP-DEL-04's refused
+    # DELETEs came before this one
+    made, _ = status_trio(amp)
+    reply = amp.as_agent("a").delete(f"/memories/{made['kept']}")
     expect_transition_refused(amp, reply, "DELETE of an active cell", "AMP-DEL-03")
-    status, got = _status_of(amp, cell["id"])
+    status, got = _status_of(amp, made["kept"])
     amp.expect(
         status == "active",
         f"after the refused DELETE the cell's status is {shown(status)}, not active",
@@ -117,49 +130,29 @@ def test_delete_of_a_stale_cell_is_refused(amp: Amp) -> None:
     )
 
 
-@check("AMP-DEL-04")
-def test_delete_needs_write_access(amp: Amp) -> None:
-    """A stranger's DELETE is 403 on an active cell (not 409) and on an archived one; nothing changes."""
-    cell = amp.create_cell()  # refused while active, then archived and refused again
-    reply = amp.as_agent("stranger").delete(f"/memories/{cell['id']}")
-    expect_refusal(amp, reply, "a stranger's DELETE of an active cell")
-    amp.archive(cell["id"])
-    reply = amp.as_agent("stranger").delete(f"/memories/{cell['id']}")
-    expect_refusal(amp, reply, "a stranger's DELETE of an archived cell")
-    status, got = _status_of(amp, cell["id"])
-    amp.expect(status == "archived", f"the cell is still 'archived' (got {shown(status)})", got)
-
-
 @check("AMP-DEL-05")
 def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
     """A deleted cell is absent from list and search whatever status filters are sent (the
-    /memories/query alias is asked the one filter that names deleted cells). The default list is the
-    active list and the default search spans every type, so neither is asked again by name."""
-    owner, cell_id, _ = _deleted(amp)
-    text = BEES
-    client = amp.as_agent("a")
-    for status in (None, "archived", "deleted"):
-        for path in ("/memories", "/memories/query") if status == "deleted" else ("/memories",):
-            reply = client.get(path, params={"owner_id": owner, "status": status})
-            if status == "deleted" and reply.status == 422:
-                continue
-            if path == "/memories/query" and reply.status != 200:
-                continue  # whether the alias works at all is AMP-LIST-02's question
-            amp.expect_status(reply, 200, what=f"GET {path} status={status}")
-            amp.expect(
-                cell_id not in _ids(amp, reply),
-                f"the deleted cell is listed by GET {path} status={status}",
-                reply,
-            )
-    searches: list[dict[str, Any]] = [
-        {},
-        {"include_stale": True},
-        {"status": ["deleted"]},
-        {"status": ["active", "stale", "archived", "deleted"]},
-    ]
-    for extra in searches:
-        body = {"query": text, "owner_id": owner, **extra}
-        reply = client.post("/memories/search", body)
+    /memories/query alias is asked the one filter that names deleted cells). The default search spans
+    every type, so it is not asked again by name; the lists are the ones the status trio's other
+    checks ask as well (the default one, status=archived and status=active)."""
+    _owner, cell_id, _, made, replies = _deleted(amp)
+    # the lists and searches were sent with the shared cell, right after its DELETE (the lists serve
+    # AMP-LIST-04 too, the searches AMP-SRCH-08)
+    for (path, status), at in zip(TRIO_LISTS, made["lists"], strict=True):
+        reply = replies[at]
+        if status == "deleted" and reply.status == 422:
+            continue
+        if path == "/memories/query" and reply.status != 200:
+            continue  # whether the alias works at all is AMP-LIST-02's question
+        amp.expect_status(reply, 200, what=f"GET {path} status={status}")
+        amp.expect(
+            cell_id not in _ids(amp, reply),
+            f"the deleted cell is listed by GET {path} status={status}",
+            reply,
+        )
+    for extra, at in zip(DELETED_SEARCHES, made["searches"], strict=True):
+        reply = replies[at]
         if "status" in extra and reply.status == 422:
             continue
         amp.expect_status(reply, 200, what=f"search with {shown(extra) if extra else 'default filters'}")
@@ -173,46 +166,36 @@ def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
 @check("AMP-DEL-06", "AMP-DEL-02")
 def test_deleted_cell_reads_as_deleted_or_unknown(amp: Amp) -> None:
     """GET of a deleted cell answers 200 with status 'deleted' or the unknown-id answer, per convention."""
-    _owner, cell_id, _ = _deleted(amp)
+    _owner, _id, _, made, replies = _deleted(amp)  # its first read was sent with it, after the lists
     with about("AMP-DEL-06"):  # the read's answer is AMP-DEL-06's; AMP-DEL-02 is what it shows
-        expect_deleted_read(amp, cell_id, "GET after DELETE")
+        expect_deleted_read_of(amp, replies[made["read"]], "GET after DELETE")
     amp.note(f"deleted cells: {amp.conventions.deleted_read or 'convention not detected'} (C-05)")
 
 
 @check("AMP-DEL-07")
 def test_deleted_is_terminal(amp: Amp) -> None:
     """A second DELETE is refused, PATCHes back to archived or active are refused, the cell stays deleted."""
-    cell = amp.create_cell()
-    amp.delete_cell(cell["id"])
-    expect_reads_as_deleted(amp, cell["id"])
+    # the shared deleted cell's attempts, sent after its read (and after every list and search of it)
+    _owner, _id, _, made, replies = _deleted(amp)
+    expect_reads_as_deleted_of(amp, replies[made["read"]], "reading the cell right after its delete")
     hidden = amp.conventions.deleted_read == "hidden"
-    attempts: list[tuple[str, Reply]] = [
-        ("a second DELETE", amp.as_agent("a").delete(f"/memories/{cell['id']}")),
-        (
-            "PATCH deleted -> archived",
-            amp.as_agent("a").patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "archived"}}),
-        ),
-        (
-            "PATCH deleted -> active",
-            amp.as_agent("a").patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "active"}}),
-        ),
-    ]
-    for what, reply in attempts:
+    for what, at in zip(UNDO_ATTEMPTS, made["undo"], strict=True):
+        reply = replies[at]
         amp.expect(reply.status not in (200, 204), f"{what} was accepted ({reply.status})", reply)
         if reply.status == 409 and not hidden:
             expect_transition_refused(amp, reply, what, "AMP-DEL-07")
         else:
             expect_unknown_id_answer(amp, reply, what)
-    expect_deleted_read(amp, cell["id"], "GET after the refused attempts")
+    expect_deleted_read_of(amp, replies[made["read after undo"]], "GET after the refused attempts")
 
 
 @check("AMP-DEL-08", "AMP-READ-10", "AMP-ERR-03")
 def test_unknown_id_gets_the_same_answer_on_get_patch_and_delete(amp: Amp) -> None:
     """DELETE, PATCH and GET of an unknown id give the server's one unknown-id answer (404 or 403)."""
-    unknown = amp.unknown_id()
+    unknown, read = unknown_read(amp)  # the GET is sent once per run (AMP-READ-10 judges it too)
     client = amp.as_agent("a")
     replies = {
-        "GET": client.get(f"/memories/{unknown}"),
+        "GET": read,
         "PATCH": client.patch(f"/memories/{unknown}", {"content": {"text": "nobody here"}}),
         "DELETE": client.delete(f"/memories/{unknown}"),
     }

@@ -28,10 +28,11 @@ from amp_conformance.amp01.checks._lifecycle_passes import (
     listed_status,
     together,
 )
+from amp_conformance.amp01.checks._shared_cells import purge_probes, status_trio
 from amp_conformance.amp01.checks._support import (
     expect_at_least,
-    expect_deleted_read,
-    expect_reads_as_deleted,
+    expect_deleted_read_of,
+    expect_reads_as_deleted_of,
     expect_step,
     expect_transition_refused,
     shown,
@@ -323,19 +324,15 @@ def test_a_pass_leaves_deleted_cells_deleted_and_kept(amp: Amp) -> None:
 @check("AMP-RET-02")
 def test_no_rest_route_purges_a_deleted_cell(amp: Amp) -> None:
     """Physical purge is no REST operation: purge-looking requests never succeed on a deleted cell."""
-    cell = amp.create_cell()
-    cell_id = cell["id"]
-    amp.delete_cell(cell_id)
-    expect_reads_as_deleted(amp, cell_id)
-    client = amp.as_agent("a")
-    # one of each form a purge route takes: a flag on DELETE, a purge sub-resource
-    probes = (
-        ("DELETE", f"/memories/{cell_id}", {"purge": "true"}),
-        ("POST", f"/memories/{cell_id}/purge", None),
-    )
-    # both at once: each must be refused, whatever the other did
-    replies = together(amp, [partial(client.request, m, p, params=q) for m, p, q in probes])
-    for (method, path, params), reply in zip(probes, replies, strict=True):
+    # the run's shared deleted cell: its purge probes (one of each form a purge route takes, at once)
+    # were sent with it, after every other probe and the read that followed them
+    made, replies = status_trio(amp)
+    amp.archived_step(replies[made["archive"]])
+    amp.deleted_step(replies[made["delete"]])
+    step = "reading the deleted cell before the purge probes"
+    expect_reads_as_deleted_of(amp, replies[made["read after undo"]], step)
+    for (method, path, params), at in zip(purge_probes(made["gone"]), made["purges"], strict=True):
+        reply = replies[at]
         amp.expect(
             not 200 <= reply.status < 300,
             f"{method} {path}{'?' + next(iter(params)) + '=true' if params else ''} answered {reply.status}: "
@@ -343,7 +340,8 @@ def test_no_rest_route_purges_a_deleted_cell(amp: Amp) -> None:
             reply,
             expected="a 4xx (404/405 for routes that do not exist)",
         )
-    expect_deleted_read(amp, cell_id, "reading the deleted cell after the purge probes")
+    what = "reading the deleted cell after the purge probes"
+    expect_deleted_read_of(amp, replies[made["read after purges"]], what)
 
 
 @check("AMP-RET-03", "AMP-ADMIN-07", global_effects=True)

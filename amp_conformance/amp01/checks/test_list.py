@@ -3,8 +3,8 @@
 Every check lists one owner's cells (``owner_id`` filter), an owner only this run writes, so data from
 other checks and other runs on a shared server never changes what a page should hold. The checks that
 only read share the owners ``_shared_cells`` makes once per run: the owner set (five cells of which
-agent "b" may read three, interleaved with two it may not) and the owner of one archived and one
-active cell.
+agent "b" may read three, interleaved with two it may not) and the owner of one active, one archived
+and one deleted cell (its lists sent with the cells, shared with the delete checks).
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from typing import Any
 
 from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.checks._shared_cells import (
-    active_and_archived,
+    TRIO_LISTS,
     minimal_cell,
     minimal_listed,
     owner_set,
+    status_trio,
     take_roles,
 )
 from amp_conformance.amp01.checks._support import (
@@ -74,6 +75,27 @@ def _invalid_list(amp: Amp, **params: Any) -> Reply:
     name = "list:invalid:" + ",".join(f"{key}={value}" for key, value in sorted(params.items()))
     exchange = amp.shared(name, lambda a: _list(a, owner_id=a.owner(), **params).exchange)
     return Reply(exchange)
+
+
+def _shared_list(amp: Amp, name: str, role: str = "a", **params: Any) -> Reply:
+    """``role``'s ``GET /memories`` with ``params``, sent once per run under ``name``: the checks asking
+    for the same page (the owner set's windows, a fresh owner's defaults) each judge this one answer.
+    The caller takes its roles first (``owner_set`` or ``take_roles``)."""
+    return Reply(amp.shared(name, lambda a: _list(a, role, **params).exchange))
+
+
+def _owner_set_page(amp: Amp, owner: str, *, role: str, limit: int, offset: int | None = None) -> Reply:
+    """``role``'s page of the owner set with ``limit`` (and ``offset``), sent once per run."""
+    window = {"limit": limit} if offset is None else {"limit": limit, "offset": offset}
+    name = f"list:owner-set:{role}:" + ",".join(f"{key}={value}" for key, value in window.items())
+    return _shared_list(amp, name, role, owner_id=owner, **window)
+
+
+def _fresh_owner_page(amp: Amp) -> Reply:
+    """Agent "a"'s list of a fresh owner (no cells) without limit or offset, sent once per run: the
+    default limit and the default offset are each judged on this one answer."""
+    take_roles(amp)
+    return Reply(amp.shared("list:fresh-owner-defaults", lambda a: _list(a, owner_id=a.owner()).exchange))
 
 
 @check("AMP-LIST-01")
@@ -141,7 +163,7 @@ def test_owner_and_type_filters_are_exact(amp: Amp) -> None:
         by_type.setdefault(made["body"]["type"], []).append(made["cell"]["id"])
     mine = [cell_id for ids in by_type.values() for cell_id in ids]
     similar = shared["other"]["cell"]["id"]  # of an owner whose id has ours as a prefix
-    reply = _list(amp, owner_id=owner, limit=100)
+    reply = _owner_set_page(amp, owner, role="a", limit=100)  # AMP-LIST-05 judges it too (max 100)
     page = _page(amp, reply)
     amp.expect(
         sorted(_ids(page)) == sorted(mine),
@@ -166,22 +188,29 @@ def test_owner_and_type_filters_are_exact(amp: Amp) -> None:
 @check("AMP-LIST-03", "AMP-LIST-04", level=SHOULD, stance="C-12: the status filter is a SHOULD")
 def test_status_filter_and_active_default(amp: Amp) -> None:
     """Without status only active cells are listed; status=archived lists the archived one (C-12)."""
-    shared = active_and_archived(amp)
-    owner = shared["owner"]
-    active, archived = shared["active"]["cell"]["id"], shared["archived"]["cell"]["id"]
-    reply = _list(amp, owner_id=owner)
-    page = _page(amp, reply)
-    amp.expect(
-        _ids(page) == [active], f"the default list holds only the active cell (got {_ids(page)})", reply
-    )
-    reply = _list(amp, owner_id=owner, status="archived")
-    page = _page(amp, reply)
-    amp.expect(
-        _ids(page) == [archived], f"status=archived lists only the archived cell (got {_ids(page)})", reply
-    )
-    reply = _list(amp, owner_id=owner, status="active")
-    page = _page(amp, reply)
-    amp.expect(_ids(page) == [active], f"status=active lists only the active cell (got {_ids(page)})", reply)
+    # one owner's active, archived and deleted cells, listed right after they were made (shared with
+    # the delete checks, which ask the same lists about the deleted one)
+    made, replies = status_trio(amp)
+    amp.archived_step(replies[made["archive archived"]])
+    # the third cell must be gone (archived, then deleted) for the lists to hold just the other two
+    amp.archived_step(replies[made["archive"]])
+    deleted = replies[made["delete"]]
+    if not 200 <= deleted.status < 300:  # a 200 deletes it too: that answer is AMP-DEL-01's question
+        amp.deleted_step(deleted)
+    active, archived = sorted((made["kept"], made["relevant"])), [made["archived"]]
+    lists = {
+        status: replies[at]
+        for (path, status), at in zip(TRIO_LISTS, made["lists"], strict=True)
+        if path == "/memories"
+    }
+    for status, expected, what in (
+        (None, active, "the default list holds only the two active cells"),
+        ("archived", archived, "status=archived lists only the archived cell"),
+        ("active", active, "status=active lists only the two active cells"),
+    ):
+        reply = lists[status]
+        page = _page(amp, reply)
+        amp.expect(sorted(_ids(page)) == expected, f"{what} (got {_ids(page)})", reply)
 
 
 @check("AMP-LIST-05", "AMP-ERR-04")
@@ -206,7 +235,8 @@ def test_limit_bounds_are_enforced_not_clamped(amp: Amp) -> None:
     )
     for bad in (0, -1, "ten"):
         expect_refused_as_invalid(amp, details=True, reply=_list(amp, owner_id=owner, limit=bad))
-    reply = _list(amp, owner_id=owner, limit=maximum)
+    # the owner set's page of limit=max_page_size (AMP-LIST-03's whole-owner list when that is 100)
+    reply = _owner_set_page(amp, owner_set(amp)["owner"], role="a", limit=maximum)
     page = _page(amp, reply)
     amp.expect(page["limit"] == maximum, f"limit={maximum} is echoed (got {shown(page['limit'])})", reply)
 
@@ -214,7 +244,7 @@ def test_limit_bounds_are_enforced_not_clamped(amp: Amp) -> None:
 @check("AMP-LIST-05", level=SHOULD, stance="Level line: SHOULD for the default 20")
 def test_limit_defaults_to_20(amp: Amp) -> None:
     """Without limit the page uses (and echoes) limit 20."""
-    reply = _list(amp, owner_id=amp.owner())
+    reply = _fresh_owner_page(amp)  # AMP-LIST-06 judges its default offset
     page = _page(amp, reply)
     amp.expect(
         page["limit"] == 20, f"the default limit is 20 (got {shown(page['limit'])})", reply, expected="20"
@@ -227,7 +257,7 @@ def test_offset_must_not_be_negative(amp: Amp) -> None:
     owner = amp.owner()
     for bad in (-1, "first"):
         expect_refused_as_invalid(amp, details=True, reply=_list(amp, owner_id=owner, offset=bad))
-    reply = _list(amp, owner_id=owner)
+    reply = _fresh_owner_page(amp)  # AMP-LIST-05 judges its default limit
     page = _page(amp, reply)
     amp.expect(page["offset"] == 0, f"the default offset 0 is echoed (got {shown(page['offset'])})", reply)
 
@@ -239,7 +269,7 @@ def test_pages_hold_only_readable_cells_and_count_them(amp: Amp) -> None:
     owner, visible, invisible = shared["owner"], set(shared["readable"]), set(shared["hidden"])
     seen: list[Any] = []
     for offset, expected in ((0, 2), (2, 1)):
-        reply = _list(amp, "b", owner_id=owner, limit=2, offset=offset)
+        reply = _owner_set_page(amp, owner, role="b", limit=2, offset=offset)  # AMP-LIST-08, -09 too
         page = _page(amp, reply)
         leaked = [cell_id for cell_id in _ids(page) if cell_id in invisible]
         # listing only readable cells is the read rule (AMP-ACL-14, restated by AMP-LIST-07)
@@ -300,7 +330,7 @@ def test_paging_members_tell_the_truth(amp: Amp) -> None:
         (0, 3, 3, False),
     )
     for offset, limit, returned, has_more in cases:
-        reply = _list(amp, "b", owner_id=owner, limit=limit, offset=offset)
+        reply = _owner_set_page(amp, owner, role="b", limit=limit, offset=offset)
         page = _page(amp, reply)
         where = f"offset={offset}, limit={limit} over {readable} readable cells"
         amp.expect(
@@ -336,7 +366,7 @@ def test_pages_partition_the_readable_cells(amp: Amp) -> None:
     seen: list[Any] = []
     offset = 0
     for _ in range(MAX_PAGES):
-        reply = _list(amp, "b", owner_id=owner, limit=2, offset=offset)
+        reply = _owner_set_page(amp, owner, role="b", limit=2, offset=offset)  # AMP-LIST-07's pages
         page = _page(amp, reply)
         seen += _ids(page)
         if not page["has_more"] or not page["results"]:

@@ -6,10 +6,11 @@ share one cell and one sequence of requests, sent once by whichever check runs f
 before them, so a rule broken shows in its own check only. No shared cell takes more than five
 successful PATCHes (a server counting every PATCH against the scoring budget refuses none of them).
 A probe that a wrongly allowed transition would disturb comes before that transition; PATCH to
-deleted (which a faulty server may grant) and the scoring PATCH check (serial: no lifecycle pass may
-run meanwhile) keep cells of their own. Values are compared with what the server itself stored (the
-201 body or an earlier reply), never with what the check sent, so a server that normalises numbers
-or timestamps is judged on the rule, not on formatting.
+deleted (which a faulty server may grant) comes last on its cell, and the scoring PATCH check (serial:
+no lifecycle pass may run meanwhile) takes the lifecycle checks' shared passes' healthy cell and stale
+lift when they were made, else a cell of its own. Values are compared with what the server itself
+stored (the 201 body or an earlier reply), never with what the check sent, so a server that
+normalises numbers or timestamps is judged on the rule, not on formatting.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
+from amp_conformance.amp01.checks._lifecycle_passes import BOTH_PASSES, Passes, both_passes
 from amp_conformance.amp01.checks._support import (
     expect_member,
     expect_refusal,
@@ -708,15 +710,22 @@ def _expect_text_not(amp: Amp, got: Reply, text: str, what: str, requirement: st
 
 
 def _transition_probes(amp: Amp) -> _Probes:
-    """Two cells. The first is archived (a status-only body), asked back to active and to stale (one
-    read after both), then sent content with a return to active, and read. The second is sent content
-    with an invalid importance, then content by a stranger, read, made stale by hand, archived, sent
-    PATCH to deleted and read. A wrongly allowed transition comes after the probes it could disturb."""
+    """One cell, sent content with an invalid importance, then content by a stranger, read, made stale by
+    hand, archived (a status-only body), asked back to active and to stale (one read after both), sent
+    content with a return to active, read, and last sent PATCH to deleted and read. A wrongly allowed
+    transition comes after the probes it could disturb; each refusal is judged against the answer just
+    before it."""
     record = _Recorder(amp)
     cell = amp.create_cell(content={"text": "original"})
-    other = amp.create_cell(content={"text": "original"})
-    cell_id, other_id = cell["id"], other["id"]
-    record("archive", _patch(amp, cell_id, {"lifecycle": {"status": "archived"}}))
+    cell_id = cell["id"]
+    invalid = {"content": {"text": REFUSED_422_TEXT}, "scoring": {"importance": 2}}
+    record("refused 422", _patch(amp, cell_id, invalid))
+    edit = {"content": {"text": REFUSED_403_TEXT}}
+    if amp.optional_agent("stranger") is not None:  # without a second agent, PATCH-13 skips
+        record("refused 403", _patch(amp, cell_id, edit, role="stranger"))
+    record("read after 422 and 403", _get(amp, cell_id))
+    record("stale", _make_stale(amp, cell_id))
+    record("archive the stale cell", _patch(amp, cell_id, {"lifecycle": {"status": "archived"}}))
     for target in ("active", "stale"):
         record(f"archived -> {target}", _patch(amp, cell_id, {"lifecycle": {"status": target}}))
     # one read shows both: either transition applied leaves the cell out of 'archived'
@@ -724,18 +733,10 @@ def _transition_probes(amp: Amp) -> _Probes:
     returned = {"content": {"text": REFUSED_409_TEXT}, "lifecycle": {"status": "active"}}
     record("refused 409", _patch(amp, cell_id, returned))
     record("read after 409", _get(amp, cell_id))
-    invalid = {"content": {"text": REFUSED_422_TEXT}, "scoring": {"importance": 2}}
-    record("refused 422", _patch(amp, other_id, invalid))
-    edit = {"content": {"text": REFUSED_403_TEXT}}
-    if amp.optional_agent("stranger") is not None:  # without a second agent, PATCH-13 skips
-        record("refused 403", _patch(amp, other_id, edit, role="stranger"))
-    record("read after 422 and 403", _get(amp, other_id))
-    record("stale", _make_stale(amp, other_id))
-    record("archive the stale cell", _patch(amp, other_id, {"lifecycle": {"status": "archived"}}))
     # last: a server that grants it deletes the cell (AMP-PATCH-12)
-    record("archived -> deleted", _patch(amp, other_id, {"lifecycle": {"status": "deleted"}}))
-    record("read after archived -> deleted", _get(amp, other_id))
-    return _Probes({"archived": cell, "stale": other}, record.at)
+    record("archived -> deleted", _patch(amp, cell_id, {"lifecycle": {"status": "deleted"}}))
+    record("read after archived -> deleted", _get(amp, cell_id))
+    return _Probes(cell, record.at)
 
 
 def _transitions(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
@@ -745,14 +746,16 @@ def _transitions(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
 @check("AMP-PATCH-10")
 def test_status_only_body_archives_the_cell(amp: Amp) -> None:
     """{"lifecycle":{"status":"archived"}} archives an active (or stale) cell; nothing else changes."""
-    cells, got = _transitions(amp)
-    cell, reply = cells["archived"], got["archive"]
+    # an active cell: the members cell's archive, after its last answer that showed the whole cell
+    _, members = _members(amp)
+    cell, reply = _before_archive(members), members["archive"]
     amp.expect_status(reply, 200)
     archived = reply.json_object()
     status = expect_member(amp, archived, "lifecycle.status", reply)
     amp.expect(status == "archived", f"lifecycle.status is 'archived' (got {shown(status)})", reply)
     for path in ("lifecycle.created_at", "content", "scoring", "identity", "access_policy"):
         _same(amp, cell, archived, path, reply)
+    _, got = _transitions(amp)
     made = got["stale"]
     if made.status != 200:
         amp.note(f"stale -> archived not checked: the manual active -> stale write answered {made.status}")
@@ -761,6 +764,15 @@ def test_status_only_body_archives_the_cell(amp: Amp) -> None:
     amp.expect_status(reply, 200, what="archiving a stale cell")
     status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
     amp.expect(status == "archived", f"a stale cell archives (status {shown(status)})", reply)
+
+
+def _before_archive(got: dict[str, Reply]) -> dict[str, Any]:
+    """The members cell as the last answer before its archive showed it: the latest accepted PATCH of
+    an access field, else the read after the unknown members."""
+    for label in ("last_accessed_at", "access_count"):
+        if got[label].status == 200:
+            return got[label].json_object()
+    return got["read after unknown members"].json_object()
 
 
 def _expect_invalid_transition(amp: Amp, reply: Reply, what: str) -> None:
@@ -784,7 +796,7 @@ def _expect_status_in(amp: Amp, got: Reply, wanted: str) -> None:
 def test_archived_cell_cannot_return(amp: Amp) -> None:
     """archived -> active and archived -> stale are refused with 409 INVALID_TRANSITION."""
     _, got = _transitions(amp)
-    amp.archived_step(got["archive"])
+    amp.archived_step(got["archive the stale cell"])
     for target in ("active", "stale"):
         _expect_invalid_transition(amp, got[f"archived -> {target}"], f"archived -> {target}")
     _expect_status_in(amp, got["read after archived -> active and stale"], "archived")
@@ -807,25 +819,28 @@ def test_patch_cannot_set_deleted(amp: Amp) -> None:
     _expect_invalid_transition(amp, expiry["to deleted"], f"{status} -> deleted by PATCH")
     _expect_status_in(amp, expiry["read after to deleted"], status)
     amp.archived_step(transitions["archive the stale cell"])
+    # archived on a correct server; the refused returns before may have moved it (AMP-PATCH-12's
+    # archived-cell check judges those), so the status before is the one the last read showed
+    status = str(member(read_back_of(amp, transitions["read after 409"]), "lifecycle.status"))
     reply = transitions["archived -> deleted"]
-    _expect_invalid_transition(amp, reply, "archived -> deleted by PATCH (DELETE is the way)")
-    _expect_status_in(amp, transitions["read after archived -> deleted"], "archived")
+    _expect_invalid_transition(amp, reply, f"{status} -> deleted by PATCH (DELETE is the way)")
+    _expect_status_in(amp, transitions["read after archived -> deleted"], status)
 
 
 @check("AMP-PATCH-13")
 def test_refused_patch_applies_nothing(amp: Amp) -> None:
     """A PATCH refused with 409, 422 or 403 leaves every member of its body unapplied."""
-    cells, got = _transitions(amp)
+    cell, got = _transitions(amp)
     amp.agent("stranger")  # skips without a second agent, as it always has
-    amp.archived_step(got["archive"])
-    amp.expect_status(got["refused 409"], 409, what="content + archived -> active")
-    back = got["read after 409"]
-    _same(amp, cells["archived"], read_back_of(amp, back), "content.text", back)
     amp.expect_status(got["refused 422"], 422, what="content + importance 2")
     amp.expect_status(got["refused 403"], 403, what="a stranger's PATCH")
     # one read shows both: each refused PATCH sent its own text
     back = got["read after 422 and 403"]
-    _same(amp, cells["stale"], read_back_of(amp, back), "content.text", back)
+    _same(amp, cell, read_back_of(amp, back), "content.text", back)
+    amp.archived_step(got["archive the stale cell"])
+    amp.expect_status(got["refused 409"], 409, what="content + archived -> active")
+    before, back = got["read after archived -> active and stale"], got["read after 409"]
+    _same(amp, read_back_of(amp, before), read_back_of(amp, back), "content.text", back)
 
 
 @check("AMP-ACL-02")
@@ -851,12 +866,41 @@ def _listed_status(amp: Amp, cell: dict[str, Any], status: str) -> bool:
     )
 
 
+def _passes_cells(amp: Amp) -> Passes | None:
+    """The lifecycle checks' shared passes when they were made already (this check never makes one):
+    their ``high`` cell (importance 0.9, decay_rate 0, active after both) is lowered here, after every
+    check judging it, and their lift of the stale ``y`` to 0.9 is a scoring PATCH of a stale cell."""
+    if not amp.shared_made(BOTH_PASSES):
+        return None
+    passes = both_passes(amp)
+    second = passes.after_second()
+    expect_step(
+        amp,
+        second.status(passes.ids["high"]) == "active",
+        f"after two passes the importance 0.9 cell is {second.shown_as(passes.ids['high'])}, not active",
+        second.lists["active"],
+        step="a healthy cell active after a pass",
+        requirement="AMP-LC-03",
+        expected="active",
+    )
+    return passes
+
+
 @check("AMP-PATCH-16", serial=True)
 def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
-    """A scoring PATCH leaves lifecycle.status as it was (active, then stale); the next pass decides."""
-    cell = amp.create_cell()
+    """A scoring PATCH leaves lifecycle.status as it was (active, then stale); the next pass decides.
+
+    With the lifecycle checks' shared passes made already, the active cell is their healthy one and the
+    stale one the cell their second pass lifted; else a fresh cell, then the same cell made stale by
+    hand."""
+    passes = _passes_cells(amp)
+    cell: dict[str, Any]
+    if passes is None:
+        cell = amp.create_cell()
+    else:
+        cell = {"id": passes.ids["high"], "identity": {"owner_id": passes.owner}}
     reply = _patch(amp, cell["id"], {"scoring": {"importance": 0.05}})
-    expect_scoring_not_limited(amp, reply, "a scoring PATCH of a fresh cell")
+    expect_scoring_not_limited(amp, reply, "a scoring PATCH of an active cell")
     amp.expect_status(reply, 200)
     status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
     amp.expect(
@@ -866,12 +910,17 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
     )
     if not _listed_status(amp, cell, "active"):
         amp.warn("the cell left 'active' right after a scoring PATCH, before any lifecycle pass (C-34)")
-    # the same cell, made stale by hand, then given a high importance
-    made = _make_stale(amp, cell["id"])
-    if made.status != 200:
-        amp.note(f"stale case not checked: the manual active -> stale write answered {made.status}")
-        return
-    reply = _patch(amp, cell["id"], {"scoring": {"importance": 0.9}})
+    if passes is not None:
+        # a stale cell given a high importance: the second pass's lift of y (stale after the first)
+        passes.step_stale_after_first(amp, "y")
+        reply = passes.lifts["y"]
+    else:
+        # the same cell, made stale by hand, then given a high importance
+        made = _make_stale(amp, cell["id"])
+        if made.status != 200:
+            amp.note(f"stale case not checked: the manual active -> stale write answered {made.status}")
+            return
+        reply = _patch(amp, cell["id"], {"scoring": {"importance": 0.9}})
     expect_scoring_not_limited(amp, reply, "a scoring PATCH of a stale cell")
     amp.expect_status(reply, 200)
     status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)

@@ -3,8 +3,8 @@
 AMP-READ-07 (a stale cell is readable) needs a lifecycle pass, hence the admin token: it belongs with
 the lifecycle checks. Checks whose verdict does not hang on a cell's access counters read the cells
 ``_shared_cells`` makes once per run; those that count accesses share a cell only with the checks
-judging the same sequence of requests (AMP-READ-02 and -03: three reads; AMP-READ-06 and AMP-SRCH-18:
-searches, then lists, then a read) or make their own.
+judging the same sequence of requests (AMP-READ-06 and AMP-SRCH-18: searches, then lists, then a read;
+after it, on the same cell, AMP-READ-02 and -03: three reads) or make their own.
 """
 
 from __future__ import annotations
@@ -15,18 +15,20 @@ from typing import Any
 
 from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._shared_cells import (
-    active_and_archived,
+    created_reply,
     full_read,
     judged_read,
     minimal_cell,
     minimal_read,
     minimal_refused_read,
+    status_trio,
+    unknown_read,
     unread_cell,
 )
 from amp_conformance.amp01.checks._support import (
     Marks,
-    created,
     expect_refusal,
+    expect_step,
     expect_unknown_id_answer,
     expect_valid_cell,
     list_owner,
@@ -76,13 +78,17 @@ def _raw_accessed(reply: Reply) -> Any:
 
 
 def _three_reads(amp: Amp) -> dict[str, Any]:
-    """A fresh cell read three times in a row by its creator, each read's client send/receive times
-    kept; when the first two reads show the same last_accessed_at (a coarse clock), one more read
-    1.1 s later. Nothing is judged here: AMP-READ-02 judges the counts, AMP-READ-03 the timestamps,
-    each from the same answers (a fault in one never shows in the other's question)."""
+    """The shared unread cell (``_shared_cells.unread_cell``: searched and listed, then read once by id,
+    the sequence AMP-READ-06 and AMP-SRCH-18 judge, sent first), then read three times in a row by its
+    creator, each read's client send/receive times kept; when the first two of them show the same
+    last_accessed_at (a coarse clock), one more read 1.1 s later. Nothing is judged here: AMP-READ-02
+    judges the counts (each read one more than the read before it), AMP-READ-03 the timestamps, each
+    from the same answers (a fault in one never shows in the other's question)."""
     marks = Marks(amp)
-    cell, reply = created(amp, amp.cell_body())
-    made: dict[str, Any] = {"cell": cell, "create": marks(reply), "reads": [], "later": None}
+    unread, unread_replies = unread_cell(amp)
+    cell = unread["cell"]
+    made: dict[str, Any] = {"cell": cell, "create": marks(created_reply(amp, cell["id"]))}
+    made |= {"first": marks(unread_replies[unread["read"]]), "reads": [], "later": None}
     client = amp.as_agent("a")
     replies: list[Reply] = []
     for _ in range(3):
@@ -99,13 +105,26 @@ def _three_reads(amp: Amp) -> dict[str, Any]:
 def test_each_read_adds_one_to_access_count(amp: Amp) -> None:
     """Every successful read adds exactly 1 to access_count, and the reply already shows it."""
     made, replies = shared_replies(amp, "read:three-reads", _three_reads)
-    for expected, entry in zip((1, 2, 3), made["reads"], strict=True):
+    # the cell's first read by id came before (AMP-READ-06 asks whether it showed 1): each of the
+    # three reads after it adds one to what it showed
+    first = replies[made["first"]]
+    before = member(read_of(amp, first, "the first read by id"), "scoring.access_count")
+    expect_step(
+        amp,
+        isinstance(before, int) and not isinstance(before, bool),
+        f"the cell's first read by id shows access_count {shown(before)}, not a count",
+        first,
+        step="the access_count before the three reads",
+        requirement="AMP-READ-02",
+    )
+    for added, entry in enumerate(made["reads"], start=1):
+        expected = before + added
         reply = replies[entry["at"]]
-        stored = read_of(amp, reply, f"read {expected}")
+        stored = read_of(amp, reply, f"read {added}")
         count = member(stored, "scoring.access_count")
         amp.expect(
             count == expected and not isinstance(count, bool),
-            f"access_count is {expected} after {expected} read(s) (got {shown(count)})",
+            f"access_count is {expected} after {added} more read(s) (got {shown(count)})",
             reply,
             expected=str(expected),
         )
@@ -173,25 +192,46 @@ def test_a_read_does_not_touch_last_updated_at(amp: Amp) -> None:
 @check("AMP-READ-05")
 def test_a_refused_read_does_not_count(amp: Amp) -> None:
     """Refused reads (403 stranger, 401 anonymous) change neither access_count nor last_accessed_at."""
-    body = amp.cell_body()
-    cell, _ = created(amp, body)
+    # the cell AMP-READ-02/-03 read (the run's shared sequence, sent first): its last read is the
+    # baseline, the refused reads come after it
+    made, replies = shared_replies(amp, "read:three-reads", _three_reads)
+    cell = made["cell"]
+    last = replies[made["later"] if made["later"] is not None else made["reads"][-1]["at"]]
+    before = read_of(amp, last, "the last read before the refused ones")
+    count, accessed = member(before, "scoring.access_count"), member(before, "lifecycle.last_accessed_at")
+    expect_step(
+        amp,
+        isinstance(count, int) and not isinstance(count, bool),
+        f"the cell's last read shows access_count {shown(count)}, not a count",
+        last,
+        step="the access_count before the refused reads",
+        requirement="AMP-READ-02",
+    )
+    if made["later"] is not None:
+        time.sleep(1.1)  # a coarse clock: refused reads stamping the cell must show a later second
     expect_refusal(
         amp, amp.as_agent("stranger").get(f"/memories/{cell['id']}"), "a stranger reading the cell"
     )
     anonymous = amp.anonymous().get(f"/memories/{cell['id']}")
     amp.expect_status(anonymous, 401, what="reading without X-AMP-Agent-ID")
-    results, listed = list_owner(amp, body["identity"]["owner_id"])
+    results, listed = list_owner(amp, cell["identity"]["owner_id"])
     listed_cell = next((r for r in results if isinstance(r, dict) and r.get("id") == cell["id"]), None)
     if listed_cell is None:
         amp.note("the owner's list did not show the cell; last_accessed_at not observed before the read")
     else:
         value = member(listed_cell, "lifecycle.last_accessed_at")
         amp.expect(
-            value is None, f"after refused reads, last_accessed_at is still null (got {shown(value)})", listed
+            value == accessed,
+            f"after refused reads, last_accessed_at is still {shown(accessed)} (got {shown(value)})",
+            listed,
         )
     stored, reply = read(amp, cell["id"], what="the creator's first read after the refused ones")
-    count = member(stored, "scoring.access_count")
-    amp.expect(count == 1, f"only the creator's read counted: access_count is 1 (got {shown(count)})", reply)
+    got = member(stored, "scoring.access_count")
+    amp.expect(
+        got == count + 1,
+        f"only the creator's read counted: access_count is {count + 1} (got {shown(got)})",
+        reply,
+    )
 
 
 @check("AMP-READ-06")
@@ -234,8 +274,9 @@ def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
 @check("AMP-READ-08")
 def test_an_archived_cell_is_readable(amp: Amp) -> None:
     """An archived cell reads back with 200 and status 'archived'."""
-    cell = active_and_archived(amp)["archived"]["cell"]
-    stored, reply = read(amp, cell["id"], what="reading the archived cell")
+    made, replies = status_trio(amp)  # one owner's active, archived and deleted cells
+    amp.archived_step(replies[made["archive archived"]])
+    stored, reply = read(amp, made["archived"], what="reading the archived cell")
     status = member(stored, "lifecycle.status")
     amp.expect(
         status == "archived", f"the archived cell reads back as 'archived' (got {shown(status)})", reply
@@ -246,7 +287,7 @@ def test_an_archived_cell_is_readable(amp: Amp) -> None:
 def test_unknown_and_forbidden_ids(amp: Amp) -> None:
     """An unknown id gets the documented unknown-id answer; a forbidden cell 403 (C-01, C-02)."""
     _, forbidden = minimal_refused_read(amp)  # sent once per run (AMP-CELL-16 judges it too)
-    unknown = amp.as_agent("a").get(f"/memories/{amp.unknown_id()}")
+    _, unknown = unknown_read(amp)  # sent once per run (AMP-DEL-08 judges it too)
     expect_unknown_id_answer(amp, unknown, "reading an unknown id")
     expect_refusal(amp, forbidden, "a stranger reading an existing cell")
     amp.note(f"unknown id: {label(answer_of(unknown))}; forbidden cell: {label(answer_of(forbidden))}")

@@ -20,8 +20,10 @@ from typing import Any
 from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._lifecycle_passes import RANKED_RATE, first_pass, ranked_cells, together
 from amp_conformance.amp01.checks._shared_cells import (
+    DELETED_SEARCHES,
     ids_by_rank,
     owner_set,
+    status_trio,
     unread_cell,
 )
 from amp_conformance.amp01.checks._support import (
@@ -31,6 +33,7 @@ from amp_conformance.amp01.checks._support import (
     shown,
 )
 from amp_conformance.engine.client import Client, Reply
+from amp_conformance.engine.exchange import Exchange
 
 TEXT = "The user prefers Python for backend development"
 STATUSES = ("active", "stale", "archived")
@@ -317,22 +320,26 @@ def test_explicit_status_filter_is_honoured(amp: Amp) -> None:
 @check("AMP-SRCH-08")
 def test_deleted_cells_are_never_returned(amp: Amp) -> None:
     """Deleted cells never come back from search, whatever status or include_stale says (or 422)."""
-    owner = amp.owner()
-    kept = _cell(amp, owner)
-    gone = _cell(amp, owner)
-    amp.delete_cell(gone)
-    client = amp.as_agent("a")
-    # AMP-SRCH-08 restates AMP-DEL-05 (a deleted cell never appears in search or list) for search
-    _expect_ids(
-        amp, _search(client, owner), [kept], "default search after a delete", requirement="AMP-DEL-05"
+    # one owner's active, archived and deleted cells, searched right after the delete (shared)
+    made, replies = status_trio(amp)
+    amp.archived_step(replies[made["archive"]])
+    amp.deleted_step(replies[made["delete"]])
+    kept, gone = made["kept"], made["gone"]
+    # DELETED_SEARCHES: the default search first, then include_stale and the two status filters
+    (_, default), *variants = zip(DELETED_SEARCHES, made["searches"], strict=True)
+    # AMP-SRCH-08 restates AMP-DEL-05 (a deleted cell never appears in search or list) for search: the
+    # default search finds the active cell of the query's text (the other active one, of another text,
+    # may or may not be returned), never the deleted one
+    got = _ids(amp, replies[default], "default search after a delete")
+    amp.expect(
+        kept in got and gone not in got and set(got) <= {kept, made["relevant"]},
+        f"default search after a delete: the results are {shown(got)}, not the active cell {kept} "
+        f"(and perhaps {made['relevant']}) without the deleted {gone}",
+        replies[default],
+        requirement="AMP-DEL-05",
     )
-    variants: list[dict[str, Any]] = [
-        {"include_stale": True},
-        {"status": ["deleted"]},
-        {"status": ["active", "stale", "archived", "deleted"]},
-    ]
-    for fields in variants:
-        reply = _search(client, owner, **fields)
+    for fields, at in variants:
+        reply = replies[at]
         if reply.status == 422 and "deleted" in fields.get("status", []):
             expect_refused_as_invalid(amp, reply)
             continue
@@ -464,11 +471,25 @@ def test_paging_fields_are_truthful_on_search_and_list(amp: Amp) -> None:
             )
 
 
+UNICODE_QUERY = "Größe  of “Python” — 検索テスト 🐍 ü\u0301"
+
+
+def _unicode_search(amp: Amp) -> Reply:
+    """Agent "a"'s search of a fresh owner (no cells) with a Unicode query, sent once per run: the echo
+    check judges its query, the empty-page check its page (an owner without cells matches nothing)."""
+    amp.agent("a")
+
+    def send(a: Amp) -> Exchange:
+        return _search(a.as_agent("a"), a.owner(), UNICODE_QUERY).exchange
+
+    return Reply(amp.shared("search:fresh-owner-unicode", send))
+
+
 @check("AMP-SRCH-11")
 def test_query_is_echoed_verbatim(amp: Amp) -> None:
     """The query string comes back verbatim, including non-ASCII characters and inner spacing."""
-    query = "Größe  of “Python” — 検索テスト 🐍 ü\u0301"
-    reply = _search(amp.as_agent("a"), amp.owner(), query)
+    query = UNICODE_QUERY
+    reply = _unicode_search(amp)  # AMP-SRCH-17 judges its empty page
     body = _page(amp, reply, "search with a Unicode query")
     amp.expect(
         body.get("query") == query,
@@ -480,7 +501,7 @@ def test_query_is_echoed_verbatim(amp: Amp) -> None:
 @check("AMP-SRCH-17")
 def test_no_matches_is_an_empty_page(amp: Amp) -> None:
     """A search that matches nothing answers 200 with results [], returned 0 and has_more false."""
-    reply = _search(amp.as_agent("a"), amp.owner())
+    reply = _unicode_search(amp)  # an owner without cells; AMP-SRCH-11 judges the query's echo
     body = _page(amp, reply, "search for an owner without cells")
     amp.expect(
         body["results"] == [] and body.get("returned") == 0 and body.get("has_more") is False,
@@ -513,14 +534,10 @@ def test_higher_decay_score_ranks_first_among_equal_texts(amp: Amp) -> None:
 @check("AMP-SRCH-13")
 def test_relevance_outranks_freshness(amp: Amp) -> None:
     """A clearly relevant cell outranks an unrelated one even when the unrelated one scores 1.0."""
-    owner = amp.owner()
-    relevant = _cell(amp, owner, text=TEXT, **_ranked(0.5))
-    unrelated = _cell(
-        amp, owner, text="Quarterly invoices are due to the accountant in April", **_ranked(1.0)
-    )
-    reply = _search(
-        amp.as_agent("a"), owner, "which programming language does the user prefer for backend work"
-    )
+    # the status trio's owner: its active cells are a relevant one scoring 0.5 and an unrelated one
+    # scoring 1.0 (decay_rate 0), searched with a question about the relevant one when they were made
+    made, replies = status_trio(amp)
+    relevant, unrelated, reply = made["relevant"], made["kept"], replies[made["ranked"]]
     got = _ids(amp, reply)
     amp.expect(
         got[:1] == [relevant] and unrelated in got,
