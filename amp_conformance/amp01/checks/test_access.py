@@ -370,6 +370,9 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
         if reason:
             vectors[vector["name"]] = {"skip": reason}
             continue
+        if answered_by_refusals(amp, vector, policy, owner_type, caller):
+            vectors[vector["name"]] = {"refusals": True, "policy": policy, "owner_type": owner_type}
+            continue
         body = {
             "content": {"text": text},
             "identity": {"owner_id": owner_id, "owner_type": owner_type},
@@ -504,9 +507,13 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     role = key[0]
     creator = amp.agent_id("a")
     caller = amp.agent_id(role)
+    replies_at: Callable[[int], Reply] = reply_at
+    sent: dict[str, Reply] = {}  # replies the stranger-refusals cell holds (then this check sends none)
+    if made.get("refusals"):
+        made, group, replies_at, sent = _refusals_as_vector(amp, made)
     live: dict[str, Any] = made["cell"]
     policy, owner_id, owner_type = made["policy"], made["owner_id"], made["owner_type"]
-    created = reply_at(made["create"])
+    created = replies_at(made["create"])
     stored = live.get("access_policy")
     expect_step(
         amp,
@@ -530,12 +537,12 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     who = f"agent {shown(caller)}"
     path = f"/memories/{live['id']}"
     reads: dict[str, tuple[bool, Reply]] = {}
-    reply = client.get(path)
+    reply = sent["GET"] if sent else client.get(path)
     reads["GET"] = (decision(amp, reply, (200,), f"GET by {who}"), reply)
-    reads["search"] = seen_in(group["search"], live["id"], reply_at)
-    reads["list"] = seen_in(group["list"], live["id"], reply_at)
+    reads["search"] = seen_in(group["search"], live["id"], replies_at)
+    reads["list"] = seen_in(group["list"], live["id"], replies_at)
     if reads["GET"][0] and reads["list"][0] and not reads["search"][0]:
-        by_creator, creator_reply = seen_in(group["creator_search"], live["id"], reply_at)
+        by_creator, creator_reply = seen_in(group["creator_search"], live["id"], replies_at)
         expect_step(
             amp,
             by_creator,
@@ -555,7 +562,12 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
             f"write asked through {', '.join(surfaces) or 'no surface'}: the vector asks a matching rule, "
             "not the write decision (PATCH and DELETE agreeing is asked by the vectors citing AMP-ACL-02)"
         )
-    if surfaces and may_write:  # the allowed write is the archive the DELETE probe needs
+    if sent:  # a stranger under the default policy: the refusals' PATCH and (archived) DELETE
+        writes["PATCH"] = (decision(amp, sent["PATCH"], (200,), f"PATCH by {who}"), sent["PATCH"])
+        reply = sent["DELETE"]
+        writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of the archived cell by {who}"), reply)
+        surfaces = ()
+    elif surfaces and may_write:  # the allowed write is the archive the DELETE probe needs
         reply = client.patch(path, {"lifecycle": {"status": "archived"}})
         if reply.status not in (200, 403):
             # neither allowed nor refused: whether the server takes the status-only archive at all
@@ -653,20 +665,56 @@ def _broken_rule(expected: Mapping[str, Any], caller: str, owner_id: str, creato
 # ------------------------------------------------------------------------ the other ACL checks
 
 
+#: The policy the matrix's default-policy vectors render to ({} in matrix.json), sent explicitly.
+DEFAULT_POLICY: dict[str, Any] = {"public": False, "readable_by": [], "writable_by": []}
+
+
 def make_refusals(amp: Amp) -> dict[str, Any]:
-    """A default-policy cell of agent "a" that agent "b" asks about: b's GET, PATCH and (once archived)
-    DELETE, b's GET of an unknown id, then, once "a" has deleted the cell, b's GET of it again. The
-    replies (by where they sit among the exchanges) serve the two refusal checks."""
+    """A default-policy cell of agent "a" that agent "b" asks about: b's list and search of the cell's
+    owner, b's GET, PATCH and (once archived) DELETE, b's GET of an unknown id, then, once "a" has
+    deleted the cell, b's GET of it again. The replies (by where they sit among the exchanges) serve the
+    two refusal checks and the matrix vectors whose question is the same stranger's under the default
+    policy (:func:`answered_by_refusals`): the pages are read before any write, as a matrix group's are."""
     start = len(amp.evidence.exchanges)
-    cell = amp.create_cell()
+    text = f"stranger refusal probe {str(ULID()).lower()}"
+    owner = amp.owner()
+    body = {
+        "content": {"text": text},
+        "identity": {"owner_id": owner, "owner_type": "user"},
+        "access_policy": dict(DEFAULT_POLICY),
+    }
+    cell = amp.create_cell(body)
     path = f"/memories/{cell['id']}"
     stranger = amp.as_agent("b")
-    at: dict[str, Any] = {}
+    at: dict[str, Any] = {"create": len(amp.evidence.exchanges) - start - 1}
 
     def sent(name: str, reply: Reply) -> Reply:
         at[name] = _offset(amp, start, reply.exchange)
         return reply
 
+    limit = page_size(amp)
+
+    def search(client: Any) -> Callable[[int], Reply]:
+        return lambda offset: client.post(
+            "/memories/search", {"query": text, "owner_id": owner, "limit": limit, "offset": offset}
+        )
+
+    pages: dict[str, Any] = {
+        "list": all_pages(
+            amp,
+            start,
+            lambda offset: stranger.get(
+                "/memories", params={"owner_id": owner, "limit": limit, "offset": offset}
+            ),
+            "listing the owner's cells",
+        ),
+        "search": all_pages(amp, start, search(stranger), "searching the owner's cells"),
+        "creator_search": None,
+    }
+    if _listed_not_searched(pages, {"cell": {"cell": cell}}):  # as make_group asks it
+        pages["creator_search"] = all_pages(
+            amp, start, search(amp.as_agent("a")), "searching the owner's cells as their creator"
+        )
     sent("GET", stranger.get(path))
     sent("PATCH", stranger.patch(path, {"content": {"text": "a stranger's edit"}}))
     sent("unknown", stranger.get(f"/memories/{amp.unknown_id()}"))
@@ -680,7 +728,47 @@ def make_refusals(amp: Amp) -> dict[str, Any]:
             deletion = _frozen(amp, start, failure)
     if deletion is None:
         sent("deleted", stranger.get(path))
-    return {"at": at, "deletion": deletion}
+    return {"at": at, "deletion": deletion, "cell": cell, "owner": owner, **pages}
+
+
+def answered_by_refusals(
+    amp: Amp, vector: Mapping[str, Any], policy: Mapping[str, Any], owner_type: str, caller: str
+) -> bool:
+    """Whether the stranger-refusals cell asks ``vector``'s whole question: agent "b" calling, a fresh
+    owner of type user, the default policy, read and write expected refused and asked on every surface
+    (default-policy-refuses-a-stranger, and with API keys the sorting-before vector, whose caller is
+    then "b" too). Its check then judges the refusals' replies and sends nothing itself."""
+    return (
+        not (vector.get("owner") or {}).get("id")
+        and owner_type == "user"
+        and dict(policy) == DEFAULT_POLICY
+        and caller == amp.agent_id("b")
+        and not vector["expect"]["read"]["allowed"]
+        and not vector["expect"]["write"]["allowed"]
+        and write_surfaces(vector) == WRITE_SURFACES
+    )
+
+
+def _refusals_as_vector(
+    amp: Amp, made: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], Callable[[int], Reply], dict[str, Reply]]:
+    """The stranger-refusals cell as a matrix vector's: its entry, its pages, where its replies sit in
+    this check's evidence and the GET, PATCH and DELETE it sent."""
+    base = len(amp.evidence.exchanges)
+    shared = amp.shared("acl:stranger-refusals", make_refusals)
+
+    def reply_at(offset: int) -> Reply:
+        return Reply(amp.evidence.exchanges[base + offset])
+
+    entry = {
+        "cell": shared["cell"],
+        "create": shared["at"]["create"],
+        "policy": made["policy"],
+        "owner_id": shared["owner"],
+        "owner_type": made["owner_type"],
+    }
+    sent = {name: reply_at(shared["at"][name]) for name in ("GET", "PATCH", "DELETE")}
+    return entry, shared, reply_at, sent
 
 
 @check("AMP-ACL-10", "AMP-ACL-09")
