@@ -235,8 +235,10 @@ def caller_role(amp: Amp, vector: Mapping[str, Any]) -> str:
 
 #: Where a vector's cell is listed and searched: the role calling, the owner template and the chunk.
 #: Vectors with the same key share one owner, one list and one search (made once, by whichever of them
-#: runs first). Chunks of at most GROUP_SIZE vectors keep each group's chain of requests short, and
-#: each group is one work unit of a parallel run (``scope=``), so it is made once there too.
+#: runs first). In a parallel run, chunks of at most GROUP_SIZE vectors keep each group's chain of
+#: requests short, and each group is one work unit (``scope=``), so it is made once there too; a serial
+#: run has no chain to shorten, so there the chunks of one caller and owner are one group (one owner,
+#: one list and one search for all of them: each vector still finds its own cell in the pages).
 GroupKey = tuple[str, str, int]
 GROUP_SIZE = 8
 
@@ -261,7 +263,8 @@ def _scope(vector: Mapping[str, Any]) -> str:
 
 def group_key(amp: Amp, vector: Mapping[str, Any]) -> GroupKey:
     owner = str((vector.get("owner") or {}).get("id", ""))
-    return caller_role(amp, vector), owner, _CHUNK[vector["name"]]
+    chunk = _CHUNK[vector["name"]] if amp.run.worker is not None else 0  # see GroupKey
+    return caller_role(amp, vector), owner, chunk
 
 
 def _group_name(key: GroupKey) -> str:
@@ -370,7 +373,7 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
         if reason:
             vectors[vector["name"]] = {"skip": reason}
             continue
-        if answered_by_refusals(amp, vector, policy, owner_type, caller):
+        if answered_by_refusals(vector, policy, owner_type, role):
             vectors[vector["name"]] = {"refusals": True, "policy": policy, "owner_type": owner_type}
             continue
         body = {
@@ -732,20 +735,20 @@ def make_refusals(amp: Amp) -> dict[str, Any]:
 
 
 def answered_by_refusals(
-    amp: Amp, vector: Mapping[str, Any], policy: Mapping[str, Any], owner_type: str, caller: str
+    vector: Mapping[str, Any], policy: Mapping[str, Any], owner_type: str, role: str
 ) -> bool:
-    """Whether the stranger-refusals cell asks ``vector``'s whole question: agent "b" calling, a fresh
-    owner of type user, the default policy, read and write expected refused and asked on every surface
-    (default-policy-refuses-a-stranger, and with API keys the sorting-before vector, whose caller is
-    then "b" too). Its check then judges the refusals' replies and sends nothing itself."""
+    """Whether the stranger-refusals cell asks ``vector``'s whole question: read and write expected
+    refused and asked on every surface, the default policy, a fresh owner of type user, and agent "b"
+    calling (default-policy-refuses-a-stranger, and with API keys the sorting-before vector, whose
+    caller is then "b" too). Its check then judges the refusals' replies and sends nothing itself."""
     return (
-        not (vector.get("owner") or {}).get("id")
-        and owner_type == "user"
-        and dict(policy) == DEFAULT_POLICY
-        and caller == amp.agent_id("b")
-        and not vector["expect"]["read"]["allowed"]
+        not vector["expect"]["read"]["allowed"]
         and not vector["expect"]["write"]["allowed"]
         and write_surfaces(vector) == WRITE_SURFACES
+        and dict(policy) == DEFAULT_POLICY
+        and not (vector.get("owner") or {}).get("id")
+        and owner_type == "user"
+        and role == "b"
     )
 
 

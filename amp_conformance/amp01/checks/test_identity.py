@@ -5,8 +5,8 @@ letter case, a Unicode-normalised variant (a decomposed accent for a precomposed
 prefix is another string. The owner filters of list and search, the owner and creator bypasses and
 the admin gate are each probed with such a variant, which a server folding case or normalisation (or
 comparing prefixes) lets through. And the creator's bypass (AMP-ACL-08) is not a grant the policy
-holds: it survives the creator replacing both access lists. The owner-filter and case-variant checks
-share one cell (:func:`accented_cell`), which neither changes.
+holds: it survives the creator replacing both access lists. The case-variant and creator checks
+share one default-policy cell (:func:`creators_cell`).
 """
 
 from __future__ import annotations
@@ -33,34 +33,12 @@ def _ids(results: list[Any]) -> set[Any]:
     return {r.get("id") for r in results if isinstance(r, dict)}
 
 
-#: The accented owner's cell's text: what the owner-filter check searches for (and what a case variant
-#: of the creator writes back, so that a write the server wrongly takes leaves the search's question).
-TEXT = "an owner id with an accent, filtered by its variants"
-
-
-def accented_cell(amp: Amp) -> dict[str, Any]:
-    """One default-policy cell created by agent "a" for a fresh owner whose id ends in ACCENTED, made
-    once per run (per worker) for the two checks that only read it or are refused: the owner filters
-    list and search it by variants of its owner, the case variants of its creator (and, keyless, of
-    its owner) read it and try to write it. No check changes it (a case variant's write, refused on a
-    conforming server, sends the cell's own text)."""
-
-    def make(maker: Amp) -> dict[str, Any]:
-        owner = maker.owner() + ACCENTED
-        return {
-            "owner": owner,
-            "cell": maker.create_cell(identity={"owner_id": owner}, content={"text": TEXT}),
-        }
-
-    amp.agent("a")  # the maker's roles: "a" first, whichever check makes it (as _shared_cells does)
-    return amp.shared("identity:accented-owner-cell", make)
-
-
 @check("AMP-LIST-03", "AMP-SRCH-03")
 def test_owner_filters_match_the_owner_id_exactly(amp: Amp) -> None:
     """List and search by a case-flipped or decomposed variant of an owner id do not return its cells."""
-    made = accented_cell(amp)
-    cell, owner, text = made["cell"], made["owner"], TEXT
+    owner = amp.owner() + ACCENTED
+    text = "an owner id with an accent, filtered by its variants"
+    cell = amp.create_cell(identity={"owner_id": owner}, content={"text": text})
     variants = {
         "case-flipped": _flip_first_letter(owner),
         "decomposed (NFD)": unicodedata.normalize("NFD", owner),
@@ -95,6 +73,22 @@ def test_owner_filters_match_the_owner_id_exactly(amp: Amp) -> None:
         )
 
 
+def creators_cell(amp: Amp) -> dict[str, Any]:
+    """One default-policy cell created by agent "a" for a fresh owner (so the creator is not the owner),
+    made once per run (per worker) for the case-variant check, which only reads it and is refused a
+    write, and then the creator check, which replaces its policy and writes it (the last to use it, in
+    module order). Neither verdict depends on the other's effect: a variant's write, taken by a server
+    folding case, changes the content the creator then writes anyway, and a policy naming
+    "<creator>-someone-else" admits no case variant of the creator or owner under any rule."""
+
+    def make(maker: Amp) -> dict[str, Any]:
+        owner = maker.owner()
+        return {"owner": owner, "cell": maker.create_cell(identity={"owner_id": owner})}
+
+    amp.agent("a")  # "a" first, whichever check makes it (the roles amp.shared hands over)
+    return amp.shared("identity:creators-cell", make)
+
+
 def _refused(reply: Reply) -> bool:
     """401 (keys mode: the variant is no keyed agent), 403, or 404 (C-01) are all a refusal here."""
     return reply.status in (401, 403, 404)
@@ -107,7 +101,7 @@ def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp) -> None:
     With API keys the creator's variant is sent with the creator's own key (a server folding case in
     its key lookup and its bypass lets it in); the owner is no keyed agent, so only keyless runs try it."""
     creator = amp.agent("a")
-    made = accented_cell(amp)
+    made = creators_cell(amp)
     cell, owner = made["cell"], made["owner"]
     path = f"/memories/{cell['id']}"
     pairs = [("creator", creator.id)] + ([] if amp.keys_mode else [("owner", owner)])
@@ -129,7 +123,7 @@ def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp) -> None:
             expected="403",
         )
         if label == "creator":
-            write = client.patch(path, {"content": {"text": TEXT}})  # the cell's own text: see accented_cell
+            write = client.patch(path, {"content": {"text": "written by a case variant of the creator"}})
             amp.expect(
                 _refused(write),
                 f"agent {shown(variant)} wrote a cell created by {shown(original)} (default policy): "
@@ -143,7 +137,7 @@ def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp) -> None:
 def test_the_creator_keeps_its_rights_after_replacing_the_policy(amp: Amp) -> None:
     """After the creator replaces readable_by and writable_by with other agents, it still reads and writes."""
     other = amp.agent_id("a") + "-someone-else"
-    cell = amp.create_cell()  # a fresh owner: the creator is not the owner
+    cell = creators_cell(amp)["cell"]  # a fresh owner: the creator is not the owner
     path = f"/memories/{cell['id']}"
     client = amp.as_agent("a")
     policy = {"access_policy": {"readable_by": [other], "writable_by": [other], "public": False}}
