@@ -13,7 +13,11 @@ both write surfaces is default-policy-refuses-a-stranger's question. Vectors wit
 owner share one owner, one list and one search (``amp.shared``): whichever of them runs first creates every
 cell of the group and reads the caller's pages once (and the creator's search only when the caller's list
 shows a cell its search misses); each check then probes only its own cell and shows the pages as its
-evidence. All
+evidence (a serial run makes one group per caller and owner, a parallel run one per chunk of at most
+GROUP_SIZE: see ``GroupKey``). A vector whose whole question is the stranger's of the refusal checks
+(agent "b", a fresh owner, the default policy, everything refused: ``answered_by_refusals``) makes no
+cell: it judges the replies of the shared stranger-refusals cell (``make_refusals``), whose stranger
+lists and searches its owner, reads, writes and, once the cell is archived, deletes it. All
 surfaces must give the caller the same answer (AMP-SRCH-15, AMP-ACL-14, AMP-LIST-07: a disagreement always
 fails); when they agree with each other but not with the vector, the decision's stance (requirements.md §2)
 makes it a fail or a warn.
