@@ -778,7 +778,12 @@ def _refusals_as_vector(
     return entry, shared, reply_at, sent
 
 
-@check("AMP-ACL-10", "AMP-ACL-09")
+#: The refusal checks' work unit in a parallel run: default-policy-refuses-a-stranger's, which judges
+#: the same shared cell, so that one worker makes it once for the three of them.
+REFUSALS_SCOPE = _scope(next(v for v in VECTORS if v["name"] == "default-policy-refuses-a-stranger"))
+
+
+@check("AMP-ACL-10", "AMP-ACL-09", scope=REFUSALS_SCOPE)
 def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
     """A refused GET, PATCH and DELETE are each 403 with FORBIDDEN or ACCESS_DENIED, the same code (C-02)."""
     base = len(amp.evidence.exchanges)
@@ -803,7 +808,12 @@ def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
     amp.note(f"refusal code {codes['GET']} ({source}, C-02)")
 
 
-@check("AMP-ACL-11", level=SHOULD, stance="C-01: the API reference documents 404 for unknown ids")
+@check(
+    "AMP-ACL-11",
+    level=SHOULD,
+    stance="C-01: the API reference documents 404 for unknown ids",
+    scope=REFUSALS_SCOPE,
+)
 def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
     """A stranger gets the same status, code and message for a forbidden, an unknown and a deleted id."""
     base = len(amp.evidence.exchanges)
