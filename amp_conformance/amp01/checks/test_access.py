@@ -850,13 +850,31 @@ def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
     )
 
 
+#: The policy check's cell: after it, the identity module's case-variant and creator checks take it
+#: over (test_identity.creators_cell) instead of making their own.
+POLICY_CELL = "acl:policy-change-cell"
+
+
+def make_policy_cell(amp: Amp) -> dict[str, Any]:
+    """A default-policy cell created by agent "a" for a fresh owner: the cell whose readable_by the
+    policy check edits. Made through ``amp.shared`` only so that a later check that needs such a cell
+    and probes it with no agent the policy check names (test_identity) may take it over once the
+    policy check is done (``amp.shared_made``); the policy check itself always makes it first."""
+    text = f"policy change probe {str(ULID()).lower()}"
+    owner = amp.owner()
+    return {
+        "owner": owner,
+        "cell": amp.create_cell({"content": {"text": text}, "identity": {"owner_id": owner}}),
+    }
+
+
 @check("AMP-ACL-12", "AMP-ACL-14")
 def test_policy_changes_take_effect_at_once(amp: Amp) -> None:
     """After the owner names agent b in readable_by, b reads and lists the cell; after removal it cannot."""
+    amp.agent("a")  # "a" first: the cell's maker holds "a" alone (see make_policy_cell)
+    made = amp.shared(POLICY_CELL, make_policy_cell)
+    cell, owner = made["cell"], made["owner"]
     reader = amp.agent_id("b")
-    text = f"policy change probe {str(ULID()).lower()}"
-    owner = amp.owner()
-    cell = amp.create_cell({"content": {"text": text}, "identity": {"owner_id": owner}})
     path = f"/memories/{cell['id']}"
     b = amp.as_agent("b")
     a = amp.as_agent("a")
