@@ -13,7 +13,11 @@ both write surfaces is default-policy-refuses-a-stranger's question. Vectors wit
 owner share one owner, one list and one search (``amp.shared``): whichever of them runs first creates every
 cell of the group and reads the caller's pages once (and the creator's search only when the caller's list
 shows a cell its search misses); each check then probes only its own cell and shows the pages as its
-evidence. All
+evidence (a serial run makes one group per caller and owner, a parallel run one per chunk of at most
+GROUP_SIZE: see ``GroupKey``). A vector whose whole question is the stranger's of the refusal checks
+(agent "b", a fresh owner, the default policy, everything refused: ``answered_by_refusals``) makes no
+cell: it judges the replies of the shared stranger-refusals cell (``make_refusals``), whose stranger
+lists and searches its owner, reads, writes and, once the cell is archived, deletes it. All
 surfaces must give the caller the same answer (AMP-SRCH-15, AMP-ACL-14, AMP-LIST-07: a disagreement always
 fails); when they agree with each other but not with the vector, the decision's stance (requirements.md §2)
 makes it a fail or a warn.
@@ -235,8 +239,10 @@ def caller_role(amp: Amp, vector: Mapping[str, Any]) -> str:
 
 #: Where a vector's cell is listed and searched: the role calling, the owner template and the chunk.
 #: Vectors with the same key share one owner, one list and one search (made once, by whichever of them
-#: runs first). Chunks of at most GROUP_SIZE vectors keep each group's chain of requests short, and
-#: each group is one work unit of a parallel run (``scope=``), so it is made once there too.
+#: runs first). In a parallel run, chunks of at most GROUP_SIZE vectors keep each group's chain of
+#: requests short, and each group is one work unit (``scope=``), so it is made once there too; a serial
+#: run has no chain to shorten, so there the chunks of one caller and owner are one group (one owner,
+#: one list and one search for all of them: each vector still finds its own cell in the pages).
 GroupKey = tuple[str, str, int]
 GROUP_SIZE = 8
 
@@ -261,7 +267,8 @@ def _scope(vector: Mapping[str, Any]) -> str:
 
 def group_key(amp: Amp, vector: Mapping[str, Any]) -> GroupKey:
     owner = str((vector.get("owner") or {}).get("id", ""))
-    return caller_role(amp, vector), owner, _CHUNK[vector["name"]]
+    chunk = _CHUNK[vector["name"]] if amp.run.worker is not None else 0  # see GroupKey
+    return caller_role(amp, vector), owner, chunk
 
 
 def _group_name(key: GroupKey) -> str:
@@ -369,6 +376,9 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
         reason = expressible(vector, policy, owner_id, creator, caller)
         if reason:
             vectors[vector["name"]] = {"skip": reason}
+            continue
+        if answered_by_refusals(vector, policy, owner_type, role):
+            vectors[vector["name"]] = {"refusals": True, "policy": policy, "owner_type": owner_type}
             continue
         body = {
             "content": {"text": text},
@@ -504,9 +514,13 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     role = key[0]
     creator = amp.agent_id("a")
     caller = amp.agent_id(role)
+    replies_at: Callable[[int], Reply] = reply_at
+    sent: dict[str, Reply] = {}  # replies the stranger-refusals cell holds (then this check sends none)
+    if made.get("refusals"):
+        made, group, replies_at, sent = _refusals_as_vector(amp, made)
     live: dict[str, Any] = made["cell"]
     policy, owner_id, owner_type = made["policy"], made["owner_id"], made["owner_type"]
-    created = reply_at(made["create"])
+    created = replies_at(made["create"])
     stored = live.get("access_policy")
     expect_step(
         amp,
@@ -530,12 +544,12 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     who = f"agent {shown(caller)}"
     path = f"/memories/{live['id']}"
     reads: dict[str, tuple[bool, Reply]] = {}
-    reply = client.get(path)
+    reply = sent["GET"] if sent else client.get(path)
     reads["GET"] = (decision(amp, reply, (200,), f"GET by {who}"), reply)
-    reads["search"] = seen_in(group["search"], live["id"], reply_at)
-    reads["list"] = seen_in(group["list"], live["id"], reply_at)
+    reads["search"] = seen_in(group["search"], live["id"], replies_at)
+    reads["list"] = seen_in(group["list"], live["id"], replies_at)
     if reads["GET"][0] and reads["list"][0] and not reads["search"][0]:
-        by_creator, creator_reply = seen_in(group["creator_search"], live["id"], reply_at)
+        by_creator, creator_reply = seen_in(group["creator_search"], live["id"], replies_at)
         expect_step(
             amp,
             by_creator,
@@ -555,7 +569,12 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
             f"write asked through {', '.join(surfaces) or 'no surface'}: the vector asks a matching rule, "
             "not the write decision (PATCH and DELETE agreeing is asked by the vectors citing AMP-ACL-02)"
         )
-    if surfaces and may_write:  # the allowed write is the archive the DELETE probe needs
+    if sent:  # a stranger under the default policy: the refusals' PATCH and (archived) DELETE
+        writes["PATCH"] = (decision(amp, sent["PATCH"], (200,), f"PATCH by {who}"), sent["PATCH"])
+        reply = sent["DELETE"]
+        writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of the archived cell by {who}"), reply)
+        surfaces = ()
+    elif surfaces and may_write:  # the allowed write is the archive the DELETE probe needs
         reply = client.patch(path, {"lifecycle": {"status": "archived"}})
         if reply.status not in (200, 403):
             # neither allowed nor refused: whether the server takes the status-only archive at all
@@ -653,20 +672,56 @@ def _broken_rule(expected: Mapping[str, Any], caller: str, owner_id: str, creato
 # ------------------------------------------------------------------------ the other ACL checks
 
 
+#: The policy the matrix's default-policy vectors render to ({} in matrix.json), sent explicitly.
+DEFAULT_POLICY: dict[str, Any] = {"public": False, "readable_by": [], "writable_by": []}
+
+
 def make_refusals(amp: Amp) -> dict[str, Any]:
-    """A default-policy cell of agent "a" that agent "b" asks about: b's GET, PATCH and (once archived)
-    DELETE, b's GET of an unknown id, then, once "a" has deleted the cell, b's GET of it again. The
-    replies (by where they sit among the exchanges) serve the two refusal checks."""
+    """A default-policy cell of agent "a" that agent "b" asks about: b's list and search of the cell's
+    owner, b's GET, PATCH and (once archived) DELETE, b's GET of an unknown id, then, once "a" has
+    deleted the cell, b's GET of it again. The replies (by where they sit among the exchanges) serve the
+    two refusal checks and the matrix vectors whose question is the same stranger's under the default
+    policy (:func:`answered_by_refusals`): the pages are read before any write, as a matrix group's are."""
     start = len(amp.evidence.exchanges)
-    cell = amp.create_cell()
+    text = f"stranger refusal probe {str(ULID()).lower()}"
+    owner = amp.owner()
+    body = {
+        "content": {"text": text},
+        "identity": {"owner_id": owner, "owner_type": "user"},
+        "access_policy": dict(DEFAULT_POLICY),
+    }
+    cell = amp.create_cell(body)
     path = f"/memories/{cell['id']}"
     stranger = amp.as_agent("b")
-    at: dict[str, Any] = {}
+    at: dict[str, Any] = {"create": len(amp.evidence.exchanges) - start - 1}
 
     def sent(name: str, reply: Reply) -> Reply:
         at[name] = _offset(amp, start, reply.exchange)
         return reply
 
+    limit = page_size(amp)
+
+    def search(client: Any) -> Callable[[int], Reply]:
+        return lambda offset: client.post(
+            "/memories/search", {"query": text, "owner_id": owner, "limit": limit, "offset": offset}
+        )
+
+    pages: dict[str, Any] = {
+        "list": all_pages(
+            amp,
+            start,
+            lambda offset: stranger.get(
+                "/memories", params={"owner_id": owner, "limit": limit, "offset": offset}
+            ),
+            "listing the owner's cells",
+        ),
+        "search": all_pages(amp, start, search(stranger), "searching the owner's cells"),
+        "creator_search": None,
+    }
+    if _listed_not_searched(pages, {"cell": {"cell": cell}}):  # as make_group asks it
+        pages["creator_search"] = all_pages(
+            amp, start, search(amp.as_agent("a")), "searching the owner's cells as their creator"
+        )
     sent("GET", stranger.get(path))
     sent("PATCH", stranger.patch(path, {"content": {"text": "a stranger's edit"}}))
     sent("unknown", stranger.get(f"/memories/{amp.unknown_id()}"))
@@ -680,10 +735,55 @@ def make_refusals(amp: Amp) -> dict[str, Any]:
             deletion = _frozen(amp, start, failure)
     if deletion is None:
         sent("deleted", stranger.get(path))
-    return {"at": at, "deletion": deletion}
+    return {"at": at, "deletion": deletion, "cell": cell, "owner": owner, **pages}
 
 
-@check("AMP-ACL-10", "AMP-ACL-09")
+def answered_by_refusals(
+    vector: Mapping[str, Any], policy: Mapping[str, Any], owner_type: str, role: str
+) -> bool:
+    """Whether the stranger-refusals cell asks ``vector``'s whole question: read and write expected
+    refused and asked on every surface, the default policy, a fresh owner of type user, and agent "b"
+    calling (default-policy-refuses-a-stranger, and with API keys the sorting-before vector, whose
+    caller is then "b" too). Its check then judges the refusals' replies and sends nothing itself."""
+    return (
+        not vector["expect"]["read"]["allowed"]
+        and not vector["expect"]["write"]["allowed"]
+        and write_surfaces(vector) == WRITE_SURFACES
+        and dict(policy) == DEFAULT_POLICY
+        and not (vector.get("owner") or {}).get("id")
+        and owner_type == "user"
+        and role == "b"
+    )
+
+
+def _refusals_as_vector(
+    amp: Amp, made: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], Callable[[int], Reply], dict[str, Reply]]:
+    """The stranger-refusals cell as a matrix vector's: its entry, its pages, where its replies sit in
+    this check's evidence and the GET, PATCH and DELETE it sent."""
+    base = len(amp.evidence.exchanges)
+    shared = amp.shared("acl:stranger-refusals", make_refusals)
+
+    def reply_at(offset: int) -> Reply:
+        return Reply(amp.evidence.exchanges[base + offset])
+
+    entry = {
+        "cell": shared["cell"],
+        "create": shared["at"]["create"],
+        "policy": made["policy"],
+        "owner_id": shared["owner"],
+        "owner_type": made["owner_type"],
+    }
+    sent = {name: reply_at(shared["at"][name]) for name in ("GET", "PATCH", "DELETE")}
+    return entry, shared, reply_at, sent
+
+
+#: The refusal checks' work unit in a parallel run: default-policy-refuses-a-stranger's, which judges
+#: the same shared cell, so that one worker makes it once for the three of them.
+REFUSALS_SCOPE = _scope(next(v for v in VECTORS if v["name"] == "default-policy-refuses-a-stranger"))
+
+
+@check("AMP-ACL-10", "AMP-ACL-09", scope=REFUSALS_SCOPE)
 def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
     """A refused GET, PATCH and DELETE are each 403 with FORBIDDEN or ACCESS_DENIED, the same code (C-02)."""
     base = len(amp.evidence.exchanges)
@@ -708,7 +808,12 @@ def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
     amp.note(f"refusal code {codes['GET']} ({source}, C-02)")
 
 
-@check("AMP-ACL-11", level=SHOULD, stance="C-01: the API reference documents 404 for unknown ids")
+@check(
+    "AMP-ACL-11",
+    level=SHOULD,
+    stance="C-01: the API reference documents 404 for unknown ids",
+    scope=REFUSALS_SCOPE,
+)
 def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
     """A stranger gets the same status, code and message for a forbidden, an unknown and a deleted id."""
     base = len(amp.evidence.exchanges)
@@ -745,13 +850,31 @@ def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
     )
 
 
+#: The policy check's cell: after it, the identity module's case-variant and creator checks take it
+#: over (test_identity.creators_cell) instead of making their own.
+POLICY_CELL = "acl:policy-change-cell"
+
+
+def make_policy_cell(amp: Amp) -> dict[str, Any]:
+    """A default-policy cell created by agent "a" for a fresh owner: the cell whose readable_by the
+    policy check edits. Made through ``amp.shared`` only so that a later check that needs such a cell
+    and probes it with no agent the policy check names (test_identity) may take it over once the
+    policy check is done (``amp.shared_made``); the policy check itself always makes it first."""
+    text = f"policy change probe {str(ULID()).lower()}"
+    owner = amp.owner()
+    return {
+        "owner": owner,
+        "cell": amp.create_cell({"content": {"text": text}, "identity": {"owner_id": owner}}),
+    }
+
+
 @check("AMP-ACL-12", "AMP-ACL-14")
 def test_policy_changes_take_effect_at_once(amp: Amp) -> None:
     """After the owner names agent b in readable_by, b reads and lists the cell; after removal it cannot."""
+    amp.agent("a")  # "a" first: the cell's maker holds "a" alone (see make_policy_cell)
+    made = amp.shared(POLICY_CELL, make_policy_cell)
+    cell, owner = made["cell"], made["owner"]
     reader = amp.agent_id("b")
-    text = f"policy change probe {str(ULID()).lower()}"
-    owner = amp.owner()
-    cell = amp.create_cell({"content": {"text": text}, "identity": {"owner_id": owner}})
     path = f"/memories/{cell['id']}"
     b = amp.as_agent("b")
     a = amp.as_agent("a")

@@ -5,7 +5,8 @@ letter case, a Unicode-normalised variant (a decomposed accent for a precomposed
 prefix is another string. The owner filters of list and search, the owner and creator bypasses and
 the admin gate are each probed with such a variant, which a server folding case or normalisation (or
 comparing prefixes) lets through. And the creator's bypass (AMP-ACL-08) is not a grant the policy
-holds: it survives the creator replacing both access lists.
+holds: it survives the creator replacing both access lists. The case-variant and creator checks
+share one cell (:func:`creators_cell`: the access policy check's, once that check is done with it).
 """
 
 from __future__ import annotations
@@ -72,6 +73,34 @@ def test_owner_filters_match_the_owner_id_exactly(amp: Amp) -> None:
         )
 
 
+#: The access policy check's cell (test_access.POLICY_CELL), taken over once that check has made it.
+POLICY_CELL = "acl:policy-change-cell"
+
+
+def creators_cell(amp: Amp) -> dict[str, Any]:
+    """One cell created by agent "a" for a fresh owner (so the creator is not the owner), under a policy
+    naming neither the creator's nor the owner's case variants, for the case-variant check, which only
+    reads it and is refused a write, and then the creator check, which replaces its policy and writes
+    it (the last to use it, in module order). Neither verdict depends on the other's effect: a
+    variant's write, taken by a server folding case, changes the content the creator then writes
+    anyway, and a policy naming "<creator>-someone-else" admits no case variant of the creator or
+    owner under any rule.
+
+    When the access policy check (AMP-ACL-12) has already made its cell in this run (this worker), that
+    cell is taken over: that check is done with it, and it only ever named agent "b" in readable_by
+    (the default policy again once it removed it), which no probe here uses; else the two checks share
+    a default-policy cell of their own (never the policy check's: it must find its cell unedited)."""
+
+    def make(maker: Amp) -> dict[str, Any]:
+        owner = maker.owner()
+        return {"owner": owner, "cell": maker.create_cell(identity={"owner_id": owner})}
+
+    amp.agent("a")  # "a" first, whichever check makes it (the roles amp.shared hands over)
+    if amp.shared_made(POLICY_CELL):
+        return amp.shared(POLICY_CELL, make)
+    return amp.shared("identity:creators-cell", make)
+
+
 def _refused(reply: Reply) -> bool:
     """401 (keys mode: the variant is no keyed agent), 403, or 404 (C-01) are all a refusal here."""
     return reply.status in (401, 403, 404)
@@ -84,8 +113,8 @@ def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp) -> None:
     With API keys the creator's variant is sent with the creator's own key (a server folding case in
     its key lookup and its bypass lets it in); the owner is no keyed agent, so only keyless runs try it."""
     creator = amp.agent("a")
-    owner = amp.owner()
-    cell = amp.create_cell(identity={"owner_id": owner})
+    made = creators_cell(amp)
+    cell, owner = made["cell"], made["owner"]
     path = f"/memories/{cell['id']}"
     pairs = [("creator", creator.id)] + ([] if amp.keys_mode else [("owner", owner)])
     for label, original in pairs:
@@ -100,8 +129,8 @@ def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp) -> None:
         read = client.get(path)
         amp.expect(
             _refused(read),
-            f"agent {shown(variant)} read a cell whose {label} is {shown(original)} (default policy): "
-            f"GET answered {read.status}",
+            f"agent {shown(variant)} read a cell whose {label} is {shown(original)} "
+            f"(no policy entry names it): GET answered {read.status}",
             read,
             expected="403",
         )
@@ -109,8 +138,8 @@ def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp) -> None:
             write = client.patch(path, {"content": {"text": "written by a case variant of the creator"}})
             amp.expect(
                 _refused(write),
-                f"agent {shown(variant)} wrote a cell created by {shown(original)} (default policy): "
-                f"PATCH answered {write.status}",
+                f"agent {shown(variant)} wrote a cell created by {shown(original)} "
+                f"(no policy entry names it): PATCH answered {write.status}",
                 write,
                 expected="403",
             )
@@ -120,7 +149,7 @@ def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp) -> None:
 def test_the_creator_keeps_its_rights_after_replacing_the_policy(amp: Amp) -> None:
     """After the creator replaces readable_by and writable_by with other agents, it still reads and writes."""
     other = amp.agent_id("a") + "-someone-else"
-    cell = amp.create_cell()  # a fresh owner: the creator is not the owner
+    cell = creators_cell(amp)["cell"]  # a fresh owner: the creator is not the owner
     path = f"/memories/{cell['id']}"
     client = amp.as_agent("a")
     policy = {"access_policy": {"readable_by": [other], "writable_by": [other], "public": False}}
