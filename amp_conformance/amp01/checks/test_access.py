@@ -1,26 +1,25 @@
 """Access control (AMP-ACL-*): the data-driven access matrix, and policy changes, refusals and body tricks.
 
-The matrix lives in ``fixtures/access/matrix.json``. Each vector is one check: agent "a" creates a cell with
-the vector's owner and policy, then the vector's caller tries every surface. Read is seen through GET by id,
-search and list (the cell is in the results or not); write through a PATCH and, once the cell is archived,
-through DELETE (an archived cell, so that the answer is about access alone). A vector that refuses writes
-tries a harmless content PATCH and its creator archives the cell; a vector that allows writes has its
-caller's PATCH archive the cell (the archive the DELETE probe needs, one request fewer), and the creator
-archives only when that PATCH did not. A vector that only varies a matching rule (AMP-ACL-04/-06, no write
-requirement cited, the write refused) writes through PATCH alone, or not at all when neither its policy's
-writable_by nor its read grant is in question (``write_surfaces``): the default refusal of a stranger on
-both write surfaces is default-policy-refuses-a-stranger's question. Vectors with the same caller and
-owner share one owner, one list and one search (``amp.shared``): whichever of them runs first creates every
-cell of the group and reads the caller's pages once (and the creator's search only when the caller's list
-shows a cell its search misses); each check then probes only its own cell and shows the pages as its
-evidence (a serial run makes one group per caller and owner, a parallel run one per chunk of at most
-GROUP_SIZE: see ``GroupKey``). A vector whose whole question is the stranger's of the refusal checks
-(agent "b", a fresh owner, the default policy, everything refused: ``answered_by_refusals``) makes no
-cell: it judges the replies of the shared stranger-refusals cell (``make_refusals``), whose stranger
-lists and searches its owner, reads, writes and, once the cell is archived, deletes it. All
-surfaces must give the caller the same answer (AMP-SRCH-15, AMP-ACL-14, AMP-LIST-07: a disagreement always
-fails); when they agree with each other but not with the vector, the decision's stance (requirements.md §2)
-makes it a fail or a warn.
+The matrix lives in ``fixtures/access/matrix.json``. Each vector is one check: agent "a" creates a cell
+with the vector's owner and policy, then the vector's caller tries every surface. Read is seen through GET
+by id, search and list (the cell is in the results or not); write through a PATCH and, once the cell is
+archived, through DELETE (an archived cell, so that the answer is about access alone). A vector that
+refuses writes tries a harmless content PATCH and its creator archives the cell; a vector that allows
+writes has its caller's PATCH archive the cell (the archive the DELETE probe needs, one request fewer),
+and the creator archives only when that PATCH did not. A vector that only varies a matching rule
+(AMP-ACL-04/-06, no write requirement cited, the write refused) writes through PATCH alone, or not at all
+when neither its policy's writable_by nor its read grant is in question (``write_surfaces``): the default
+refusal of a stranger on both write surfaces is default-policy-refuses-a-stranger's question. Vectors with
+the same caller and owner share one owner, one list and one search (``amp.shared``): whichever of them
+runs first creates every cell of the group and reads the caller's pages once (and the creator's search
+only when the caller's list shows a cell its search misses); each check then probes only its own cell and
+shows the pages as its evidence (one group per chunk of at most GROUP_SIZE: see ``GroupKey``). A vector
+whose whole question is the stranger's of the refusal checks (agent "b", a fresh owner, the default
+policy, everything refused: ``answered_by_refusals``) makes no cell: it judges the replies of the shared
+stranger-refusals cell (``make_refusals``), whose stranger lists and searches its owner, reads, writes
+and, once the cell is archived, deletes it. All surfaces must give the caller the same answer
+(AMP-SRCH-15, AMP-ACL-14, AMP-LIST-07: a disagreement always fails); when they agree with each other but
+not with the vector, the decision's stance (requirements.md §2) makes it a fail or a warn.
 
 Patterns are built from the run's real agent ids: keyless ids derive from the run, and with API keys the
 patterns derive from the keyed agents' ids. A vector whose pattern cannot be expressed with the ids at hand
@@ -239,10 +238,10 @@ def caller_role(amp: Amp, vector: Mapping[str, Any]) -> str:
 
 #: Where a vector's cell is listed and searched: the role calling, the owner template and the chunk.
 #: Vectors with the same key share one owner, one list and one search (made once, by whichever of them
-#: runs first). In a parallel run, chunks of at most GROUP_SIZE vectors keep each group's chain of
-#: requests short, and each group is one work unit (``scope=``), so it is made once there too; a serial
-#: run has no chain to shorten, so there the chunks of one caller and owner are one group (one owner,
-#: one list and one search for all of them: each vector still finds its own cell in the pages).
+#: runs first). Chunks of at most GROUP_SIZE vectors keep each group's chain of requests short, and
+#: each group is one work unit of a parallel run (``scope=``), so it is made once there too. Serial and
+#: parallel runs group alike: a run is the same run however many workers it has (the same cells, so
+#: the same outcomes, also under a fault that depends on how many cells a page holds).
 GroupKey = tuple[str, str, int]
 GROUP_SIZE = 8
 
@@ -267,8 +266,7 @@ def _scope(vector: Mapping[str, Any]) -> str:
 
 def group_key(amp: Amp, vector: Mapping[str, Any]) -> GroupKey:
     owner = str((vector.get("owner") or {}).get("id", ""))
-    chunk = _CHUNK[vector["name"]] if amp.run.worker is not None else 0  # see GroupKey
-    return caller_role(amp, vector), owner, chunk
+    return caller_role(amp, vector), owner, _CHUNK[vector["name"]]
 
 
 def _group_name(key: GroupKey) -> str:
