@@ -30,7 +30,7 @@ from amp_conformance.engine.expectations import (
     render_expectations,
     xfail_marker,
 )
-from amp_conformance.engine.marking import MARK, check_info
+from amp_conformance.engine.marking import MARK, check_info, checks_of
 from amp_conformance.engine.options import OPTION_SPECS, UsageError
 from amp_conformance.engine.outcomes import (
     BLOCKED,
@@ -250,6 +250,15 @@ def _settle(run: Run) -> dict[str, Any]:
     return briefing
 
 
+def _settle_and_read_checks(run: Run) -> dict[str, Any]:
+    """:func:`_settle`, then the check registry read while the workers start: the scheduler needs it
+    when the first worker has collected (``parallel.scope_finder``), and reading every check module
+    takes a while."""
+    briefing = _settle(run)
+    checks_of(run.protocol.name)
+    return briefing
+
+
 def _say_preflight_problem(run: Run, problem: str | None) -> None:
     if problem:
         # one line, no pytest banner: no check is run (all are deselected) and the session ends with 2
@@ -266,7 +275,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         # the workers start now (xdist, after this hook) while the preflight runs: they read its
         # outcome from the file before they take work (engine.parallel.Briefing)
         controller.briefing = {"amp_run_id": str(run.id), BRIEFING_PATH_KEY: controller.deferred.path}
-        controller.deferred.start(lambda: _settle(run))
+        controller.deferred.start(lambda: _settle_and_read_checks(run))
         return
     briefing = _settle(run)
     _say_preflight_problem(run, briefing.get("amp_preflight_problem"))

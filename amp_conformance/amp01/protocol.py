@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import socket
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -65,6 +67,12 @@ def parse_keys(pairs: list[str], keys_file: str | None) -> dict[str, str]:
     return keys
 
 
+#: Environment variables through which httpx would reach the server via a proxy (either case).
+_PROXY_VARIABLES = tuple(
+    name for base in ("http_proxy", "https_proxy", "all_proxy") for name in (base, base.upper())
+)
+
+
 class Amp01Protocol(Protocol):
     """AMP v0.1.0 (REST: memory cells, search, access policies, decay, ``GET /spec``)."""
 
@@ -119,8 +127,20 @@ class Amp01Protocol(Protocol):
         return f"{normalise_base_url(base_url)[0]}/health"
 
     def reachable(self, options: SuiteOptions) -> str | None:
-        """Whether anything answers at the base URL at all (connection refused: one line, exit 2)."""
+        """Whether anything answers at the base URL at all (connection refused: one line, exit 2).
+
+        A connection is all it takes to know (the preflight then asks what answers): without a proxy
+        to go through, a TCP connection is opened and closed, which costs no answer's wait."""
         api_base, _ = normalise_base_url(str(options.base_url))
+        url = httpx.URL(api_base)
+        proxied = any(os.environ.get(name) for name in _PROXY_VARIABLES)
+        if not proxied and url.host:
+            port = url.port or (443 if url.scheme == "https" else 80)
+            try:
+                socket.create_connection((url.host, port), timeout=options.timeout).close()
+            except OSError as exc:
+                return f"cannot reach {options.base_url}: connection failed ({exc or type(exc).__name__})"
+            return None
         try:
             httpx.get(f"{api_base}/health", timeout=options.timeout)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
