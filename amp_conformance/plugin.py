@@ -20,7 +20,7 @@ import pytest
 
 from amp_conformance.engine import registry
 from amp_conformance.engine.configuration import build_options
-from amp_conformance.engine.context import CheckContext, handed_over_states
+from amp_conformance.engine.context import CheckContext
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.expectations import (
     Expectation,
@@ -76,6 +76,9 @@ CONTEXT_KEY = pytest.StashKey[CheckContext]()
 EXPECTATIONS_KEY = pytest.StashKey[Expectations]()
 EXPECTATION_KEY = pytest.StashKey[Expectation]()
 CONTROLLER_KEY = pytest.StashKey[Controller]()
+#: How long a worker that has finished waits for the others before it cleans up (engine.shared_store):
+#: the controller says a worker that went down is done, so only a run that hangs reaches it.
+CLEANUP_BARRIER_TIMEOUT = 3600.0
 #: A worker's path to the briefing the controller posts once its preflight is done (read before work).
 PENDING_BRIEFING_KEY = pytest.StashKey[str]()
 #: Workflow-command lines (``::error``) printed after pytest's output, each on a line of its own.
@@ -185,7 +188,8 @@ def pytest_configure(config: pytest.Config) -> None:
         if isinstance(path, str):  # posted once the controller's preflight is done: read before work
             config.stash[PENDING_BRIEFING_KEY] = path
             if SharedStore.available():  # the workers make each shared step once between them
-                run.shared_store = SharedStore(os.path.dirname(path), str(run.worker))
+                workers = int(briefing.get("workercount") or 1)
+                run.shared_store = SharedStore(os.path.dirname(path), str(run.worker), workers=workers)
         else:
             _adopt_briefing(run, briefing)
         config.stash[RUN_KEY] = run
@@ -609,7 +613,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     output = worker_output(session.config)
     if output is not None:  # a worker: clean up its own data and tell the controller what it counted
         if not run.preflight_problem:
-            protocol_session.hand_over(handed_over_states(run))
+            store = run.shared_store
+            if store is not None:  # another worker may still use cells this one made: wait for all
+                store.done()
+                store.wait_for_workers(lambda: run.interrupted, timeout=CLEANUP_BARRIER_TIMEOUT)
             protocol_session.clean_up()
         output["amp"] = protocol_session.worker_summary()
         return

@@ -12,7 +12,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -98,8 +98,6 @@ class Amp01Session(ProtocolSession):
         self._agents: dict[str, Agent] = {}
         self._key_agents = list(options.api_keys.items())
         self.created: list[CreatedCell] = []
-        self.handed: list[CreatedCell] = []
-        """Created cells of shared steps another worker adopted: the controller cleans them up."""
         self._creators: dict[str, str] = {}
         self._states: dict[str, str] = {}
         """Created cell id -> ``archived`` or ``deleted`` as the server last confirmed it: cleanup skips
@@ -185,17 +183,9 @@ class Amp01Session(ProtocolSession):
             "cleanup_requests": self.cleanup_requests,
             "cleanup": self.cleanup,
             "broken_reason": self.broken_reason,
-            # the cells handed over (hand_over) and what any worker saw become of a cell it knows
-            "handed": [[c.id, c.agent.role, c.agent.id, c.agent.key] for c in self.handed],
-            "states": dict(self._states),
         }
 
     def merge_worker_summary(self, summary: Mapping[str, Any]) -> None:
-        for cell_id, role, agent_id, key in summary.get("handed") or ():
-            self.remember(str(cell_id), Agent(str(role), str(agent_id), key))
-        for cell_id, state in dict(summary.get("states") or {}).items():
-            if state == "deleted" or self._states.get(cell_id) != "deleted":
-                self._states[str(cell_id)] = str(state)
         cleanup = summary.get("cleanup")
         if isinstance(cleanup, dict):
             self.cleanup["attempted"] += int(cleanup.get("attempted", 0))
@@ -325,15 +315,8 @@ class Amp01Session(ProtocolSession):
 
     def know(self, cell_id: str, agent: Agent) -> None:
         """A cell another worker created in a shared step this worker adopted: its creator is known
-        (``creator_of``) and what happens to it is tracked, but its cleanup is not this worker's."""
+        (``creator_of``); its cleanup is its maker's."""
         self._creators.setdefault(cell_id, agent.id)
-
-    def hand_over(self, states: Sequence[Any]) -> None:
-        """The cells of shared steps another worker adopted (``engine.context.handed_over_states``):
-        not cleaned up here but by the controller, once every worker is done."""
-        handed = {cell_id for state in states for cell_id, _ in dict(state or {}).get("cells") or ()}
-        self.handed = [cell for cell in self.created if cell.id in handed]
-        self.created = [cell for cell in self.created if cell.id not in handed]
 
     def creator_of(self, cell_id: str) -> str | None:
         """The agent id that created ``cell_id`` in this run, if the run created it."""

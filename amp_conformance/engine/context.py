@@ -58,18 +58,6 @@ class SharedStep:
     """A foreign step's error was raised by this worker's first check using it."""
 
 
-def handed_over_states(run: Run) -> list[Any]:
-    """At a parallel run worker's end: the protocol states (:meth:`CheckContext._shared_state`) of the
-    steps it made that another worker adopted. What they created may still be in use there, so it is
-    the controller's to clean up, once every worker is done; every other step is closed to adoption."""
-    store = run.shared_store
-    if store is None:
-        return []
-    adopted = store.close()
-    made: dict[str, SharedStep] = run.cache.get(SHARED_KEY, {})
-    return [made[name].state for name in sorted(adopted) if name in made and not made[name].foreign]
-
-
 class CheckContext:
     """The per-check API. Requests made through it are recorded as the check's evidence."""
 
@@ -189,11 +177,12 @@ class CheckContext:
         entry = made.get(name)
         store: SharedStore | None = getattr(self.run, "shared_store", None)
         claimed = False
-        if entry is None and store is not None and not self.run.cache.get(_MAKING_KEY):
-            # not while making another step: two workers each waiting for the other's would deadlock
+        if entry is None and store is not None:
             claimed = store.claim(name)
             if not claimed:
-                entry = self._adopted(name, store)
+                # while making another step, only a step made already: two workers each waiting for
+                # the other's would deadlock
+                entry = self._adopted(name, store, wait=not self.run.cache.get(_MAKING_KEY))
                 if entry is not None:
                     made[name] = entry
         if entry is None:
@@ -258,9 +247,10 @@ class CheckContext:
             return None
         return data
 
-    def _adopted(self, name: str, store: SharedStore) -> SharedStep | None:
-        """The step another worker made (waiting while it is being made), or None: make it here."""
-        data = store.adopt(name, interrupted=lambda: time.monotonic() > self.deadline)
+    def _adopted(self, name: str, store: SharedStore, *, wait: bool) -> SharedStep | None:
+        """The step another worker made (waiting while it is being made, with ``wait``), or None: make
+        it here."""
+        data = store.adopt(name, interrupted=lambda: time.monotonic() > self.deadline, wait=wait)
         if data is None:
             return None
         replay = getattr(self.session, "replay", None)

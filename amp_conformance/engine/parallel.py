@@ -30,6 +30,7 @@ from amp_conformance.engine.outcomes import BLOCKED, WARN
 from amp_conformance.engine.protocol import Protocol
 from amp_conformance.engine.replay import ReplayContext
 from amp_conformance.engine.run import CheckResult, Run
+from amp_conformance.engine.shared_store import mark_done
 
 #: Where a check the registry does not know runs: one at a time, beside nothing (slower, never wrong).
 UNKNOWN_GROUP = "passes"
@@ -333,6 +334,8 @@ class Controller:
         output = getattr(node, "workeroutput", None)
         if isinstance(output, dict):
             merge_worker_output(self.run, output, counted=self._counted.get(str(node.gateway.id), 0))
+        if self.deferred.folder is not None:  # a worker that died never said it: the others stop waiting
+            mark_done(self.deferred.folder, str(node.gateway.id))
         if error is None and isinstance(output, dict):
             self._release(node)
 

@@ -78,11 +78,6 @@ class ProtocolSession(ABC):
     def clean_up(self) -> None:
         """Remove what the run created (problems are reported, never counted against the server)."""
 
-    def hand_over(self, states: Sequence[Any]) -> None:
-        """A parallel run worker's end: what the shared steps with these protocol states created is
-        not this worker's to clean up (another worker adopted them); the worker's summary carries it
-        to the controller, which cleans it up once every worker is done (see ``engine.shared_store``)."""
-
     def worker_summary(self) -> dict[str, Any]:
         """What a worker tells the controller at its end (its counts and cleanup)."""
         return {"requests": self.requests, "cleanup_requests": self.cleanup_requests}

@@ -8,12 +8,13 @@ value, the exchanges that made it, the maker's protocol state) in the run's fold
 it later *adopts* it, waiting if it is still being made, exactly as a later check of the same worker
 would: the requests are shown as its evidence, not sent again.
 
-What the step created belongs to its maker's cleanup, unless another worker adopted it: a worker that
-adopted it may still use those cells after the maker has finished, so at its end the maker *hands
-them over* to the controller, which cleans them up once every worker is done. A step the maker has
-*closed* (its end came first) is not adopted: the later worker makes its own. Every decision on a step
-(claim, adopt, close) is taken under one lock on the run's folder (``fcntl.flock``, released if its
-holder dies); without ``fcntl`` (Windows) nothing is shared across workers.
+What the steps created may be in use in any worker until every worker has finished its checks, so
+a worker cleans up only then: at its end it says it is done (:meth:`SharedStore.done`) and waits for
+the others (:meth:`SharedStore.wait_for_workers`; the controller says it for a worker that went down
+without saying it, :func:`mark_done`). A worker that ends early is idle anyway, and the cleanups then
+run at once. Every decision on a step (claim, adopt) is taken under one lock on the run's folder
+(``fcntl.flock``, released if its holder dies); without ``fcntl`` (Windows) nothing is shared across
+workers.
 
 The folder is the controller's briefing folder (``engine.parallel.Briefing``): created ``0700`` by
 the run's own process, removed at the run's end. Published steps are pickles only this run's
@@ -43,11 +44,11 @@ ADOPT_TIMEOUT = 120.0
 class SharedStore:
     """One worker's view of the run's shared steps (see the module docstring)."""
 
-    def __init__(self, folder: str, worker: str):
+    def __init__(self, folder: str, worker: str, *, workers: int = 1):
         self.folder = folder
         self.worker = worker
-        self._made: set[str] = set()
-        """Steps this worker claimed (and published or gave up)."""
+        self.workers = workers
+        """How many workers the run has (``gw0`` ... ``gw{workers-1}``)."""
 
     @staticmethod
     def available() -> bool:
@@ -80,7 +81,6 @@ class SharedStore:
                     handle.write(self.worker)
         except OSError:
             return False  # no store after all: make it here, share nothing
-        self._made.add(name)
         return True
 
     def publish(self, name: str, data: bytes | None) -> None:
@@ -91,46 +91,57 @@ class SharedStore:
                 handle.write(data or b"")
             os.replace(f"{path}.part", path)
 
-    def close(self) -> set[str]:
-        """At this worker's end: every step it made is closed to later adoption; returns the names of
-        those another worker adopted (their cells are handed over to the controller)."""
-        adopted: set[str] = set()
-        with contextlib.suppress(OSError), self._locked():
-            for name in self._made:
-                if os.path.exists(self._path(name, "users")):
-                    adopted.add(name)
-                with open(self._path(name, "closed"), "w", encoding="utf-8") as handle:
-                    handle.write(self.worker)
-        return adopted
+    def done(self) -> None:
+        """This worker has run its last check (its cleanup then waits for the others': see
+        :meth:`wait_for_workers`)."""
+        mark_done(self.folder, self.worker)
+
+    def wait_for_workers(self, interrupted: Callable[[], bool], timeout: float) -> bool:
+        """Wait until each of the run's workers has said it is done; False if one has not within
+        ``timeout`` (or the run is interrupted): the cleanup then goes ahead anyway."""
+        deadline = time.monotonic() + timeout
+        pause = 0.01
+        names = [f"gw{index}" for index in range(self.workers)]
+        while not all(os.path.exists(_done_path(self.folder, name)) for name in names):
+            if time.monotonic() >= deadline or interrupted():
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+        return True
 
     # another worker's side ---------------------------------------------------------------------
 
     def adopt(
-        self, name: str, interrupted: Callable[[], bool], timeout: float = ADOPT_TIMEOUT
+        self, name: str, interrupted: Callable[[], bool], timeout: float = ADOPT_TIMEOUT, *, wait: bool = True
     ) -> bytes | None:
-        """The published pickle of a step another worker claimed, once it is there, registering this
-        worker as a user; None when it will not be shared (given up, closed, or not made in time)."""
+        """The published pickle of a step another worker claimed, once it is there (only if it is
+        there already, without ``wait``); None when it will not be shared (given up, or not in time)."""
         deadline = time.monotonic() + timeout
         pause = 0.01
         while True:
             try:
                 with self._locked():
-                    if os.path.exists(self._path(name, "closed")) or os.path.exists(
-                        self._path(name, "unshared")
-                    ):
+                    if os.path.exists(self._path(name, "unshared")):
                         return None
                     if os.path.exists(self._path(name, "step")):
                         with open(self._path(name, "step"), "rb") as handle:
-                            data = handle.read()
-                        with open(self._path(name, "users"), "a", encoding="utf-8") as handle:
-                            handle.write(f"{self.worker}\n")
-                        return data
+                            return handle.read()
             except OSError:
                 return None
-            if time.monotonic() >= deadline or interrupted():
+            if not wait or time.monotonic() >= deadline or interrupted():
                 return None
             time.sleep(pause)
             pause = min(pause * 2, 0.1)
+
+
+def _done_path(folder: str, worker: str) -> str:
+    return os.path.join(folder, f"done-{worker}")
+
+
+def mark_done(folder: str, worker: str) -> None:
+    """Say that ``worker`` has run its last check (the controller says it for a worker that died)."""
+    with contextlib.suppress(OSError), open(_done_path(folder, worker), "w", encoding="utf-8") as handle:
+        handle.write(worker)
 
 
 def dumps_step(step: Any, exchange_type: type, to_wire: Callable[[Any], dict[str, Any]]) -> bytes | None:

@@ -13,7 +13,7 @@ import pytest
 from amp_conformance.engine.context import SharedStep
 from amp_conformance.engine.exchange import Exchange, exchange_from_wire, exchange_to_wire
 from amp_conformance.engine.outcomes import CheckFailure
-from amp_conformance.engine.shared_store import SharedStore, dumps_step, loads_step
+from amp_conformance.engine.shared_store import SharedStore, dumps_step, loads_step, mark_done
 
 pytestmark = pytest.mark.skipif(not SharedStore.available(), reason="no fcntl: nothing is shared")
 
@@ -26,18 +26,29 @@ def test_one_worker_claims_a_step_and_another_adopts_what_it_published(tmp_path:
     maker, other = SharedStore(str(tmp_path), "gw0"), SharedStore(str(tmp_path), "gw1")
     assert maker.claim("cells:trio")
     assert not other.claim("cells:trio")  # claimed: the other worker waits for it instead
+    assert other.adopt("cells:trio", _never, wait=False) is None  # not made yet, and no wait asked
     maker.publish("cells:trio", b"made")
     assert other.adopt("cells:trio", _never) == b"made"
-    assert maker.close() == {"cells:trio"}  # adopted: its cells are handed over to the controller
+    assert other.adopt("cells:trio", _never, wait=False) == b"made"
 
 
-def test_a_step_nobody_adopted_is_closed_at_the_makers_end(tmp_path: Path) -> None:
-    maker, late = SharedStore(str(tmp_path), "gw0"), SharedStore(str(tmp_path), "gw1")
-    assert maker.claim("cells:trio")
-    maker.publish("cells:trio", b"made")
-    assert maker.close() == set()  # the maker cleans its cells itself
-    assert not late.claim("cells:trio")
-    assert late.adopt("cells:trio", _never) is None  # closed: the late worker makes its own
+def test_a_worker_cleans_up_only_once_every_worker_is_done(tmp_path: Path) -> None:
+    """Cells a step made may be used by any worker until all have run their last check."""
+    early, late = SharedStore(str(tmp_path), "gw0", workers=2), SharedStore(str(tmp_path), "gw1", workers=2)
+    early.done()
+    started = time.monotonic()
+    assert not early.wait_for_workers(_never, timeout=0.2)  # gw1 is still checking
+    assert time.monotonic() - started >= 0.2
+    later = threading.Timer(0.2, late.done)
+    later.start()
+    assert early.wait_for_workers(_never, timeout=10)
+    later.join()
+    dead = SharedStore(str(tmp_path / "x"), "gw0", workers=2)
+    (tmp_path / "x").mkdir()
+    dead.done()
+    mark_done(str(tmp_path / "x"), "gw1")  # the controller, for a worker that went down
+    assert dead.wait_for_workers(_never, timeout=1)
+    assert not SharedStore(str(tmp_path / "x"), "gw0", workers=3).wait_for_workers(lambda: True, timeout=10)
 
 
 def test_an_unshareable_step_sends_the_waiting_workers_to_make_their_own(tmp_path: Path) -> None:
