@@ -166,7 +166,9 @@ def _pytest_base_args(protocol: Protocol) -> list[str]:
     args = [str(checks), "-p", "no:cacheprovider", "--rootdir", str(checks), "--assert=plain"]
     # The checks drive schemathesis and hypothesis themselves: their pytest plugins would only add a
     # second of start-up to every process (each worker of a parallel run pays it); anyio's and xdist's
-    # looponfail plugins serve no check either
+    # looponfail plugins serve no check either, and pytest's unraisable-exception plugin collects the
+    # garbage twice as each process ends (~0.1 s of every worker's end and the run's) to report
+    # exceptions from destructors, which are no finding about the server
     args += [
         "-p",
         "no:schemathesis",
@@ -176,6 +178,8 @@ def _pytest_base_args(protocol: Protocol) -> list[str]:
         "no:anyio",
         "-p",
         "no:xdist.looponfail",
+        "-p",
+        "no:unraisableexception",
     ]
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "amp_conformance.plugin"]

@@ -20,7 +20,7 @@ import pytest
 
 from amp_conformance.engine import registry
 from amp_conformance.engine.configuration import build_options
-from amp_conformance.engine.context import CheckContext
+from amp_conformance.engine.context import CheckContext, published_states
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.expectations import (
     Expectation,
@@ -614,9 +614,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if output is not None:  # a worker: clean up its own data and tell the controller what it counted
         if not run.preflight_problem:
             store = run.shared_store
-            if store is not None:  # another worker may still use cells this one made: wait for all
+            if store is not None:  # another worker may still use the cells of steps this one shared
                 store.done()
-                store.wait_for_workers(lambda: run.interrupted, timeout=CLEANUP_BARRIER_TIMEOUT)
+                if not store.all_done():  # the last one cleans up all at once
+                    protocol_session.clean_up(sparing=published_states(run))  # the rest, meanwhile
+                    store.wait_for_workers(lambda: run.interrupted, timeout=CLEANUP_BARRIER_TIMEOUT)
             protocol_session.clean_up()
         output["amp"] = protocol_session.worker_summary()
         return

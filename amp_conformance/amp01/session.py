@@ -12,7 +12,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -338,28 +338,32 @@ class Amp01Session(ProtocolSession):
         """``archived`` or ``deleted`` when the server confirmed it for a created cell, else None."""
         return self._states.get(cell_id)
 
-    def clean_up(self) -> None:
+    def clean_up(self, *, sparing: Sequence[Any] = ()) -> None:
         """Archive and delete what the run created and is not deleted yet (several at a time);
-        problems are reported, never counted as failures."""
+        problems are reported, never counted as failures. ``sparing``: the protocol states of shared
+        steps whose cells another worker may still use, left for a later call."""
+        spared = {cell_id for state in sparing for cell_id, _ in dict(state or {}).get("cells") or ()}
+        now = [cell for cell in self.created if cell.id not in spared]
+        self.created = [cell for cell in self.created if cell.id in spared]
         before = self.connection.requests
         try:
-            self._clean_up()
+            self._clean_up(now)
         finally:
             self.cleanup_requests += self.connection.requests - before
 
-    def _clean_up(self) -> None:
+    def _clean_up(self, created: list[CreatedCell]) -> None:
         if self.run.options.keep_cells:
-            if self.created:
-                self.cleanup["problems"].append(f"skipped: --keep-cells left {len(self.created)} cells")
+            if created:
+                self.cleanup["problems"].append(f"skipped: --keep-cells left {len(created)} cells")
             return
         if self.connection.broken_reason:
-            if self.created:
+            if created:
                 self.cleanup["problems"].append(
-                    f"skipped: {len(self.created)} cells left ({self.connection.broken_reason})"
+                    f"skipped: {len(created)} cells left ({self.connection.broken_reason})"
                 )
             return
         pending: dict[str, CreatedCell] = {}
-        for cell in self.created:
+        for cell in created:
             pending.setdefault(cell.id, cell)
         self.cleanup["attempted"] += len(pending)
         left = [cell for cell in pending.values() if self._states.get(cell.id) != "deleted"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +117,8 @@ class Amp11Session(ProtocolSession):
                 return f"cannot reach {target.base_url}: {exc}"
         return None
 
-    def clean_up(self) -> None:
+    def clean_up(self, *, sparing: Sequence[Any] = ()) -> None:
+        # one MCP process: never a parallel run's worker, so nothing is ever spared
         before = self.requests
         try:
             self.cleanup()

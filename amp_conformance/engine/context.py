@@ -56,6 +56,15 @@ class SharedStep:
     """Made by another worker of a parallel run (``engine.shared_store``) and adopted here."""
     reported: bool = False
     """A foreign step's error was raised by this worker's first check using it."""
+    published: bool = False
+    """Made here and published for the other workers (``engine.shared_store``)."""
+
+
+def published_states(run: Run) -> list[Any]:
+    """The protocol states of the shared steps this worker made and published: what they created may
+    be in use in another worker until every worker is done (``engine.shared_store``)."""
+    made: dict[str, SharedStep] = run.cache.get(SHARED_KEY, {})
+    return [entry.state for entry in made.values() if entry.published]
 
 
 class CheckContext:
@@ -210,7 +219,9 @@ class CheckContext:
             )
             made[name] = entry
             if claimed and store is not None:
-                store.publish(name, self._shareable(entry))
+                data = self._shareable(entry)
+                store.publish(name, data)
+                entry.published = data is not None
             if error is not None:
                 raise error
             return self._copy_shared(entry)  # type: ignore[no-any-return]

@@ -75,8 +75,10 @@ class ProtocolSession(ABC):
     def adopt_briefing(self, briefing: Mapping[str, Any]) -> None:
         """A worker's side of :meth:`briefing`."""
 
-    def clean_up(self) -> None:
-        """Remove what the run created (problems are reported, never counted against the server)."""
+    def clean_up(self, *, sparing: Sequence[Any] = ()) -> None:
+        """Remove what the run created (problems are reported, never counted against the server);
+        ``sparing``: the protocol states (``CheckContext._shared_state``) of shared steps whose data
+        another worker may still use, left for a later call (``engine.shared_store``)."""
 
     def worker_summary(self) -> dict[str, Any]:
         """What a worker tells the controller at its end (its counts and cleanup)."""

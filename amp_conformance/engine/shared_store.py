@@ -96,13 +96,16 @@ class SharedStore:
         :meth:`wait_for_workers`)."""
         mark_done(self.folder, self.worker)
 
+    def all_done(self) -> bool:
+        """Whether every worker of the run has said it is done."""
+        return all(os.path.exists(_done_path(self.folder, f"gw{index}")) for index in range(self.workers))
+
     def wait_for_workers(self, interrupted: Callable[[], bool], timeout: float) -> bool:
         """Wait until each of the run's workers has said it is done; False if one has not within
         ``timeout`` (or the run is interrupted): the cleanup then goes ahead anyway."""
         deadline = time.monotonic() + timeout
         pause = 0.01
-        names = [f"gw{index}" for index in range(self.workers)]
-        while not all(os.path.exists(_done_path(self.folder, name)) for name in names):
+        while not self.all_done():
             if time.monotonic() >= deadline or interrupted():
                 return False
             time.sleep(pause)
