@@ -8,6 +8,7 @@ classified as pass / fail / warn / skip / error / blocked and the reports are wr
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -245,12 +246,15 @@ def _adopt_briefing(run: Run, briefing: dict[str, Any]) -> None:
         run.active_session.adopt_briefing(briefing.get("amp_protocol") or {})
 
 
-def _settle(run: Run) -> dict[str, Any]:
-    """The controller's preflight and, when it passes, what every worker must agree on."""
+def _settle(run: Run, *, brief: bool) -> dict[str, Any]:
+    """The preflight and, when it passes and ``brief`` (a parallel run's controller), what every
+    worker must agree on. What cannot be detected with what the run was given (too few API keys) is
+    left to the workers' checks, which detect it or skip as a serial run's would."""
     problem = run.active_session.preflight()
     briefing: dict[str, Any] = {"amp_run_id": str(run.id), "amp_preflight_problem": problem}
-    if problem is None:
-        briefing["amp_protocol"] = run.active_session.briefing()
+    if problem is None and brief:
+        with contextlib.suppress(NotApplicable):
+            briefing["amp_protocol"] = run.active_session.briefing()
     return briefing
 
 
@@ -258,7 +262,7 @@ def _settle_and_read_checks(run: Run) -> dict[str, Any]:
     """:func:`_settle`, then the check registry read while the workers start: the scheduler needs it
     when the first worker has collected (``parallel.scope_finder``), and reading every check module
     takes a while."""
-    briefing = _settle(run)
+    briefing = _settle(run, brief=True)
     checks_of(run.protocol.name)
     return briefing
 
@@ -281,7 +285,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         controller.briefing = {"amp_run_id": str(run.id), BRIEFING_PATH_KEY: controller.deferred.path}
         controller.deferred.start(lambda: _settle_and_read_checks(run))
         return
-    briefing = _settle(run)
+    briefing = _settle(run, brief=controller is not None)
     _say_preflight_problem(run, briefing.get("amp_preflight_problem"))
     if controller is not None:
         controller.briefing = briefing

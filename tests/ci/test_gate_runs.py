@@ -59,7 +59,7 @@ def test_a_failing_run_shows_each_failure_once_and_q_has_no_progress_letters(tmp
     result = _run(["--no-fuzz", "--only", "read", "-q"], tmp_path, AMP_REFERENCE_FAULTS=FAULT)
     assert result.returncode == 1
     out = result.stdout
-    assert out.count("access_count is 1 after 1 read(s) (got 0)") == 1, out  # once, in the summary
+    assert out.count("access_count is 1 after 1 more read(s) (got 0)") == 1, out  # once, in the summary
     assert "FAILURES" not in out and "short test summary" not in out and "FAILED " not in out
     assert not any(set(line.strip()) <= set(".FWEsxX") and line.strip() for line in out.splitlines())
     verbose = _run(["--no-fuzz", "--only", "read", "-v"], tmp_path, AMP_REFERENCE_FAULTS=FAULT)

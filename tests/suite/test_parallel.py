@@ -382,3 +382,29 @@ def test_a_check_result_crosses_from_worker_to_controller_unchanged() -> None:
         2,
     )
     assert plain_nodeid("test_x.py::test_y[a@b]") == "test_x.py::test_y[a@b]"
+
+
+def test_a_parallel_run_with_one_key_briefs_without_what_it_cannot_detect(tmp_path: Path) -> None:
+    """The controller's briefing detects the conventions with a second agent; given one API key it
+    leaves them to the workers' checks, which skip what needs another agent as a serial run's do
+    (the preflight once crashed the run there)."""
+    from amp_conformance.amp01.selfserve import BundledServer
+
+    with BundledServer(keys=True) as server:
+        agent, key = next(iter(server.api_keys.items()))
+        report = _self_test(
+            tmp_path,
+            "one-key",
+            "--base-url",
+            server.url,
+            f"--api-key={agent}={key}",
+            "--workers",
+            "2",
+            "--only",
+            "read,crud",
+        )
+    assert report["exit_code"] == 0, report["output"][-3000:]
+    outcomes = {check["outcome"] for check in report["checks"]}
+    assert outcomes <= {"pass", "skip", "warn"} and "pass" in outcomes, report["output"][-3000:]
+    assert any("--api-key" in check["message"] for check in report["checks"] if check["outcome"] == "skip")
+    assert "Traceback" not in report["output"] and "INTERNALERROR" not in report["output"]
