@@ -407,15 +407,7 @@ def read_back_of(amp: Amp, reply: Reply) -> dict[str, Any]:
 def expect_deleted_read(amp: Amp, cell_id: str, what: str) -> None:
     """GET of a deleted cell answers per the server's convention: 200 with status ``deleted`` or the
     unknown-id answer. While the convention is undetermined, either documented answer is accepted."""
-    reply = amp.as_agent("a").get(f"/memories/{cell_id}")
-    convention = amp.conventions.deleted_read
-    if reply.status == 200 and convention != "hidden":
-        status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
-        amp.expect(status == "deleted", f"{what}: the deleted cell reads with status {shown(status)}", reply)
-        return
-    if convention == "readable":
-        amp.expect_status(reply, 200, what=f"{what} (this server keeps deleted cells readable)")
-    expect_unknown_id_answer(amp, reply, what)
+    expect_deleted_read_of(amp, amp.as_agent("a").get(f"/memories/{cell_id}"), what)
 
 
 def expect_reads_as_deleted(amp: Amp, cell_id: str) -> None:
@@ -633,7 +625,8 @@ def listed_results(amp: Amp, reply: Reply) -> list[Any]:
 
 
 def expect_deleted_read_of(amp: Amp, reply: Reply, what: str) -> None:
-    """:func:`expect_deleted_read` of a GET already sent (e.g. by a shared step)."""
+    """:func:`expect_deleted_read` of a GET already sent (e.g. by a shared step): 200 with status
+    ``deleted`` or the unknown-id answer, per the server's convention."""
     convention = amp.conventions.deleted_read
     if reply.status == 200 and convention != "hidden":
         status = expect_member(amp, reply.json_object(), "lifecycle.status", reply)
@@ -655,3 +648,14 @@ def expect_reads_as_deleted_of(amp: Amp, reply: Reply, step: str) -> None:
         expect_step(
             amp, False, failure.message, None, step=step, requirement="AMP-DEL-06", expected=failure.expected
         )
+
+
+def created_cell_of(reply: Reply) -> dict[str, Any] | None:
+    """The cell a create answered: a 2xx JSON object with a string id, else None."""
+    if not 200 <= reply.status < 300:
+        return None
+    try:
+        cell = reply.json()
+    except AssertionError:
+        return None
+    return cell if isinstance(cell, dict) and isinstance(cell.get("id"), str) else None

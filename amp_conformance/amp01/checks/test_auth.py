@@ -24,6 +24,7 @@ from ulid import ULID
 from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._shared_cells import anonymous_create, created_naming_other, public_cell
 from amp_conformance.amp01.checks._support import (
+    created_cell_of,
     expect_accepted,
     expect_error,
     open_route_reply,
@@ -353,13 +354,8 @@ def case_body(amp: Amp) -> dict[str, Any]:
 
 def recorded_as(reply: Reply, agent_id: str) -> dict[str, Any] | None:
     """The cell a create answered, when it is a 2xx cell with an id recorded as created by ``agent_id``."""
-    if not 200 <= reply.status < 300:
-        return None
-    try:
-        cell = reply.json()
-    except AssertionError:
-        return None
-    if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
+    cell = created_cell_of(reply)
+    if cell is None:
         return None
     identity = cell.get("identity")
     if not isinstance(identity, dict) or identity.get("created_by") != agent_id:

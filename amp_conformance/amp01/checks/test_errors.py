@@ -19,6 +19,7 @@ from amp_conformance.amp01.checks._shared_cells import anonymous_create, public_
 from amp_conformance.amp01.checks._support import (
     Marks,
     about,
+    created_cell_of,
     error_of,
     expect_error,
     expect_refused_as_invalid,
@@ -584,14 +585,8 @@ def _odd_cell(
 ) -> dict[str, Any] | None:
     """The cell the odd create ``label`` made, when it answered 2xx with a cell (holding ``text``, when
     given); else None: the error probes then make their own."""
-    reply = dict(odd[1])[label]
-    if not 200 <= reply.status < 300:
-        return None
-    try:
-        cell = reply.json()
-    except AssertionError:
-        return None
-    if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
+    cell = created_cell_of(dict(odd[1])[label])
+    if cell is None:
         return None
     content = cell.get("content")
     identity = cell.get("identity")
