@@ -87,6 +87,7 @@ as soon as a worker is done), 2026-12-02 02:05 UTC, machine otherwise idle:
     server workers  wall s  run s requests  speed-up chain bound s wall/bound serial req serial s
      100ms       1    76.7   75.8      847     1.00x    34     3.4       22.6         70      4.4
      100ms       8    13.8   12.9      850     5.55x    34     3.4        4.1         70      4.9
+    1@50ms       8    46.2   45.4      858         -    34    42.9        1.1         70     20.3   (02:50)
 
 Where the 8-worker run's 13.8 s go (a timeline of the same run): the first two workers are ready
 ~1.1-1.6 s in, the last two ~1 s later; the checks' own time summed over the workers is ~73 s (9.1 s
