@@ -299,7 +299,7 @@ def test_duplicate_member_names(amp: Amp, route: Route) -> None:
     _judge(amp, reply, what, refusals=MALFORMED, success="accept", not_json=False, route=route.name)
 
 
-@check(*IDS, area=AREA)
+@check(*IDS, area=AREA, scope="numbers")
 @by_route
 @pytest.mark.parametrize("number", ["1e400", "-1e400", HUGE_INTEGER], ids=["1e400", "-1e400", "400-digits"])
 def test_numbers_beyond_any_float(amp: Amp, route: Route, number: str) -> None:
@@ -377,7 +377,7 @@ def _send_surrogate(amp: Amp, route_name: str, member: str, form: str) -> tuple[
     return route, path, _send(amp, route, path, _with_surrogate(amp, route, member, SURROGATES[form]))
 
 
-@check(*IDS, area=AREA)
+@check(*IDS, area=AREA, scope="surrogates")
 @by_string_member
 def test_lone_surrogate_in_a_string(amp: Amp, route_name: str, member: str) -> None:
     """A string holding a lone surrogate escape ("\\ud800") is kept or refused in the envelope, never a
@@ -389,7 +389,7 @@ def test_lone_surrogate_in_a_string(amp: Amp, route_name: str, member: str) -> N
     _restore(amp, route, path, reply, what)
 
 
-@check(*IDS, area=AREA)
+@check(*IDS, area=AREA, scope="surrogates")
 @by_string_member
 def test_lone_surrogate_bytes_in_a_string(amp: Amp, route_name: str, member: str) -> None:
     """A string holding the bytes of a lone surrogate (ED A0 80, not UTF-8) is refused in the envelope."""
@@ -399,7 +399,7 @@ def test_lone_surrogate_bytes_in_a_string(amp: Amp, route_name: str, member: str
     _restore(amp, route, path, reply, what)
 
 
-@check(*IDS, area=AREA)
+@check(*IDS, area=AREA, scope="numbers")
 @by_route
 def test_deep_nesting(amp: Amp, route: Route) -> None:
     """A body nesting arrays 10,000 deep is kept or refused in the envelope, never a crash."""
@@ -442,7 +442,7 @@ def test_empty_body(amp: Amp, route: Route) -> None:
     _judge(amp, reply, what, refusals=NOT_JSON, success="warn", not_json=True, route=route.name)
 
 
-@check("AMP-ERR-03", "AMP-ERR-01", "AMP-ERR-05", "AMP-ERR-07", area=AREA)
+@check("AMP-ERR-03", "AMP-ERR-01", "AMP-ERR-05", "AMP-ERR-07", area=AREA, scope="numbers")
 @pytest.mark.parametrize("target", ["read", "list"])
 def test_body_on_get(amp: Amp, target: str) -> None:
     """A GET carrying a JSON body is served as if it had none, or refused in the envelope; never a 5xx."""
