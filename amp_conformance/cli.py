@@ -27,6 +27,7 @@ from amp_conformance.engine import registry
 from amp_conformance.engine.configuration import build_options, check_names_of, selection_of, selects
 from amp_conformance.engine.marking import checks_of
 from amp_conformance.engine.options import COMMAND_OPTION_SPECS, SuiteOptions, UsageError, parse_workers
+from amp_conformance.engine.parallel import INTERRUPT_GATE
 from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.protocol import Protocol, protocol_option_error
 from amp_conformance.engine.report import verdict
@@ -365,6 +366,9 @@ def _interruptible() -> Any:
         if INTERRUPTED_BY:
             return
         INTERRUPTED_BY.append(signum)
+        if INTERRUPT_GATE.holding():  # the workers are starting: raised once they all have
+            INTERRUPT_GATE.held.append(signum)
+            return
         raise KeyboardInterrupt(f"signal {signum}")
 
     previous: dict[signal.Signals, Any] = {}

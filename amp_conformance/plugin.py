@@ -620,8 +620,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             store = run.shared_store
             if store is not None:  # another worker may still use the cells of steps this one shared
                 store.done()
-                if not store.all_done():  # the last one cleans up all at once
-                    protocol_session.clean_up(sparing=published_states(run))  # the rest, meanwhile
+                shared = published_states(run)
+                if shared and not store.all_done():  # else nothing waits (the last cleans all at once)
+                    protocol_session.clean_up(sparing=shared)  # the rest, meanwhile
                     store.wait_for_workers(lambda: run.interrupted, timeout=CLEANUP_BARRIER_TIMEOUT)
             protocol_session.clean_up()
         output["amp"] = protocol_session.worker_summary()

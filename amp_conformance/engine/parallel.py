@@ -288,6 +288,14 @@ class Controller:
         """Worker processes started so far (their start-up tiers, :func:`start_niceness`)."""
 
     @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Any) -> None:
+        INTERRUPT_GATE.hold()  # until every worker has started (:meth:`pytest_collection`)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        INTERRUPT_GATE.release()  # the controller's next step once xdist has started the workers
+
+    @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_newgateway(self, gateway: Any) -> None:
         # before the worker imports anything (xdist sends its code next): later tiers yield the cores
         niceness = start_niceness(self._started, self.run.workers, usable_cores())
@@ -367,6 +375,32 @@ class Controller:
 
 
 # start-up -----------------------------------------------------------------------------------------
+
+
+class _InterruptGate:
+    """An interrupt that arrives while the workers' processes are being started waits until they all
+    are: a worker interrupted between its start and the first line execnet sends it reads nothing
+    and dies with a traceback of its own on the run's output. The command's signal handler asks
+    :meth:`holding` before it raises."""
+
+    def __init__(self) -> None:
+        self._holding = False
+        self.held: list[int] = []
+
+    def holding(self) -> bool:
+        return self._holding
+
+    def hold(self) -> None:
+        self._holding, self.held = True, []
+
+    def release(self) -> None:
+        """Stop holding; raise the interrupt that came meanwhile, if one did."""
+        self._holding = False
+        if self.held:
+            raise KeyboardInterrupt(f"signal {self.held[0]}")
+
+
+INTERRUPT_GATE = _InterruptGate()
 
 
 def usable_cores() -> int:
