@@ -366,8 +366,7 @@ def _interruptible() -> Any:
         if INTERRUPTED_BY:
             return
         INTERRUPTED_BY.append(signum)
-        if INTERRUPT_GATE.holding():  # the workers are starting: raised once they all have
-            INTERRUPT_GATE.held.append(signum)
+        if INTERRUPT_GATE.defer(signum):  # the workers are starting: raised once they all have
             return
         raise KeyboardInterrupt(f"signal {signum}")
 

@@ -381,23 +381,26 @@ class _InterruptGate:
     """An interrupt that arrives while the workers' processes are being started waits until they all
     are: a worker interrupted between its start and the first line execnet sends it reads nothing
     and dies with a traceback of its own on the run's output. The command's signal handler asks
-    :meth:`holding` before it raises."""
+    :meth:`defer` before it raises."""
 
     def __init__(self) -> None:
         self._holding = False
-        self.held: list[int] = []
+        self._held: list[int] = []
 
-    def holding(self) -> bool:
+    def defer(self, signum: int) -> bool:
+        """Keep ``signum`` for :meth:`release` if the gate is holding (True), else leave it (False)."""
+        if self._holding:
+            self._held.append(signum)
         return self._holding
 
     def hold(self) -> None:
-        self._holding, self.held = True, []
+        self._holding, self._held = True, []
 
     def release(self) -> None:
         """Stop holding; raise the interrupt that came meanwhile, if one did."""
         self._holding = False
-        if self.held:
-            raise KeyboardInterrupt(f"signal {self.held[0]}")
+        if self._held:
+            raise KeyboardInterrupt(f"signal {self._held[0]}")
 
 
 INTERRUPT_GATE = _InterruptGate()

@@ -94,3 +94,16 @@ def test_workers_start_in_tiers_of_one_per_core(workers: int, cores: int, expect
 def test_many_tiers_never_go_past_the_lowest_priority() -> None:
     levels = [start_niceness(i, 64, 2) for i in range(64)]
     assert levels == sorted(levels) and levels[0] == 0 and max(levels) == 19
+
+
+def test_an_interrupt_while_the_workers_start_is_raised_once_they_have() -> None:
+    from amp_conformance.engine.parallel import _InterruptGate
+
+    gate = _InterruptGate()
+    assert not gate.defer(2)  # not starting workers: the handler raises at once
+    gate.release()  # nothing held, nothing raised
+    gate.hold()
+    assert gate.defer(2) and gate.defer(15)
+    with pytest.raises(KeyboardInterrupt, match="signal 2"):
+        gate.release()
+    assert not gate.defer(2)

@@ -413,28 +413,13 @@ def expect_deleted_read(amp: Amp, cell_id: str, what: str) -> None:
 def expect_reads_as_deleted(amp: Amp, cell_id: str) -> None:
     """Right after a delete, the cell reads as deleted (AMP-DEL-06): the baseline a check needs before
     it asks whether something later changed the deleted cell. A wrong read blocks it under AMP-DEL-06."""
-    step = "reading the cell right after its delete"
-    try:
-        expect_deleted_read(amp, cell_id, step)
-    except PreconditionFailed:
-        raise
-    except CheckFailure as failure:
-        expect_step(
-            amp, False, failure.message, None, step=step, requirement="AMP-DEL-06", expected=failure.expected
-        )
+    expect_reads_as_deleted_of(amp, amp.as_agent("a").get(f"/memories/{cell_id}"), AFTER_DELETE)
 
 
 def list_owner(amp: Amp, owner_id: str, *, role: str = "a", **params: Any) -> tuple[list[Any], Reply]:
     """``GET /memories?owner_id=...`` as ``role``: the ``results`` array (fails when there is none)."""
     reply = amp.as_agent(role).get("/memories", params={"owner_id": owner_id, **params})
-    if reply.status != 200:
-        step_failed(amp, reply, "listing the owner's cells", "AMP-LIST-01", "200")
-    body = reply.json()
-    results = body.get("results") if isinstance(body, dict) else None
-    if not isinstance(results, list):
-        step_failed(amp, reply, "listing the owner's cells (a results array)", "AMP-LIST-01", "a page")
-    assert isinstance(results, list)
-    return results, reply
+    return listed_results(amp, reply), reply
 
 
 def expect_validation_error(amp: Amp, reply: Reply, what: str) -> None:
@@ -637,7 +622,11 @@ def expect_deleted_read_of(amp: Amp, reply: Reply, what: str) -> None:
     expect_unknown_id_answer(amp, reply, what)
 
 
-def expect_reads_as_deleted_of(amp: Amp, reply: Reply, step: str) -> None:
+#: The step a read right after a delete is: the baseline of the checks on a deleted cell.
+AFTER_DELETE = "reading the cell right after its delete"
+
+
+def expect_reads_as_deleted_of(amp: Amp, reply: Reply, step: str = AFTER_DELETE) -> None:
     """:func:`expect_reads_as_deleted` of a GET already sent: a wrong read blocks the check under
     AMP-DEL-06 (the baseline a check needs before it asks whether something changed the cell)."""
     try:
