@@ -31,7 +31,7 @@ from amp_conformance.engine.expectations import (
     render_expectations,
     xfail_marker,
 )
-from amp_conformance.engine.marking import MARK, check_info, checks_of
+from amp_conformance.engine.marking import MARK, check_info
 from amp_conformance.engine.options import OPTION_SPECS, UsageError
 from amp_conformance.engine.outcomes import (
     BLOCKED,
@@ -54,6 +54,7 @@ from amp_conformance.engine.parallel import (
     is_controller,
     is_worker,
     plain_nodeid,
+    post_work_units,
     result_to_wire,
     worker_input,
     worker_output,
@@ -82,6 +83,8 @@ CONTROLLER_KEY = pytest.StashKey[Controller]()
 CLEANUP_BARRIER_TIMEOUT = 3600.0
 #: A worker's path to the briefing the controller posts once its preflight is done (read before work).
 PENDING_BRIEFING_KEY = pytest.StashKey[str]()
+#: A worker's folder of the briefing, where it also puts the work units of its collection.
+BRIEFING_FOLDER_KEY = pytest.StashKey[str]()
 #: Workflow-command lines (``::error``) printed after pytest's output, each on a line of its own.
 ANNOTATIONS_KEY = pytest.StashKey[list[str]]()
 #: ``--dist`` modes a parallel run accepts (``-n`` alone means load): the plugin's own scheduler
@@ -188,6 +191,7 @@ def pytest_configure(config: pytest.Config) -> None:
         path = briefing.get(BRIEFING_PATH_KEY)
         if isinstance(path, str):  # posted once the controller's preflight is done: read before work
             config.stash[PENDING_BRIEFING_KEY] = path
+            config.stash[BRIEFING_FOLDER_KEY] = os.path.dirname(path)
             if SharedStore.available():  # the workers make each shared step once between them
                 workers = int(briefing.get("workercount") or 1)
                 run.shared_store = SharedStore(os.path.dirname(path), str(run.worker), workers=workers)
@@ -201,6 +205,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if controller:
         run.workers = len(getattr(config.option, "tx", None) or ()) or 1
         config.stash[CONTROLLER_KEY] = Controller(run)
+        config.stash[CONTROLLER_KEY].fork_workers(config)
         config.pluginmanager.register(config.stash[CONTROLLER_KEY], "amp-parallel-controller")
     if not any(isinstance(p, Progress) for p in plugins):
         config.pluginmanager.register(Progress(active_run), "amp-progress")
@@ -258,15 +263,6 @@ def _settle(run: Run, *, brief: bool) -> dict[str, Any]:
     return briefing
 
 
-def _settle_and_read_checks(run: Run) -> dict[str, Any]:
-    """:func:`_settle`, then the check registry read while the workers start: the scheduler needs it
-    when the first worker has collected (``parallel.scope_finder``), and reading every check module
-    takes a while."""
-    briefing = _settle(run, brief=True)
-    checks_of(run.protocol.name)
-    return briefing
-
-
 def _say_preflight_problem(run: Run, problem: str | None) -> None:
     if problem:
         # one line, no pytest banner: no check is run (all are deselected) and the session ends with 2
@@ -283,7 +279,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         # the workers start now (xdist, after this hook) while the preflight runs: they read its
         # outcome from the file before they take work (engine.parallel.Briefing)
         controller.briefing = {"amp_run_id": str(run.id), BRIEFING_PATH_KEY: controller.deferred.path}
-        controller.deferred.start(lambda: _settle_and_read_checks(run))
+        controller.deferred.start(lambda: _settle(run, brief=True))
         return
     briefing = _settle(run, brief=controller is not None)
     _say_preflight_problem(run, briefing.get("amp_preflight_problem"))
@@ -310,6 +306,15 @@ def briefing_timeout(run: Run) -> float:
     """How long a worker waits for the briefing, and the controller for its preflight: the preflight
     is a handful of requests, each bounded by ``--timeout``."""
     return run.options.timeout * 10 + 30
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # before xdist sends the collection: the scheduler reads the units from it (parallel.post_work_units)
+    run = active_run(session.config)
+    folder = session.config.stash.get(BRIEFING_FOLDER_KEY, None)
+    if run is not None and folder is not None and run.worker:
+        post_work_units(folder, run.worker, [item.nodeid for item in session.items], run.protocol)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -698,8 +703,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 def pytest_unconfigure(config: pytest.Config) -> None:
     controller = config.stash.get(CONTROLLER_KEY, None)
     if controller is not None:
-        controller.deferred.close()
-        controller.join_released()
+        controller.close()
     run = active_run(config)
     if run is not None:
         run.close()

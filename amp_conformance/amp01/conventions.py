@@ -9,6 +9,7 @@ documented answer when detection could not decide.
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -113,18 +114,20 @@ def _detect(run: Any, found: Conventions) -> None:
     owner = run.agent("a")
     creator = run.client(owner)
     stranger = run.client(run.agent("b"))
-    unknown = creator.get(f"/memories/mem_{ULID()}")
-    found.unknown_id = answer_of(unknown)
+    # the unknown-id read depends on nothing else: it goes while the probe cell is made
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="amp-conventions") as pool:
+        unknown = pool.submit(creator.get, f"/memories/mem_{ULID()}")
+        created = creator.post(
+            "/memories",
+            {
+                "type": "semantic",
+                "content": {"text": "amp-conformance convention probe"},
+                "identity": {"owner_id": run.new_owner(), "owner_type": "user"},
+            },
+        )
+        found.unknown_id = answer_of(unknown.result())
     if found.unknown_id not in DOCUMENTED_UNKNOWN:
         found.problems.append(f"unknown id answered {label(found.unknown_id)}, which no source documents")
-    created = creator.post(
-        "/memories",
-        {
-            "type": "semantic",
-            "content": {"text": "amp-conformance convention probe"},
-            "identity": {"owner_id": run.new_owner(), "owner_type": "user"},
-        },
-    )
     if not 200 <= created.status < 300:
         found.problems.append(f"could not create a probe cell (status {created.status})")
         return

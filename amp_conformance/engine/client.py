@@ -10,7 +10,9 @@ one clear error per check instead of a timeout per request.
 
 from __future__ import annotations
 
+import functools
 import json
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
@@ -71,6 +73,14 @@ class Reply:
         return body
 
 
+@functools.cache
+def default_tls_context() -> ssl.SSLContext:
+    """httpx's default certificate verification (its CA bundle, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``),
+    made once per process: loading the bundle takes ~25 ms, and a parallel run's fork server makes it
+    once for all its workers (``engine.forkserver``)."""
+    return httpx.create_ssl_context()
+
+
 class Connection:
     """The run's HTTP connection pool, with a breaker that stops sending to a dead server."""
 
@@ -94,7 +104,9 @@ class Connection:
         self.timeout = timeout
         self.http_override = http
         """The client given instead of sockets (an in-process app), if any."""
-        self._http = http or httpx.Client(timeout=timeout, follow_redirects=False)
+        self._http = http or httpx.Client(
+            timeout=timeout, follow_redirects=False, verify=default_tls_context()
+        )
         self._max_failures = max_consecutive_failures
         self._consecutive_failures = 0
         self.broken_reason: str | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import itertools
 import pkgutil
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache
 from types import ModuleType
@@ -166,10 +167,19 @@ def specs_of_module(module: ModuleType) -> list[CheckSpec]:
     return found
 
 
-@cache
+#: One reading of the check registry at a time (the controller of a parallel run starts it in a thread).
+_READING = threading.Lock()
+
+
 def checks_of(protocol_name: str) -> tuple[CheckSpec, ...]:
     """Every check the protocol's checks package declares, in module and definition order, with its
     parameters expanded (node ids as a pytest collection rooted at the checks folder names them)."""
+    with _READING:
+        return _checks_of(protocol_name)
+
+
+@cache
+def _checks_of(protocol_name: str) -> tuple[CheckSpec, ...]:
     protocol = registry.get(protocol_name)
     package = importlib.import_module(protocol.checks_package)
     found: list[CheckSpec] = []

@@ -19,13 +19,14 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pytest
 
 from amp_conformance.engine.exchange import Exchange, exchange_from_wire, exchange_to_wire
-from amp_conformance.engine.marking import check_by_nodeid
+from amp_conformance.engine.forkserver import ForkServer, package_modules
+from amp_conformance.engine.marking import check_by_nodeid, checks_of
 from amp_conformance.engine.outcomes import BLOCKED, WARN
 from amp_conformance.engine.protocol import Protocol
 from amp_conformance.engine.replay import ReplayContext
@@ -38,6 +39,21 @@ UNKNOWN_GROUP = "passes"
 #: What xdist appends to a node id grouped with ``xdist_group`` under ``--dist loadgroup``.
 _GROUP_SUFFIX = re.compile(r"@[\w-]+$")
 RESULT_ATTRIBUTE = "amp_result"
+
+#: What every worker imports before its first check, besides the protocol's check modules.
+#: (``engine.forkserver.preload_modules``: what pytest and httpx import only once they run, too).
+WORKER_MODULES = (
+    "pytest",
+    "_pytest.unittest",
+    "_pytest.junitxml",
+    "pdb",
+    "xdist.plugin",
+    "xdist.remote",
+    "httpcore",
+    "h11",
+    "amp_conformance.plugin",
+    "amp_conformance.engine.client:default_tls_context",
+)
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -286,6 +302,27 @@ class Controller:
         """Gateways of workers let go as they finished (:meth:`_release`)."""
         self._started = 0
         """Worker processes started so far (their start-up tiers, :func:`start_niceness`)."""
+        self.fork_server: ForkServer | None = None
+        """Where the workers are forked from, when they are (:meth:`fork_workers`)."""
+
+    def fork_workers(self, config: pytest.Config) -> None:
+        """Start the workers of a plain ``-n N`` run from a fork server that imports the engine and the
+        protocol's checks once (``engine.forkserver``) instead of in every worker; any other ``--tx``
+        is left as given."""
+        specs = list(getattr(config.option, "tx", None) or ())
+        if len(specs) < 2 or any(spec != "popen" for spec in specs):
+            return
+        protocol = self.run.protocol
+        self.fork_server = ForkServer.start([*WORKER_MODULES, *package_modules(protocol.checks_package)])
+        if self.fork_server is not None:
+            config.option.tx = [f"popen//python={self.fork_server.python()}"] * len(specs)
+
+    def close(self) -> None:
+        """Once the run is over: the briefing's folder, the workers let go, the fork server."""
+        self.deferred.close()
+        self.join_released()
+        if self.fork_server is not None:
+            self.fork_server.close()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: Any) -> None:
@@ -294,13 +331,19 @@ class Controller:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> None:
         INTERRUPT_GATE.release()  # the controller's next step once xdist has started the workers
+        # The check registry, for the node ids no worker's reading of its units names
+        # (post_work_units); read now, not while the workers start: it holds the interpreter for a
+        # while, and xdist starts the workers one after the other from this thread
+        threading.Thread(
+            target=_read_registry, args=(self.run.protocol.name,), name="amp-check-registry", daemon=True
+        ).start()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_newgateway(self, gateway: Any) -> None:
         # before the worker imports anything (xdist sends its code next): later tiers yield the cores
         niceness = start_niceness(self._started, self.run.workers, usable_cores())
         self._started += 1
-        if niceness:
+        if niceness and self.fork_server is None:  # a forked worker has little start-up to yield
             channel = gateway.remote_exec(
                 f"import os\nif hasattr(os, 'nice'):\n    os.nice({niceness})\nchannel.send(None)"
             )
@@ -335,7 +378,13 @@ class Controller:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        return make_scheduler(config, log, self.run.protocol)
+        folder = self.deferred.folder
+        return make_scheduler(
+            config,
+            log,
+            self.run.protocol,
+            units_of=lambda node: read_work_units(folder, str(node.gateway.id)) if folder else {},
+        )
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
@@ -375,6 +424,11 @@ class Controller:
 
 
 # start-up -----------------------------------------------------------------------------------------
+
+
+def _read_registry(protocol_name: str) -> None:
+    with contextlib.suppress(Exception):  # whoever needs it reads it again and reports what fails
+        checks_of(protocol_name)
 
 
 class _InterruptGate:
@@ -482,7 +536,38 @@ def unit_cost_estimate(measured: Mapping[str, float], checks: Mapping[str, int])
     return cost
 
 
-def make_scheduler(config: pytest.Config, log: Any, protocol: Protocol) -> Any:
+def post_work_units(folder: str, worker: str, nodeids: Iterable[str], protocol: Protocol) -> None:
+    """A worker's reading of the work units of what it collected (:func:`scope_finder`), put beside
+    the briefing for the controller's scheduler: the worker has the check modules imported already,
+    while the controller may still be importing them to read its own registry."""
+    scope_of = scope_finder(protocol)
+    units = {nodeid: scope_of(nodeid) for nodeid in nodeids}
+    path = os.path.join(folder, f"units-{worker}.json")
+    with contextlib.suppress(OSError):  # the scheduler then reads the registry itself
+        with open(f"{path}.part", "w", encoding="utf-8") as handle:
+            json.dump(units, handle)
+        os.replace(f"{path}.part", path)
+
+
+def read_work_units(folder: str, worker: str) -> dict[str, str]:
+    """What :func:`post_work_units` put there for ``worker`` (empty when nothing readable is)."""
+    try:
+        with open(os.path.join(folder, f"units-{worker}.json"), encoding="utf-8") as handle:
+            units = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(units, dict):
+        return {}
+    return {str(nodeid): str(unit) for nodeid, unit in units.items()}
+
+
+def make_scheduler(
+    config: pytest.Config,
+    log: Any,
+    protocol: Protocol,
+    *,
+    units_of: Callable[[Any], Mapping[str, str]] = lambda node: {},
+) -> Any:
     """xdist's scope scheduling over :func:`scope_finder`'s work units: each serial group runs on one
     worker, one check at a time; the checks sharing ``amp.shared`` values run on one worker, so those
     values are made once; the workers take the next unit as they free up, the costliest first
@@ -491,7 +576,9 @@ def make_scheduler(config: pytest.Config, log: Any, protocol: Protocol) -> Any:
     Work starts on the first worker that has collected, not once every worker has: on two cores,
     eight workers take seconds to start, and the first ones ready (the serial group of passes, the
     longest chain, on the very first) would otherwise wait for the last. A worker that collects later
-    joins as it is ready; its collection must equal the first one's, as xdist asks of all."""
+    joins as it is ready; its collection must equal the first one's, as xdist asks of all. The units
+    are the first worker's reading of its collection (``units_of(node)``, :func:`post_work_units`)
+    where it gave one, else the controller's registry."""
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
     scope_of = scope_finder(protocol)
@@ -505,6 +592,7 @@ def make_scheduler(config: pytest.Config, log: Any, protocol: Protocol) -> Any:
         def __init__(self, config: pytest.Config, log: Any = None) -> None:
             super().__init__(config, log)
             self._serving: set[Any] = set()
+            self._units: Mapping[str, str] = {}
 
         @property
         def collection_is_completed(self) -> bool:
@@ -514,7 +602,9 @@ def make_scheduler(config: pytest.Config, log: Any, protocol: Protocol) -> Any:
 
         def schedule(self) -> None:
             if self.collection is None:
-                self.collection = list(next(iter(self.registered_collections.values())))
+                first, collection = next(iter(self.registered_collections.items()))
+                self.collection = list(collection)
+                self._units = units_of(first)
                 if not self.collection:
                     return
                 for nodeid in self.collection:
@@ -525,21 +615,27 @@ def make_scheduler(config: pytest.Config, log: Any, protocol: Protocol) -> Any:
                 if node in self._serving or node not in self.registered_collections:
                     continue  # already working, or still collecting (or its collection differed)
                 self._serving.add(node)
-                if not self.workqueue:
-                    node.shutdown()
-                    continue
-                self._assign_work_unit(node)
+                self._reschedule(node)
 
         def _reschedule(self, node: Any) -> None:
-            if node in self._serving:
-                super()._reschedule(node)
+            # xdist's scope scheduling gives a worker its next unit while it still has two checks to
+            # run; a unit of one or two long checks then holds the next unit back from an idle
+            # worker, and the run ends unevenly. Here a worker gets its next unit when one check is
+            # left (which it cannot start without the next: pytest tears down knowing what comes next)
+            if node not in self._serving or node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            while self.workqueue and self._pending_of(self.assigned_work[node]) <= 1:
+                self._assign_work_unit(node)
 
         def remove_node(self, node: Any) -> Any:
             self._serving.discard(node)
             return super().remove_node(node)
 
         def _split_scope(self, nodeid: str) -> str:
-            return scope_of(nodeid)
+            return self._units.get(nodeid) or scope_of(nodeid)
 
         def _assign_work_unit(self, node: Any) -> None:
             if not self._ordered:

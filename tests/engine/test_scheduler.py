@@ -4,6 +4,7 @@ xdist's own bookkeeping: fake worker nodes stand for xdist's WorkerController.""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from amp_conformance.amp01.protocol import PROTOCOL
 from amp_conformance.engine import parallel
+from amp_conformance.engine.marking import checks_of
 
 
 @dataclass(eq=False)
@@ -64,10 +66,11 @@ def test_the_first_worker_to_collect_starts_before_the_others(scheduler: Any) ->
     assert scheduler.collection_is_completed
     scheduler.schedule()
     assert nodes[0].sent and not nodes[1].sent and not nodes[2].sent
+    given = len(nodes[0].sent)
     scheduler.add_node_collection(nodes[1], COLLECTION)
     scheduler.schedule()
     assert nodes[1].sent, "a worker that collects later joins"
-    assert len(nodes[0].sent) == 1, "the first worker is not given a second unit by another's arrival"
+    assert len(nodes[0].sent) == given, "the first worker is not given another unit by another's arrival"
     sent = [i for node in nodes for batch in node.sent for i in batch]
     assert len(sent) == len(set(sent)), "no check is sent twice"
 
@@ -114,8 +117,28 @@ def test_the_costliest_units_start_first(monkeypatch: pytest.MonkeyPatch) -> Non
     for node in nodes:
         scheduler.add_node_collection(node, COLLECTION)
         scheduler.schedule()
-    first = [[COLLECTION[i].split("::")[0] for i in node.sent[0]] for node in nodes]
-    assert first == [["test_cell.py"], ["test_list.py", "test_list.py"], ["test_read.py", "test_read.py"]]
+    given = [[COLLECTION[i].split("::")[0] for i in batch] for batch in nodes[0].sent + nodes[1].sent]
+    # test_cell's one check cannot start alone (a worker runs a check once it knows the next), so the
+    # first worker has the next unit at once
+    assert given == [["test_cell.py"], ["test_list.py", "test_list.py"], ["test_read.py", "test_read.py"]]
+    assert [len(node.sent) for node in nodes] == [2, 1, 0]
+
+
+def test_a_worker_gets_its_next_unit_when_one_check_is_left(scheduler: Any) -> None:
+    """Not while two are (xdist's rule), which kept the next unit from a worker that would be idle
+    sooner; one left is one the worker cannot start without its successor."""
+    nodes = _three_nodes(scheduler)
+    scheduler.add_node_collection(nodes[0], COLLECTION)
+    scheduler.schedule()
+    done: list[int] = []
+    while scheduler.workqueue:
+        sent = [index for batch in nodes[0].sent for index in batch]
+        assert len(sent) - len(done) >= 2, "a worker always holds a check to run and its successor"
+        units = len(nodes[0].sent)
+        done.append(next(index for index in sent if index not in done))
+        scheduler.mark_test_complete(nodes[0], done[-1])
+        left = len(sent) - len(done)
+        assert (len(nodes[0].sent) > units) == (left <= 1), f"{left} checks left"
 
 
 def test_a_unit_cost_is_measured_or_estimated_from_its_checks() -> None:
@@ -126,9 +149,46 @@ def test_a_unit_cost_is_measured_or_estimated_from_its_checks() -> None:
 
 def test_the_measured_costs_name_only_units_that_exist() -> None:
     """unit_costs.json (scripts/unit_costs.py) is re-measured when a unit it names is gone."""
-    from amp_conformance.engine.marking import checks_of
-
     scope_of = parallel.scope_finder(PROTOCOL)
     units = {scope_of(spec.nodeid) for spec in checks_of(PROTOCOL.name)}
     assert PROTOCOL.unit_costs, "amp01/checks/unit_costs.json is missing or unreadable"
     assert set(PROTOCOL.unit_costs) <= units, set(PROTOCOL.unit_costs) - units
+
+
+def test_the_units_are_the_first_workers_reading_where_it_gave_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """parallel.post_work_units: the scheduler takes the first collecting worker's units; a node id
+    the reading lacks is the registry's (here: its module)."""
+    import xdist.scheduler.loadscope as loadscope
+
+    monkeypatch.setattr(loadscope, "parse_tx_spec_config", lambda config: ["popen"] * 3)
+    monkeypatch.setattr(parallel, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
+    reading = {nodeid: "one-unit" for nodeid in COLLECTION[:4]}
+    asked: list[str] = []
+
+    def units_of(node: Any) -> dict[str, str]:
+        asked.append(node.gateway.id)
+        return reading
+
+    scheduler = parallel.make_scheduler(
+        pytest.Config.__new__(pytest.Config), None, PROTOCOL, units_of=units_of
+    )
+    nodes = _three_nodes(scheduler)
+    scheduler.add_node_collection(nodes[1], COLLECTION)
+    scheduler.schedule()
+    assert asked == ["gw1"]
+    assert set(scheduler.workqueue) | {u for w in scheduler.assigned_work.values() for u in w} == {
+        "one-unit",
+        "test_cell.py",
+    }
+
+
+def test_a_workers_reading_of_its_units_crosses_through_the_folder(tmp_path: Path) -> None:
+    ids = [spec.nodeid for spec in checks_of(PROTOCOL.name)][:20]
+    parallel.post_work_units(str(tmp_path), "gw3", ids, PROTOCOL)
+    scope_of = parallel.scope_finder(PROTOCOL)
+    assert parallel.read_work_units(str(tmp_path), "gw3") == {nodeid: scope_of(nodeid) for nodeid in ids}
+    assert parallel.read_work_units(str(tmp_path), "gw4") == {}
+    (tmp_path / "units-gw5.json").write_text("[1, 2]")
+    assert parallel.read_work_units(str(tmp_path), "gw5") == {}
+    (tmp_path / "units-gw6.json").write_text("{not json")
+    assert parallel.read_work_units(str(tmp_path), "gw6") == {}

@@ -1,0 +1,296 @@
+"""Workers forked from a process that has already imported what they need.
+
+A parallel run's workers each import pytest, httpx, jsonschema, the engine and the protocol's check
+modules before their first request: about 0.6 CPU-seconds apiece, which eight workers pay at once on
+two cores. The controller starts one *fork server* as soon as it knows it will have workers; it
+imports all of that once, while the controller runs its preflight, and forks a worker for each
+launcher xdist starts (``engine.worker_launcher``, given to xdist as the worker's ``python``). The
+forked worker then reads execnet's bootstrap from its own streams, exactly as a fresh interpreter
+would, and runs as any xdist worker does; pytest finds the check modules already imported.
+
+The fork server is single-threaded (it forks), listens on a socket in a 0700 folder of its own,
+reaps its workers and tells each launcher its worker's status, kills a worker whose launcher has gone
+(xdist's kill), and ends when the controller closes its standard input. Without ``fork`` and file
+descriptor passing (not Linux), with ``AMP_CONFORMANCE_FORK_SERVER=0``, or if it cannot start, the
+run starts its workers as xdist does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib.metadata
+import importlib.util
+import io
+import json
+import os
+import selectors
+import shlex
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Protocol
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+#: Set to ``0`` to start workers as xdist does (no fork server).
+SWITCH = "AMP_CONFORMANCE_FORK_SERVER"
+
+_LAUNCHER = Path(__file__).with_name("worker_launcher.py")
+
+
+def available() -> bool:
+    """Whether this platform and environment allow a fork server."""
+    return (
+        sys.platform == "linux"
+        and hasattr(os, "fork")
+        and hasattr(socket, "send_fds")
+        and os.environ.get(SWITCH, "1") != "0"
+    )
+
+
+class ForkServer:
+    """The controller's handle on its fork server: the launcher command to give xdist, and close."""
+
+    def __init__(self, folder: str, process: subprocess.Popen[bytes], socket_path: str) -> None:
+        self._folder = folder
+        self._process = process
+        self.socket_path = socket_path
+
+    @classmethod
+    def start(cls, preload: Sequence[str]) -> ForkServer | None:
+        """Start a fork server that imports ``preload`` (:func:`preload_modules`) before it forks;
+        None when it cannot (the run then starts its workers as xdist does)."""
+        if not available():
+            return None
+        folder = tempfile.mkdtemp(prefix="amp-forkserver-")
+        socket_path = os.path.join(folder, "socket")
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            # bound and listening before the server has imported anything: launchers that connect
+            # early wait in the backlog
+            listener.bind(socket_path)
+            listener.listen(64)
+            setup = json.dumps({"listener": listener.fileno(), "path": sys.path, "preload": list(preload)})
+            process = subprocess.Popen(
+                [sys.executable, "-c", _SERVE, setup],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                pass_fds=[listener.fileno()],
+            )
+        except OSError:
+            shutil.rmtree(folder, ignore_errors=True)
+            return None
+        finally:
+            listener.close()
+        return cls(folder, process, socket_path)
+
+    def python(self) -> str:
+        """The ``python`` of an xdist ``popen`` spec that starts a worker through this server."""
+        return shlex.join([sys.executable, "-I", "-S", str(_LAUNCHER), self.socket_path, sys.executable])
+
+    def close(self) -> None:
+        """End the server (its workers are not its to end) and remove its folder."""
+        with contextlib.suppress(OSError):
+            if self._process.stdin is not None:
+                self._process.stdin.close()
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+#: The server process's program (``python -c``): the controller's module path first, then serve.
+_SERVE = (
+    "import json, sys; setup = json.loads(sys.argv[1]); sys.path[:] = setup['path']; "
+    "from amp_conformance.engine.forkserver import serve; serve(setup['listener'], setup['preload'])"
+)
+
+
+def package_modules(package: str) -> list[str]:
+    """The dotted names of a package's own modules (not its subpackages'), the package first."""
+    spec = importlib.util.find_spec(package)
+    folders = list(spec.submodule_search_locations or ()) if spec is not None else []
+    names = sorted({path.stem for folder in folders for path in Path(folder).glob("*.py")} - {"__init__"})
+    return [package, *(f"{package}.{name}" for name in names)]
+
+
+def preload_modules(modules: Iterable[str]) -> None:
+    """Import each module (one that fails is left for the worker to import, and fail, itself), or for
+    ``module:function``, import it and call the function (what it caches, every worker has); read the
+    installed distributions' entry points as pytest will; and keep what is loaded out of the garbage
+    collector's sight (the forked workers then share its memory instead of copying it)."""
+    for entry in modules:
+        name, _, function = entry.partition(":")
+        with contextlib.suppress(BaseException):
+            module = importlib.import_module(name)
+            if function:
+                getattr(module, function)()
+    with contextlib.suppress(Exception):
+        importlib.metadata.entry_points(group="pytest11")
+    gc.freeze()
+
+
+def serve(listener_fd: int, preload: Sequence[str]) -> None:
+    """The fork server's loop (in its own process): fork a worker per launcher until stdin closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the controller's and the workers'
+    preload_modules(preload)
+    listener = socket.socket(fileno=listener_fd)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    signal.set_wakeup_fd(wake_write)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, "accept")
+    selector.register(0, selectors.EVENT_READ, "controller")
+    selector.register(wake_read, selectors.EVENT_READ, "children")
+    workers: dict[int, socket.socket] = {}
+    """Worker pid -> its launcher's connection."""
+    while True:
+        for key, _ in selector.select():
+            if key.data == "controller":
+                if not os.read(0, 4096):
+                    return  # the controller is done (or gone)
+            elif key.data == "children":
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_read, 4096)
+                _reap(workers, selector)
+            elif key.data == "accept":
+                with contextlib.suppress(OSError):
+                    connection, _ = listener.accept()
+                    inherited: list[_Closable | int] = [
+                        selector,
+                        listener,
+                        wake_read,
+                        wake_write,
+                        *workers.values(),
+                    ]
+                    pid = _fork_worker(connection, inherited)
+                    if pid is None:
+                        connection.close()
+                    else:
+                        workers[pid] = connection
+                        selector.register(connection, selectors.EVENT_READ, pid)
+            else:  # a launcher's connection: it only ever closes (xdist killed the launcher)
+                pid = key.data
+                if pid in workers and not key.fileobj.recv(1):  # type: ignore[union-attr]
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+
+
+def _reap(workers: dict[int, socket.socket], selector: selectors.BaseSelector) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        connection = workers.pop(pid, None)
+        if connection is None:
+            continue
+        selector.unregister(connection)
+        with contextlib.suppress(OSError):
+            connection.sendall(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+        connection.close()
+
+
+def _fork_worker(connection: socket.socket, inherited: Sequence[_Closable | int]) -> int | None:
+    """Read a launcher's request and fork its worker; the worker's pid (told to the launcher too)."""
+    connection.settimeout(5)
+    head, fds, _, _ = socket.recv_fds(connection, 4, 3)
+    if len(head) != 4 or len(fds) != 3:
+        for fd in fds:
+            os.close(fd)
+        return None
+    size = struct.unpack("!I", head)[0]
+    payload = b""
+    while len(payload) < size:
+        chunk = connection.recv(size - len(payload))
+        if not chunk:
+            break
+        payload += chunk
+    try:
+        request = json.loads(payload)
+    except ValueError:
+        request = None
+    if not isinstance(request, dict):
+        for fd in fds:
+            os.close(fd)
+        return None
+    pid = os.fork()
+    if pid == 0:  # the worker
+        code = 1
+        try:
+            connection.close()
+            for item in inherited:
+                if isinstance(item, int):
+                    os.close(item)
+                else:
+                    item.close()
+            code = _run_worker(fds, request)
+        finally:
+            os._exit(code)
+    for fd in fds:
+        os.close(fd)
+    connection.settimeout(None)
+    connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    return pid
+
+
+def _run_worker(fds: Sequence[int], request: dict[str, object]) -> int:
+    """Become the process ``python ARGV`` would have been, and run execnet's bootstrap."""
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    env = request.get("env")
+    if isinstance(env, dict):
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in env.items()})
+    cwd = request.get("cwd")
+    if isinstance(cwd, str):
+        with contextlib.suppress(OSError):
+            os.chdir(cwd)
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
+    sys.stderr = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), write_through=True, errors="backslashreplace"
+    )
+    argv = [str(a) for a in request.get("argv") or []]  # type: ignore[attr-defined]
+    program = argv[argv.index("-c") + 1] if "-c" in argv[:-1] else ""
+    main = ModuleType("__main__")
+    sys.modules["__main__"] = main
+    sys.argv = ["-c"]
+    code = 0
+    try:
+        exec(compile(program, "<string>", "exec"), main.__dict__)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        import atexit
+
+        atexit._run_exitfuncs()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+    return code
