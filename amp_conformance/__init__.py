@@ -2,8 +2,8 @@
 
 The public API is small: ``check`` and the levels for writing checks, ``Amp`` (the ``amp`` fixture's
 type), the offline validator (``validate_cell``, ``validate_documents``, ``compare_contract``), and
-the resource helpers. The validator's names load on first use: the pytest plugin imports this package
-in every pytest run on the machine, so importing it must stay cheap.
+the resource helpers. Every name loads on first use: the pytest plugin imports this package in every
+pytest run on the machine, so importing it must stay cheap.
 """
 
 from __future__ import annotations
@@ -11,16 +11,27 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from amp_conformance._version import __version__
-from amp_conformance.amp01.context import Amp
-from amp_conformance.engine.catalogue import MAY, MUST, SHOULD
-from amp_conformance.engine.marking import check
-from amp_conformance.engine.resources import contract_path, fixtures_path, load_contract, load_fixture
 
 if TYPE_CHECKING:
     from amp_conformance.amp01.cells import Problem, validate_cell
+    from amp_conformance.amp01.context import Amp
+    from amp_conformance.engine.catalogue import MAY, MUST, SHOULD
+    from amp_conformance.engine.marking import check
+    from amp_conformance.engine.resources import contract_path, fixtures_path, load_contract, load_fixture
     from amp_conformance.validator import ContractDifference, Report, compare_contract, validate_documents
 
+#: Every public name loads on first use: the pytest plugin and the command import this package first
+#: (the command starts a parallel run's fork server before anything heavy, ``amp_conformance._command``).
 _LAZY = {
+    "Amp": "amp_conformance.amp01.context",
+    "MAY": "amp_conformance.engine.catalogue",
+    "MUST": "amp_conformance.engine.catalogue",
+    "SHOULD": "amp_conformance.engine.catalogue",
+    "check": "amp_conformance.engine.marking",
+    "contract_path": "amp_conformance.engine.resources",
+    "fixtures_path": "amp_conformance.engine.resources",
+    "load_contract": "amp_conformance.engine.resources",
+    "load_fixture": "amp_conformance.engine.resources",
     "Problem": "amp_conformance.amp01.cells",
     "validate_cell": "amp_conformance.amp01.cells",
     "ContractDifference": "amp_conformance.validator",

@@ -1,5 +1,5 @@
 """``python -m amp_conformance`` is the ``amp-conformance`` command."""
 
-from amp_conformance.cli import entry
+from amp_conformance._command import entry
 
 entry()

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from amp_conformance.engine import registry
+from amp_conformance.engine import forkserver, registry
 from amp_conformance.engine.configuration import build_options
 from amp_conformance.engine.context import CheckContext, published_states
 from amp_conformance.engine.exchange import Exchange
@@ -207,6 +207,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[CONTROLLER_KEY] = Controller(run)
         config.stash[CONTROLLER_KEY].fork_workers(config)
         config.pluginmanager.register(config.stash[CONTROLLER_KEY], "amp-parallel-controller")
+    else:
+        forkserver.discard_early()  # the command asked for workers, the run is serial after all
     if not any(isinstance(p, Progress) for p in plugins):
         config.pluginmanager.register(Progress(active_run), "amp-progress")
 

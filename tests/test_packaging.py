@@ -35,7 +35,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         archive.extractall(target)
     entry_points = next(target.glob("*.dist-info")) / "entry_points.txt"
     text = entry_points.read_text()
-    assert "amp-conformance = amp_conformance.cli:entry" in text
+    assert "amp-conformance = amp_conformance._command:entry" in text
     assert "amp-reference-server = reference_server.amp01.__main__:main" in text
     assert "amp_conformance = amp_conformance.plugin" in text
     return target

@@ -17,19 +17,20 @@ run starts its workers as xdist does.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import importlib.metadata
 import importlib.util
 import io
 import json
+import marshal
 import os
 import selectors
 import shlex
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -46,7 +47,24 @@ class _Closable(Protocol):
 #: Set to ``0`` to start workers as xdist does (no fork server).
 SWITCH = "AMP_CONFORMANCE_FORK_SERVER"
 
+#: What every worker imports before its first check, whatever the protocol (``preload_modules``:
+#: what pytest and httpx import only once they run, too); the protocol's check modules come after.
+WORKER_MODULES = (
+    "pytest",
+    "_pytest.unittest",
+    "_pytest.junitxml",
+    "pdb",
+    "xdist.plugin",
+    "xdist.remote",
+    "httpcore",
+    "h11",
+    "amp_conformance.plugin",
+    "amp_conformance.engine.client:default_tls_context",
+)
+
 _LAUNCHER = Path(__file__).with_name("worker_launcher.py")
+#: The size of each answer to a launcher (its worker's pid, then its exit status: signed, big-endian).
+ANSWER_BYTES = 8
 
 
 def available() -> bool:
@@ -81,7 +99,9 @@ class ForkServer:
             # early wait in the backlog
             listener.bind(socket_path)
             listener.listen(64)
-            setup = json.dumps({"listener": listener.fileno(), "path": sys.path, "preload": list(preload)})
+            setup = json.dumps(
+                {"listener": listener.fileno(), "path": sys.path, "preload": list(preload), "folder": folder}
+            )
             process = subprocess.Popen(
                 [sys.executable, "-c", _SERVE, setup],
                 stdin=subprocess.PIPE,
@@ -94,6 +114,13 @@ class ForkServer:
         finally:
             listener.close()
         return cls(folder, process, socket_path)
+
+    def preload(self, modules: Sequence[str]) -> None:
+        """Have the server import ``modules`` too before it forks its next worker."""
+        with contextlib.suppress(OSError, ValueError):
+            if self._process.stdin is not None:
+                self._process.stdin.write(json.dumps({"preload": list(modules)}).encode() + b"\n")
+                self._process.stdin.flush()
 
     def python(self) -> str:
         """The ``python`` of an xdist ``popen`` spec that starts a worker through this server."""
@@ -112,10 +139,37 @@ class ForkServer:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
+_early: ForkServer | None = None
+
+
+def start_early(preload: Sequence[str]) -> None:
+    """Start the fork server at once, before the command imports anything heavy: its imports then run
+    beside the command's own (:func:`take_early` hands it to the run's controller)."""
+    global _early
+    if _early is None:
+        _early = ForkServer.start(preload)
+        atexit.register(discard_early)  # a run that did not take it (serial after all, or none)
+
+
+def take_early() -> ForkServer | None:
+    """The server :func:`start_early` started, if any (once: it is the caller's to close)."""
+    global _early
+    server, _early = _early, None
+    return server
+
+
+def discard_early() -> None:
+    """Close the server :func:`start_early` started if no run took it."""
+    server = take_early()
+    if server is not None:
+        server.close()
+
+
 #: The server process's program (``python -c``): the controller's module path first, then serve.
 _SERVE = (
     "import json, sys; setup = json.loads(sys.argv[1]); sys.path[:] = setup['path']; "
-    "from amp_conformance.engine.forkserver import serve; serve(setup['listener'], setup['preload'])"
+    "from amp_conformance.engine.forkserver import serve; "
+    "serve(setup['listener'], setup['preload'], setup['folder'])"
 )
 
 
@@ -143,10 +197,19 @@ def preload_modules(modules: Iterable[str]) -> None:
     gc.freeze()
 
 
-def serve(listener_fd: int, preload: Sequence[str]) -> None:
-    """The fork server's loop (in its own process): fork a worker per launcher until stdin closes."""
+def serve(listener_fd: int, preload: Sequence[str], folder: str) -> None:
+    """The fork server's process: fork a worker per launcher until the controller closes stdin (or
+    is gone), then remove the folder."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the controller's and the workers'
+    try:
+        _serve(listener_fd, preload)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _serve(listener_fd: int, preload: Sequence[str]) -> None:
     preload_modules(preload)
+    _know_execnet_source()
     listener = socket.socket(fileno=listener_fd)
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_write, False)
@@ -158,11 +221,19 @@ def serve(listener_fd: int, preload: Sequence[str]) -> None:
     selector.register(wake_read, selectors.EVENT_READ, "children")
     workers: dict[int, socket.socket] = {}
     """Worker pid -> its launcher's connection."""
+    pending = b""
+    """What the controller sent that is not a whole line yet."""
     while True:
-        for key, _ in selector.select():
+        # the controller's word first: what it asks to preload comes before the launchers it starts
+        for key, _ in sorted(selector.select(), key=lambda ready: ready[0].data != "controller"):
             if key.data == "controller":
-                if not os.read(0, 4096):
+                data = os.read(0, 65536)
+                if not data:
                     return  # the controller is done (or gone)
+                *lines, pending = (pending + data).split(b"\n")
+                for line in lines:
+                    with contextlib.suppress(ValueError, TypeError, AttributeError):
+                        preload_modules(json.loads(line).get("preload") or ())
             elif key.data == "children":
                 with contextlib.suppress(BlockingIOError):
                     os.read(wake_read, 4096)
@@ -203,30 +274,18 @@ def _reap(workers: dict[int, socket.socket], selector: selectors.BaseSelector) -
             continue
         selector.unregister(connection)
         with contextlib.suppress(OSError):
-            connection.sendall(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+            connection.sendall(_answer(os.waitstatus_to_exitcode(status)))
         connection.close()
 
 
 def _fork_worker(connection: socket.socket, inherited: Sequence[_Closable | int]) -> int | None:
-    """Read a launcher's request and fork its worker; the worker's pid (told to the launcher too)."""
+    """Read a launcher's request (``worker_launcher``: a length with the three streams, then a
+    ``marshal`` of its arguments, environment and folder) and fork its worker; the worker's pid
+    (told to the launcher too)."""
     connection.settimeout(5)
     head, fds, _, _ = socket.recv_fds(connection, 4, 3)
-    if len(head) != 4 or len(fds) != 3:
-        for fd in fds:
-            os.close(fd)
-        return None
-    size = struct.unpack("!I", head)[0]
-    payload = b""
-    while len(payload) < size:
-        chunk = connection.recv(size - len(payload))
-        if not chunk:
-            break
-        payload += chunk
-    try:
-        request = json.loads(payload)
-    except ValueError:
-        request = None
-    if not isinstance(request, dict):
+    request = _read_request(connection, head) if len(fds) == 3 else None
+    if request is None:
         for fd in fds:
             os.close(fd)
         return None
@@ -240,17 +299,74 @@ def _fork_worker(connection: socket.socket, inherited: Sequence[_Closable | int]
                     os.close(item)
                 else:
                     item.close()
-            code = _run_worker(fds, request)
+            code = _run_worker(fds, *request)
         finally:
             os._exit(code)
     for fd in fds:
         os.close(fd)
     connection.settimeout(None)
-    connection.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    connection.sendall(_answer(pid))
     return pid
 
 
-def _run_worker(fds: Sequence[int], request: dict[str, object]) -> int:
+def _answer(value: int) -> bytes:
+    return value.to_bytes(ANSWER_BYTES, "big", signed=True)
+
+
+def _read_request(connection: socket.socket, head: bytes) -> tuple[list[str], dict[str, str], str] | None:
+    if len(head) != 4:
+        return None
+    size = int.from_bytes(head, "big")
+    payload = b""
+    while len(payload) < size:
+        chunk = connection.recv(size - len(payload))
+        if not chunk:
+            return None
+        payload += chunk
+    try:
+        arguments, environment, folder = marshal.loads(payload)
+        return [str(a) for a in arguments], {str(k): str(v) for k, v in environment}, str(folder)
+    except (ValueError, TypeError, EOFError):
+        return None
+
+
+#: The program execnet gives a ``popen`` interpreter (``gateway_io.popen_bootstrapline``): it reads one
+#: line, execnet's ``gateway_base`` source and a few lines to start serving, and runs it.
+_EXECNET_BOOTSTRAP_LINE = "import sys;exec(eval(sys.stdin.readline()))"
+_execnet_source: str | None = None
+"""The source of the ``execnet.gateway_base`` this server imported, once known."""
+
+
+def _know_execnet_source() -> None:
+    global _execnet_source
+    with contextlib.suppress(Exception):
+        import inspect
+
+        import execnet.gateway_base
+
+        _execnet_source = inspect.getsource(execnet.gateway_base)
+
+
+def _execnet_bootstrap(namespace: dict[str, object]) -> None:
+    """Run execnet's bootstrap as its program does, without compiling ``gateway_base`` anew.
+
+    Given a ``python`` in its spec, execnet sends the module's source for the worker to compile and run
+    (~25 ms, and the controller waits for it before it starts the next worker); for a plain ``popen``
+    it has the worker import the module instead. When the source received is the very source of the
+    module this server imported, the lines after it run with that module's names, as execnet's own
+    import bootstrap does; anything else runs as sent."""
+    source = eval(sys.stdin.readline())  # what the program does with the line
+    known = _execnet_source
+    if not isinstance(source, str) or not known or not source.startswith(known + "\n"):
+        exec(source, namespace)
+        return
+    import execnet.gateway_base as base
+
+    namespace.update({name: value for name, value in vars(base).items() if not name.startswith("__")})
+    exec(compile(source[len(known) + 1 :], "<execnet bootstrap>", "exec"), namespace)
+
+
+def _run_worker(fds: Sequence[int], argv: list[str], env: dict[str, str], cwd: str) -> int:
     """Become the process ``python ARGV`` would have been, and run execnet's bootstrap."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -258,27 +374,29 @@ def _run_worker(fds: Sequence[int], request: dict[str, object]) -> int:
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
-    env = request.get("env")
-    if isinstance(env, dict):
-        os.environ.clear()
-        os.environ.update({str(k): str(v) for k, v in env.items()})
-    cwd = request.get("cwd")
-    if isinstance(cwd, str):
-        with contextlib.suppress(OSError):
-            os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    with contextlib.suppress(OSError):
+        os.chdir(cwd)
     sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=True)
     sys.stderr = io.TextIOWrapper(
         io.FileIO(2, "w", closefd=False), write_through=True, errors="backslashreplace"
     )
-    argv = [str(a) for a in request.get("argv") or []]  # type: ignore[attr-defined]
-    program = argv[argv.index("-c") + 1] if "-c" in argv[:-1] else ""
+    flags, program = (
+        (argv[: argv.index("-c")], argv[argv.index("-c") + 1]) if "-c" in argv[:-1] else (argv, "")
+    )
+    if "-B" in flags:
+        sys.dont_write_bytecode = True
     main = ModuleType("__main__")
     sys.modules["__main__"] = main
     sys.argv = ["-c"]
     code = 0
     try:
-        exec(compile(program, "<string>", "exec"), main.__dict__)
+        if program == _EXECNET_BOOTSTRAP_LINE:
+            _execnet_bootstrap(main.__dict__)
+        else:
+            exec(compile(program, "<string>", "exec"), main.__dict__)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException:

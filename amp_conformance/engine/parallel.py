@@ -24,12 +24,14 @@ from typing import Any
 
 import pytest
 
+from amp_conformance.engine import forkserver
 from amp_conformance.engine.exchange import Exchange, exchange_from_wire, exchange_to_wire
 from amp_conformance.engine.forkserver import ForkServer, package_modules
 from amp_conformance.engine.marking import check_by_nodeid, checks_of
 from amp_conformance.engine.outcomes import BLOCKED, WARN
 from amp_conformance.engine.protocol import Protocol
 from amp_conformance.engine.replay import ReplayContext
+from amp_conformance.engine.report import prerender
 from amp_conformance.engine.run import CheckResult, Run
 from amp_conformance.engine.shared_store import mark_done
 
@@ -39,21 +41,6 @@ UNKNOWN_GROUP = "passes"
 #: What xdist appends to a node id grouped with ``xdist_group`` under ``--dist loadgroup``.
 _GROUP_SUFFIX = re.compile(r"@[\w-]+$")
 RESULT_ATTRIBUTE = "amp_result"
-
-#: What every worker imports before its first check, besides the protocol's check modules.
-#: (``engine.forkserver.preload_modules``: what pytest and httpx import only once they run, too).
-WORKER_MODULES = (
-    "pytest",
-    "_pytest.unittest",
-    "_pytest.junitxml",
-    "pdb",
-    "xdist.plugin",
-    "xdist.remote",
-    "httpcore",
-    "h11",
-    "amp_conformance.plugin",
-    "amp_conformance.engine.client:default_tls_context",
-)
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -312,8 +299,12 @@ class Controller:
         specs = list(getattr(config.option, "tx", None) or ())
         if len(specs) < 2 or any(spec != "popen" for spec in specs):
             return
-        protocol = self.run.protocol
-        self.fork_server = ForkServer.start([*WORKER_MODULES, *package_modules(protocol.checks_package)])
+        checks = package_modules(self.run.protocol.checks_package)
+        self.fork_server = forkserver.take_early()  # the command started it with its first line
+        if self.fork_server is not None:
+            self.fork_server.preload(checks)
+        else:
+            self.fork_server = ForkServer.start([*forkserver.WORKER_MODULES, *checks])
         if self.fork_server is not None:
             config.option.tx = [f"popen//python={self.fork_server.python()}"] * len(specs)
 
@@ -368,6 +359,7 @@ class Controller:
             return
         result, root_step = result_from_wire(data, self.run.active_session.replay)
         self.run.results[result.nodeid] = result
+        prerender(self.run, result)
         node = getattr(report, "node", None)  # the worker that sent it (set by xdist)
         worker = str(node.gateway.id) if node is not None else ""
         self._counted[worker] = self._counted.get(worker, 0) + (result.requests or 0)

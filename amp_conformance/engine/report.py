@@ -140,8 +140,8 @@ class _ExchangeRenderer:
     of every check that used it, and in a parallel run each check's copies arrive as objects of their
     own, so equal exchanges are found by their recorded fields."""
 
-    def __init__(self) -> None:
-        self._seen: dict[tuple[Any, ...], dict[str, Any]] = {}
+    def __init__(self, seen: dict[tuple[Any, ...], dict[str, Any]] | None = None) -> None:
+        self._seen = {} if seen is None else seen
 
     def __call__(self, exchange: Exchange) -> dict[str, Any]:
         key = (
@@ -161,6 +161,21 @@ class _ExchangeRenderer:
         if entry is None:
             entry = self._seen[key] = exchange.as_dict()
         return entry
+
+
+#: Request bodies up to this size have curl lines that are one plain word (4 bytes of line a byte at
+#: most, within ``replay.GENERATOR_CHARS``): never a body file, so they may be rendered early.
+PRERENDERED_BODY_BYTES = 1000
+
+
+def prerender(run: Run, result: CheckResult) -> None:
+    """Render a check's exchanges for the report now (``build_report`` then finds them rendered): a
+    parallel run's controller does it as each result arrives, while it would wait for the workers."""
+    render = _ExchangeRenderer(run.rendered_exchanges)
+    for exchange in result.exchanges:
+        # a large body's curl line may write the body beside the JSON report: that waits for the report
+        if exchange.request_body is None or len(exchange.request_body) <= PRERENDERED_BODY_BYTES:
+            render(exchange)
 
 
 def _check_entry(result: CheckResult, render: Callable[[Exchange], dict[str, Any]]) -> dict[str, Any]:
@@ -207,7 +222,7 @@ def build_report(run: Run) -> dict[str, Any]:
     server.setdefault("unavailable", run.broken_reason)
     if run.options.app:
         server["replay_note"] = replay_note(run.options.app, run.options.base_url)
-    render = _ExchangeRenderer()
+    render = _ExchangeRenderer(run.rendered_exchanges)
     return {
         "report_version": REPORT_VERSION,
         "protocol": run.protocol.name,

@@ -98,6 +98,9 @@ class Run:
         """Values several checks share (``CheckContext.shared``, the fuzz run), made once."""
         self.shared_store: SharedStore | None = None
         """A parallel run worker's view of the steps the workers share (``engine.shared_store``)."""
+        self.rendered_exchanges: dict[tuple[Any, ...], dict[str, Any]] = {}
+        """Exchanges as the JSON report shows them, by their recorded fields (``report.prerender``:
+        a parallel run's controller renders each check's as it arrives, not all at the end)."""
 
     @property
     def active_session(self) -> ProtocolSession:

@@ -143,3 +143,43 @@ def test_package_modules_names_the_check_modules() -> None:
     assert names[0] == "amp_conformance.amp01.checks"
     assert "amp_conformance.amp01.checks.test_access" in names
     assert "amp_conformance.amp01.checks._support" in names
+
+
+@pytest.mark.parametrize(
+    ("arguments", "asks"),
+    [
+        (["--workers", "8"], True),
+        (["--base-url", "http://x", "--workers=3", "--no-fuzz"], True),
+        (["--workers", "1"], False),
+        (["--workers", "many"], False),
+        ([], False),
+        (["--workers", "8", "--list"], False),
+        (["--workers", "8", "--app", "mod:app"], False),
+        (["report", "--workers", "8"], False),
+        (["--workers"], False),
+    ],
+)
+def test_the_command_starts_a_server_early_only_when_it_plainly_asks_for_workers(
+    arguments: list[str], asks: bool
+) -> None:
+    from amp_conformance._command import asks_for_workers
+
+    assert asks_for_workers(arguments) is asks
+
+
+def test_an_early_server_is_taken_once_and_discarded_when_no_run_takes_it() -> None:
+    forkserver.start_early([])
+    server = forkserver.take_early()
+    assert server is not None and forkserver.take_early() is None
+    server.close()
+    forkserver.start_early([])
+    left = forkserver._early
+    assert left is not None
+    forkserver.discard_early()
+    assert forkserver.take_early() is None and left._process.poll() is not None
+
+
+def test_a_server_preloads_what_it_is_told_after_it_started(server: ForkServer) -> None:
+    server.preload(["amp_conformance.engine.shared_store"])
+    launcher = _launch(server, "import sys; print('amp_conformance.engine.shared_store' in sys.modules)")
+    assert launcher.communicate(timeout=30)[0].strip() == "True"
