@@ -48,6 +48,7 @@ from amp_conformance.engine.outcomes import (
 )
 from amp_conformance.engine.parallel import (
     BRIEFING_PATH_KEY,
+    DETAIL_PATH_KEY,
     RESULT_ATTRIBUTE,
     Controller,
     await_briefing,
@@ -247,10 +248,31 @@ def _parallel_problem(
 
 
 def _adopt_briefing(run: Run, briefing: dict[str, Any]) -> None:
-    """A worker's side of the controller's preflight: its problem, or what it detected."""
+    """A worker's side of the controller's preflight: its problem, or what it detected (posted later,
+    when the briefing names where: ``parallel.Briefing.start``)."""
     run.preflight_problem = briefing.get("amp_preflight_problem")
-    if not run.preflight_problem:
-        run.active_session.adopt_briefing(briefing.get("amp_protocol") or {})
+    if run.preflight_problem:
+        return
+    detail = briefing.get(DETAIL_PATH_KEY)
+    if isinstance(detail, str):
+        timeout = briefing_timeout(run)
+
+        def fetch() -> dict[str, Any]:
+            found = await_briefing(detail, timeout)
+            return {} if "amp_preflight_problem" in found else found  # the worker then detects it itself
+
+        run.active_session.adopt_briefing_later(fetch)
+        return
+    run.active_session.adopt_briefing(briefing.get("amp_protocol") or {})
+
+
+def _detail(run: Run) -> dict[str, Any]:
+    """What the protocol detects once for all the workers (too few API keys: what it cannot, left to
+    the workers' checks, which detect it or skip as a serial run's would)."""
+    try:
+        return run.active_session.briefing()
+    except NotApplicable:
+        return {}
 
 
 def _settle(run: Run, *, brief: bool) -> dict[str, Any]:
@@ -281,7 +303,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         # the workers start now (xdist, after this hook) while the preflight runs: they read its
         # outcome from the file before they take work (engine.parallel.Briefing)
         controller.briefing = {"amp_run_id": str(run.id), BRIEFING_PATH_KEY: controller.deferred.path}
-        controller.deferred.start(lambda: _settle(run, brief=True))
+        controller.deferred.start(lambda: _settle(run, brief=False), lambda: _detail(run))
         return
     briefing = _settle(run, brief=controller is not None)
     _say_preflight_problem(run, briefing.get("amp_preflight_problem"))

@@ -9,7 +9,6 @@ documented answer when detection could not decide.
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -114,18 +113,16 @@ def _detect(run: Any, found: Conventions) -> None:
     owner = run.agent("a")
     creator = run.client(owner)
     stranger = run.client(run.agent("b"))
+    probe = {
+        "type": "semantic",
+        "content": {"text": "amp-conformance convention probe"},
+        "identity": {"owner_id": run.new_owner(), "owner_type": "user"},
+    }
     # the unknown-id read depends on nothing else: it goes while the probe cell is made
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="amp-conventions") as pool:
-        unknown = pool.submit(creator.get, f"/memories/mem_{ULID()}")
-        created = creator.post(
-            "/memories",
-            {
-                "type": "semantic",
-                "content": {"text": "amp-conformance convention probe"},
-                "identity": {"owner_id": run.new_owner(), "owner_type": "user"},
-            },
-        )
-        found.unknown_id = answer_of(unknown.result())
+    unknown, created = run.at_once(
+        lambda: creator.get(f"/memories/mem_{ULID()}"), lambda: creator.post("/memories", probe)
+    )
+    found.unknown_id = answer_of(unknown)
     if found.unknown_id not in DOCUMENTED_UNKNOWN:
         found.problems.append(f"unknown id answered {label(found.unknown_id)}, which no source documents")
     if not 200 <= created.status < 300:

@@ -12,10 +12,10 @@ import json
 import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
@@ -77,6 +77,9 @@ class CreatedCell:
     agent: Agent
 
 
+_T = TypeVar("_T")
+_U = TypeVar("_U")
+
 #: ``/memories/{id}`` at the end of a URL (no query): the exchanges that can change a created cell's state.
 _CELL_URL = re.compile(r"/memories/([^/?#]+)$")
 #: Cleanup requests in flight at once (one connection each); a server sees at most this many from a
@@ -112,7 +115,10 @@ class Amp01Session(ProtocolSession):
         self.spec_failed_in_transport = False
         self._spec_fetched = False
         self.spec_status: int | None = None
-        self.conventions: Conventions | None = None
+        self._conventions: Conventions | None = None
+        self._pending_briefing: Callable[[], Mapping[str, Any]] | None = None
+        """A parallel run worker's briefing, posted after the worker started: adopted when a check
+        first asks for the conventions or /spec (:meth:`adopt_briefing_later`)."""
         """Set once detected (the first check that needs them, or the controller's briefing)."""
 
     # what the engine reads ------------------------------------------------------------------------
@@ -165,11 +171,37 @@ class Amp01Session(ProtocolSession):
         from amp_conformance.amp01.conventions import detect_conventions
 
         # GET /spec depends on nothing the detection does: it goes while the detection's chain does
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="amp-briefing") as pool:
-            spec = pool.submit(self.spec_state)
-            conventions = detect_conventions(self)
-            self.conventions = conventions
-            return {"spec": spec.result(), "conventions": conventions.as_wire()}
+        spec, conventions = self.at_once(self.spec_state, lambda: detect_conventions(self))
+        self.conventions = conventions
+        return {"spec": spec, "conventions": conventions.as_wire()}
+
+    def at_once(self, first: Callable[[], _T], second: Callable[[], _U]) -> tuple[_T, _U]:
+        """``first()`` and ``second()``, at the same time when the connection allows it (over sockets;
+        an in-process app is asked one request at a time, as the cleanup does)."""
+        if self.connection.http_override is not None:
+            return first(), second()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="amp-at-once") as pool:
+            early = pool.submit(first)
+            later = second()
+            return early.result(), later
+
+    def adopt_briefing_later(self, fetch: Callable[[], Mapping[str, Any]]) -> None:
+        self._pending_briefing = fetch
+
+    def _settle_briefing(self) -> None:
+        fetch, self._pending_briefing = self._pending_briefing, None
+        if fetch is not None:
+            self.adopt_briefing(fetch())
+
+    @property
+    def conventions(self) -> Conventions | None:
+        """The server's conventions once detected (or adopted from the controller), else None."""
+        self._settle_briefing()
+        return self._conventions
+
+    @conventions.setter
+    def conventions(self, value: Conventions | None) -> None:
+        self._conventions = value
 
     def adopt_briefing(self, briefing: Mapping[str, Any]) -> None:
         from amp_conformance.amp01.conventions import Conventions
@@ -271,6 +303,7 @@ class Amp01Session(ProtocolSession):
 
     def fetch_spec(self) -> dict[str, Any] | None:
         """``GET /spec`` once per run; None (with :attr:`spec_error`) when it cannot be read."""
+        self._settle_briefing()
         if not self._spec_fetched:
             self._spec_fetched = True
             try:

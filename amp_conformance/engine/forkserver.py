@@ -63,6 +63,8 @@ WORKER_MODULES = (
 )
 
 _LAUNCHER = Path(__file__).with_name("worker_launcher.py")
+#: How much lower a forked worker's scheduling priority is than the controller's.
+WORKER_NICENESS = 5
 #: The size of each answer to a launcher (its worker's pid, then its exit status: signed, big-endian).
 ANSWER_BYTES = 8
 
@@ -165,11 +167,12 @@ def discard_early() -> None:
         server.close()
 
 
-#: The server process's program (``python -c``): the controller's module path first, then serve.
+#: The server process's program (``python -c``): the controller's module path first, then serve; it
+#: ends without the interpreter's teardown of everything it imported (the controller waits for it).
 _SERVE = (
-    "import json, sys; setup = json.loads(sys.argv[1]); sys.path[:] = setup['path']; "
+    "import json, os, sys; setup = json.loads(sys.argv[1]); sys.path[:] = setup['path']; "
     "from amp_conformance.engine.forkserver import serve; "
-    "serve(setup['listener'], setup['preload'], setup['folder'])"
+    "serve(setup['listener'], setup['preload'], setup['folder']); os._exit(0)"
 )
 
 
@@ -368,6 +371,10 @@ def _execnet_bootstrap(namespace: dict[str, object]) -> None:
 
 def _run_worker(fds: Sequence[int], argv: list[str], env: dict[str, str], cwd: str) -> int:
     """Become the process ``python ARGV`` would have been, and run execnet's bootstrap."""
+    # below the processes that start the next workers (the controller, the launchers, this server):
+    # while xdist starts them one after the other, the ones started import and collect meanwhile
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)

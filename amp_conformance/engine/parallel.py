@@ -182,6 +182,8 @@ def in_collection_order(run: Run, order: list[str]) -> None:
 
 #: Where a worker finds the path of the briefing file in its ``workerinput``.
 BRIEFING_PATH_KEY = "amp_briefing_path"
+#: Where the briefing names the file its second part (what the protocol detects) is posted to.
+DETAIL_PATH_KEY = "amp_briefing_detail_path"
 
 
 class Briefing:
@@ -203,6 +205,11 @@ class Briefing:
     def path(self) -> str | None:
         return None if self.folder is None else os.path.join(self.folder, "briefing.json")
 
+    @property
+    def detail_path(self) -> str | None:
+        """Where the second part goes: what the protocol detects (:meth:`start`'s ``detail``)."""
+        return None if self.folder is None else os.path.join(self.folder, "briefing-detail.json")
+
     def open(self) -> bool:
         """Make the folder the briefing will be written to; False when none can be made."""
         try:
@@ -211,22 +218,35 @@ class Briefing:
             self.folder = None
         return self.folder is not None
 
-    def start(self, settle: Callable[[], dict[str, Any]]) -> None:
-        """Run ``settle`` (the preflight and what it detects) in a thread and post its outcome."""
+    def start(
+        self, settle: Callable[[], dict[str, Any]], detail: Callable[[], dict[str, Any]] | None = None
+    ) -> None:
+        """Run ``settle`` (the preflight) in a thread and post its outcome; then, when it found no
+        problem, ``detail`` (what the protocol detects once for all, a few requests more), posted as
+        a second part that the outcome names (``DETAIL_PATH_KEY``): the workers start on the first
+        and read the second when a check first needs it (``ProtocolSession.adopt_briefing_later``)."""
 
         def work() -> None:
             try:
                 outcome = settle()
             except BaseException as exc:  # the thread ends with an outcome, never a traceback
                 outcome = {"amp_preflight_problem": f"the preflight stopped: {type(exc).__name__}: {exc}"}
-            self._outcome = outcome
-            self._post(outcome)
+            if detail is None or outcome.get("amp_preflight_problem"):
+                self._outcome = outcome
+                self._post(self.path, outcome)
+                return
+            self._post(self.path, {**outcome, DETAIL_PATH_KEY: self.detail_path})
+            try:
+                found = detail()
+            except BaseException:
+                found = {}
+            self._post(self.detail_path, found)
+            self._outcome = {**outcome, "amp_protocol": found}
 
         self._thread = threading.Thread(target=work, name="amp-preflight", daemon=True)
         self._thread.start()
 
-    def _post(self, outcome: dict[str, Any]) -> None:
-        path = self.path
+    def _post(self, path: str | None, outcome: dict[str, Any]) -> None:
         if path is None:
             return
         with contextlib.suppress(OSError):  # a worker that cannot read it stops with the reason

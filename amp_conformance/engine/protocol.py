@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -74,6 +74,12 @@ class ProtocolSession(ABC):
 
     def adopt_briefing(self, briefing: Mapping[str, Any]) -> None:
         """A worker's side of :meth:`briefing`."""
+
+    def adopt_briefing_later(self, fetch: Callable[[], Mapping[str, Any]]) -> None:
+        """A worker's side of :meth:`briefing` when the controller posts it after the workers have
+        started: ``fetch`` waits for it. A protocol may call it only when a check first needs what it
+        holds (so that work starts before); by default it is adopted at once."""
+        self.adopt_briefing(fetch())
 
     def clean_up(self, *, sparing: Sequence[Any] = ()) -> None:
         """Remove what the run created (problems are reported, never counted against the server);

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from amp_conformance.engine.parallel import Briefing, await_briefing, start_niceness
+from amp_conformance.engine.parallel import DETAIL_PATH_KEY, Briefing, await_briefing, start_niceness
 
 
 def test_a_worker_reads_the_briefing_once_the_preflight_has_posted_it() -> None:
@@ -38,6 +38,51 @@ def test_a_worker_reads_the_briefing_once_the_preflight_has_posted_it() -> None:
     folder = briefing.folder
     briefing.close()
     assert folder is not None and not os.path.exists(folder)
+
+
+def test_the_workers_start_on_the_preflight_and_read_the_detail_when_it_is_posted() -> None:
+    """The first part (the preflight's outcome) names where the second (what the protocol detects, a
+    few requests more) will be: the workers start on the first."""
+    briefing = Briefing()
+    assert briefing.open() and briefing.path is not None and briefing.detail_path is not None
+    release = threading.Event()
+
+    def detail() -> dict[str, Any]:
+        release.wait(5)
+        return {"conventions": {"x": 1}}
+
+    briefing.start(lambda: {"amp_run_id": "r", "amp_preflight_problem": None}, detail)
+    first = await_briefing(briefing.path, 5)
+    assert first == {"amp_run_id": "r", "amp_preflight_problem": None, DETAIL_PATH_KEY: briefing.detail_path}
+    assert not os.path.exists(briefing.detail_path)  # posted once detected, not before
+    release.set()
+    assert await_briefing(briefing.detail_path, 5) == {"conventions": {"x": 1}}
+    assert briefing.outcome(5) == {
+        "amp_run_id": "r",
+        "amp_preflight_problem": None,
+        "amp_protocol": {"conventions": {"x": 1}},
+    }
+    briefing.close()
+
+
+def test_no_detail_follows_a_preflight_problem_and_a_failed_detail_is_empty() -> None:
+    failed = Briefing()
+    assert failed.open() and failed.path is not None
+    failed.start(lambda: {"amp_preflight_problem": "down"}, lambda: {"never": True})
+    assert failed.outcome(5) == {"amp_preflight_problem": "down"}
+    assert await_briefing(failed.path, 5) == {"amp_preflight_problem": "down"}
+    assert not os.path.exists(str(failed.detail_path))
+    failed.close()
+
+    def broken() -> dict[str, Any]:
+        raise RuntimeError("the detection broke")
+
+    empty = Briefing()
+    assert empty.open() and empty.detail_path is not None
+    empty.start(lambda: {"amp_preflight_problem": None}, broken)
+    assert empty.outcome(5) == {"amp_preflight_problem": None, "amp_protocol": {}}
+    assert await_briefing(empty.detail_path, 5) == {}
+    empty.close()
 
 
 def test_a_preflight_that_raises_posts_a_problem_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
