@@ -9,6 +9,7 @@ registry; this module names none.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import json
 import os
@@ -384,17 +385,19 @@ def _interruptible() -> Any:
 
 
 def entry() -> None:
-    """The console script (and ``python -m amp_conformance``). After an interrupt the run has ended
-    and cleaned up (servers stopped, reports written): the process ends there with exit 2, so that
+    """The console script (and ``python -m amp_conformance``). Once :func:`main` returns, the run has
+    ended and cleaned up (servers stopped, reports written and closed): the process ends there, after
+    the exit handlers the run's libraries registered, without the interpreter's teardown of all it
+    imported (~0.3 s of every run's end). After an interrupt not even the handlers run, so that
     nothing the run's libraries left behind (a thread the interpreter would wait for, a late signal)
     turns it into a death by SIGINT (-2, seen once in 20 interrupts) after it said INCOMPLETE."""
     code = main()
-    if INTERRUPTED_BY:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
-    raise SystemExit(code)
+    if not INTERRUPTED_BY:
+        atexit._run_exitfuncs()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

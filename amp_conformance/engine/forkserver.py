@@ -2,11 +2,12 @@
 
 A parallel run's workers each import pytest, httpx, jsonschema, the engine and the protocol's check
 modules before their first request: about 0.6 CPU-seconds apiece, which eight workers pay at once on
-two cores. The controller starts one *fork server* as soon as it knows it will have workers; it
-imports all of that once, while the controller runs its preflight, and forks a worker for each
-launcher xdist starts (``engine.worker_launcher``, given to xdist as the worker's ``python``). The
-forked worker then reads execnet's bootstrap from its own streams, exactly as a fresh interpreter
-would, and runs as any xdist worker does; pytest finds the check modules already imported.
+two cores. One *fork server* imports all of that once, while the controller does its own start-up
+and preflight (the command starts it with its first line, :func:`start_early`; else the controller
+at its configure), and forks a worker for each launcher xdist starts (``engine.worker_launcher``,
+given to xdist as the worker's ``python``). The forked worker then reads execnet's bootstrap from
+its own streams, as a fresh interpreter would, and runs as any xdist worker does; pytest finds the
+check modules already imported.
 
 The fork server is single-threaded (it forks), listens on a socket in a 0700 folder of its own,
 reaps its workers and tells each launcher its worker's status, kills a worker whose launcher has gone
