@@ -26,6 +26,7 @@ from amp_conformance.amp01.checks._lifecycle_passes import (
     both_passes,
     first_pass,
     listed_status,
+    stale_probes,
     together,
 )
 from amp_conformance.amp01.checks._shared_cells import purge_probes, status_trio
@@ -202,13 +203,18 @@ def test_a_stale_cell_cannot_be_patched_or_deleted_to_deleted(amp: Amp) -> None:
     passes = both_passes(amp)
     passes.step_stale_after_first(amp, "z")
     passes.step_stale_after_second(amp, "z")
-    cell_id = passes.ids["z"]
-    client = amp.as_agent("a")
-    reply = client.patch(f"/memories/{cell_id}", {"lifecycle": {"status": "deleted"}})
-    expect_transition_refused(amp, reply, "PATCH stale -> deleted", "AMP-PATCH-12")
-    reply = client.delete(f"/memories/{cell_id}")
-    expect_transition_refused(amp, reply, "DELETE of a stale cell", "AMP-DEL-03")
-    _expect_listed(amp, passes.owner, cell_id, "stale", "after the refused PATCH and DELETE")
+    # the probes are sent once (AMP-DEL-03's stale check judges the DELETE and the list after it too):
+    # the DELETE first, each probe followed by the owner's stale list
+    probes = stale_probes(amp, passes)
+    expect_transition_refused(amp, probes.delete, "DELETE of a stale cell", "AMP-DEL-03")
+    expect_transition_refused(amp, probes.patch, "PATCH stale -> deleted", "AMP-PATCH-12")
+    for what, listed in (("DELETE", probes.after_delete), ("PATCH and DELETE", probes.after_patch)):
+        amp.expect(
+            probes.listed_stale(amp, listed),
+            f"after the refused {what}: the owner's stale list does not show the cell",
+            listed,
+            expected="stale",
+        )
 
 
 @check("AMP-READ-07", area="lc", global_effects=True)

@@ -146,7 +146,8 @@ PROVENANCE_SENT = {"source_ref": "conv-2"}
 
 
 def _merge_probes(amp: Amp) -> _Probes:
-    """A cell with every section set; then a read, a content PATCH (text and metadata), a read, a
+    """A cell with every section set (the 201 body is the cell before any PATCH: a read then would
+    show nothing more but its own access); then a content PATCH (text and metadata), a read, a
     scoring PATCH, an access_policy.public PATCH, a readable_by PATCH 1.1 s after the content PATCH, a
     read, and a metadata-only PATCH (content without text) last, whatever it does."""
     record = _Recorder(amp)
@@ -163,7 +164,6 @@ def _merge_probes(amp: Amp) -> _Probes:
         provenance={"source_type": "conversation", "source_ref": "conv-1", "extraction_method": "rule_based"},
     )
     cell_id = cell["id"]
-    record("read before", _get(amp, cell_id))
     record("content", _patch(amp, cell_id, {"content": {"text": MERGE_TEXT, "metadata": SENT_METADATA}}))
     stamped = time.monotonic()
     record("read after content", _get(amp, cell_id))
@@ -203,8 +203,7 @@ def test_patch_returns_the_complete_updated_cell(amp: Amp) -> None:
 @check("AMP-PATCH-02")
 def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
     """PATCH of content only leaves scoring, access_policy, provenance and identity untouched."""
-    _, got = _merge(amp)
-    before = read_back_of(amp, got["read before"])
+    before, got = _merge(amp)  # the 201 body: the cell as stored before the PATCH
     reply = got["content"]
     amp.expect_status(reply, 200)
     updated = reply.json_object()
@@ -220,7 +219,7 @@ def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
 def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
     """PATCH scoring.importance keeps confidence, decay_rate and access_count as stored."""
     _, got = _merge(amp)
-    before = read_back_of(amp, got["read after content"])  # access_count 2, so a reset to the default 0 shows
+    before = read_back_of(amp, got["read after content"])  # access_count 1, so a reset to the default 0 shows
     reply = got["scoring"]
     expect_scoring_not_limited(amp, reply, "a scoring PATCH of a fresh cell")
     amp.expect_status(reply, 200)
@@ -346,8 +345,7 @@ def test_every_patch_stamps_last_updated_at(amp: Amp) -> None:
 @check("AMP-PATCH-07")
 def test_patch_is_not_an_access(amp: Amp) -> None:
     """A PATCH leaves access_count and last_accessed_at as they were."""
-    _, got = _merge(amp)
-    before = read_back_of(amp, got["read before"])
+    before, got = _merge(amp)  # the 201 body: no access yet (access_count 0, last_accessed_at null)
     reply = got["content"]
     amp.expect_status(reply, 200)
     updated = reply.json_object()
