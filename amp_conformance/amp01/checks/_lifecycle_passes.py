@@ -31,8 +31,9 @@ Making them only sends and records: the create, the pass and the lists are steps
 (a failure there blocks them all); the archive, delete and lifts are recorded, and each check that
 needs one judges it, so a verdict never depends on which check made the passes. Statuses are seen
 through ``GET /memories?owner_id=…&status=…``, never a by-id read (an access). The cells a check
-changes afterwards are its own: ``archived`` is PATCHed by AMP-LC-08's check, ``z`` by the stale
-PATCH/DELETE check, ``w`` is read by id by AMP-READ-07's, ``high`` is lowered by AMP-PATCH-16's (which
+changes afterwards are its own (``archived`` is only listed and searched): ``z`` by the stale
+PATCH/DELETE probes (``stale_probes``: sent once, judged by that check and AMP-DEL-03's stale one),
+``w`` is read by id by AMP-READ-07's, ``high`` is lowered by AMP-PATCH-16's (which
 also judges the lift of ``y``) once both passes were made; the others are only listed and searched.
 """
 
@@ -450,6 +451,67 @@ def ranked_cells(amp: Amp) -> Ranked | None:
         value, _ = shared_replies(amp, FIRST_PASS, _make_first)
         return Ranked(value["ranked"]["owner"], value["ranked"]["id"], value["ranked"]["sent"])
     return None
+
+
+STALE_PROBES = "lifecycle:stale-probes"
+
+
+@dataclass(frozen=True)
+class StaleProbes:
+    """The refused ways to delete the stale ``z`` after both passes, sent once per run (per worker):
+    a DELETE, the owner's stale list, a PATCH to deleted, the stale list again. The DELETE comes first
+    and a list follows each probe, so each is judged on the cell as the answer just before it left it
+    (a server granting the PATCH cannot disturb the DELETE's verdict)."""
+
+    cell_id: str
+    delete: Reply
+    after_delete: Reply
+    patch: Reply
+    after_patch: Reply
+
+    def listed_stale(self, amp: Amp, reply: Reply) -> bool:
+        """Whether the stale list ``reply`` shows the cell (anything but 200 is a broken step)."""
+        if reply.status != 200:
+            step_failed(amp, reply, "listing the owner's stale cells", "AMP-LIST-03", "200")
+        results = reply.json_object().get("results", [])
+        return any(isinstance(c, dict) and c.get("id") == self.cell_id for c in results)
+
+
+def _send_stale_probes(amp: Amp, owner: str, cell_id: str) -> dict[str, int]:
+    marks = Marks(amp)
+    client = amp.as_agent("a")
+    path, stale = f"/memories/{cell_id}", {"owner_id": owner, "status": "stale"}
+    made = {
+        "delete": marks(client.delete(path)),
+        "after delete": marks(client.get("/memories", params=stale)),
+    }
+    made["patch"] = marks(client.patch(path, {"lifecycle": {"status": "deleted"}}))
+    made["after patch"] = marks(client.get("/memories", params=stale))
+    return made
+
+
+def stale_probes(amp: Amp, passes: Passes) -> StaleProbes:
+    """The shared refused DELETE and PATCH to deleted of ``z`` (the caller judged it stale after both
+    passes): AMP-DEL-03's stale check and the lifecycle check of a stale cell judge the same answers."""
+    cell_id = passes.ids["z"]
+    made, replies = shared_replies(
+        amp, STALE_PROBES, partial(_send_stale_probes, owner=passes.owner, cell_id=cell_id)
+    )
+    return StaleProbes(
+        cell_id, *(replies[made[label]] for label in ("delete", "after delete", "patch", "after patch"))
+    )
+
+
+def stale_after_both(amp: Amp) -> Passes | None:
+    """The shared passes when they were made already (never made here) and left ``z`` stale after each:
+    a check with a stale cell of its own to fall back on uses them instead (serial: no pass between)."""
+    if not amp.shared_made(BOTH_PASSES):
+        return None
+    passes = both_passes(amp)
+    cell_id = passes.ids["z"]
+    if passes.first.status(cell_id) != "stale" or passes.after_second().status(cell_id) != "stale":
+        return None
+    return passes
 
 
 def listed_status(amp: Amp, owner: str, cell_id: str, expected: str) -> str | None:

@@ -513,6 +513,28 @@ def status_trio(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
     return shared_replies(amp, "cells:status-trio", make)
 
 
+def trio_refused_deletes(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
+    """The status trio's (:func:`status_trio`, the caller judged its archive of ``archived``) refused
+    DELETEs, sent once per run: a stranger's DELETE of ``kept`` and of ``archived`` (none without a
+    second agent), then agent "a"'s reads of ``kept`` and ``archived``; the replies: {"stranger":
+    [kept, archived] positions, "read kept", "read archived"}. AMP-DEL-04 judges the DELETEs and both
+    reads (nothing changed), AMP-READ-08 the read of the archived cell (200, status archived)."""
+    trio, _ = status_trio(amp)
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        made: dict[str, Any] = {"stranger": []}
+        if a.optional_agent("stranger") is not None:
+            stranger = a.as_agent("stranger")
+            made["stranger"] = [marks(stranger.delete(f"/memories/{trio[n]}")) for n in ("kept", "archived")]
+        client = a.as_agent("a")
+        for name in ("kept", "archived"):
+            made[f"read {name}"] = marks(client.get(f"/memories/{trio[name]}"))
+        return made
+
+    return shared_replies(amp, "cells:trio-refused-deletes", make)
+
+
 def unknown_read(amp: Amp) -> tuple[str, Reply]:
     """A well-formed id no server has issued and agent "a"'s GET of it, sent once per run: AMP-READ-10
     and AMP-DEL-08 each judge that answer (AMP-DEL-08 sends its PATCH and DELETE to the same id)."""

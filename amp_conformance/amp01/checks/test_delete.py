@@ -14,11 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from amp_conformance import Amp, check
+from amp_conformance.amp01.checks._lifecycle_passes import stale_after_both, stale_probes
 from amp_conformance.amp01.checks._shared_cells import (
     DELETED_SEARCHES,
     TRIO_LISTS,
     UNDO_ATTEMPTS,
     status_trio,
+    trio_refused_deletes,
     unknown_read,
 )
 from amp_conformance.amp01.checks._support import (
@@ -30,6 +32,7 @@ from amp_conformance.amp01.checks._support import (
     expect_transition_refused,
     expect_unknown_id_answer,
     read_back,
+    read_back_of,
     shown,
     step_failed,
 )
@@ -78,13 +81,15 @@ def test_delete_needs_write_access(amp: Amp) -> None:
     # check comes before AMP-DEL-03's DELETE of the active one
     made, replies = status_trio(amp)
     amp.archived_step(replies[made["archive archived"]])
+    amp.agent("stranger")  # skips without a second agent, as it always has
+    # the DELETEs and the reads after them are sent once (AMP-READ-08 judges the archived cell's read)
+    refused, sent = trio_refused_deletes(amp)
     cells = (("kept", "active"), ("archived", "archived"))
-    stranger = amp.as_agent("stranger")
+    for (_, state), at in zip(cells, refused["stranger"], strict=True):
+        expect_refusal(amp, sent[at], f"a stranger's DELETE of an {state} cell")
     for name, state in cells:
-        reply = stranger.delete(f"/memories/{made[name]}")
-        expect_refusal(amp, reply, f"a stranger's DELETE of an {state} cell")
-    for name, state in cells:
-        status, got = _status_of(amp, made[name])
+        got = sent[refused[f"read {name}"]]
+        status = expect_member(amp, read_back_of(amp, got), "lifecycle.status", got)
         amp.expect(status == state, f"the {state} cell is still {state!r} (got {shown(status)})", got)
 
 
@@ -107,12 +112,29 @@ def test_delete_of_an_active_cell_is_refused(amp: Amp) -> None:
 
 LOW_SCORE = {"importance": 0.2, "confidence": 1.0, "decay_rate": 0}
 """The stale cell's scoring: below 0.3 for good, so a lifecycle pass at any moment (another check's, in
-a parallel run) can make it stale early but never active again: the check needs no serial group."""
+a parallel run) can make it stale early but never active again: that cell needs no serial group (the
+check is serial for the shared passes' ``z``, which no pass may move between them and its DELETE)."""
 
 
-@check("AMP-DEL-03", "AMP-ERR-03")
+@check("AMP-DEL-03", "AMP-ERR-03", serial=True)
 def test_delete_of_a_stale_cell_is_refused(amp: Amp) -> None:
-    """DELETE of a stale cell is 409 INVALID_TRANSITION and the cell stays stale."""
+    """DELETE of a stale cell is 409 INVALID_TRANSITION and the cell stays stale.
+
+    With the lifecycle checks' shared passes made already and their ``z`` stale after both, the DELETE
+    is theirs (``stale_probes``: sent once, the lifecycle check of a stale cell judges it too; serial,
+    so no pass runs between); else a cell of its own, made stale by hand."""
+    passes = stale_after_both(amp)
+    if passes is not None:
+        probes = stale_probes(amp, passes)
+        expect_transition_refused(amp, probes.delete, "DELETE of a stale cell", "AMP-DEL-03")
+        amp.expect(
+            probes.listed_stale(amp, probes.after_delete),
+            "after the refused DELETE the owner's stale list does not show the cell",
+            probes.after_delete,
+            expected="stale",
+            requirement="AMP-DEL-03",
+        )
+        return
     cell = amp.create_cell(scoring=LOW_SCORE)
     made = amp.as_agent("a").patch(f"/memories/{cell['id']}", {"lifecycle": {"status": "stale"}})
     if made.status != 200 and _status_of(amp, cell["id"])[0] != "stale":  # a pass came first: stale already

@@ -26,8 +26,10 @@ from amp_conformance.amp01.checks._lifecycle_passes import (
     both_passes,
     first_pass,
     listed_status,
+    stale_probes,
     together,
 )
+from amp_conformance.amp01.checks._patch_probes import transitions
 from amp_conformance.amp01.checks._shared_cells import purge_probes, status_trio
 from amp_conformance.amp01.checks._support import (
     expect_at_least,
@@ -35,6 +37,8 @@ from amp_conformance.amp01.checks._support import (
     expect_reads_as_deleted_of,
     expect_step,
     expect_transition_refused,
+    member,
+    read_back_of,
     shown,
     status_by_list,
     step_failed,
@@ -190,10 +194,21 @@ def test_archived_cells_stay_archived(amp: Amp) -> None:
         expected="archived",
         requirement="AMP-LC-08",
     )
-    # archived -> active only: archived -> stale is asked of test_patch.py's transition cell (AMP-PATCH-12)
-    reply = amp.as_agent("a").patch(f"/memories/{cell_id}", {"lifecycle": {"status": "active"}})
-    expect_transition_refused(amp, reply, "PATCH archived -> active", "AMP-PATCH-12")
-    _expect_listed(amp, passes.owner, cell_id, "archived", "after the refused PATCH", "AMP-PATCH-12")
+    # the refused PATCH archived -> active is the one test_patch's transition cell asks (sent once per
+    # run, ``_patch_probes.transitions``; AMP-PATCH-12's archived-cell check judges it too), and the
+    # read after it (and after archived -> stale) shows the cell still archived
+    _, got = transitions(amp)
+    amp.archived_step(got["archive the stale cell"])
+    expect_transition_refused(amp, got["archived -> active"], "PATCH archived -> active", "AMP-PATCH-12")
+    back = got["read after archived -> active and stale"]
+    status = member(read_back_of(amp, back), "lifecycle.status")
+    amp.expect(
+        status == "archived",
+        f"after the refused PATCH the cell reads as {shown(status)}, not archived",
+        back,
+        expected="archived",
+        requirement="AMP-PATCH-12",
+    )
 
 
 @check("AMP-PATCH-12", "AMP-DEL-03", area="lc", global_effects=True)
@@ -202,13 +217,18 @@ def test_a_stale_cell_cannot_be_patched_or_deleted_to_deleted(amp: Amp) -> None:
     passes = both_passes(amp)
     passes.step_stale_after_first(amp, "z")
     passes.step_stale_after_second(amp, "z")
-    cell_id = passes.ids["z"]
-    client = amp.as_agent("a")
-    reply = client.patch(f"/memories/{cell_id}", {"lifecycle": {"status": "deleted"}})
-    expect_transition_refused(amp, reply, "PATCH stale -> deleted", "AMP-PATCH-12")
-    reply = client.delete(f"/memories/{cell_id}")
-    expect_transition_refused(amp, reply, "DELETE of a stale cell", "AMP-DEL-03")
-    _expect_listed(amp, passes.owner, cell_id, "stale", "after the refused PATCH and DELETE")
+    # the probes are sent once (AMP-DEL-03's stale check judges the DELETE and the list after it too):
+    # the DELETE first, each probe followed by the owner's stale list
+    probes = stale_probes(amp, passes)
+    expect_transition_refused(amp, probes.delete, "DELETE of a stale cell", "AMP-DEL-03")
+    expect_transition_refused(amp, probes.patch, "PATCH stale -> deleted", "AMP-PATCH-12")
+    for what, listed in (("DELETE", probes.after_delete), ("PATCH and DELETE", probes.after_patch)):
+        amp.expect(
+            probes.listed_stale(amp, listed),
+            f"after the refused {what}: the owner's stale list does not show the cell",
+            listed,
+            expected="stale",
+        )
 
 
 @check("AMP-READ-07", area="lc", global_effects=True)
