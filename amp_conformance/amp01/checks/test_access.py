@@ -16,10 +16,11 @@ only when the caller's list shows a cell its search misses); each check then pro
 shows the pages as its evidence (one group per chunk of at most GROUP_SIZE: see ``GroupKey``). A vector
 whose whole question is the stranger's of the refusal checks (agent "b", a fresh owner, the default
 policy, everything refused: ``answered_by_refusals``) makes no cell: it judges the replies of the shared
-stranger-refusals cell (``make_refusals``), whose stranger lists and searches its owner, reads, writes
-and, once the cell is archived, deletes it. All surfaces must give the caller the same answer
-(AMP-SRCH-15, AMP-ACL-14, AMP-LIST-07: a disagreement always fails); when they agree with each other but
-not with the vector, the decision's stance (requirements.md §2) makes it a fail or a warn.
+stranger-refusals cell, which default-policy-refuses-a-stranger's group makes first of its cells (its
+list and search of the owner are the group's): once the pages are read, its stranger reads, writes and,
+once the cell is archived, deletes it (``_refusal_sequence``). All surfaces must give the caller the same
+answer (AMP-SRCH-15, AMP-ACL-14, AMP-LIST-07: a disagreement always fails); when they agree with each
+other but not with the vector, the decision's stance (requirements.md §2) makes it a fail or a warn.
 
 Patterns are built from the run's real agent ids: keyless ids derive from the run, and with API keys the
 patterns derive from the keyed agents' ids. A vector whose pattern cannot be expressed with the ids at hand
@@ -339,7 +340,9 @@ def all_pages(amp: Amp, start: int, fetch: Callable[[int], Reply], what: str) ->
 def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     """One cell per vector of the group, created by agent "a" with the vector's owner and policy, then
     the caller's list and search of the group's owner. Per vector: the cell and where its create is, or
-    why it skips, or the failure that stopped its create (raised by that vector's check only)."""
+    why it skips, or the failure that stopped its create (raised by that vector's check only). The group
+    of default-policy-refuses-a-stranger (:func:`holds_refusals`) also makes the stranger-refusals cell,
+    first of its cells, and once the pages are read asks that cell's sequence (:func:`_refusal_sequence`)."""
     start = len(amp.evidence.exchanges)
     role = key[0]
     members = [vector for vector in VECTORS if group_key(amp, vector) == key]
@@ -360,6 +363,13 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     text = f"access matrix probe {str(ULID()).lower()}"
     vectors: dict[str, dict[str, Any]] = {}
     owners: set[str] = set()
+    refusals: dict[str, Any] | None = None
+    if holds_refusals(amp, key):
+        # first of the group's cells, the oldest of its text: the group's other cells are found (or
+        # lost by an index losing duplicates of a text past a few) as they would be without it
+        refusals = _make_refusals_cell(amp, start, text, fresh_owner)
+        if "cell" in refusals:
+            owners.add(fresh_owner)
     for vector in members:
         lacking = sorted(needed[vector["name"]] & set(missing))
         if lacking:
@@ -396,7 +406,7 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
             "owner_id": owner_id,
             "owner_type": owner_type,
         }
-    made: dict[str, Any] = {"text": text, "vectors": vectors}
+    made: dict[str, Any] = {"text": text, "vectors": vectors, "refusals": refusals}
     if not owners:
         return made
     (owner_id,) = owners  # one owner template and one set of ids: one owner per group
@@ -423,9 +433,12 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     # access decision. Only a cell the caller's list shows and its search misses raises that question,
     # so the creator searches only then (a check needing it finds it made: its condition holds here)
     made["creator_search"] = None
+    asked = dict(vectors)
+    if refusals is not None and "cell" in refusals:
+        asked[REFUSALS_CELL] = refusals  # the refusals cell raises the creator-search question too
     if role == "a":
         made["creator_search"] = made["search"]
-    elif _listed_not_searched(made, vectors):
+    elif _listed_not_searched(made, asked):
         creator_client = amp.as_agent("a")
         made["creator_search"] = all_pages(
             amp,
@@ -435,6 +448,8 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
             ),
             "searching the owner's cells as their creator",
         )
+    if refusals is not None and "cell" in refusals:
+        _refusal_sequence(amp, start, refusals)
     return made
 
 
@@ -515,7 +530,8 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     replies_at: Callable[[int], Reply] = reply_at
     sent: dict[str, Reply] = {}  # replies the stranger-refusals cell holds (then this check sends none)
     if made.get("refusals"):
-        made, group, replies_at, sent = _refusals_as_vector(amp, made)
+        held = (group, reply_at) if holds_refusals(amp, key) else None
+        made, group, replies_at, sent = _refusals_as_vector(amp, made, held)
     live: dict[str, Any] = made["cell"]
     policy, owner_id, owner_type = made["policy"], made["owner_id"], made["owner_type"]
     created = replies_at(made["create"])
@@ -674,66 +690,95 @@ def _broken_rule(expected: Mapping[str, Any], caller: str, owner_id: str, creato
 DEFAULT_POLICY: dict[str, Any] = {"public": False, "readable_by": [], "writable_by": []}
 
 
-def make_refusals(amp: Amp) -> dict[str, Any]:
-    """A default-policy cell of agent "a" that agent "b" asks about: b's list and search of the cell's
-    owner, b's GET, PATCH and (once archived) DELETE, b's GET of an unknown id, then, once "a" has
-    deleted the cell, b's GET of it again. The replies (by where they sit among the exchanges) serve the
-    two refusal checks and the matrix vectors whose question is the same stranger's under the default
-    policy (:func:`answered_by_refusals`): the pages are read before any write, as a matrix group's are."""
-    start = len(amp.evidence.exchanges)
-    text = f"stranger refusal probe {str(ULID()).lower()}"
-    owner = amp.owner()
+#: The vector whose group makes the stranger-refusals cell (its scope is the refusal checks' unit).
+REFUSALS_VECTOR: dict[str, Any] = next(v for v in VECTORS if v["name"] == "default-policy-refuses-a-stranger")
+#: The refusals cell's entry among a group's cells when the group asks whether its creator must search.
+REFUSALS_CELL = "(the stranger-refusals cell)"
+
+
+def holds_refusals(amp: Amp, key: GroupKey) -> bool:
+    """Whether the matrix group ``key`` makes the stranger-refusals cell: default-policy-refuses-a-
+    stranger's group (agent "b", a fresh owner, its chunk), whose caller and owner are the refusals'
+    and whose list and search of that owner are the refusals' pages."""
+    return key == group_key(amp, REFUSALS_VECTOR)
+
+
+def _make_refusals_cell(amp: Amp, start: int, text: str, owner: str) -> dict[str, Any]:
+    """The stranger-refusals cell: a default-policy cell (the policy sent explicitly) of agent "a" for
+    the group's fresh owner, with the group's text. A failed create is kept, frozen, for the checks that
+    use the refusals (never the group's other vectors)."""
     body = {
         "content": {"text": text},
         "identity": {"owner_id": owner, "owner_type": "user"},
         "access_policy": dict(DEFAULT_POLICY),
     }
-    cell = amp.create_cell(body)
+    try:
+        cell = amp.create_cell(body)
+    except CheckFailure as failure:
+        return {"failure": _frozen(amp, start, failure)}
+    return {"cell": cell, "owner": owner, "at": {"create": len(amp.evidence.exchanges) - start - 1}}
+
+
+def _refusal_sequence(amp: Amp, start: int, refusals: dict[str, Any]) -> None:
+    """What agent "b" asks of the stranger-refusals cell once its group's pages are read (b's list and
+    search of the owner come first, before any write): b's GET, PATCH and (once archived) DELETE, b's
+    GET of an unknown id, then, once "a" has deleted the cell, b's GET of it again. The replies (by
+    where they sit among the group's exchanges) serve the two refusal checks and the matrix vectors
+    whose question is the same stranger's under the default policy (:func:`answered_by_refusals`). A
+    step that breaks is kept, frozen, for those checks alone."""
+    cell = refusals["cell"]
     path = f"/memories/{cell['id']}"
     stranger = amp.as_agent("b")
-    at: dict[str, Any] = {"create": len(amp.evidence.exchanges) - start - 1}
+    at: dict[str, Any] = refusals["at"]
 
     def sent(name: str, reply: Reply) -> Reply:
         at[name] = _offset(amp, start, reply.exchange)
         return reply
 
-    limit = page_size(amp)
-
-    def search(client: Any) -> Callable[[int], Reply]:
-        return lambda offset: client.post(
-            "/memories/search", {"query": text, "owner_id": owner, "limit": limit, "offset": offset}
-        )
-
-    pages: dict[str, Any] = {
-        "list": all_pages(
-            amp,
-            start,
-            lambda offset: stranger.get(
-                "/memories", params={"owner_id": owner, "limit": limit, "offset": offset}
-            ),
-            "listing the owner's cells",
-        ),
-        "search": all_pages(amp, start, search(stranger), "searching the owner's cells"),
-        "creator_search": None,
-    }
-    if _listed_not_searched(pages, {"cell": {"cell": cell}}):  # as make_group asks it
-        pages["creator_search"] = all_pages(
-            amp, start, search(amp.as_agent("a")), "searching the owner's cells as their creator"
-        )
-    sent("GET", stranger.get(path))
-    sent("PATCH", stranger.patch(path, {"content": {"text": "a stranger's edit"}}))
-    sent("unknown", stranger.get(f"/memories/{amp.unknown_id()}"))
-    amp.archive(cell["id"])  # DELETE is tried on an archived cell: a refusal there is about access alone
-    refused = not 200 <= sent("DELETE", stranger.delete(path)).status < 300
     deletion: dict[str, Any] | None = None
-    if refused:
-        try:
-            amp.deleted_step(amp.as_agent("a").delete(path))
-        except PreconditionFailed as failure:
-            deletion = _frozen(amp, start, failure)
-    if deletion is None:
-        sent("deleted", stranger.get(path))
-    return {"at": at, "deletion": deletion, "cell": cell, "owner": owner, **pages}
+    try:
+        sent("GET", stranger.get(path))
+        sent("PATCH", stranger.patch(path, {"content": {"text": "a stranger's edit"}}))
+        sent("unknown", stranger.get(f"/memories/{amp.unknown_id()}"))
+        amp.archive(cell["id"])  # DELETE is tried on an archived cell: a refusal there is about access alone
+        refused = not 200 <= sent("DELETE", stranger.delete(path)).status < 300
+        if refused:
+            try:
+                amp.deleted_step(amp.as_agent("a").delete(path))
+            except PreconditionFailed as failure:
+                deletion = _frozen(amp, start, failure)
+        if deletion is None:
+            sent("deleted", stranger.get(path))
+    except CheckFailure as failure:
+        refusals["failure"] = _frozen(amp, start, failure)
+    except pytest.skip.Exception as exc:
+        refusals["skip"] = str(exc.msg or exc)
+    refusals["deletion"] = deletion
+
+
+def _refusals(
+    amp: Amp, held: tuple[dict[str, Any], Callable[[int], Reply]] | None = None
+) -> tuple[dict[str, Any], dict[str, Any], Callable[[int], Reply]]:
+    """The group holding the stranger-refusals cell, its refusals entry and where its replies sit in
+    this check's evidence (``held``: that group and its replies, when the check already holds them);
+    the group is made by whichever check needs it first. A step of the refusals that broke is raised
+    here, in each check that uses them."""
+    if held is None:
+        key = group_key(amp, REFUSALS_VECTOR)
+        base = len(amp.evidence.exchanges)
+        group = amp.shared(_group_name(key), lambda maker: make_group(maker, key))
+
+        def reply_at(offset: int) -> Reply:
+            return Reply(amp.evidence.exchanges[base + offset])
+
+        held = (group, reply_at)
+    group, replies_at = held
+    refusals = group["refusals"]
+    if "skip" in refusals:
+        amp.skip(refusals["skip"])
+    if "failure" in refusals:
+        raise _thawed(refusals["failure"], replies_at)
+    return group, refusals, replies_at
 
 
 def answered_by_refusals(
@@ -755,40 +800,33 @@ def answered_by_refusals(
 
 
 def _refusals_as_vector(
-    amp: Amp, made: Mapping[str, Any]
+    amp: Amp, made: Mapping[str, Any], held: tuple[dict[str, Any], Callable[[int], Reply]] | None
 ) -> tuple[dict[str, Any], dict[str, Any], Callable[[int], Reply], dict[str, Reply]]:
-    """The stranger-refusals cell as a matrix vector's: its entry, its pages, where its replies sit in
-    this check's evidence and the GET, PATCH and DELETE it sent."""
-    base = len(amp.evidence.exchanges)
-    shared = amp.shared("acl:stranger-refusals", make_refusals)
-
-    def reply_at(offset: int) -> Reply:
-        return Reply(amp.evidence.exchanges[base + offset])
-
+    """The stranger-refusals cell as a matrix vector's: its entry, its pages (its group's), where its
+    replies sit in this check's evidence and the GET, PATCH and DELETE it sent (``held``: the vector's
+    own group and replies, when that group is the refusals')."""
+    shared, refusals, reply_at = _refusals(amp, held)
     entry = {
-        "cell": shared["cell"],
-        "create": shared["at"]["create"],
+        "cell": refusals["cell"],
+        "create": refusals["at"]["create"],
         "policy": made["policy"],
-        "owner_id": shared["owner"],
+        "owner_id": refusals["owner"],
         "owner_type": made["owner_type"],
     }
-    sent = {name: reply_at(shared["at"][name]) for name in ("GET", "PATCH", "DELETE")}
+    sent = {name: reply_at(refusals["at"][name]) for name in ("GET", "PATCH", "DELETE")}
     return entry, shared, reply_at, sent
 
 
-#: The refusal checks' work unit in a parallel run: default-policy-refuses-a-stranger's, which judges
-#: the same shared cell, so that one worker makes it once for the three of them.
-REFUSALS_SCOPE = _scope(next(v for v in VECTORS if v["name"] == "default-policy-refuses-a-stranger"))
+#: The refusal checks' work unit in a parallel run: default-policy-refuses-a-stranger's, whose group
+#: makes the cell they judge, so that one worker makes it once for all of them.
+REFUSALS_SCOPE = _scope(REFUSALS_VECTOR)
 
 
 @check("AMP-ACL-10", "AMP-ACL-09", scope=REFUSALS_SCOPE)
 def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
     """A refused GET, PATCH and DELETE are each 403 with FORBIDDEN or ACCESS_DENIED, the same code (C-02)."""
-    base = len(amp.evidence.exchanges)
-    made = amp.shared("acl:stranger-refusals", make_refusals)
-    replies = {
-        name: Reply(amp.evidence.exchanges[base + made["at"][name]]) for name in ("GET", "PATCH", "DELETE")
-    }
+    _, made, reply_at = _refusals(amp)
+    replies = {name: reply_at(made["at"][name]) for name in ("GET", "PATCH", "DELETE")}
     codes: dict[str, str] = {}
     for name, reply in replies.items():
         what = f"a stranger's {name} under the default policy"
@@ -814,12 +852,7 @@ def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
 )
 def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
     """A stranger gets the same status, code and message for a forbidden, an unknown and a deleted id."""
-    base = len(amp.evidence.exchanges)
-    made = amp.shared("acl:stranger-refusals", make_refusals)
-
-    def reply_at(offset: int) -> Reply:
-        return Reply(amp.evidence.exchanges[base + offset])
-
+    _, made, reply_at = _refusals(amp)
     if made["deletion"] is not None:
         raise _thawed(made["deletion"], reply_at)
     replies = {
