@@ -255,9 +255,13 @@ def _serve(listener_fd: int, preload: Sequence[str]) -> None:
                     pid = _fork_worker(connection, inherited)
                     if pid is None:
                         connection.close()
-                    else:
-                        workers[pid] = connection
-                        selector.register(connection, selectors.EVENT_READ, pid)
+                        continue
+                    workers[pid] = connection
+                    selector.register(connection, selectors.EVENT_READ, pid)
+                    try:
+                        connection.sendall(_answer(pid))
+                    except OSError:  # the launcher is gone already (killed): so is its worker
+                        os.kill(pid, signal.SIGKILL)
             else:  # a launcher's connection: it only ever closes (xdist killed the launcher)
                 pid = key.data
                 if pid in workers and not key.fileobj.recv(1):  # type: ignore[union-attr]
@@ -284,8 +288,7 @@ def _reap(workers: dict[int, socket.socket], selector: selectors.BaseSelector) -
 
 def _fork_worker(connection: socket.socket, inherited: Sequence[_Closable | int]) -> int | None:
     """Read a launcher's request (``worker_launcher``: a length with the three streams, then a
-    ``marshal`` of its arguments, environment and folder) and fork its worker; the worker's pid
-    (told to the launcher too)."""
+    ``marshal`` of its arguments, environment and folder) and fork its worker; the worker's pid."""
     connection.settimeout(5)
     head, fds, _, _ = socket.recv_fds(connection, 4, 3)
     request = _read_request(connection, head) if len(fds) == 3 else None
@@ -309,7 +312,6 @@ def _fork_worker(connection: socket.socket, inherited: Sequence[_Closable | int]
     for fd in fds:
         os.close(fd)
     connection.settimeout(None)
-    connection.sendall(_answer(pid))
     return pid
 
 

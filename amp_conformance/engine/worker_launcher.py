@@ -53,6 +53,21 @@ def main(argv: list[str]) -> None:
     socket_path, interpreter, arguments = argv[0], argv[1], argv[2:]
     # the terminal's Ctrl-C reaches the worker itself (same process group); the launcher only waits
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    worker: list[int] = []
+    """The worker's pid, once the fork server has told it."""
+    held: list[int] = []
+    """A SIGTERM that came before the pid did: forwarded once it is known."""
+
+    def forward(signum: int, frame: object) -> None:
+        if not worker:
+            held.append(signum)
+            return
+        try:  # noqa: SIM105 (contextlib costs the launcher milliseconds)
+            os.kill(worker[0], signum)
+        except OSError:
+            pass
+
+    signal.signal(signal.SIGTERM, forward)
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     connection.settimeout(CONNECT_TIMEOUT)
     try:
@@ -63,17 +78,14 @@ def main(argv: list[str]) -> None:
         pid = _answer(connection)
     except (OSError, ValueError):
         connection.close()
+        if held:  # told to end before there was a worker to tell
+            _exit_like(-held[0])
         _become_worker(interpreter, arguments)
         return
     connection.settimeout(None)
-
-    def forward(signum: int, frame: object) -> None:
-        try:  # noqa: SIM105 (contextlib costs the launcher milliseconds)
-            os.kill(pid, signum)
-        except OSError:
-            pass
-
-    signal.signal(signal.SIGTERM, forward)
+    worker.append(pid)
+    for signum in held:
+        forward(signum, None)
     # the worker holds the streams now; the launcher keeps none (its end is seen as the worker's)
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)

@@ -183,3 +183,31 @@ def test_a_server_preloads_what_it_is_told_after_it_started(server: ForkServer) 
     server.preload(["amp_conformance.engine.shared_store"])
     launcher = _launch(server, "import sys; print('amp_conformance.engine.shared_store' in sys.modules)")
     assert launcher.communicate(timeout=30)[0].strip() == "True"
+
+
+def test_a_launcher_gone_before_it_heard_its_workers_pid_leaves_no_worker(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    """A launcher killed between its request and the answer (xdist's kill, a SIGTERM under load): the
+    server's send of the pid fails or it sees the connection close, and kills the worker."""
+    import marshal
+    import socket
+
+    read_end, write_end = os.pipe()
+    program = "import time; time.sleep(60)"
+    payload = marshal.dumps([["-u", "-c", program], sorted(os.environ.items()), str(tmp_path)])
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.connect(server.socket_path)
+        socket.send_fds(connection, [len(payload).to_bytes(4, "big")], [read_end, write_end, write_end])
+        connection.sendall(payload)
+    os.close(read_end)
+    os.close(write_end)
+    pid = server._process.pid
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    time.sleep(1.0)  # the server has forked by then (a worker it kills may be gone before it is seen)
+    deadline = time.monotonic() + 15
+    while children.read_text().split() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not children.read_text().split(), "a worker outlived the launcher that asked for it"
+    launcher = _launch(server, "print('still serving')")
+    assert launcher.communicate(timeout=30)[0].strip() == "still serving"
