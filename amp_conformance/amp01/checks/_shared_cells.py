@@ -35,6 +35,7 @@ from amp_conformance.amp01.checks._support import (
     Marks,
     create_step,
     created,
+    created_cell_of,
     expect_valid_cell,
     full_body,
     post_cell,
@@ -547,3 +548,141 @@ def unknown_read(amp: Amp) -> tuple[str, Reply]:
 
     made, replies = shared_replies(amp, "read:unknown-id", make)
     return str(made["id"]), replies[made["read"]]
+
+
+# shared lists and searches: one request that checks of several areas ask ---------------------------
+
+
+def invalid_list(amp: Amp, **params: Any) -> Reply:
+    """Agent "a"'s ``GET /memories`` of a fresh owner with ``params`` that must be refused, sent once
+    per run under ``list:invalid:<params>``: the checks asking the same invalid parameter (the list's
+    own rule, the alias answering like the list, the error table, the page-size claim) each judge
+    this one answer."""
+    take_roles(amp)
+    name = "list:invalid:" + ",".join(f"{key}={value}" for key, value in sorted(params.items()))
+    return _shared_reply(
+        amp, name, lambda a: a.as_agent("a").get("/memories", params={"owner_id": a.owner(), **params})
+    )
+
+
+def fresh_owner_list(amp: Amp) -> Reply:
+    """Agent "a"'s list of a fresh owner (no cells) without limit or offset, sent once per run: the
+    default limit and offset are judged on it, and (without keys) it is the list naming agent "a"
+    without a key that AMP-CAP-05 asks about."""
+    take_roles(amp)
+    return _shared_reply(
+        amp,
+        "list:fresh-owner-defaults",
+        lambda a: a.as_agent("a").get("/memories", params={"owner_id": a.owner()}),
+    )
+
+
+def owner_set_page(amp: Amp, owner: str, *, role: str, limit: int, offset: int | None = None) -> Reply:
+    """``role``'s page of the owner set with ``limit`` (and ``offset``), sent once per run under
+    ``list:owner-set:<role>:<window>``. The caller takes the owner set first (``owner_set``)."""
+    window: dict[str, Any] = {"limit": limit} if offset is None else {"limit": limit, "offset": offset}
+    name = f"list:owner-set:{role}:" + ",".join(f"{key}={value}" for key, value in window.items())
+    return _shared_reply(
+        amp, name, lambda a: a.as_agent(role).get("/memories", params={"owner_id": owner, **window})
+    )
+
+
+def owner_set_search(amp: Amp, **fields: Any) -> tuple[dict[str, Any], Reply]:
+    """The owner set and agent "a"'s search of its owner for :data:`SET_TEXT` with ``fields`` (such as
+    a limit), sent once per run under ``search:owner-set:a:<fields>``: the search-limit check and the
+    page-size claim ask the same limits of the same owner."""
+    shared = owner_set(amp)
+    owner = shared["owner"]
+    name = "search:owner-set:a:" + ",".join(f"{key}={value}" for key, value in sorted(fields.items()))
+    body = {"query": SET_TEXT, "owner_id": owner, **fields}
+    return shared, _shared_reply(amp, name, lambda a: a.as_agent("a").post("/memories/search", body))
+
+
+def search_without_query(amp: Amp) -> Reply:
+    """Agent "a"'s search of a fresh owner without ``query``, sent once per run: AMP-SRCH-02 and the
+    error table (AMP-ERR-03/-04) each judge this one 422."""
+    take_roles(amp)
+    return _shared_reply(
+        amp,
+        "search:without-query",
+        lambda a: a.as_agent("a").post("/memories/search", {"owner_id": a.owner()}),
+    )
+
+
+# AMP-ERR-07's odd creates (test_errors), whose plain cells other checks use too --------------------
+
+#: A ligature (U+FB01), full-width letters, a Roman numeral, a precomposed and a decomposed accent, a
+#: non-breaking space: NFC, NFD, NFKC or NFKD each rewrite some of it. The text of the scoring-null
+#: odd create, whose cell test_values reads back (AMP-CELL-17: text is stored as sent).
+UNNORMALISED = "\ufb01ne \uff26\uff55\uff4c\uff4c \u2168 caf\u00e9 cafe\u0301\u00a0end"
+
+#: The text of the error probes' active cell (the empty-metadata odd create's).
+ORIGINAL_TEXT = "text before the anonymous edit"
+
+
+def _remember_created(amp: Amp, reply: Reply) -> None:
+    """Hand a cell created outside ``amp.create_cell`` to the run's clean-up."""
+    if reply.status != 201:
+        return
+    try:
+        body = reply.json()
+    except AssertionError:
+        return
+    if isinstance(body, dict) and isinstance(body.get("id"), str):
+        amp.remember(body["id"], as_agent="a")
+
+
+UNICODE_TEXT = "Prefers 日本語 and émoji 🐍 — “quotes”, RTL עברית, zero\u200bwidth"
+EMPTY_METADATA = "create with empty metadata"
+SCORING_NULL = "create with scoring null"
+ACCESS_POLICY_NULL = "create with access_policy null"
+
+
+def odd_creates(amp: Amp) -> tuple[str, list[tuple[str, Reply]]]:
+    """AMP-ERR-07's creates, sent once per run: (the Unicode cell's owner, [(label, reply)]). One
+    oddity per request: a body refused for one oddity would never reach the code another crashes in.
+    The empty-metadata create carries :data:`ORIGINAL_TEXT`, so the cell it makes (a plain cell of
+    agent "a") is also the active cell of the error probes; the scoring-null cell (whose text is
+    :data:`UNNORMALISED`) is their archived one and the cell test_values reads back for AMP-CELL-17;
+    the access_policy-null cell is test_bytes' PATCH target (AMP-ERR-07 judges only the create
+    answers). Cells made are handed to the clean-up; nothing is judged here."""
+
+    def make(a: Amp) -> dict[str, Any]:
+        marks = Marks(a)
+        owner = a.owner()
+        client = a.as_agent("a")
+        bodies = (
+            (
+                "create with Unicode text",
+                a.cell_body(content={"text": UNICODE_TEXT}, identity={"owner_id": owner}),
+            ),
+            (SCORING_NULL, a.cell_body(scoring=None, content={"text": UNNORMALISED})),
+            (ACCESS_POLICY_NULL, a.cell_body(access_policy=None)),
+            (EMPTY_METADATA, a.cell_body(content={"text": ORIGINAL_TEXT, "metadata": {}})),
+        )
+        made = []
+        for label, body in bodies:
+            reply = client.post("/memories", body)
+            _remember_created(a, reply)
+            made.append((label, marks(reply)))
+        return {"owner": owner, "made": made}
+
+    made, replies = shared_replies(amp, "errors:odd-creates", make)
+    return made["owner"], [(label, replies[at]) for label, at in made["made"]]
+
+
+def odd_cell(
+    amp: Amp, odd: tuple[str, list[tuple[str, Reply]]], label: str, text: str | None = None
+) -> dict[str, Any] | None:
+    """The cell the odd create ``label`` made, when it answered 2xx with a cell (holding ``text``, when
+    given); else None: the error probes then make their own."""
+    cell = created_cell_of(dict(odd[1])[label])
+    if cell is None:
+        return None
+    content = cell.get("content")
+    identity = cell.get("identity")
+    if not (isinstance(content, dict) and isinstance(identity, dict)):
+        return None
+    if text is not None and content.get("text") != text:
+        return None
+    return cell

@@ -33,7 +33,12 @@ from typing import Any
 import pytest
 
 from amp_conformance import Amp, check
-from amp_conformance.amp01.checks._shared_cells import minimal_cell
+from amp_conformance.amp01.checks._shared_cells import (
+    ACCESS_POLICY_NULL,
+    minimal_cell,
+    odd_cell,
+    odd_creates,
+)
 from amp_conformance.amp01.checks._support import expect_step, remember_created
 from amp_conformance.amp01.envelope import envelope_problems, validation_error_problems
 from amp_conformance.engine.client import Reply
@@ -86,13 +91,21 @@ class Route:
 
 
 def _patch_target(amp: Amp) -> dict[str, Any]:
-    """The one cell every PATCH probe is sent to (made once per run, per worker).
+    """The one cell every PATCH probe is sent to (made once per run, per worker): the run's plain
+    cell of AMP-ERR-07's create with access_policy null, or a fresh one when that made none.
 
     Only its content can change (a probe a server reads as JSON rewrites ``content.text`` or
     ``content.metadata.probe``), and no check judges the content or reads the cell: each judges its
     own PATCH answer. A value a server may keep but not write back (a number beyond any float, deep
     nesting) is replaced right away by :func:`_restore`, so a crash it leaves behind is found by the
     check that sent it, never blamed on another shape."""
+
+    # the access_policy-null cell of AMP-ERR-07's odd creates (a cell of "a" made anyway, whose create
+    # answer alone is judged, never read or changed afterwards), taken from the shared step itself in
+    # every check (so that in a parallel run each worker learns who created it); a fresh cell without it
+    cell = odd_cell(amp, odd_creates(amp), ACCESS_POLICY_NULL)
+    if cell is not None:
+        return cell
     return amp.shared("bytes:patch-target", lambda a: a.create_cell())
 
 

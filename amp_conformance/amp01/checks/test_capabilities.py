@@ -13,7 +13,13 @@ from typing import Any, TypeGuard
 
 from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._lifecycle_passes import together
-from amp_conformance.amp01.checks._shared_cells import public_cell
+from amp_conformance.amp01.checks._shared_cells import (
+    invalid_list,
+    owner_set,
+    owner_set_page,
+    owner_set_search,
+    public_cell,
+)
 from amp_conformance.amp01.checks._support import (
     about,
     expect_error,
@@ -164,21 +170,21 @@ def test_api_keys_required_matches_behaviour(amp: Amp) -> None:
 def test_max_page_size_is_the_exact_ceiling_on_search_and_list(amp: Amp) -> None:
     """limit = max_page_size is accepted and echoed on search and list; max_page_size + 1 is a 422."""
     ceiling = _page_size_claim(amp)
-    owner = amp.owner()
-    client = amp.as_agent("a")
-    at_limit = client.get("/memories", params={"owner_id": owner, "limit": ceiling})
+    # the run's shared pages and searches asking these limits (test_list's and test_search's limit
+    # checks judge the same answers): the owner set's page and search at the ceiling, the search one
+    # over it, and a fresh owner's list one over it
+    at_limit = owner_set_page(amp, owner_set(amp)["owner"], role="a", limit=ceiling)
     amp.expect_status(at_limit, 200, what=f"list with limit = max_page_size ({ceiling})")
     echoed = at_limit.json_object().get("limit")
     amp.expect(echoed == ceiling, f"list echoes limit {ceiling} (got {shown(echoed)})", at_limit)
-    over = client.get("/memories", params={"owner_id": owner, "limit": ceiling + 1})
+    over = invalid_list(amp, limit=ceiling + 1)
     with about("AMP-LIST-05"):
         expect_refused_as_invalid(amp, over)
-    body = {"query": "page size probe", "owner_id": owner}
-    at_limit = client.post("/memories/search", {**body, "limit": ceiling})
+    at_limit = owner_set_search(amp, limit=ceiling)[1]
     amp.expect_status(at_limit, 200, what=f"search with limit = max_page_size ({ceiling})")
     echoed = at_limit.json_object().get("limit")
     amp.expect(echoed == ceiling, f"search echoes limit {ceiling} (got {shown(echoed)})", at_limit)
-    over = client.post("/memories/search", {**body, "limit": ceiling + 1})
+    over = owner_set_search(amp, limit=ceiling + 1)[1]
     with about("AMP-SRCH-09"):
         expect_refused_as_invalid(amp, over)
 

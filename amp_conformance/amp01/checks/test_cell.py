@@ -4,9 +4,9 @@ Every cell a check receives goes through :func:`expect_valid_cell`, the shared c
 (``amp_conformance.amp01.cells``: jsonschema against our contract, python-ulid for the id, UTC timestamps).
 It and the other helpers this module shares with ``test_create`` and ``test_read`` live in ``_support``.
 Checks that only judge a create's answer, or read a cell without asserting on its access counters, use
-the cells ``_shared_cells`` makes once per run; checks that PATCH a cell make their own, once for the
-two checks judging one sequence of requests (AMP-CELL-10/-12: refused PATCHes; AMP-CELL-18/-20: reads
-and PATCHes moving the timestamps).
+the cells ``_shared_cells`` makes once per run; the checks that PATCH a cell share one of their own,
+made once for the four checks judging one sequence of requests on it (AMP-CELL-10/-12: refused PATCHes
+and a read; then AMP-CELL-18/-20: reads and PATCHes moving the timestamps).
 """
 
 from __future__ import annotations
@@ -227,13 +227,19 @@ REFUSED_PATCHES = (
 )
 REFUSED_SCORES = (0.6, 0.9)
 
+#: The shared step of the refused PATCHes (AMP-CELL-10, -12) and, after them, the timestamp walk
+#: (AMP-CELL-18, -20) on the same cell.
+CELL_STEPS = "cell:refused-patches-and-walk"
 
-def _refused_patches(amp: Amp) -> tuple[dict[str, Any], Reply, dict[str, Reply], Reply]:
-    """One cell of agent "a" (scores :data:`REFUSED_SCORES`), the :data:`REFUSED_PATCHES` sent to it and
-    a read after them, made once per run for the two checks judging them: (cell, create reply, PATCH
-    replies by name, read). Each PATCH holds one value out of range only, so a correct server changes
-    nothing (a server writing the valid members of a refused PATCH writes none here); the create is a
-    step, the rest is judged by the checks."""
+
+def _cell_steps(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
+    """One cell of agent "a" (scores :data:`REFUSED_SCORES`), the :data:`REFUSED_PATCHES` sent to it, a
+    read after them, then the timestamp walk (:func:`_walk`), made once per run for the four checks
+    judging them (AMP-CELL-10 and -12 the refused PATCHes and the read, AMP-CELL-18 and -20 the walk):
+    the value and its replies. Each refused PATCH holds one value out of range only, so a correct
+    server changes nothing (a server writing the valid members of a refused PATCH writes none here),
+    and the walk, after the read, reads and patches content alone; the create is a step, the rest is
+    judged by the checks."""
 
     def make(a: Amp) -> dict[str, Any]:
         marks = Marks(a)
@@ -242,9 +248,16 @@ def _refused_patches(amp: Amp) -> tuple[dict[str, Any], Reply, dict[str, Reply],
         client = a.as_agent("a")
         path = f"/memories/{cell['id']}"
         patches = {name: marks(client.patch(path, body)) for name, body in REFUSED_PATCHES}
-        return {"cell": cell, "reply": marks(reply), "patches": patches, "read": marks(client.get(path))}
+        made = {"cell": cell, "reply": marks(reply), "patches": patches, "read": marks(client.get(path))}
+        return made | _walk(a, marks, path)
 
-    made, replies = shared_replies(amp, "cell:refused-patches", make)
+    return shared_replies(amp, CELL_STEPS, make)
+
+
+def _refused_patches(amp: Amp) -> tuple[dict[str, Any], Reply, dict[str, Reply], Reply]:
+    """The cell of :func:`_cell_steps`, its create reply, the refused PATCHes' replies by name and the
+    read after them."""
+    made, replies = _cell_steps(amp)
     patches = {name: replies[at] for name, at in made["patches"].items()}
     return made["cell"], replies[made["reply"]], patches, replies[made["read"]]
 
@@ -415,29 +428,26 @@ WALK = ("read", "patch", "read", "patch")
 EXPIRES_AT = "2099-01-01T00:00:00Z"
 
 
+def _walk(amp: Amp, marks: Marks, path: str) -> dict[str, Any]:
+    """:data:`WALK` (a read by id, a PATCH of content.text, ...) on ``path`` as agent "a", then a PATCH
+    setting only lifecycle.expires_at: the positions {"walk", "expires"}."""
+    client = amp.as_agent("a")
+    walk = [
+        marks(
+            client.get(path)
+            if step == "read"
+            else client.patch(path, {"content": {"text": f"revision {index}"}})
+        )
+        for index, step in enumerate(WALK)
+    ]
+    return {"walk": walk, "expires": marks(client.patch(path, {"lifecycle": {"expires_at": EXPIRES_AT}}))}
+
+
 def _timestamp_walk(amp: Amp) -> tuple[dict[str, Any], Reply, list[Reply], Reply]:
-    """One cell of agent "a", then :data:`WALK` (a read by id, a PATCH of content.text, ...), then a
-    PATCH setting only lifecycle.expires_at: (cell, create reply, the walk's replies, the expires_at
-    PATCH), made once per run for the two timestamp checks (AMP-CELL-18 judges the create, the first
-    read and the last PATCH; AMP-CELL-20 the walk). The create is a step; nothing else is judged here."""
-
-    def make(a: Amp) -> dict[str, Any]:
-        marks = Marks(a)
-        cell, reply = created(a, a.cell_body())
-        client = a.as_agent("a")
-        path = f"/memories/{cell['id']}"
-        walk = [
-            marks(
-                client.get(path)
-                if step == "read"
-                else client.patch(path, {"content": {"text": f"revision {index}"}})
-            )
-            for index, step in enumerate(WALK)
-        ]
-        expires = marks(client.patch(path, {"lifecycle": {"expires_at": EXPIRES_AT}}))
-        return {"cell": cell, "reply": marks(reply), "walk": walk, "expires": expires}
-
-    made, replies = shared_replies(amp, "cell:timestamp-walk", make)
+    """The walk of :func:`_cell_steps` (sent after the refused PATCHes and their read): (cell, create
+    reply, the walk's replies, the expires_at PATCH). AMP-CELL-18 judges the create, the walk's first
+    read and the last PATCH; AMP-CELL-20 the walk."""
+    made, replies = _cell_steps(amp)
     walk = [replies[at] for at in made["walk"]]
     return made["cell"], replies[made["reply"]], walk, replies[made["expires"]]
 

@@ -15,17 +15,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from amp_conformance import SHOULD, Amp, check
-from amp_conformance.amp01.checks._shared_cells import anonymous_create, public_cell, shared_create
+from amp_conformance.amp01.checks._shared_cells import (
+    EMPTY_METADATA,
+    ORIGINAL_TEXT,
+    SCORING_NULL,
+    UNICODE_TEXT,
+    anonymous_create,
+    invalid_list,
+    public_cell,
+    search_without_query,
+    shared_create,
+)
+from amp_conformance.amp01.checks._shared_cells import odd_cell as _odd_cell
+from amp_conformance.amp01.checks._shared_cells import odd_creates as _odd_creates
 from amp_conformance.amp01.checks._support import (
-    Marks,
     about,
-    created_cell_of,
     error_of,
     expect_error,
     expect_refused_as_invalid,
     member,
     read_back_of,
-    shared_replies,
     shown,
 )
 from amp_conformance.amp01.conventions import Conventions
@@ -85,9 +94,6 @@ class _Provoked:
     """The AMP-ERR-03 table's cases: (label, position, allowed answers, the route's rule)."""
     probes: dict[str, int]
     """Every other request by label: the 422 probes of AMP-ERR-04/-05 and the read-backs."""
-
-
-ORIGINAL_TEXT = "text before the anonymous edit"
 
 
 def _provoke(amp: Amp) -> _Provoked:
@@ -171,7 +177,7 @@ def _provoke(amp: Amp) -> _Provoked:
     )
     case(
         "GET /memories limit=0",
-        a.get("/memories", params={"owner_id": owner, "limit": 0}),
+        invalid_list(amp, limit=0),  # a fresh owner's, shared with AMP-LIST-05
         invalid,
         "AMP-ERR-04",
     )
@@ -243,7 +249,8 @@ def _provoke(amp: Amp) -> _Provoked:
         unauthenticated,
         "AMP-AUTH-01",
     )
-    case("search without query", a.post("/memories/search", {"owner_id": owner}), invalid, "AMP-SRCH-02")
+    # a fresh owner's, shared with AMP-SRCH-02
+    case("search without query", search_without_query(amp), invalid, "AMP-SRCH-02")
     return _Provoked(table, probes)
 
 
@@ -529,72 +536,6 @@ def test_validation_failures_never_use_a_framework_shape(amp: Amp) -> None:
 
 
 # robustness (AMP-ERR-07) ---------------------------------------------------------------------
-
-
-def _remember_created(amp: Amp, reply: Reply) -> None:
-    """Hand a cell created outside ``amp.create_cell`` to the run's clean-up."""
-    if reply.status != 201:
-        return
-    try:
-        body = reply.json()
-    except AssertionError:
-        return
-    if isinstance(body, dict) and isinstance(body.get("id"), str):
-        amp.remember(body["id"], as_agent="a")
-
-
-UNICODE_TEXT = "Prefers 日本語 and émoji 🐍 — “quotes”, RTL עברית, zero\u200bwidth"
-EMPTY_METADATA = "create with empty metadata"
-SCORING_NULL = "create with scoring null"
-
-
-def _odd_creates(amp: Amp) -> tuple[str, list[tuple[str, Reply]]]:
-    """AMP-ERR-07's creates, sent once per run: (the Unicode cell's owner, [(label, reply)]). One
-    oddity per request: a body refused for one oddity would never reach the code another crashes in.
-    The empty-metadata create carries :data:`ORIGINAL_TEXT`, so the cell it makes (a plain cell of
-    agent "a") is also the active cell of the error probes; the scoring-null cell is their archived
-    one (AMP-ERR-07 judges only the create answers). Cells made are handed to the clean-up; nothing
-    is judged here."""
-
-    def make(a: Amp) -> dict[str, Any]:
-        marks = Marks(a)
-        owner = a.owner()
-        client = a.as_agent("a")
-        bodies = (
-            (
-                "create with Unicode text",
-                a.cell_body(content={"text": UNICODE_TEXT}, identity={"owner_id": owner}),
-            ),
-            (SCORING_NULL, a.cell_body(scoring=None)),
-            ("create with access_policy null", a.cell_body(access_policy=None)),
-            (EMPTY_METADATA, a.cell_body(content={"text": ORIGINAL_TEXT, "metadata": {}})),
-        )
-        made = []
-        for label, body in bodies:
-            reply = client.post("/memories", body)
-            _remember_created(a, reply)
-            made.append((label, marks(reply)))
-        return {"owner": owner, "made": made}
-
-    made, replies = shared_replies(amp, "errors:odd-creates", make)
-    return made["owner"], [(label, replies[at]) for label, at in made["made"]]
-
-
-def _odd_cell(
-    amp: Amp, odd: tuple[str, list[tuple[str, Reply]]], label: str, text: str | None = None
-) -> dict[str, Any] | None:
-    """The cell the odd create ``label`` made, when it answered 2xx with a cell (holding ``text``, when
-    given); else None: the error probes then make their own."""
-    cell = created_cell_of(dict(odd[1])[label])
-    if cell is None:
-        return None
-    content = cell.get("content")
-    identity = cell.get("identity")
-    if not (isinstance(content, dict) and isinstance(identity, dict)):
-        return None
-    if text is not None and content.get("text") != text:
-        return None
-    return cell
 
 
 def _archived_odd_cell(amp: Amp, odd: tuple[str, list[tuple[str, Reply]]]) -> dict[str, Any]:

@@ -14,11 +14,13 @@ from typing import Any
 from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.checks._shared_cells import (
     TRIO_LISTS,
+    fresh_owner_list,
+    invalid_list,
     minimal_cell,
     minimal_listed,
     owner_set,
+    owner_set_page,
     status_trio,
-    take_roles,
 )
 from amp_conformance.amp01.checks._support import (
     expect_refused_as_invalid,
@@ -69,33 +71,22 @@ def _list(amp: Amp, role: str = "a", path: str = "/memories", **params: Any) -> 
 
 def _invalid_list(amp: Amp, **params: Any) -> Reply:
     """Agent "a"'s ``GET /memories`` of a fresh owner with ``params`` that must be refused, sent once
-    per run: the checks asking the same invalid parameter (its own rule, and the alias answering
-    like the list) each judge this one answer."""
-    take_roles(amp)
-    name = "list:invalid:" + ",".join(f"{key}={value}" for key, value in sorted(params.items()))
-    exchange = amp.shared(name, lambda a: _list(a, owner_id=a.owner(), **params).exchange)
-    return Reply(exchange)
-
-
-def _shared_list(amp: Amp, name: str, role: str = "a", **params: Any) -> Reply:
-    """``role``'s ``GET /memories`` with ``params``, sent once per run under ``name``: the checks asking
-    for the same page (the owner set's windows, a fresh owner's defaults) each judge this one answer.
-    The caller takes its roles first (``owner_set`` or ``take_roles``)."""
-    return Reply(amp.shared(name, lambda a: _list(a, role, **params).exchange))
+    per run (``_shared_cells.invalid_list``): the checks asking the same invalid parameter (its own
+    rule, the alias answering like the list, the error table, the page-size claim) each judge this
+    one answer."""
+    return invalid_list(amp, **params)
 
 
 def _owner_set_page(amp: Amp, owner: str, *, role: str, limit: int, offset: int | None = None) -> Reply:
     """``role``'s page of the owner set with ``limit`` (and ``offset``), sent once per run."""
-    window = {"limit": limit} if offset is None else {"limit": limit, "offset": offset}
-    name = f"list:owner-set:{role}:" + ",".join(f"{key}={value}" for key, value in window.items())
-    return _shared_list(amp, name, role, owner_id=owner, **window)
+    return owner_set_page(amp, owner, role=role, limit=limit, offset=offset)
 
 
 def _fresh_owner_page(amp: Amp) -> Reply:
     """Agent "a"'s list of a fresh owner (no cells) without limit or offset, sent once per run: the
-    default limit and the default offset are each judged on this one answer."""
-    take_roles(amp)
-    return Reply(amp.shared("list:fresh-owner-defaults", lambda a: _list(a, owner_id=a.owner()).exchange))
+    default limit and the default offset are each judged on this one answer (and AMP-CAP-05's list
+    without a key, when no keys are given)."""
+    return fresh_owner_list(amp)
 
 
 @check("AMP-LIST-01")
@@ -233,7 +224,9 @@ def test_limit_bounds_are_enforced_not_clamped(amp: Amp) -> None:
         reply,
         requirement="AMP-ERR-04",
     )
-    for bad in (0, -1, "ten"):
+    # limit=0 is the run's shared invalid list (the error table asks it too)
+    expect_refused_as_invalid(amp, details=True, reply=_invalid_list(amp, limit=0))
+    for bad in (-1, "ten"):
         expect_refused_as_invalid(amp, details=True, reply=_list(amp, owner_id=owner, limit=bad))
     # the owner set's page of limit=max_page_size (AMP-LIST-03's whole-owner list when that is 100)
     reply = _owner_set_page(amp, owner_set(amp)["owner"], role="a", limit=maximum)

@@ -23,6 +23,8 @@ from amp_conformance.amp01.checks._shared_cells import (
     DELETED_SEARCHES,
     ids_by_rank,
     owner_set,
+    owner_set_search,
+    search_without_query,
     status_trio,
     unread_cell,
 )
@@ -211,7 +213,7 @@ def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp) -> None:
 @check("AMP-SRCH-02")
 def test_search_without_query_is_422(amp: Amp) -> None:
     """A search without query is refused with 422 VALIDATION_ERROR."""
-    reply = amp.as_agent("a").post("/memories/search", {"owner_id": amp.owner()})
+    reply = search_without_query(amp)  # sent once per run (the error table judges it too)
     expect_refused_as_invalid(amp, reply)
 
 
@@ -366,11 +368,21 @@ def test_search_limit_bounds(amp: Amp) -> None:
     amp.expect(
         default.get("limit") == 10, f"the default limit 10 is echoed (got {shown(default.get('limit'))})"
     )
+    # limit = max_page_size and max_page_size + 1 are the run's shared searches of the owner set
+    # (AMP-CAP-06 asks the same limits of it)
     for limit in (1, ceiling):
-        body = _page(amp, _search(client, owner, limit=limit), f"search with limit {limit}")
+        reply = (
+            owner_set_search(amp, limit=limit)[1] if limit == ceiling else _search(client, owner, limit=limit)
+        )
+        body = _page(amp, reply, f"search with limit {limit}")
         amp.expect(body.get("limit") == limit, f"limit {limit} is echoed (got {shown(body.get('limit'))})")
     for limit in (0, -1, ceiling + 1):
-        expect_refused_as_invalid(amp, _search(client, owner, limit=limit))
+        reply = (
+            owner_set_search(amp, limit=limit)[1]
+            if limit == ceiling + 1
+            else _search(client, owner, limit=limit)
+        )
+        expect_refused_as_invalid(amp, reply)
 
 
 @check("AMP-SRCH-10")

@@ -14,24 +14,32 @@ import json
 from typing import Any
 
 from amp_conformance import Amp, check
+from amp_conformance.amp01.checks._shared_cells import SCORING_NULL, UNNORMALISED, odd_cell, odd_creates
 from amp_conformance.amp01.checks._support import (
+    create_step,
     created,
     expect_refused_as_invalid,
+    expect_valid_cell,
     member,
     read_back,
     remember_created,
     shown,
 )
 
-#: A ligature (U+FB01), full-width letters, a Roman numeral, a precomposed and a decomposed accent, a
-#: non-breaking space: NFC, NFD, NFKC or NFKD each rewrite some of it.
-UNNORMALISED = "\ufb01ne \uff26\uff55\uff4c\uff4c \u2168 caf\u00e9 cafe\u0301\u00a0end"
-
 
 @check("AMP-CELL-17")
 def test_text_is_stored_exactly_as_sent(amp: Amp) -> None:
     """content.text with compatibility characters and decomposed accents round-trips unchanged."""
-    cell, reply = created(amp, amp.cell_body(content={"text": UNNORMALISED}))
+    # the run's scoring-null create of AMP-ERR-07 carries this text (its create answer is all that
+    # check judges; the error probes archive its cell, which changes no text): judged here as a
+    # create of our own is, and read back; a create of our own when it made no cell
+    odd = odd_creates(amp)
+    reply = dict(odd[1])[SCORING_NULL]
+    if odd_cell(amp, odd, SCORING_NULL) is not None:
+        create_step(amp, reply, "creating a cell")
+        cell = expect_valid_cell(amp, reply.json(), reply, "the cell returned by creating a cell")
+    else:
+        cell, reply = created(amp, amp.cell_body(content={"text": UNNORMALISED}))
     stored, back = read_back(amp, cell["id"])
     for label, body, where in (("the 201", cell, reply), ("a GET", stored, back)):
         text = member(body, "content.text")
