@@ -31,7 +31,7 @@ Making them only sends and records: the create, the pass and the lists are steps
 (a failure there blocks them all); the archive, delete and lifts are recorded, and each check that
 needs one judges it, so a verdict never depends on which check made the passes. Statuses are seen
 through ``GET /memories?owner_id=…&status=…``, never a by-id read (an access). The cells a check
-changes afterwards are its own (``archived`` is only listed and searched): ``z`` by the stale
+changes afterwards are its own: ``archived`` is PATCHed by AMP-LC-08's check, ``z`` by the stale
 PATCH/DELETE probes (``stale_probes``: sent once, judged by that check and AMP-DEL-03's stale one),
 ``w`` is read by id by AMP-READ-07's, ``high`` is lowered by AMP-PATCH-16's (which
 also judges the lift of ``y``) once both passes were made; the others are only listed and searched.

@@ -29,7 +29,6 @@ from amp_conformance.amp01.checks._lifecycle_passes import (
     stale_probes,
     together,
 )
-from amp_conformance.amp01.checks._patch_probes import transitions
 from amp_conformance.amp01.checks._shared_cells import purge_probes, status_trio
 from amp_conformance.amp01.checks._support import (
     expect_at_least,
@@ -37,8 +36,6 @@ from amp_conformance.amp01.checks._support import (
     expect_reads_as_deleted_of,
     expect_step,
     expect_transition_refused,
-    member,
-    read_back_of,
     shown,
     status_by_list,
     step_failed,
@@ -194,21 +191,10 @@ def test_archived_cells_stay_archived(amp: Amp) -> None:
         expected="archived",
         requirement="AMP-LC-08",
     )
-    # the refused PATCH archived -> active is the one test_patch's transition cell asks (sent once per
-    # run, ``_patch_probes.transitions``; AMP-PATCH-12's archived-cell check judges it too), and the
-    # read after it (and after archived -> stale) shows the cell still archived
-    _, got = transitions(amp)
-    amp.archived_step(got["archive the stale cell"])
-    expect_transition_refused(amp, got["archived -> active"], "PATCH archived -> active", "AMP-PATCH-12")
-    back = got["read after archived -> active and stale"]
-    status = member(read_back_of(amp, back), "lifecycle.status")
-    amp.expect(
-        status == "archived",
-        f"after the refused PATCH the cell reads as {shown(status)}, not archived",
-        back,
-        expected="archived",
-        requirement="AMP-PATCH-12",
-    )
+    # archived -> active only: archived -> stale is asked of test_patch.py's transition cell (AMP-PATCH-12)
+    reply = amp.as_agent("a").patch(f"/memories/{cell_id}", {"lifecycle": {"status": "active"}})
+    expect_transition_refused(amp, reply, "PATCH archived -> active", "AMP-PATCH-12")
+    _expect_listed(amp, passes.owner, cell_id, "archived", "after the refused PATCH", "AMP-PATCH-12")
 
 
 @check("AMP-PATCH-12", "AMP-DEL-03", area="lc", global_effects=True)

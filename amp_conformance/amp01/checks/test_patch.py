@@ -16,6 +16,8 @@ normalises numbers or timestamps is judged on the rule, not on formatting.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -23,18 +25,6 @@ from typing import Any
 from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
 from amp_conformance.amp01.checks._lifecycle_passes import BOTH_PASSES, Passes, both_passes
-from amp_conformance.amp01.checks._patch_probes import (
-    REFUSED_403_TEXT,
-    REFUSED_409_TEXT,
-    REFUSED_422_TEXT,
-)
-from amp_conformance.amp01.checks._patch_probes import Probes as _Probes
-from amp_conformance.amp01.checks._patch_probes import Recorder as _Recorder
-from amp_conformance.amp01.checks._patch_probes import get as _get
-from amp_conformance.amp01.checks._patch_probes import make_stale as _make_stale
-from amp_conformance.amp01.checks._patch_probes import patch as _patch
-from amp_conformance.amp01.checks._patch_probes import probes as _probes
-from amp_conformance.amp01.checks._patch_probes import transitions as _transitions
 from amp_conformance.amp01.checks._support import (
     expect_member,
     expect_reads_as_deleted_of,
@@ -77,6 +67,10 @@ def _valid_cell(amp: Amp, reply: Reply, what: str) -> dict[str, Any]:
     return expect_valid_cell(amp, reply.json_object(), reply, what)
 
 
+def _patch(amp: Amp, cell_id: str, body: Any, *, role: str = "a") -> Reply:
+    return amp.as_agent(role).patch(f"/memories/{cell_id}", body)
+
+
 def _patched(amp: Amp, cell_id: str, body: Any, what: str, *, role: str = "a") -> dict[str, Any]:
     """PATCH that must succeed (200 with a cell object)."""
     reply = _patch(amp, cell_id, body, role=role)
@@ -98,6 +92,45 @@ def _server_now(reply: Reply) -> datetime:
 def _same(amp: Amp, before: dict[str, Any], after: dict[str, Any], path: str, reply: Reply) -> None:
     old, new = expect_member(amp, before, path), expect_member(amp, after, path, reply)
     amp.expect(new == old, f"{path} changed from {shown(old)} to {shown(new)}", reply, expected=repr(old))
+
+
+# shared probe sequences ------------------------------------------------------------------------
+
+
+@dataclass
+class _Probes:
+    """What a shared sequence sent: its cell (the 201 body) and each request's position, by label,
+    among the sequence's exchanges (the replies are rebuilt from them in every check)."""
+
+    cell: dict[str, Any]
+    at: dict[str, int]
+
+
+class _Recorder:
+    """Notes, by label, where each request of a sequence stands among the sequence's exchanges."""
+
+    def __init__(self, amp: Amp):
+        self.amp = amp
+        self.base = len(amp.evidence.exchanges)
+        self.at: dict[str, int] = {}
+
+    def __call__(self, label: str, reply: Reply) -> Reply:
+        mine = self.amp.evidence.exchanges[self.base :]
+        self.at[label] = next(i for i, exchange in enumerate(mine) if exchange is reply.exchange)
+        return reply
+
+
+def _probes(amp: Amp, name: str, make: Callable[[Amp], _Probes]) -> tuple[dict[str, Any], dict[str, Reply]]:
+    """The shared sequence ``name`` (sent once per run, shown as evidence in every check using it):
+    its cell and its replies by label."""
+    start = len(amp.evidence.exchanges)
+    made = amp.shared(name, make)
+    exchanges = amp.evidence.exchanges[start:]
+    return made.cell, {label: Reply(exchanges[at]) for label, at in made.at.items()}
+
+
+def _get(amp: Amp, cell_id: str) -> Reply:
+    return amp.as_agent("a").get(f"/memories/{cell_id}")
 
 
 # PATCH-01 .. PATCH-07: one cell, the merge rules -----------------------------------------------
@@ -650,6 +683,18 @@ def test_manual_active_stale_transitions_are_accepted(amp: Amp) -> None:
 # PATCH-10, PATCH-12, PATCH-13: transitions (PATCH to deleted keeps a cell of its own) ------------
 
 
+def _make_stale(amp: Amp, cell_id: str) -> Reply:
+    """Try the manual active -> stale write (AMP-PATCH-11, MAY); the caller decides what a refusal means."""
+    return _patch(amp, cell_id, {"lifecycle": {"status": "stale"}})
+
+
+#: The valid member a refused PATCH carries beside the member that gets it refused: a server that
+#: stores it broke AMP-PATCH-12 (a 409 leaves the cell unchanged) or AMP-PATCH-17 (a 422 changes nothing).
+REFUSED_409_TEXT = "applied by the PATCH refused with 409"
+REFUSED_422_TEXT = "applied by the PATCH refused with 422"
+REFUSED_403_TEXT = "applied by the PATCH refused with 403"
+
+
 def _expect_text_not(amp: Amp, got: Reply, text: str, what: str, requirement: str) -> None:
     """A read after a refused mixed-body PATCH does not show the text that PATCH sent."""
     stored = member(read_back_of(amp, got), "content.text")
@@ -660,6 +705,40 @@ def _expect_text_not(amp: Amp, got: Reply, text: str, what: str, requirement: st
         expected="the text from before the refused PATCH",
         requirement=requirement,
     )
+
+
+def _transition_probes(amp: Amp) -> _Probes:
+    """One cell, sent content with an invalid importance, then content by a stranger, read, made stale by
+    hand, archived (a status-only body), asked back to active and to stale (one read after both), sent
+    content with a return to active, read, and last sent PATCH to deleted and read. A wrongly allowed
+    transition comes after the probes it could disturb; each refusal is judged against the answer just
+    before it."""
+    record = _Recorder(amp)
+    cell = amp.create_cell(content={"text": "original"})
+    cell_id = cell["id"]
+    invalid = {"content": {"text": REFUSED_422_TEXT}, "scoring": {"importance": 2}}
+    record("refused 422", _patch(amp, cell_id, invalid))
+    edit = {"content": {"text": REFUSED_403_TEXT}}
+    if amp.optional_agent("stranger") is not None:  # without a second agent, PATCH-13 skips
+        record("refused 403", _patch(amp, cell_id, edit, role="stranger"))
+    record("read after 422 and 403", _get(amp, cell_id))
+    record("stale", _make_stale(amp, cell_id))
+    record("archive the stale cell", _patch(amp, cell_id, {"lifecycle": {"status": "archived"}}))
+    for target in ("active", "stale"):
+        record(f"archived -> {target}", _patch(amp, cell_id, {"lifecycle": {"status": target}}))
+    # one read shows both: either transition applied leaves the cell out of 'archived'
+    record("read after archived -> active and stale", _get(amp, cell_id))
+    returned = {"content": {"text": REFUSED_409_TEXT}, "lifecycle": {"status": "active"}}
+    record("refused 409", _patch(amp, cell_id, returned))
+    record("read after 409", _get(amp, cell_id))
+    # last: a server that grants it deletes the cell (AMP-PATCH-12)
+    record("archived -> deleted", _patch(amp, cell_id, {"lifecycle": {"status": "deleted"}}))
+    record("read after archived -> deleted", _get(amp, cell_id))
+    return _Probes(cell, record.at)
+
+
+def _transitions(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+    return _probes(amp, "patch:transitions", _transition_probes)
 
 
 @check("AMP-PATCH-10")
