@@ -505,9 +505,12 @@ def start_niceness(index: int, workers: int, cores: int) -> int:
 def scope_finder(protocol: Protocol) -> Callable[[str], str]:
     """The work unit a node id (relative to the checks folder) belongs to in a parallel run: its serial
     group (``serial:passes``...: the protocol's :meth:`~Protocol.serial_group` of the check), else the
-    ``scope`` its ``@check`` names, else its module, so that the checks sharing a module's shared values
-    make them once. Read from the check registry, without a collection. A node id the registry does
-    not know goes to the first serial group: slower, never wrong."""
+    ``scope`` its ``@check`` names (checks that make and use cells together), else the check alone:
+    the workers make each shared value once between them (``engine.shared_store``), so a module need
+    not be one unit for its checks to share, and units of one check let the workers end together
+    (where the store is not available, fcntl-less systems, a module's values are made once per worker
+    that runs its checks). Read from the check registry, without a collection. A node id the registry
+    does not know goes to the first serial group: slower, never wrong."""
 
     def scope_of(nodeid: str) -> str:
         nodeid = plain_nodeid(nodeid)
@@ -518,7 +521,7 @@ def scope_finder(protocol: Protocol) -> Callable[[str], str]:
         if group is not None:
             return f"serial:{group}"
         path = nodeid.split("::", 1)[0]
-        return f"{path}::{spec.scope}" if spec.scope else path
+        return f"{path}::{spec.scope}" if spec.scope else nodeid
 
     return scope_of
 
@@ -581,9 +584,8 @@ def make_scheduler(
     units_of: Callable[[Any], Mapping[str, str]] = lambda node: {},
 ) -> Any:
     """xdist's scope scheduling over :func:`scope_finder`'s work units: each serial group runs on one
-    worker, one check at a time; the checks sharing ``amp.shared`` values run on one worker, so those
-    values are made once; the workers take the next unit as they free up, the costliest first
-    (:func:`unit_cost_estimate`).
+    worker, one check at a time; a declared scope's checks run together; the workers take the next
+    unit as they free up, the costliest first (:func:`unit_cost_estimate`).
 
     Work starts on the first worker that has collected, not once every worker has: on two cores,
     eight workers take seconds to start, and the first ones ready (the serial group of passes, the
