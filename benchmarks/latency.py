@@ -94,6 +94,24 @@ Where the 8-worker run's 13.8 s go (a timeline of the same run): the first two w
 each if perfectly shared), and the last worker finishes its checks ~1.5 s after the first; then its
 cleanup, the controller's report and the process's exit take ~1 s. The fixed part (start-up, the
 spread of the ends, the end) is ~4 s of the 13.8; 6x needs it under ~3 s.
+
+Session 6 (workers forked from a fork server started with the command's first line, the briefing in
+two parts, units of one check, the command's end without interpreter teardown, 847 -> 823 requests),
+2026-12-02 07:12-07:14 UTC, machine otherwise idle:
+
+    server workers  wall s  run s requests  speed-up chain bound s wall/bound serial req serial s
+     100ms       1    73.4   72.6      823     1.00x    34     3.4       21.6         71      4.5
+     100ms       8    11.9   11.1      826     6.18x    46     4.6        2.6         71      4.8
+    1@50ms       8    43.9   43.3      827         -    46    41.4        1.1         71     23.7
+
+Other 8-worker runs of the same tree: 11.3 and 11.6 s. Where the 11.9 s go: the first worker is forked
+~0.55 s in and xdist has started all eight by ~1.1 s (~30-90 ms each, one after the other); the first
+check starts ~1.1-1.2 s in (the preflight's one request, then work); the workers' checks end within
+~0.05 s of each other ~10.6-10.9 s in; cleanup, report and exit take ~0.5-0.7 s. Read the wall/bound
+figure with care: the chain went from 36 to 46 requests because with units of one check the check
+that first needs several shared values makes them all; against session 5's 3.6 s bound this wall is
+3.3x. The bound the issue meant (the serial row's 34-request chain, 3.4 s) would need the wall under
+10.2 s: the work itself (the checks' requests over eight workers, ~9.5 s) leaves no room for it.
 """
 
 from __future__ import annotations
