@@ -8,7 +8,6 @@ classified as pass / fail / warn / skip / error / blocked and the reports are wr
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import sys
@@ -282,8 +281,7 @@ def _settle(run: Run, *, brief: bool) -> dict[str, Any]:
     problem = run.active_session.preflight()
     briefing: dict[str, Any] = {"amp_run_id": str(run.id), "amp_preflight_problem": problem}
     if problem is None and brief:
-        with contextlib.suppress(NotApplicable):
-            briefing["amp_protocol"] = run.active_session.briefing()
+        briefing["amp_protocol"] = _detail(run)
     return briefing
 
 

@@ -7,7 +7,9 @@ and preflight (the command starts it with its first line, :func:`start_early`; e
 at its configure), and forks a worker for each launcher xdist starts (``engine.worker_launcher``,
 given to xdist as the worker's ``python``). The forked worker then reads execnet's bootstrap from
 its own streams, as a fresh interpreter would, and runs as any xdist worker does; pytest finds the
-check modules already imported.
+check modules already imported. It imports them once, with the environment the command started
+with; each worker then runs with its launcher's environment (what a module reads from the
+environment as it is imported, it read then).
 
 The fork server is single-threaded (it forks), listens on a socket in a 0700 folder of its own,
 reaps its workers and tells each launcher its worker's status, kills a worker whose launcher has gone

@@ -211,3 +211,12 @@ def test_a_launcher_gone_before_it_heard_its_workers_pid_leaves_no_worker(
     assert not children.read_text().split(), "a worker outlived the launcher that asked for it"
     launcher = _launch(server, "print('still serving')")
     assert launcher.communicate(timeout=30)[0].strip() == "still serving"
+
+
+def test_the_early_start_knows_the_commands_subcommands_and_printing_options() -> None:
+    """``_command`` reads the arguments before the command is imported: its names must be the command's."""
+    from amp_conformance import _command, cli
+
+    assert set(cli.SUBCOMMANDS) == _command._NOT_A_RUN
+    options = cli._parser()._option_string_actions
+    assert {"--workers", "--app", *_command._PRINTS_ONLY} <= set(options)
