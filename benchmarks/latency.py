@@ -96,7 +96,7 @@ cleanup, the controller's report and the process's exit take ~1 s. The fixed par
 spread of the ends, the end) is ~4 s of the 13.8; 6x needs it under ~3 s.
 
 Session 6 (workers forked from a fork server started with the command's first line, the briefing in
-two parts, units of one check, the command's end without interpreter teardown, 847 -> 823 requests),
+two parts, the command's end without interpreter teardown, 847 -> 823 requests),
 2026-12-02 07:12-07:14 UTC, machine otherwise idle:
 
     server workers  wall s  run s requests  speed-up chain bound s wall/bound serial req serial s
@@ -104,7 +104,10 @@ two parts, units of one check, the command's end without interpreter teardown, 8
      100ms       8    11.9   11.1      826     6.18x    46     4.6        2.6         71      4.8
     1@50ms       8    43.9   43.3      827         -    46    41.4        1.1         71     23.7
 
-Other 8-worker runs of the same tree: 11.3 and 11.6 s. Where the 11.9 s go: the first worker is forked
+These rows were measured with units of one check, since taken back (a check could adopt a value
+another worker made with other roles); with module units the same tree's 8-worker runs took 11.5 and
+11.8 s (6.3x and 6.2x over a 72.7 s serial run, chain 36, 3.2-3.3x its 3.6 s bound). Other
+8-worker runs with units of one check: 11.3 and 11.6 s. Where the 11.9 s go: the first worker is forked
 ~0.55 s in and xdist has started all eight by ~1.1 s (~30-90 ms each, one after the other); the first
 check starts ~1.1-1.2 s in (the preflight's one request, then work); the workers' checks end within
 ~0.05 s of each other ~10.6-10.9 s in; cleanup, report and exit take ~0.5-0.7 s. Read the wall/bound

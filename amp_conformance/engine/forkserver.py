@@ -266,7 +266,12 @@ def _serve(listener_fd: int, preload: Sequence[str]) -> None:
                         os.kill(pid, signal.SIGKILL)
             else:  # a launcher's connection: it only ever closes (xdist killed the launcher)
                 pid = key.data
-                if pid in workers and not key.fileobj.recv(1):  # type: ignore[union-attr]
+                try:
+                    closed = not key.fileobj.recv(1)  # type: ignore[union-attr]
+                except OSError:  # reset: the launcher died before it read its answer
+                    closed = True
+                if pid in workers and closed:
+                    selector.unregister(key.fileobj)
                     with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGKILL)
 
@@ -282,7 +287,8 @@ def _reap(workers: dict[int, socket.socket], selector: selectors.BaseSelector) -
         connection = workers.pop(pid, None)
         if connection is None:
             continue
-        selector.unregister(connection)
+        with contextlib.suppress(KeyError, ValueError):  # unregistered already if its launcher went
+            selector.unregister(connection)
         with contextlib.suppress(OSError):
             connection.sendall(_answer(os.waitstatus_to_exitcode(status)))
         connection.close()

@@ -505,12 +505,11 @@ def start_niceness(index: int, workers: int, cores: int) -> int:
 def scope_finder(protocol: Protocol) -> Callable[[str], str]:
     """The work unit a node id (relative to the checks folder) belongs to in a parallel run: its serial
     group (``serial:passes``...: the protocol's :meth:`~Protocol.serial_group` of the check), else the
-    ``scope`` its ``@check`` names (checks that make and use cells together), else the check alone:
-    the workers make each shared value once between them (``engine.shared_store``), so a module need
-    not be one unit for its checks to share, and units of one check let the workers end together
-    (where the store is not available, fcntl-less systems, a module's values are made once per worker
-    that runs its checks). Read from the check registry, without a collection. A node id the registry
-    does not know goes to the first serial group: slower, never wrong."""
+    ``scope`` its ``@check`` names, else its module: a module's checks make their shared values in the
+    order a serial run does (units of one check were tried: a check that acts as another agent and
+    then adopts a value another worker made with other roles is refused, and the counts vary with the
+    schedule). Read from the check registry, without a collection. A node id the registry does not
+    know goes to the first serial group: slower, never wrong."""
 
     def scope_of(nodeid: str) -> str:
         nodeid = plain_nodeid(nodeid)
@@ -521,7 +520,7 @@ def scope_finder(protocol: Protocol) -> Callable[[str], str]:
         if group is not None:
             return f"serial:{group}"
         path = nodeid.split("::", 1)[0]
-        return f"{path}::{spec.scope}" if spec.scope else nodeid
+        return f"{path}::{spec.scope}" if spec.scope else path
 
     return scope_of
 
