@@ -19,7 +19,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -629,6 +629,11 @@ def make_scheduler(
                     continue  # already working, or still collecting (or its collection differed)
                 self._serving.add(node)
                 self._reschedule(node)
+
+        def add_node_collection(self, node: Any, collection: Sequence[str]) -> None:
+            if node not in self.assigned_work:  # removed (it died) before its collection was read
+                return
+            super().add_node_collection(node, collection)
 
         def _reschedule(self, node: Any) -> None:
             # xdist's scope scheduling gives a worker its next unit while it still has two checks to

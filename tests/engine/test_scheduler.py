@@ -192,3 +192,14 @@ def test_a_workers_reading_of_its_units_crosses_through_the_folder(tmp_path: Pat
     assert parallel.read_work_units(str(tmp_path), "gw5") == {}
     (tmp_path / "units-gw6.json").write_text("{not json")
     assert parallel.read_work_units(str(tmp_path), "gw6") == {}
+
+
+def test_a_collection_from_a_worker_already_removed_is_ignored(scheduler: Any) -> None:
+    """A worker that died (and was removed) before the controller read its collection gets nothing,
+    and the run goes on (xdist's scope scheduling asserts instead: an internal error)."""
+    nodes = _three_nodes(scheduler)
+    scheduler.remove_node(nodes[1])
+    scheduler.add_node_collection(nodes[1], COLLECTION)
+    scheduler.add_node_collection(nodes[0], COLLECTION)
+    scheduler.schedule()
+    assert nodes[0].sent and not nodes[1].sent
