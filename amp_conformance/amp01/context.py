@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from amp_conformance.amp01.conventions import Conventions, answer_of, detect_conventions, label
 from amp_conformance.amp01.envelope import envelope_problems, validation_error_problems
 from amp_conformance.amp01.session import Agent, Amp01Session, NotEnoughAgents
-from amp_conformance.engine.client import Client, Reply
+from amp_conformance.engine.client import Client, Reply, at_once
 from amp_conformance.engine.context import CheckContext
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed, ToolError
 
@@ -24,6 +24,9 @@ KEYS_NEEDED = (
     "the server requires API keys (/spec api_keys_required: true): give the suite keys with "
     "--api-key AGENT=KEY (repeatable) or --api-keys-file"
 )
+
+
+_T = TypeVar("_T")
 
 
 def deep_merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -94,6 +97,11 @@ class Amp(CheckContext):
         client = self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
         client.headers = dict(headers)
         return client
+
+    def at_once(self, *calls: Callable[[], _T]) -> list[_T]:
+        """The calls' results in order, their requests sent at the same time (engine ``at_once``):
+        only for requests that do not depend on one another; judge the replies after, not in a call."""
+        return at_once(self.session.connection, calls)
 
     def owner(self) -> str:
         """A fresh owner id, unique to this run."""

@@ -13,9 +13,11 @@ from __future__ import annotations
 import functools
 import json
 import ssl
+import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NoReturn, TypeVar
 
 import httpx
 
@@ -29,6 +31,15 @@ from amp_conformance.engine.outcomes import (
 from amp_conformance.engine.replay import ReplayContext
 
 _NO_BODY = object()
+
+_T = TypeVar("_T")
+
+#: At most this many requests of one :func:`at_once` call are in flight together.
+AT_ONCE_LIMIT = 8
+
+_Held = tuple[list[Exchange], Exchange]
+_held = threading.local()
+"""Per thread: the (log, exchange) pairs an :func:`at_once` call holds back, to record in call order."""
 
 
 class Reply:
@@ -112,6 +123,7 @@ class Connection:
         self.broken_reason: str | None = None
         self.requests = 0
         """How many requests were sent (the JSON report states it)."""
+        self._counting = threading.Lock()
         self.observers: list[Callable[[Exchange], None]] = []
         """Called with every exchange that got an answer (the run tracks its cells' states with it)."""
 
@@ -142,7 +154,8 @@ class Connection:
         if self.broken_reason is not None:
             exchange.error = f"not sent: {self.broken_reason}"
             raise ServerUnavailable(f"request not sent: {self.broken_reason}")
-        self.requests += 1
+        with self._counting:
+            self.requests += 1
         timeout = self.timeout
         if deadline is not None:
             remaining = deadline - time.monotonic()
@@ -194,7 +207,8 @@ class Connection:
         (the breaker's business). httpx drops a connection that failed, so the retry opens a new one;
         a second failure is the check's error, as before."""
         first.error = f"{_describe_transport_error(exc, timeout)}; retried once on a fresh connection"
-        self.requests += 1
+        with self._counting:
+            self.requests += 1
         again = Exchange(
             first.method, first.url, first.request_headers, first.request_body, replay=self.replay
         )
@@ -234,6 +248,40 @@ class Connection:
             self.broken_reason = (
                 f"the server failed {self._consecutive_failures} requests in a row (last: {reason})"
             )
+
+
+def at_once(connection: Connection, calls: Sequence[Callable[[], _T]]) -> list[_T]:
+    """Each call's result, in order, the calls made at the same time (at most :data:`AT_ONCE_LIMIT`
+    in flight) when ``connection`` goes over sockets; an in-process app is asked one at a time.
+
+    For requests that do not depend on one another (refused probes, reads of a settled state): a
+    distant server then costs one round trip for the lot instead of one each. The evidence is the
+    same as one call after the other: each call's exchanges are recorded in the calls' order once all
+    have ended, and the first call (in order) that raised raises again; the calls after it were sent
+    too, and their exchanges are recorded as well."""
+    if connection.http_override is not None or len(calls) < 2:
+        return [call() for call in calls]
+
+    def held(call: Callable[[], _T]) -> tuple[Any, BaseException | None, list[_Held]]:
+        records: list[_Held] = []
+        _held.records = records
+        try:
+            return call(), None, records
+        except BaseException as exc:  # re-raised in the caller's thread, in call order
+            return None, exc, records
+        finally:
+            _held.records = None
+
+    limit = min(AT_ONCE_LIMIT, len(calls))
+    with ThreadPoolExecutor(max_workers=limit, thread_name_prefix="amp-at-once") as pool:
+        ended = list(pool.map(held, calls))
+    for _, _, records in ended:
+        for log, exchange in records:
+            log.append(exchange)
+    for _, error, _ in ended:
+        if error is not None:
+            raise error
+    return [result for result, _, _ in ended]
 
 
 def _reset_before_any_byte(exc: httpx.TransportError, exchange: Exchange) -> bool:
@@ -309,10 +357,16 @@ class Client:
         return Reply(exchange)
 
     def _record(self, exchange: Exchange) -> None:
-        """Log an exchange, after the attempt it retried (if any), so the evidence shows both."""
-        if exchange.retry_of is not None:
-            self.log.append(exchange.retry_of)
-        self.log.append(exchange)
+        """Log an exchange, after the attempt it retried (if any), so the evidence shows both; inside
+        :func:`at_once` the pair waits, so the log keeps the calls' order whatever order they ended in."""
+        held: list[_Held] | None = getattr(_held, "records", None)
+        for one in (exchange.retry_of, exchange):
+            if one is None:
+                continue
+            if held is not None:
+                held.append((self.log, one))
+            else:
+                self.log.append(one)
 
     def get(self, path: str, **kwargs: Any) -> Reply:
         return self.request("GET", path, **kwargs)
