@@ -357,11 +357,26 @@ def _judge_first(
     assert None not in (made.refused, made.before, made.mixed, made.after, made.null_spent)
 
 
+def _owner_refused(amp: Amp, budget: int, made: _Cells, index: int, reply: Reply, what: str) -> None:
+    """The second cell's owner (an agent, ``owner_type`` agent) refused a PATCH of its own cell: that is
+    AMP-ACL-07's finding (the owner bypasses the policy), a step for the rate checks."""
+    expect_step(
+        amp,
+        not (made.split and index < budget // 2 and reply.status in (401, 403)),
+        f"{what}, sent by the cell's owner (an agent, owner_type agent), answered {reply.status}",
+        reply,
+        step="the owner of type agent writing its own cell",
+        requirement="AMP-ACL-07",
+        expected="200",
+    )
+
+
 def _judge_second(amp: Amp, budget: int, made: _Cells, replies: list[Reply]) -> None:
     """The second cell's budget judged as :func:`_spend` does; every PATCH of it was then 200."""
     for index, at in enumerate(made.other):
         reply = replies[at]
         what = f"scoring PATCH {index + 1} (within the advertised budget of the cell)"
+        _owner_refused(amp, budget, made, index, reply, what)
         if reply.status == 429 and _fresh_cell_takes(amp, budget):
             _counted_before(amp, what, reply, _second_counted(amp, budget))
         expect_scoring_not_limited(amp, reply, what)
@@ -533,9 +548,10 @@ def test_budget_belongs_to_one_cell(amp: Amp) -> None:
     _exhausted(amp, replies[made.refused or 0], budget)
     for index, at in enumerate(made.other):
         reply = replies[at]
+        what = f"scoring PATCH {index + 1} of another cell"
+        _owner_refused(amp, budget, made, index, reply, what)
         if reply.status == 429 and index >= budget - 2 and _fresh_cell_takes(amp, budget):
             # only the last two can be the PATCHes sent before, counted
-            what = f"scoring PATCH {index + 1} of another cell"
             _counted_before(amp, what, reply, _second_counted(amp, budget))
         amp.expect(
             reply.status == 200,
