@@ -22,7 +22,6 @@ import httpx
 
 from amp_conformance import Amp
 from amp_conformance.amp01.checks._lifecycle_passes import together
-from amp_conformance.amp01.checks._shared_cells import unknown_read
 from amp_conformance.amp01.checks._support import Marks, expect_step, listings_by_status, shared_replies
 from amp_conformance.engine.client import Client, Reply
 from amp_conformance.engine.exchange import Exchange
@@ -33,20 +32,28 @@ UNKNOWN_PATCH = {"content": {"text": "nobody here"}}
 
 
 def unknown_probes(amp: Amp) -> tuple[str, dict[str, Reply]]:
-    """The run's unknown id (``_shared_cells.unknown_read``, whose GET AMP-READ-10 judges too) and
-    agent "a"'s GET, PATCH and DELETE of it by method, the PATCH and DELETE sent once per run after
-    the GET: AMP-DEL-08's check and the error table (AMP-ERR-03) each judge these answers. Needs the
-    server's conventions (a second agent), as :meth:`Amp.unknown_id` does."""
-    unknown, read = unknown_read(amp)
+    """A well-formed id no server has issued and agent "a"'s GET, PATCH and DELETE of it by method, sent
+    once per run: AMP-DEL-08's check and the error table (AMP-ERR-03, with AMP-READ-10 and AMP-DEL-08
+    for its GET and DELETE) each judge these answers. Needs the server's conventions (a second agent),
+    as :meth:`Amp.unknown_id` does. Not ``_shared_cells.unknown_read``'s GET: the error table is made
+    after the error probes took their stranger, and a step it makes hands the checks adopting it every
+    role it holds (AMP-READ-10's check plays another stranger)."""
+    amp.agent("a")
 
     def make(a: Amp) -> dict[str, Any]:
         marks = Marks(a)
+        unknown = a.unknown_id()
         client = a.as_agent("a")
         path = f"/memories/{unknown}"
-        return {"PATCH": marks(client.patch(path, UNKNOWN_PATCH)), "DELETE": marks(client.delete(path))}
+        return {
+            "id": unknown,
+            "GET": marks(client.get(path)),
+            "PATCH": marks(client.patch(path, UNKNOWN_PATCH)),
+            "DELETE": marks(client.delete(path)),
+        }
 
-    made, replies = shared_replies(amp, "unknown-id:patch-and-delete", make)
-    return unknown, {"GET": read, **{method: replies[at] for method, at in made.items()}}
+    made, replies = shared_replies(amp, "unknown-id:get-patch-delete", make)
+    return str(made["id"]), {method: replies[made[method]] for method in ("GET", "PATCH", "DELETE")}
 
 
 # the admin route's refused POSTs and the pass with the token alone (test_admin, test_capabilities) --

@@ -214,7 +214,7 @@ def test_deleted_is_terminal(amp: Amp) -> None:
 @check("AMP-DEL-08", "AMP-READ-10", "AMP-ERR-03")
 def test_unknown_id_gets_the_same_answer_on_get_patch_and_delete(amp: Amp) -> None:
     """DELETE, PATCH and GET of an unknown id give the server's one unknown-id answer (404 or 403)."""
-    # sent once per run: AMP-READ-10 judges the GET too, the error table all three
+    # sent once per run: the error table judges all three too
     _, replies = unknown_probes(amp)
     # GET is AMP-READ-10's rule, DELETE AMP-DEL-08's, PATCH the route table's (AMP-ERR-03)
     rules = {"GET": "AMP-READ-10", "PATCH": "AMP-ERR-03", "DELETE": "AMP-DEL-08"}

@@ -137,7 +137,7 @@ def _provoke(amp: Amp) -> _Provoked:
     )
     archived = _archived_odd_cell(amp, odd)
     owner = active["identity"]["owner_id"] if isinstance(active.get("identity"), dict) else amp.owner()
-    # the unknown id's GET, PATCH and DELETE are AMP-DEL-08's (and the GET AMP-READ-10's), sent once
+    # the unknown id's GET, PATCH and DELETE are AMP-DEL-08's, sent once per run
     unknown = unknown_probes(amp)[1] if conventions else None
     text = {"content": {"text": "edited"}}
     probes: dict[str, int] = {}
