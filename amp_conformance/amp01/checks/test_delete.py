@@ -21,8 +21,8 @@ from amp_conformance.amp01.checks._shared_cells import (
     UNDO_ATTEMPTS,
     status_trio,
     trio_refused_deletes,
-    unknown_read,
 )
+from amp_conformance.amp01.checks._shared_probes import unknown_probes
 from amp_conformance.amp01.checks._support import (
     about,
     expect_deleted_read_of,
@@ -214,13 +214,8 @@ def test_deleted_is_terminal(amp: Amp) -> None:
 @check("AMP-DEL-08", "AMP-READ-10", "AMP-ERR-03")
 def test_unknown_id_gets_the_same_answer_on_get_patch_and_delete(amp: Amp) -> None:
     """DELETE, PATCH and GET of an unknown id give the server's one unknown-id answer (404 or 403)."""
-    unknown, read = unknown_read(amp)  # the GET is sent once per run (AMP-READ-10 judges it too)
-    client = amp.as_agent("a")
-    replies = {
-        "GET": read,
-        "PATCH": client.patch(f"/memories/{unknown}", {"content": {"text": "nobody here"}}),
-        "DELETE": client.delete(f"/memories/{unknown}"),
-    }
+    # sent once per run: the error table judges all three too
+    _, replies = unknown_probes(amp)
     # GET is AMP-READ-10's rule, DELETE AMP-DEL-08's, PATCH the route table's (AMP-ERR-03)
     rules = {"GET": "AMP-READ-10", "PATCH": "AMP-ERR-03", "DELETE": "AMP-DEL-08"}
     for method, reply in replies.items():

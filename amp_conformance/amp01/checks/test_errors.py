@@ -28,6 +28,7 @@ from amp_conformance.amp01.checks._shared_cells import (
 )
 from amp_conformance.amp01.checks._shared_cells import odd_cell as _odd_cell
 from amp_conformance.amp01.checks._shared_cells import odd_creates as _odd_creates
+from amp_conformance.amp01.checks._shared_probes import unknown_probes
 from amp_conformance.amp01.checks._support import (
     about,
     error_of,
@@ -125,7 +126,7 @@ def _provoke(amp: Amp) -> _Provoked:
         stranger = None
     unauthenticated = ((401, _missing_identity_codes(amp)),)
     refusal = ((403, conventions.refusal_codes() if conventions else ()),)
-    unknown = tuple(
+    unknown_answers = tuple(
         (status, (code,) if code else ())
         for status, code in (conventions.unknown_id_answers() if conventions else ())
     )
@@ -136,7 +137,8 @@ def _provoke(amp: Amp) -> _Provoked:
     )
     archived = _archived_odd_cell(amp, odd)
     owner = active["identity"]["owner_id"] if isinstance(active.get("identity"), dict) else amp.owner()
-    missing = amp.unknown_id() if conventions else None
+    # the unknown id's GET, PATCH and DELETE are AMP-DEL-08's, sent once per run
+    unknown = unknown_probes(amp)[1] if conventions else None
     text = {"content": {"text": "edited"}}
     probes: dict[str, int] = {}
 
@@ -206,8 +208,8 @@ def _provoke(amp: Amp) -> _Provoked:
             refusal,
             "AMP-ACL-10",
         )
-    if missing is not None:
-        case("GET /memories/{unknown id}", a.get(f"/memories/{missing}"), unknown, "AMP-READ-10")
+    if unknown is not None:
+        case("GET /memories/{unknown id}", unknown["GET"], unknown_answers, "AMP-READ-10")
     case(
         "PATCH without identity",
         anonymous.patch(f"/memories/{active['id']}", {"content": {"text": "anonymous edit"}}),
@@ -217,8 +219,8 @@ def _provoke(amp: Amp) -> _Provoked:
     probe("reading the cell back", a.get(f"/memories/{active['id']}"))
     if stranger is not None:
         case("PATCH by a stranger", stranger.patch(f"/memories/{active['id']}", text), refusal, "AMP-ACL-10")
-    if missing is not None:
-        case("PATCH of an unknown id", a.patch(f"/memories/{missing}", text), unknown, "AMP-ERR-03")
+    if unknown is not None:
+        case("PATCH of an unknown id", unknown["PATCH"], unknown_answers, "AMP-ERR-03")
     case(
         "PATCH importance 2",
         a.patch(f"/memories/{active['id']}", {"scoring": {"importance": 2}}),
@@ -234,8 +236,8 @@ def _provoke(amp: Amp) -> _Provoked:
     probe("reading the archived cell back", a.get(f"/memories/{archived['id']}"))
     if stranger is not None:
         case("DELETE by a stranger", stranger.delete(f"/memories/{archived['id']}"), refusal, "AMP-ACL-10")
-    if missing is not None:
-        case("DELETE of an unknown id", a.delete(f"/memories/{missing}"), unknown, "AMP-DEL-08")
+    if unknown is not None:
+        case("DELETE of an unknown id", unknown["DELETE"], unknown_answers, "AMP-DEL-08")
     case(
         "PATCH archived -> active",
         a.patch(f"/memories/{archived['id']}", {"lifecycle": {"status": "active"}}),

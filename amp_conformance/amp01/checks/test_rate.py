@@ -4,10 +4,12 @@ The budget is the one ``/spec`` advertises in ``scoring_patch_limit`` (AMP-CAP-0
 window_seconds: W}``, or ``null`` for no limit. A claim that is absent skips these checks with a
 reason; one that behaviour contradicts fails. Checks that must wait for the window to pass run only
 when W is at most 30 s (a P-FAST server); otherwise they skip and say so. Rate tests assume a single
-server process (C-36). Every check spends fresh cells, so budgets never carry over between checks;
-RATE-01/-02/-03/-08/-12 judge one spent cell, the answers recorded once (``amp.shared``) by whichever
-of them runs first, so no judgement depends on how long ago that was (RATE-03 reads the recorded
-clock).
+server process (C-36). Budgets never carry over between checks: the checks that need no wait judge
+two fresh cells spent one after the other, the answers recorded once (``amp.shared``: ``rate:cells``)
+by whichever of them runs first, so no judgement depends on how long ago that was (RATE-03 reads the
+recorded clock); the checks that wait for a window spend cells of their own. What is sent to a cell
+before its budget must use none of it, each its own rule: on a 429 within a budget, fresh cells tell
+which one was counted, so the finding is filed under that rule.
 """
 
 from __future__ import annotations
@@ -163,142 +165,259 @@ def _refused(amp: Amp, client: Client, cell_id: str, index: int, window: int, bu
     return _retry_after(amp, reply, window, budget)
 
 
-@dataclass
-class _Spent:
-    """One fresh cell's budget spent, then refused, as positions among the shared step's exchanges."""
+#: What was sent to a cell before its budget's PATCHes, each with the rule saying it uses no budget: a
+#: 429 within the budget while a fresh cell takes the whole budget shows that one of them was counted.
+NULL_SENT = ('a {"scoring": null} PATCH', "AMP-RATE-06")
+STRANGER_SENT = ("a stranger's refused scoring PATCH", "AMP-RATE-08")
+NON_SCORING_SENT = (
+    "a PATCH of content, provenance, access_policy and lifecycle.expires_at (no scoring)",
+    "AMP-RATE-05",
+)
+INVALID_SENT = ("a scoring PATCH refused with 422", "AMP-RATE-13")
+MIXED = {"scoring": {"importance": 0.4}, "content": {"text": "must not be stored"}}
 
-    spent: list[int]
-    """The scoring PATCHes within the budget, in order (the step stops at the first that is not 200)."""
+
+def _non_scoring(amp: Amp, readers: list[str]) -> dict[str, Any]:
+    """A PATCH of every section but scoring (``readers``: the readable_by it sets)."""
+    return {
+        "content": {"text": "changed text"},
+        "provenance": {"source_type": "document"},
+        "access_policy": {"readable_by": readers},
+        "lifecycle": {"expires_at": "2030-01-01T00:00:00Z"},
+    }
+
+
+@dataclass
+class _Cells:
+    """Two fresh cells, their budgets spent one after the other, as positions among the shared step's
+    exchanges (nothing is judged while they are sent).
+
+    The first, a plain cell of agent "a": a {"scoring": null} PATCH (AMP-RATE-06), its budget, agent
+    "o" (no access to it) trying a scoring PATCH just before the budget's last and once after it
+    (AMP-RATE-08), the scoring PATCH one over the budget (the refusal AMP-RATE-01..03 judge), a read, a
+    scoring PATCH over the budget that also carries content and a read (AMP-RATE-12), {"scoring": null}
+    on the spent budget and, on a long window, refused retries (AMP-RATE-03, -04).
+
+    The second, owned by agent "o", writable by "w", created by "a" (a plain cell of "a" when fewer
+    agents are given): a PATCH without scoring (AMP-RATE-05) and a scoring PATCH refused with 422
+    (AMP-RATE-13) by "a", its budget spent (half by the owner, the rest by the creator: AMP-RATE-09),
+    the writer's scoring PATCH past it and the PATCH without scoring again. Its budget whole once the
+    first's is spent is AMP-RATE-07's question.
+
+    A 429 within a budget, while a fresh cell takes the whole budget, shows that something sent before
+    was counted: which one is asked of fresh cells then (:func:`_counted`), so it is filed under the
+    rule it breaks."""
+
+    split: bool
+    null_before: int = 0
+    spent: list[int] = field(default_factory=list)
+    """The first cell's scoring PATCHes within the budget, in order (stopped at the first not 200)."""
     stranger: int | None = None
-    """An agent without write access trying a scoring PATCH just before the budget's last (AMP-RATE-08)."""
     stranger_spent: int | None = None
-    """The same agent trying again once the budget is spent (AMP-RATE-08)."""
     refused: int | None = None
-    """The scoring PATCH one over the budget."""
     seconds: float = 0.0
     """From sending the first scoring PATCH to the refusal's answer (AMP-RATE-03's clock)."""
     before: int | None = None
-    """A read of the cell after the refusal, before the next probe."""
     mixed: int | None = None
-    """A scoring PATCH over the budget that also carries content (AMP-RATE-12)."""
     after: int | None = None
-    """A read of the cell after the mixed PATCH."""
+    null_spent: int | None = None
+    retries: list[int] = field(default_factory=list)
+    """On a long window, refused retries of the first cell after everything else (AMP-RATE-03, -04)."""
+    body_before: int = 0
+    invalid: int = 0
+    other: list[int] = field(default_factory=list)
+    """The second cell's scoring PATCHes within the budget, in order (stopped at the first not 200)."""
+    writer: int | None = None
+    body_spent: int | None = None
 
 
-def _spend_once(amp: Amp) -> _Spent:
-    """Spend a fresh cell's advertised budget, an agent without write access trying once just before
-    its last PATCH and once after it (AMP-RATE-08), then probe past it: once with a scoring-only PATCH
-    (the refusal AMP-RATE-01..03 judge) and once with scoring and content, between two reads
-    (AMP-RATE-12). Nothing is judged here: each check judges the answers it is about."""
-    budget, _ = _limited(amp)
+def _cells_once(amp: Amp) -> _Cells:
+    budget, window = _limited(amp)
     base = len(amp.evidence.exchanges)
-    cell = amp.create_cell()
     client = amp.as_agent("a")
-    # without a second agent (keys mode, one key) RATE-08 skips, as it always has; the others judge on
-    stranger = amp.as_agent("b") if amp.optional_agent("b") is not None else None
-    path = f"/memories/{cell['id']}"
+    # "o" is a stranger to the first cell and the owner of the second; without a second agent (keys
+    # mode, one key) RATE-08 skips, without a third RATE-09, as they always have
+    owner, writer = amp.optional_agent("o"), amp.optional_agent("w")
+    made = _Cells(split=owner is not None and writer is not None)
+    overrides: dict[str, Any] = {}
+    readers = [amp.agent_id("a")]
+    if owner is not None and writer is not None:
+        overrides = {
+            "identity": {"owner_id": owner.id, "owner_type": "agent"},
+            "access_policy": {"writable_by": [writer.id], "readable_by": [writer.id]},
+        }
+        readers = [amp.agent_id("a"), writer.id]
+    first, second = amp.create_cell(), amp.create_cell(overrides)
+    one, two = f"/memories/{first['id']}", f"/memories/{second['id']}"
+    stranger = amp.as_agent("o") if owner is not None else None
 
     def position(reply: Reply) -> int:
         mine = amp.evidence.exchanges[base:]
         return next(i for i, exchange in enumerate(mine) if exchange is reply.exchange)
 
-    made = _Spent(spent=[])
-    first = time.monotonic()
+    made.null_before = position(client.patch(one, {"scoring": None}))
+    started = time.monotonic()
     for index in range(budget):
         if index == budget - 1 and stranger is not None:
-            made.stranger = position(stranger.patch(path, _scoring(0)))
-        reply = client.patch(path, _scoring(index))
+            made.stranger = position(stranger.patch(one, _scoring(0)))
+        reply = client.patch(one, _scoring(index))
         made.spent.append(position(reply))
         if reply.status != 200:
-            return made
-    if stranger is not None:
-        made.stranger_spent = position(stranger.patch(path, _scoring(0)))
-    made.refused = position(client.patch(path, _scoring(budget)))
-    made.seconds = time.monotonic() - first
-    made.before = position(client.get(path))
-    mixed = {"scoring": {"importance": 0.4}, "content": {"text": "must not be stored"}}
-    made.mixed = position(client.patch(path, mixed))
-    made.after = position(client.get(path))
+            break
+    else:
+        if stranger is not None:
+            made.stranger_spent = position(stranger.patch(one, _scoring(0)))
+        made.refused = position(client.patch(one, _scoring(budget)))
+        made.seconds = time.monotonic() - started
+        made.before = position(client.get(one))
+        made.mixed = position(client.patch(one, MIXED))
+        made.after = position(client.get(one))
+        made.null_spent = position(client.patch(one, {"scoring": None}))
+        if window > SHORT_WINDOW:  # a short window's checks retry on cells of their own
+            for attempt in range(RETRIES):
+                time.sleep(RETRY_GAP)
+                made.retries.append(position(client.patch(one, _scoring(budget + 1 + attempt))))
+    body = _non_scoring(amp, readers)
+    made.body_before = position(client.patch(two, body))
+    made.invalid = position(client.patch(two, {"scoring": {"importance": 2}}))
+    share = budget // 2 if made.split else 0
+    for index in range(budget):
+        spender = amp.as_agent("o") if index < share else client
+        reply = spender.patch(two, _scoring(index))
+        made.other.append(position(reply))
+        if reply.status != 200:
+            break
+    else:
+        if made.split:
+            made.writer = position(amp.as_agent("w").patch(two, _scoring(budget)))
+        made.body_spent = position(client.patch(two, body))
     return made
 
 
-@dataclass
-class _SpentReplies:
-    stranger_spent: Reply
-    refused: Reply
-    seconds: float
-    before: Reply
-    mixed: Reply
-    after: Reply
-
-
-def _spent_cell(amp: Amp, stranger: Callable[[Reply], None] | None = None) -> tuple[int, int, _SpentReplies]:
-    """(N, W) and the shared spent cell's answers, its budget's PATCHes judged as :func:`_spend` does
-    (``stranger`` judges the stranger's attempt, where it was sent: before the budget's last PATCH)."""
+def _cells(amp: Amp) -> tuple[int, int, _Cells, list[Reply]]:
+    """(N, W), the shared cells (made once per run) and the replies of the step."""
     budget, window = _limited(amp)
     start = len(amp.evidence.exchanges)
-    made = amp.shared("rate:spent-cell", _spend_once)
-    if stranger is not None:
-        amp.agent("b")  # the stranger's attempts need a second agent: skip without one
-    replies = [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
+    made = amp.shared("rate:cells", _cells_once)
+    return budget, window, made, [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
+
+
+def _counted(amp: Amp, budget: int, body: dict[str, Any]) -> bool:
+    """Whether ``body`` sent to a fresh cell is counted against its budget (only asked once something
+    is off): its budget's last scoring PATCH is then refused."""
+    fresh = amp.create_cell()
+    client = amp.as_agent("a")
+    client.patch(f"/memories/{fresh['id']}", body)
+    return not all(client.patch(f"/memories/{fresh['id']}", _scoring(i)).status == 200 for i in range(budget))
+
+
+def _counted_before(amp: Amp, what: str, reply: Reply, counted: tuple[str, str]) -> None:
+    expect_step(
+        amp,
+        False,
+        f"{what} answered 429 after {counted[0]}, though a fresh cell takes the whole budget: it was "
+        "counted against the scoring budget",
+        reply,
+        step=f"spending the cell's budget after {counted[0]}",
+        requirement=counted[1],
+        expected="200",
+    )
+
+
+def _first_counted(amp: Amp, budget: int, index: int, made: _Cells) -> tuple[str, str]:
+    """What the first cell was sent before its budget's PATCH ``index`` that was counted: the stranger's
+    attempt can only have taken the last one, and then only if the {"scoring": null} PATCH was not."""
+    if index == budget - 1 and made.stranger is not None and not _counted(amp, budget, {"scoring": None}):
+        return STRANGER_SENT
+    return NULL_SENT
+
+
+def _second_counted(amp: Amp, budget: int) -> tuple[str, str]:
+    """What the second cell was sent before its budget that was counted: the PATCH without scoring, or
+    else the scoring PATCH refused with 422."""
+    if _counted(amp, budget, _non_scoring(amp, [amp.agent_id("a")])):
+        return NON_SCORING_SENT
+    return INVALID_SENT
+
+
+def _judge_first(
+    amp: Amp, budget: int, made: _Cells, replies: list[Reply], stranger: Callable[[Reply], None] | None = None
+) -> None:
+    """The first cell's budget judged as :func:`_spend` does (``stranger`` judges the stranger's
+    attempt, where it was sent: before the budget's last PATCH); every PATCH of it was then 200."""
     for index, at in enumerate(made.spent):
         reply = replies[at]
         what = f"scoring PATCH {index + 1} (within the advertised budget of the cell)"
-        if made.stranger is not None and index == budget - 1:
-            if stranger is not None:
-                stranger(replies[made.stranger])
-            if reply.status == 429 and _fresh_cell_takes(amp, budget):
-                expect_step(
-                    amp,
-                    False,
-                    f"{what} answered 429 after a stranger's refused scoring PATCH, though a fresh cell "
-                    f"takes all {budget}: the refused attempt was counted against the budget",
-                    reply,
-                    step="spending the cell's budget after a stranger's refused attempt",
-                    requirement="AMP-RATE-08",
-                    expected="200",
-                )
+        if made.stranger is not None and index == budget - 1 and stranger is not None:
+            stranger(replies[made.stranger])
+        if reply.status == 429 and _fresh_cell_takes(amp, budget):
+            _counted_before(amp, what, reply, _first_counted(amp, budget, index, made))
         expect_scoring_not_limited(amp, reply, what)
         amp.expect_status(reply, 200, what=what)
-    assert None not in (made.refused, made.before, made.mixed, made.after)  # every spending PATCH was 200
-    return (
-        budget,
-        window,
-        _SpentReplies(
-            stranger_spent=replies[made.stranger_spent or 0],
-            refused=replies[made.refused or 0],
-            seconds=made.seconds,
-            before=replies[made.before or 0],
-            mixed=replies[made.mixed or 0],
-            after=replies[made.after or 0],
-        ),
+    assert None not in (made.refused, made.before, made.mixed, made.after, made.null_spent)
+
+
+def _owner_refused(amp: Amp, budget: int, made: _Cells, index: int, reply: Reply, what: str) -> None:
+    """The second cell's owner (an agent, ``owner_type`` agent) refused a PATCH of its own cell: that is
+    AMP-ACL-07's finding (the owner bypasses the policy), a step for the rate checks."""
+    expect_step(
+        amp,
+        not (made.split and index < budget // 2 and reply.status in (401, 403)),
+        f"{what}, sent by the cell's owner (an agent, owner_type agent), answered {reply.status}",
+        reply,
+        step="the owner of type agent writing its own cell",
+        requirement="AMP-ACL-07",
+        expected="200",
     )
+
+
+def _judge_second(amp: Amp, budget: int, made: _Cells, replies: list[Reply]) -> None:
+    """The second cell's budget judged as :func:`_spend` does; every PATCH of it was then 200."""
+    for index, at in enumerate(made.other):
+        reply = replies[at]
+        what = f"scoring PATCH {index + 1} (within the advertised budget of the cell)"
+        _owner_refused(amp, budget, made, index, reply, what)
+        if reply.status == 429 and _fresh_cell_takes(amp, budget):
+            _counted_before(amp, what, reply, _second_counted(amp, budget))
+        expect_scoring_not_limited(amp, reply, what)
+        amp.expect_status(reply, 200, what=what)
+    assert made.body_spent is not None
+
+
+def _spent(amp: Amp, stranger: Callable[[Reply], None] | None = None) -> tuple[int, int, _Cells, list[Reply]]:
+    """(N, W), the shared cells and their replies, the first cell's budget judged."""
+    budget, window, made, replies = _cells(amp)
+    if stranger is not None:
+        amp.agent("o")  # the stranger's attempts need a second agent: skip without one
+    _judge_first(amp, budget, made, replies, stranger)
+    return budget, window, made, replies
 
 
 @check("AMP-RATE-01", "AMP-CAP-08", "AMP-CAP-04")
 def test_exactly_max_patches_scoring_patches_are_accepted(amp: Amp) -> None:
     """Exactly max_patches scoring PATCHes of one cell are accepted; the next is 429 RATE_LIMITED."""
-    budget, _, spent = _spent_cell(amp)
-    _exhausted(amp, spent.refused, budget)
+    budget, _, made, replies = _spent(amp)
+    _exhausted(amp, replies[made.refused or 0], budget)
 
 
 @check("AMP-RATE-02", "AMP-ERR-06")
 def test_429_carries_a_matching_retry_after(amp: Amp) -> None:
     """A 429 has Retry-After in 1..window_seconds, equal to error.details.retry_after_seconds."""
-    budget, window, spent = _spent_cell(amp)
-    _retry_after(amp, spent.refused, window, budget)
+    budget, window, made, replies = _spent(amp)
+    _retry_after(amp, replies[made.refused or 0], window, budget)
 
 
 @check("AMP-RATE-03")
 def test_retry_after_is_the_time_until_the_oldest_edit_leaves(amp: Amp) -> None:
     """Retry-After is about window_seconds minus the age of the oldest counted edit (2 s tolerance)."""
-    budget, window, spent = _spent_cell(amp)
-    seconds = _retry_after(amp, spent.refused, window, budget)
-    expected = window - spent.seconds
+    budget, window, made, replies = _spent(amp)
+    refused = replies[made.refused or 0]
+    seconds = _retry_after(amp, refused, window, budget)
+    expected = window - made.seconds
     amp.expect(
         abs(seconds - expected) <= 2.0,
         f"Retry-After {seconds} is within 2 s of the time left for the oldest edit ({expected:.1f} s)",
-        spent.refused,
+        refused,
         expected=f"{expected:.1f} ± 2",
     )
 
@@ -326,10 +445,9 @@ def test_retry_after_counts_down(amp: Amp) -> None:
             f"window_seconds is {window}: the refused retries this check compares are sent on windows "
             f"over {SHORT_WINDOW} s (on short ones AMP-RATE-04 and -10 follow the window to its end)"
         )
-    budget, made, replies = _two_cells(amp)
-    _judge_spend(amp, [replies[at] for at in made.spent], budget, NULL_SENT)
-    assert made.over is not None and made.retries  # every PATCH of the budget was 200
-    first = _retry_after(amp, replies[made.over], window, budget)
+    budget, window, made, replies = _spent(amp)
+    assert made.retries  # every PATCH of the budget was 200
+    first = _retry_after(amp, replies[made.refused or 0], window, budget)
     last_reply = replies[made.retries[-1]]
     last = _retry_after(amp, last_reply, window, budget)
     gap = RETRIES * RETRY_GAP
@@ -348,10 +466,8 @@ def test_refused_attempts_are_not_recorded(amp: Amp) -> None:
     budget, window = _limited(amp)
     if window > SHORT_WINDOW:
         # long windows: only the retries' Retry-After is judged, on the shared first cell's retries
-        budget, made, replies = _two_cells(amp)
-        _judge_spend(amp, [replies[at] for at in made.spent], budget, NULL_SENT)
-        assert made.over is not None  # every PATCH of the budget was 200
-        previous = _retry_after(amp, replies[made.over], window, budget)
+        budget, window, made, replies = _spent(amp)
+        previous = _retry_after(amp, replies[made.refused or 0], window, budget)
         for at in made.retries:
             seconds = _retry_after(amp, replies[at], window, budget)
             _expect_no_growth(amp, previous, seconds)
@@ -401,148 +517,42 @@ def test_refused_attempts_are_not_recorded(amp: Amp) -> None:
     )
 
 
-def _judge_spend(amp: Amp, replies: list[Reply], budget: int, counted: tuple[str, str]) -> None:
-    """Recorded spending PATCHes judged as :func:`_spend` does. ``counted`` is (what was sent to the cell
-    before, the rule saying it uses no budget): a 429 while a fresh cell takes the whole budget shows
-    that it was counted, that rule's finding (a step for a check about something else)."""
-    for index, reply in enumerate(replies):
-        what = f"scoring PATCH {index + 1} (within the advertised budget of the cell)"
-        if reply.status == 429 and _fresh_cell_takes(amp, budget):
-            expect_step(
-                amp,
-                False,
-                f"{what} answered 429 after {counted[0]}, though a fresh cell takes all {budget}: it was "
-                "counted against the scoring budget",
-                reply,
-                step=f"spending the cell's budget after {counted[0]}",
-                requirement=counted[1],
-                expected="200",
-            )
-        expect_scoring_not_limited(amp, reply, what)
-        amp.expect_status(reply, 200, what=what)
-
-
-NULL_SENT = ('a {"scoring": null} PATCH', "AMP-RATE-06")
-NON_SCORING_SENT = (
-    "a PATCH of content, provenance, access_policy and lifecycle.expires_at (no scoring)",
-    "AMP-RATE-05",
-)
-
-
-@dataclass
-class _TwoCells:
-    """Two fresh cells, as positions among the shared step's exchanges: the first's budget spent after
-    a {"scoring": null} PATCH, refused, then sent {"scoring": null} again; then the second sent a PATCH
-    without scoring, its whole budget, and the same PATCH again."""
-
-    null_before: int = 0
-    spent: list[int] = field(default_factory=list)
-    over: int | None = None
-    null_spent: int | None = None
-    body_before: int = 0
-    other: list[int] = field(default_factory=list)
-    body_spent: int | None = None
-    retries: list[int] = field(default_factory=list)
-    """On a long window, refused retries of the first cell after its refusal (AMP-RATE-04)."""
-
-
-def _two_cells_once(amp: Amp) -> _TwoCells:
-    """One cell per budget (AMP-RATE-07 needs both; -06 asks its question of the first, -05 of the
-    second, each with one probe before and one after the spend; on a long window -04 retries the first
-    once refused). Nothing is judged here."""
-    budget, window = _limited(amp)
-    base = len(amp.evidence.exchanges)
-    first, second = amp.create_cell(), amp.create_cell()
-    client = amp.as_agent("a")
-    one, two = f"/memories/{first['id']}", f"/memories/{second['id']}"
-
-    def position(reply: Reply) -> int:
-        mine = amp.evidence.exchanges[base:]
-        return next(i for i, exchange in enumerate(mine) if exchange is reply.exchange)
-
-    made = _TwoCells(null_before=position(client.patch(one, {"scoring": None})))
-    for index in range(budget):
-        reply = client.patch(one, _scoring(index))
-        made.spent.append(position(reply))
-        if reply.status != 200:
-            break
-    else:
-        made.over = position(client.patch(one, _scoring(budget)))
-        made.null_spent = position(client.patch(one, {"scoring": None}))
-        if window > SHORT_WINDOW:  # a short window's check retries on cells of its own
-            for attempt in range(RETRIES):
-                time.sleep(RETRY_GAP)
-                made.retries.append(position(client.patch(one, _scoring(budget + 1 + attempt))))
-    body: dict[str, Any] = {
-        "content": {"text": "changed text"},
-        "provenance": {"source_type": "document"},
-        "access_policy": {"readable_by": [amp.agent_id("a")]},
-        "lifecycle": {"expires_at": "2030-01-01T00:00:00Z"},
-    }
-    made.body_before = position(client.patch(two, body))
-    for index in range(budget):
-        reply = client.patch(two, _scoring(index))
-        made.other.append(position(reply))
-        if reply.status != 200:
-            break
-    else:
-        made.body_spent = position(client.patch(two, body))
-    return made
-
-
-def _two_cells(amp: Amp) -> tuple[int, _TwoCells, list[Reply]]:
-    budget, _ = _limited(amp)
-    start = len(amp.evidence.exchanges)
-    made = amp.shared("rate:two-cells", _two_cells_once)
-    return budget, made, [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
-
-
 @check("AMP-RATE-05")
 def test_non_scoring_patches_cost_nothing(amp: Amp) -> None:
     """PATCHes without scoring use no budget and succeed on a cell whose budget is spent."""
-    budget, made, replies = _two_cells(amp)
+    budget, _, made, replies = _cells(amp)
     # every non-scoring section in one body: were any of them counted, the last PATCH of the budget
     # would be refused; were any refused on a spent budget, the PATCH after it would be
     what = NON_SCORING_SENT[0]
     amp.expect_status(replies[made.body_before], 200, what=what)
-    _judge_spend(amp, [replies[at] for at in made.other], budget, NON_SCORING_SENT)
-    assert made.body_spent is not None  # every PATCH of the budget was 200
-    reply = replies[made.body_spent]
+    _judge_second(amp, budget, made, replies)
+    reply = replies[made.body_spent or 0]
     amp.expect_status(reply, 200, what=f"{what} on a cell whose scoring budget is spent")
 
 
 @check("AMP-RATE-06")
 def test_scoring_null_costs_nothing(amp: Amp) -> None:
     """{"scoring": null} uses no budget and succeeds on a cell whose budget is spent."""
-    budget, made, replies = _two_cells(amp)
+    budget, _, made, replies = _cells(amp)
     # one is enough: were it counted, the last PATCH of the budget would be refused
     amp.expect_status(replies[made.null_before], 200, what='a {"scoring": null} PATCH')
-    _judge_spend(amp, [replies[at] for at in made.spent], budget, NULL_SENT)
-    assert made.null_spent is not None  # every PATCH of the budget was 200
-    reply = replies[made.null_spent]
+    _judge_first(amp, budget, made, replies)
+    reply = replies[made.null_spent or 0]
     amp.expect_status(reply, 200, what='{"scoring": null} on a cell whose scoring budget is spent')
 
 
 @check("AMP-RATE-07")
 def test_budget_belongs_to_one_cell(amp: Amp) -> None:
     """Spending one cell's budget leaves another cell's budget whole."""
-    budget, made, replies = _two_cells(amp)
-    _judge_spend(amp, [replies[at] for at in made.spent], budget, NULL_SENT)
-    assert made.over is not None  # every PATCH of the budget was 200
-    _exhausted(amp, replies[made.over], budget)
+    budget, _, made, replies = _spent(amp)
+    _exhausted(amp, replies[made.refused or 0], budget)
     for index, at in enumerate(made.other):
         reply = replies[at]
-        if reply.status == 429 and index == budget - 1 and _fresh_cell_takes(amp, budget):
-            expect_step(  # only the last can be the PATCH without scoring sent before, counted
-                amp,
-                False,
-                f"scoring PATCH {budget} of another cell answered 429 after {NON_SCORING_SENT[0]}, though a "
-                f"fresh cell takes all {budget}: it was counted against the scoring budget",
-                reply,
-                step=f"spending another cell's budget after {NON_SCORING_SENT[0]}",
-                requirement=NON_SCORING_SENT[1],
-                expected="200",
-            )
+        what = f"scoring PATCH {index + 1} of another cell"
+        _owner_refused(amp, budget, made, index, reply, what)
+        if reply.status == 429 and index >= budget - 2 and _fresh_cell_takes(amp, budget):
+            # only the last two can be the PATCHes sent before, counted
+            _counted_before(amp, what, reply, _second_counted(amp, budget))
         amp.expect(
             reply.status == 200,
             f"scoring PATCH {index + 1} of another cell answered {reply.status} once the first cell's "
@@ -560,74 +570,19 @@ def test_access_is_checked_before_the_budget(amp: Amp) -> None:
         with about("AMP-RATE-08"):  # were it counted, the writer's last PATCH of the budget would be refused
             expect_refusal(amp, reply, "a scoring PATCH by an agent without write access")
 
-    _, _, spent = _spent_cell(amp, stranger=refused)
+    _, _, made, replies = _spent(amp, stranger=refused)
     with about("AMP-RATE-08"):
-        expect_refusal(
-            amp, spent.stranger_spent, "a stranger's scoring PATCH on a cell whose budget is spent"
-        )
-
-
-@dataclass
-class _Agents:
-    """A fresh cell owned by agent "o", writable by "w", created by "a" (a plain cell of "a" when fewer
-    agents are given), as positions: a scoring PATCH refused with 422, the budget spent (half by the
-    owner, the rest by the creator), and the writer's scoring PATCH past it."""
-
-    split: bool
-    invalid: int = 0
-    spent: list[int] = field(default_factory=list)
-    writer: int | None = None
-
-
-INVALID_SENT = ("a scoring PATCH refused with 422", "AMP-RATE-13")
-
-
-def _agents_once(amp: Amp) -> _Agents:
-    budget, _ = _limited(amp)
-    base = len(amp.evidence.exchanges)
-    creator = amp.as_agent("a")
-    owner, writer = amp.optional_agent("o"), amp.optional_agent("w")
-    made = _Agents(split=owner is not None and writer is not None)
-    overrides: dict[str, Any] = {}
-    if owner is not None and writer is not None:
-        overrides = {
-            "identity": {"owner_id": owner.id, "owner_type": "agent"},
-            "access_policy": {"writable_by": [writer.id], "readable_by": [writer.id]},
-        }
-    cell = amp.create_cell(overrides)
-    path = f"/memories/{cell['id']}"
-
-    def position(reply: Reply) -> int:
-        mine = amp.evidence.exchanges[base:]
-        return next(i for i, exchange in enumerate(mine) if exchange is reply.exchange)
-
-    made.invalid = position(creator.patch(path, {"scoring": {"importance": 2}}))
-    share = budget // 2 if made.split else 0
-    for index in range(budget):
-        client = amp.as_agent("o") if index < share else creator
-        reply = client.patch(path, _scoring(index))
-        made.spent.append(position(reply))
-        if reply.status != 200:
-            return made
-    if made.split:
-        made.writer = position(amp.as_agent("w").patch(path, _scoring(budget)))
-    return made
-
-
-def _agents(amp: Amp) -> tuple[int, _Agents, list[Reply]]:
-    budget, _ = _limited(amp)
-    start = len(amp.evidence.exchanges)
-    made = amp.shared("rate:agents", _agents_once)
-    return budget, made, [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
+        what = "a stranger's scoring PATCH on a cell whose budget is spent"
+        expect_refusal(amp, replies[made.stranger_spent or 0], what)
 
 
 @check("AMP-RATE-09")
 def test_authorised_agents_share_one_budget(amp: Amp) -> None:
     """Owner, creator and a writable_by agent editing one cell share its single budget."""
-    budget, made, replies = _agents(amp)
+    budget, _, made, replies = _cells(amp)
     for role in ("o", "w"):
         amp.agent(role)  # skips without three agents, as it always has
-    _judge_spend(amp, [replies[at] for at in made.spent], budget, INVALID_SENT)
+    _judge_second(amp, budget, made, replies)
     assert made.writer is not None  # three agents, every PATCH of the budget 200
     expect_error(amp, replies[made.writer], 429, "RATE_LIMITED")
 
@@ -665,23 +620,24 @@ def test_no_scoring_patch_is_refused_when_the_limit_is_off(amp: Amp) -> None:
 @check("AMP-RATE-12")
 def test_a_429_changes_nothing(amp: Amp) -> None:
     """A 429 applies nothing, not even the non-scoring members of the same body."""
-    budget, _, spent = _spent_cell(amp)
-    before = read_back_of(amp, spent.before)
-    _exhausted(amp, spent.mixed, budget)
-    after = read_back_of(amp, spent.after)
+    budget, _, made, replies = _spent(amp)
+    before, after = replies[made.before or 0], replies[made.after or 0]
+    stored = read_back_of(amp, before)
+    _exhausted(amp, replies[made.mixed or 0], budget)
+    now = read_back_of(amp, after)
     for section, key in (("content", "text"), ("lifecycle", "last_updated_at"), ("scoring", "importance")):
         amp.expect(
-            after[section][key] == before[section][key],
-            f"the refused PATCH changed {section}.{key} from {shown(before[section][key])} "
-            f"to {shown(after[section][key])}",
-            spent.after,
+            now[section][key] == stored[section][key],
+            f"the refused PATCH changed {section}.{key} from {shown(stored[section][key])} "
+            f"to {shown(now[section][key])}",
+            after,
         )
 
 
 @check("AMP-RATE-13")
 def test_a_scoring_patch_refused_by_validation_uses_no_budget(amp: Amp) -> None:
     """Scoring PATCHes refused with 422 use no budget: max_patches valid ones still succeed afterwards."""
-    budget, made, replies = _agents(amp)
+    budget, _, made, replies = _cells(amp)
     # one is enough: were it counted, the last valid PATCH of the budget would be refused
     expect_refused_as_invalid(amp, replies[made.invalid])
-    _judge_spend(amp, [replies[at] for at in made.spent], budget, INVALID_SENT)
+    _judge_second(amp, budget, made, replies)
