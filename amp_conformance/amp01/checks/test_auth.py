@@ -14,6 +14,7 @@ owner that test_errors and test_capabilities ask too are ``_shared_cells.public_
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -147,25 +148,54 @@ class _Sent:
 
 
 class _Sender:
-    """Sends each distinct request once and notes its position under every label that asks it."""
+    """Sends each distinct request once and notes its position under every label that asks it.
 
-    def __init__(self, amp: Amp):
+    ``together``: requests wait until :meth:`flush` (or :meth:`positions`) and then go out at once
+    (``amp.at_once``), recorded in the order asked; the step flushes before a request that must follow
+    the ones asked before it."""
+
+    def __init__(self, amp: Amp, *, together: bool = False):
         self.amp = amp
         self.base = len(amp.evidence.exchanges)
+        self.together = together
         self.at: dict[str, int] = {}
         self._sent: dict[str, int] = {}
+        self._waiting: dict[str, Callable[[], Reply]] = {}
+        self._asked: dict[str, str] = {}
+        """Label -> the key of a request that had not been sent when the label asked it."""
 
     def __call__(
         self, label: str, headers: dict[str, str] | None, method: str, path: str, role: str = "a", **kw: Any
     ) -> None:
         """Send ``method path`` with exactly ``headers`` (None: as the agent ``role``)."""
         key = json.dumps([headers, role, method, path, kw], sort_keys=True, default=str)
-        if key not in self._sent:
+        if key in self._sent:
+            self.at[label] = self._sent[key]
+            return
+        if key not in self._waiting:
             client = self.amp.as_agent(role) if headers is None else self.amp.with_headers(headers)
-            reply = client.request(method, path, **kw)
-            mine = self.amp.evidence.exchanges[self.base :]
-            self._sent[key] = next(i for i, e in enumerate(mine) if e is reply.exchange)
-        self.at[label] = self._sent[key]
+            self._waiting[key] = functools.partial(client.request, method, path, **kw)
+        self._asked[label] = key
+        if not self.together:
+            self.flush()
+
+    def flush(self) -> None:
+        """Send the waiting requests, all at once, and note where each one's exchange is."""
+        waiting, self._waiting = self._waiting, {}
+        for key, reply in zip(waiting, self.amp.at_once(*waiting.values()), strict=True):
+            self._sent[key] = self._position(reply)
+        asked, self._asked = self._asked, {}
+        for label, key in asked.items():
+            self.at[label] = self._sent[key]
+
+    def positions(self) -> dict[str, int]:
+        """Every label's position, once the waiting requests are sent."""
+        self.flush()
+        return self.at
+
+    def _position(self, reply: Reply) -> int:
+        mine = self.amp.evidence.exchanges[self.base :]
+        return next(i for i, e in enumerate(mine) if e is reply.exchange)
 
     def adopt(
         self, reply: Reply, label: str, headers: dict[str, str] | None, method: str, path: str, **kw: Any
@@ -178,8 +208,7 @@ class _Sender:
 
     def use(self, label: str, reply: Reply) -> None:
         """Note under ``label`` a reply a shared step already holds (its exchange is in the evidence)."""
-        mine = self.amp.evidence.exchanges[self.base :]
-        self.at[label] = next(i for i, e in enumerate(mine) if e is reply.exchange)
+        self.at[label] = self._position(reply)
 
 
 def _failure_probes(amp: Amp) -> dict[str, dict[str, str]]:
@@ -244,7 +273,7 @@ def _refusal_probes(amp: Amp) -> _Sent:
     before validation, state and permission; AMP-AUTH-06's create without credentials naming a
     created_by (its owner is the AMP-AUTH-08 create's, so one listing serves both: the texts tell which
     create stored a cell). Nothing is judged here."""
-    send = _Sender(amp)
+    send = _Sender(amp, together=True)  # refusals: none changes what another meets
     keys = amp.keys_mode
     # with keys, the run's shared create without any identity (test_errors and test_create judge it
     # too; it lists the owner as "a", so without keys this step sends a create of its own)
@@ -311,6 +340,7 @@ def _refusal_probes(amp: Amp) -> _Sent:
             send(f"public search: {label}", headers, "POST", "/memories/search", json_body=search)
             send(f"public list: {label}", headers, "GET", "/memories", params={"owner_id": owner})
         if amp.optional_agent("b") is not None:
+            send.flush()  # another agent's read of the public cell, after every refusal of it
             send("public GET: an authenticated agent", None, "GET", path, role="b")
     bad = _bad_key(amp)
     send("bad key: an invalid body", bad, "POST", "/memories", json_body={"type": "not-a-type"})
@@ -326,6 +356,7 @@ def _refusal_probes(amp: Amp) -> _Sent:
         "/memories",
         json_body=amp.cell_body(claimed),
     )
+    send.flush()  # the refused creates' owner is listed after them
     if keys:
         for status in REFUSED_LISTED:
             params = {"owner_id": refused_owner, "status": status}
@@ -333,10 +364,11 @@ def _refusal_probes(amp: Amp) -> _Sent:
         if missing is not None:
             send("bad key: GET of an unknown id", bad, "GET", f"/memories/{missing}")
         # the private cell's bad-key requests and read-back: sent with AMP-AUTH-03's routes (shared)
+        send.flush()
         for label, reply in _right_pair(amp).items():
             if label in BAD_KEY_ON_A_CELL:
                 send.use(label, reply)
-    return _Sent(send.at)
+    return _Sent(send.positions())
 
 
 def case_headers(agent_id: str, key: str | None, style: Callable[[str], str]) -> dict[str, str]:
@@ -418,7 +450,7 @@ def _right_pair_probes(amp: Amp) -> _Sent:
     send("the creator reading the cell back", None, "GET", path)
     send("archive", None, "PATCH", path, json_body={"lifecycle": {"status": "archived"}})
     send("delete", None, "DELETE", path)
-    return _Sent(send.at)
+    return _Sent(send.positions())
 
 
 def _right_pair(amp: Amp) -> dict[str, Reply]:

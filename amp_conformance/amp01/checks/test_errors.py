@@ -11,6 +11,7 @@ the run's shared ones (``_shared_cells``), and the active and archived cells are
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,111 +150,116 @@ def _provoke(amp: Amp) -> _Provoked:
     def probe(label: str, reply: Reply) -> None:
         probes[label] = position(reply)
 
-    # AMP-ERR-05: 422 probes of kinds the table has none of (the table's own 422 cases serve AMP-ERR-04/-05
-    # too: a limit below the range, a score out of range, a bad enum on the query route, a missing query)
-    probe("POST /memories bad type", literal)
-    probe("POST /memories malformed JSON", a.post("/memories", content=b'{"type": "semantic",'))
-    probe("POST /memories JSON array", array)
-    probe("GET /memories limit=abc", a.get("/memories", params={"limit": "abc"}))
-    probe(
-        "PATCH readable_by [1]",
-        a.patch(f"/memories/{active['id']}", {"access_policy": {"readable_by": [1]}}),
-    )
-    probe("PATCH malformed JSON", a.patch(f"/memories/{active['id']}", content=b"{not json"))
-
+    listed = {"owner_id": owner, "limit": 10}
+    # shared with AMP-LIST-05 and AMP-SRCH-02 (a fresh owner's each): made before the batches below
+    limit_zero, no_query = invalid_list(amp, limit=0), search_without_query(amp)
     table: list[tuple[str, int, Answers, str]] = []
 
     def case(label: str, reply: Reply, answers: Answers, requirement: str) -> None:
         table.append((label, position(reply), answers, requirement))
 
+    # Requests of one batch go out together (amp.at_once) and are recorded in the order written: none
+    # depends on another of its batch, and each batch comes after what it must follow (a read-back
+    # after the probe it reads back, a transition after every other probe of its cell).
+    cell, dead = f"/memories/{active['id']}", f"/memories/{archived['id']}"
+    calls: dict[str, Callable[[], Reply]] = {
+        # AMP-ERR-05: 422 probes of kinds the table has none of (the table's own 422 cases serve
+        # AMP-ERR-04/-05 too: a limit below the range, a score out of range, a bad enum on the query
+        # route, a missing query)
+        "POST /memories malformed JSON": lambda: a.post("/memories", content=b'{"type": "semantic",'),
+        "GET /memories limit=abc": lambda: a.get("/memories", params={"limit": "abc"}),
+        "PATCH readable_by [1]": lambda: a.patch(cell, {"access_policy": {"readable_by": [1]}}),
+        "PATCH malformed JSON": lambda: a.patch(cell, content=b"{not json"),
+        "POST /memories without content": lambda: a.post("/memories", {"type": "semantic"}),
+        "GET /memories/query without identity": lambda: anonymous.get("/memories/query", params=listed),
+        "GET /memories/query type=literal": lambda: a.get("/memories/query", params={"type": "literal"}),
+        "GET /memories/{id} without identity": lambda: anonymous.get(cell),
+    }
+    if public is None:
+        calls["GET /memories without identity"] = lambda: anonymous.get("/memories", params=listed)
+    if stranger is not None:
+        calls["GET /memories/{id} by a stranger"] = lambda: stranger.get(cell)
+    got = _batch(amp, calls)
+    got |= _batch(
+        amp,
+        {
+            "PATCH without identity": lambda: anonymous.patch(cell, {"content": {"text": "anonymous edit"}}),
+            "DELETE without identity": lambda: anonymous.delete(dead),
+        },
+    )
+    got |= _batch(
+        amp,
+        {"reading the cell back": lambda: a.get(cell), "reading the archived cell back": lambda: a.get(dead)},
+    )
+    calls = {"PATCH importance 2": lambda: a.patch(cell, {"scoring": {"importance": 2}})}
+    if stranger is not None:
+        calls["PATCH by a stranger"] = lambda: stranger.patch(cell, text)
+        calls["DELETE by a stranger"] = lambda: stranger.delete(dead)
+    got |= _batch(amp, calls)
+    if public is None:
+        calls = {"search without identity": lambda: anonymous.post("/memories/search", _search_body(owner))}
+    else:
+        calls = {}
+    calls["PATCH archived -> active"] = lambda: a.patch(dead, {"lifecycle": {"status": "active"}})
+    calls["DELETE of an active cell"] = lambda: a.delete(cell)
+    got |= _batch(amp, calls)
+
+    probe("POST /memories bad type", literal)
+    for label in ("POST /memories malformed JSON", "GET /memories limit=abc"):
+        probe(label, got[label])
+    probe("POST /memories JSON array", array)
+    for label in ("PATCH readable_by [1]", "PATCH malformed JSON"):
+        probe(label, got[label])
     # the create without identity and the listing of its owner right after it (sent above)
     case("POST /memories without identity", refused_create, unauthenticated, "AMP-AUTH-01")
     probe("listing the refused create's owner", refused_listing)
-    case("POST /memories without content", a.post("/memories", {"type": "semantic"}), invalid, "AMP-ERR-04")
-    listed = {"owner_id": owner, "limit": 10}
+    case("POST /memories without content", got["POST /memories without content"], invalid, "AMP-ERR-04")
     case(
         "GET /memories without identity",
-        public["anonymous list"] if public else anonymous.get("/memories", params=listed),
+        public["anonymous list"] if public else got["GET /memories without identity"],
         unauthenticated,
         "AMP-AUTH-01",
     )
-    case(
-        "GET /memories limit=0",
-        invalid_list(amp, limit=0),  # a fresh owner's, shared with AMP-LIST-05
-        invalid,
-        "AMP-ERR-04",
-    )
-    case(
-        "GET /memories/query without identity",
-        anonymous.get("/memories/query", params=listed),
-        unauthenticated,
-        "AMP-LIST-02",
-    )
-    case(
-        "GET /memories/query type=literal",
-        a.get("/memories/query", params={"type": "literal"}),
-        invalid,
-        "AMP-LIST-02",
-    )
-    case(
-        "GET /memories/{id} without identity",
-        anonymous.get(f"/memories/{active['id']}"),
-        unauthenticated,
-        "AMP-AUTH-01",
-    )
+    case("GET /memories limit=0", limit_zero, invalid, "AMP-ERR-04")
+    label = "GET /memories/query without identity"
+    case(label, got[label], unauthenticated, "AMP-LIST-02")
+    case("GET /memories/query type=literal", got["GET /memories/query type=literal"], invalid, "AMP-LIST-02")
+    label = "GET /memories/{id} without identity"
+    case(label, got[label], unauthenticated, "AMP-AUTH-01")
     if stranger is not None:
         case(
-            "GET /memories/{id} by a stranger",
-            stranger.get(f"/memories/{active['id']}"),
-            refusal,
-            "AMP-ACL-10",
+            "GET /memories/{id} by a stranger", got["GET /memories/{id} by a stranger"], refusal, "AMP-ACL-10"
         )
     if unknown is not None:
         case("GET /memories/{unknown id}", unknown["GET"], unknown_answers, "AMP-READ-10")
-    case(
-        "PATCH without identity",
-        anonymous.patch(f"/memories/{active['id']}", {"content": {"text": "anonymous edit"}}),
-        unauthenticated,
-        "AMP-AUTH-01",
-    )
-    probe("reading the cell back", a.get(f"/memories/{active['id']}"))
+    case("PATCH without identity", got["PATCH without identity"], unauthenticated, "AMP-AUTH-01")
+    probe("reading the cell back", got["reading the cell back"])
     if stranger is not None:
-        case("PATCH by a stranger", stranger.patch(f"/memories/{active['id']}", text), refusal, "AMP-ACL-10")
+        case("PATCH by a stranger", got["PATCH by a stranger"], refusal, "AMP-ACL-10")
     if unknown is not None:
         case("PATCH of an unknown id", unknown["PATCH"], unknown_answers, "AMP-ERR-03")
-    case(
-        "PATCH importance 2",
-        a.patch(f"/memories/{active['id']}", {"scoring": {"importance": 2}}),
-        invalid,
-        "AMP-ERR-04",
-    )
-    case(
-        "DELETE without identity",
-        anonymous.delete(f"/memories/{archived['id']}"),
-        unauthenticated,
-        "AMP-AUTH-01",
-    )
-    probe("reading the archived cell back", a.get(f"/memories/{archived['id']}"))
+    case("PATCH importance 2", got["PATCH importance 2"], invalid, "AMP-ERR-04")
+    case("DELETE without identity", got["DELETE without identity"], unauthenticated, "AMP-AUTH-01")
+    probe("reading the archived cell back", got["reading the archived cell back"])
     if stranger is not None:
-        case("DELETE by a stranger", stranger.delete(f"/memories/{archived['id']}"), refusal, "AMP-ACL-10")
+        case("DELETE by a stranger", got["DELETE by a stranger"], refusal, "AMP-ACL-10")
     if unknown is not None:
         case("DELETE of an unknown id", unknown["DELETE"], unknown_answers, "AMP-DEL-08")
-    case(
-        "PATCH archived -> active",
-        a.patch(f"/memories/{archived['id']}", {"lifecycle": {"status": "active"}}),
-        transition,
-        "AMP-PATCH-12",
-    )
-    case("DELETE of an active cell", a.delete(f"/memories/{active['id']}"), transition, "AMP-DEL-03")
+    case("PATCH archived -> active", got["PATCH archived -> active"], transition, "AMP-PATCH-12")
+    case("DELETE of an active cell", got["DELETE of an active cell"], transition, "AMP-DEL-03")
     case(
         "search without identity",
-        public["anonymous search"] if public else anonymous.post("/memories/search", _search_body(owner)),
+        public["anonymous search"] if public else got["search without identity"],
         unauthenticated,
         "AMP-AUTH-01",
     )
-    # a fresh owner's, shared with AMP-SRCH-02
-    case("search without query", search_without_query(amp), invalid, "AMP-SRCH-02")
+    case("search without query", no_query, invalid, "AMP-SRCH-02")
     return _Provoked(table, probes)
+
+
+def _batch(amp: Amp, calls: dict[str, Callable[[], Reply]]) -> dict[str, Reply]:
+    """The replies by label, the requests sent together (see :meth:`Amp.at_once`)."""
+    return dict(zip(calls, amp.at_once(*calls.values()), strict=True))
 
 
 def _provoked(amp: Amp) -> tuple[list[Case], dict[str, Reply]]:

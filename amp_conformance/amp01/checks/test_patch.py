@@ -15,6 +15,7 @@ normalises numbers or timestamps is judged on the rule, not on formatting.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -499,9 +500,13 @@ def _member_probes(amp: Amp) -> _Probes:
         scoring={"importance": 0.6}, access_policy={"readable_by": ["amp-ct-reader-1"], "writable_by": []}
     )
     cell_id = cell["id"]
-    for index, body in enumerate(BAD_BODIES):
-        record(f"bad {index}", _patch(amp, cell_id, body))
-    record("expired", _patch(amp, cell_id, {"lifecycle": {"status": "expired"}}))
+    refused = [*BAD_BODIES, {"lifecycle": {"status": "expired"}}]
+    client, path = amp.as_agent("a"), f"/memories/{cell_id}"
+    # sent together: each is refused with the cell unchanged, so none meets what another did
+    replies = amp.at_once(*(functools.partial(client.patch, path, body) for body in refused))
+    for index, reply in enumerate(replies[:-1]):
+        record(f"bad {index}", reply)
+    record("expired", replies[-1])
     # one read shows both: the bad values touch no status, "expired" touches only the status
     record("read after the refusals", _get(amp, cell_id))
     record("same status", _patch(amp, cell_id, {"lifecycle": {"status": "active"}}))
