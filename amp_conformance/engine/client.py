@@ -35,7 +35,7 @@ _NO_BODY = object()
 _T = TypeVar("_T")
 
 #: At most this many requests of one :func:`at_once` call are in flight together.
-AT_ONCE_LIMIT = 8
+AT_ONCE_LIMIT = 12
 
 _Held = tuple[list[Exchange], Exchange]
 _held = threading.local()

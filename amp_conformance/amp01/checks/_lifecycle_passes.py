@@ -42,7 +42,6 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
@@ -63,8 +62,6 @@ from amp_conformance.amp01.decay import SECONDS_PER_DAY, STALE_THRESHOLD
 from amp_conformance.engine.client import Client, Reply
 
 T = TypeVar("T")
-MAX_TOGETHER = 12
-"""At most this many of a pass's requests in flight at once."""
 
 #: name -> (importance, confidence), all with decay_rate 0.
 CELLS: dict[str, tuple[float, float]] = {
@@ -283,15 +280,10 @@ class Passes:
 
 
 def together(amp: Amp, calls: list[Callable[[], T]]) -> list[T]:
-    """Run independent requests at once (their answers in the order given): the cells of a pass are
-    prepared, and its lists read, in about one round trip instead of one per request. What a call
-    raises (a broken step) is raised here, the first in order. One after the other over a transport
-    given to the run (an in-process app: not one for several threads), as the cleanup does."""
-    if len(calls) < 2 or amp.session.connection.http_override is not None:
-        return [call() for call in calls]
-    with ThreadPoolExecutor(max_workers=min(len(calls), MAX_TOGETHER)) as pool:
-        futures = [pool.submit(call) for call in calls]
-        return [future.result() for future in futures]
+    """Run independent requests at once (``amp.at_once``: their answers and exchanges in the order
+    given): the cells of a pass are prepared, and its lists read, in about one round trip instead of
+    one per request. What a call raises (a broken step) is raised here, the first in order."""
+    return amp.at_once(*calls)
 
 
 def _lists(client: Client, owner: str, statuses: tuple[str, ...]) -> list[Callable[[], Reply]]:
