@@ -150,20 +150,17 @@ def test_api_keys_required_matches_behaviour(amp: Amp) -> None:
     claim = amp.spec.get("api_keys_required")
     if not isinstance(claim, bool):
         amp.skip(f"/spec makes no usable api_keys_required claim ({shown(claim)})")
-    keyless_id = amp.agent_id("a")
+    owner = amp.owner()
+    keyless = amp.with_headers({"X-AMP-Agent-ID": amp.agent_id("a")})
     if claim and amp.keys_mode:  # the run's shared list naming "a" without its key (test_auth's too)
         reply = public_cell(amp)[1]["list without key"]
-    elif not amp.keys_mode:
-        # without keys, agent "a"'s list of a fresh owner is the list naming "a" without a key: the
-        # run's shared one (test_list judges its default limit and offset)
-        reply = fresh_owner_list(amp)
     else:
-        keyless = amp.with_headers({"X-AMP-Agent-ID": keyless_id})
-        reply = keyless.get("/memories", params={"owner_id": amp.owner()})
+        reply = keyless.get("/memories", params={"owner_id": owner})
     if claim:
         expect_error(amp, reply, 401, "UNAUTHENTICATED")
         if amp.keys_mode:
-            # agent "a"'s keyed list of a fresh owner: the run's shared one (test_list's default window)
+            # agent "a"'s keyed list of a fresh owner: the run's shared one (test_list judges its
+            # default window); with keys "a" is the first keyed agent in every worker
             keyed = fresh_owner_list(amp)
             amp.expect_status(keyed, 200, what="the same list with the agent's key")
         else:

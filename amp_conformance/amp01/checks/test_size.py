@@ -148,11 +148,12 @@ def test_refused_create_writes_nothing(amp: Amp) -> None:
 def test_patch_is_held_to_the_same_limit(amp: Amp) -> None:
     """A PATCH to exactly the limit is accepted; one byte more is 413 CELL_TOO_LARGE and changes nothing."""
     limit = size_claim(amp)
-    client = amp.as_agent("a")
     # the run's probe cell: its create answer is the size reference of the create checks (a recorded
     # answer, which no PATCH changes), and the PATCHes below start from a small one of their own, so
-    # nothing sent to the cell before (a stranger's refused PATCH, AMP-SIZE-06) changes what they see
+    # nothing sent to the cell before (a stranger's refused PATCH, AMP-SIZE-06) changes what they see;
+    # taken before acting as "a", who is then its creator (amp.shared hands over the maker's roles)
     cell = shared_probe(amp)
+    client = amp.as_agent("a")
     path = f"/memories/{cell['id']}"
     first = client.patch(path, {"content": {"text": "y"}})
     expect_step(
