@@ -567,8 +567,8 @@ def invalid_list(amp: Amp, **params: Any) -> Reply:
 
 def fresh_owner_list(amp: Amp) -> Reply:
     """Agent "a"'s list of a fresh owner (no cells) without limit or offset, sent once per run: the
-    default limit and offset are judged on it, and (without keys) it is the list naming agent "a"
-    without a key that AMP-CAP-05 asks about."""
+    default limit and offset are judged on it, and (with keys) it is AMP-CAP-05's keyed list, sent
+    beside the refused one without a key."""
     take_roles(amp)
     return _shared_reply(
         amp,

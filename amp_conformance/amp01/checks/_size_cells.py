@@ -46,8 +46,10 @@ def probe_cell(amp: Amp, owner: str | None = None) -> dict[str, Any]:
 
 def shared_probe(amp: Amp) -> dict[str, Any]:
     """The run's probe cell, made once per run (per worker): its create answer is the reference the
-    create checks predict sizes from. No check reads it back; only a stranger's PATCH, which must be
-    refused, is ever sent to it."""
+    create checks predict sizes from (the recorded answer, never the cell as it is later). Only the
+    size checks send it anything: a stranger's PATCH, which must be refused (AMP-SIZE-06), and the
+    PATCH check's content PATCHes (AMP-SIZE-04: from a small one of its own to the limit and one byte
+    over, then its one-character text back), whose answers no other check judges."""
     return amp.shared("size:probe", probe_cell)
 
 

@@ -14,6 +14,7 @@ from typing import Any, TypeGuard
 from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._lifecycle_passes import together
 from amp_conformance.amp01.checks._shared_cells import (
+    fresh_owner_list,
     invalid_list,
     owner_set,
     owner_set_page,
@@ -159,7 +160,9 @@ def test_api_keys_required_matches_behaviour(amp: Amp) -> None:
     if claim:
         expect_error(amp, reply, 401, "UNAUTHENTICATED")
         if amp.keys_mode:
-            keyed = amp.as_agent("a").get("/memories", params={"owner_id": owner})
+            # agent "a"'s keyed list of a fresh owner: the run's shared one (test_list judges its
+            # default window); with keys "a" is the first keyed agent in every worker
+            keyed = fresh_owner_list(amp)
             amp.expect_status(keyed, 200, what="the same list with the agent's key")
         else:
             amp.note("api_keys_required is true and no --api-key was given: most checks cannot run")

@@ -84,8 +84,8 @@ def _owner_set_page(amp: Amp, owner: str, *, role: str, limit: int, offset: int 
 
 def _fresh_owner_page(amp: Amp) -> Reply:
     """Agent "a"'s list of a fresh owner (no cells) without limit or offset, sent once per run: the
-    default limit and the default offset are each judged on this one answer (and AMP-CAP-05's list
-    without a key, when no keys are given)."""
+    default limit and the default offset are each judged on this one answer (and, with keys,
+    AMP-CAP-05's keyed list)."""
     return fresh_owner_list(amp)
 
 

@@ -7,7 +7,8 @@ to the probe (the server-assigned parts, id and timestamps, keep their width). T
 server advertises in ``/spec`` (AMP-CAP-04): a cell of exactly that many bytes must be accepted, one
 byte more refused with 413 ``CELL_TOO_LARGE``, on create and on PATCH, and a refusal writes nothing.
 The create checks share one probe cell, and the two that judge the one-byte-over create share it
-(``_size_cells``, with test_create's AMP-CRE-11).
+(``_size_cells``, with test_create's AMP-CRE-11); the PATCH check patches that probe cell (the create
+answer the others measure is a recorded one) and gives it its small text back.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from amp_conformance.amp01.checks._size_cells import (
     cell_size,
     over_create,
     padding,
-    probe_cell,
     remember_cell,
     shared_probe,
     size_claim,
@@ -54,6 +54,12 @@ def _retire(amp: Amp, cell_id: str) -> None:
     )
     if reply.status == 200:
         client.delete(f"/memories/{cell_id}")
+
+
+def _shrink(amp: Amp, cell_id: str) -> None:
+    """Give the shared probe cell its one-character text back after the PATCHes to the limit: the
+    run's cleanup archives it, a PATCH that would take a cell at the limit past it. Best effort."""
+    amp.as_agent("a").patch(f"/memories/{cell_id}", {"content": {"text": "x"}})
 
 
 def _owner_cells(amp: Amp, owner: str, listed: Reply) -> list[str]:
@@ -142,8 +148,12 @@ def test_refused_create_writes_nothing(amp: Amp) -> None:
 def test_patch_is_held_to_the_same_limit(amp: Amp) -> None:
     """A PATCH to exactly the limit is accepted; one byte more is 413 CELL_TOO_LARGE and changes nothing."""
     limit = size_claim(amp)
+    # the run's probe cell: its create answer is the size reference of the create checks (a recorded
+    # answer, which no PATCH changes), and the PATCHes below start from a small one of their own, so
+    # nothing sent to the cell before (a stranger's refused PATCH, AMP-SIZE-06) changes what they see;
+    # taken before acting as "a", who is then its creator (amp.shared hands over the maker's roles)
+    cell = shared_probe(amp)
     client = amp.as_agent("a")
-    cell = probe_cell(amp)
     path = f"/memories/{cell['id']}"
     first = client.patch(path, {"content": {"text": "y"}})
     expect_step(
@@ -174,7 +184,7 @@ def test_patch_is_held_to_the_same_limit(amp: Amp) -> None:
     with about("AMP-SIZE-04"):
         expect_error(amp, over, 413, "CELL_TOO_LARGE")
     stored, after = read_back(amp, cell["id"])
-    _retire(amp, cell["id"])
+    _shrink(amp, cell["id"])
     amp.expect(
         stored.get("content", {}).get("text") == current["content"]["text"],
         "the refused PATCH changed content.text",
