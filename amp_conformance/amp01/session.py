@@ -264,11 +264,12 @@ class Amp01Session(ProtocolSession):
     # identities ---------------------------------------------------------------------------------
 
     def agent(self, role: str, *, taken: int | None = None) -> Agent:
-        """The agent playing ``role``. Keyless, its id derives from the run; in keys mode the
+        """The agent playing ``role``. Keyless, its id derives from the run (the same in every worker,
+        as the keyed agents are, so a step another worker made is adopted with its agents); in keys mode the
         ``taken``-th keyed agent plays it (a check maps its own roles onto the keys in order of first
         use, so any check needing no more agents than were given can run)."""
         if not self._key_agents:
-            return Agent(role, f"{self.prefix}-{role}")
+            return Agent(role, f"{self.run.run_prefix}-{role}")
         index = len(self._agents) if taken is None else taken
         if role in self._agents and taken is None:
             return self._agents[role]

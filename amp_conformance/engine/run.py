@@ -68,8 +68,12 @@ class Run:
         self.id = ULID.from_str(run_id) if run_id else ULID()
         self.worker = worker
         """The xdist worker id (``gw0``...) in a parallel run's worker, else None."""
+        self.run_prefix = f"amp-ct-{str(self.id).lower()}"
+        """The run's namespace, the same in every worker of a parallel run (the agents a protocol
+        derives: a step one worker makes is adopted by another playing the same agents)."""
         # a parallel run's workers share the run id; each works under its own namespace
-        self.prefix = f"amp-ct-{str(self.id).lower()}" + (f"-{worker}" if worker else "")
+        self.prefix = self.run_prefix + (f"-{worker}" if worker else "")
+        """The worker's namespace within the run's (owners and other names no two workers may share)."""
         self.started_at = datetime.now(UTC)
         self.started_monotonic = time.monotonic()
         self.finished_monotonic: float | None = None

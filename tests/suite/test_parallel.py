@@ -24,6 +24,7 @@ import httpx
 import jsonschema
 import pytest
 
+from amp_conformance.amp01.selfserve import BundledServer
 from amp_conformance.cli import main
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.parallel import plain_nodeid, result_from_wire, result_to_wire
@@ -40,6 +41,8 @@ REQUEST_BUDGET = 802
 WORKERS = "3"
 #: Faults whose failures reach across areas: a plain finding, a cascade of blocked checks under one
 #: root cause, an access-matrix rule, and one caught by a check of the serial group.
+#: Areas whose checks share the most steps (the owner set, the minimal cell, the unread cell).
+KEYLESS_AREAS = "search,list,read,cell,create"
 FAULTS = ("deleted-in-list", "no-creator-bypass", "wildcard-substring", "threshold-inclusive")
 
 
@@ -409,3 +412,19 @@ def test_a_parallel_run_with_one_key_briefs_without_what_it_cannot_detect(tmp_pa
     assert outcomes <= {"pass", "skip", "warn"} and "pass" in outcomes, report["output"][-3000:]
     assert any("--api-key" in check["message"] for check in report["checks"] if check["outcome"] == "skip")
     assert "Traceback" not in report["output"] and "INTERNALERROR" not in report["output"]
+
+
+def test_a_keyless_parallel_run_shares_steps_between_workers(tmp_path: Path) -> None:
+    """Without keys the agents' ids derive from the run, the same in every worker: a worker adopting a
+    step another made plays the same agents (they once carried the worker's id, and every adoption of
+    a step a worker's check had played a part for was an error)."""
+    with BundledServer(keys=False) as server:
+        report = _self_test(
+            tmp_path, "keyless", "--base-url", server.url, "--workers", "2", "--only", KEYLESS_AREAS
+        )
+    errors = [(c["id"], c["message"]) for c in report["checks"] if c["outcome"] == "error"]
+    assert errors == [], errors
+    assert report["summary"]["verdict"] == "pass", report["output"][-3000:]
+    assert report["exit_code"] == 0
+    adopted = [c["id"] for c in report["checks"] if any("in another worker" in n for n in c["notes"])]
+    assert adopted, "no check adopted a step another worker made"
