@@ -5,7 +5,7 @@ checks that only look at a cell's create answer, read it (reads bump the counter
 on a shared cell's access_count value or last access) or list and search its owner take these instead
 of making their own; a check that changes a cell, or counts its accesses, makes its own (except
 :func:`unread_cell`, made for the two checks that judge one sequence of searches, lists and a read
-on it). Making one only creates (and, for ``cells:active-and-archived``, archives): what a check
+on it). Making one only creates: what a check
 judges about the answers it judges itself, so a verdict never depends on which check happened to
 make the cells.
 
@@ -226,20 +226,6 @@ def ids_by_rank(owner: dict[str, Any], *, reader: str = "a") -> list[str]:
     """The owner set's ids best first (the reverse of creation order), as ``reader`` sees them."""
     ranked = [made["cell"]["id"] for made in reversed(owner["cells"])]
     return ranked if reader == "a" else [cell_id for cell_id in ranked if cell_id in owner["readable"]]
-
-
-def active_and_archived(amp: Amp) -> dict[str, Any]:
-    """One owner's two cells, the second archived: {"owner", "active", "archived"} (the creates)."""
-    take_roles(amp)
-
-    def make(a: Amp) -> dict[str, Any]:
-        owner = a.owner()
-        active = _create(a, a.cell_body(identity={"owner_id": owner}))
-        archived = _create(a, a.cell_body(identity={"owner_id": owner}))
-        a.archive(archived["cell"]["id"])
-        return {"owner": owner, "active": active, "archived": archived}
-
-    return amp.shared("cells:active-and-archived", make)
 
 
 def unread_cell(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
