@@ -465,20 +465,26 @@ def status_trio(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
         made["relevant"] = relevant
         # first (it needs no archive): the cells a ranking is asked about are all active now
         made["ranked"] = marks(client.post("/memories/search", {"query": TRIO_QUERY, "owner_id": owner}))
-        made["archive archived"] = marks(client.patch(f"/memories/{archived}", to_archived))
-        archive = client.patch(f"/memories/{gone}", to_archived)
+        # two cells' archives, then (below) the searches and lists: each lot sent at once (amp.at_once)
+        archived_reply, archive = a.at_once(
+            partial(client.patch, f"/memories/{archived}", to_archived),
+            partial(client.patch, f"/memories/{gone}", to_archived),
+        )
+        made["archive archived"] = marks(archived_reply)
         made |= {"archive": marks(archive), "delete": None, "searches": [], "lists": []}
         if archive.status != 200:
             return made
         made["delete"] = marks(client.delete(f"/memories/{gone}"))
-        made["searches"] = [
-            marks(client.post("/memories/search", {"query": BEES, "owner_id": owner, **extra}))
+        searches = [
+            partial(client.post, "/memories/search", {"query": BEES, "owner_id": owner, **extra})
             for extra in DELETED_SEARCHES
         ]
-        made["lists"] = [
-            marks(client.get(path, params={"owner_id": owner, "status": status}))
+        lists = [
+            partial(client.get, path, params={"owner_id": owner, "status": status})
             for path, status in TRIO_LISTS
         ]
+        replies = [marks(reply) for reply in a.at_once(*searches, *lists)]
+        made["searches"], made["lists"] = replies[: len(searches)], replies[len(searches) :]
         # last, the deleted cell read, then the attempts to undo its delete (AMP-DEL-07), read again,
         # then the purge-looking requests (AMP-RET-02, at once) and a last read: each judged by the
         # check asking, against the read just before its probes

@@ -9,6 +9,7 @@ identity, the 422 creates, the oversized create) are sent once per run (``_share
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from amp_conformance import Amp, check
@@ -95,16 +96,27 @@ def test_create_returns_201_with_the_stored_cell(amp: Amp) -> None:
 @check("AMP-CRE-02")
 def test_each_required_field_is_required(amp: Amp) -> None:
     """Dropping type, content.text, identity.owner_id or identity.owner_type gives 422 VALIDATION_ERROR."""
+    # the run's shared create without text (AMP-CELL-17 judges it too); the others sent at once
+    replies = {"content.text": shared_create(amp, "without-text", without_text)}
+    bodies: dict[str, dict[str, Any]] = {}
+    for path in ("type", "content", "identity", "identity.owner_id", "identity.owner_type"):
+        body = bodies[path] = amp.cell_body()
+        parent, _, name = path.rpartition(".")
+        holder = body[parent] if parent else body
+        del holder[name]
+    replies |= _created_at_once(amp, bodies)
     for path in ("type", "content", "content.text", "identity", "identity.owner_id", "identity.owner_type"):
-        if path == "content.text":  # the run's shared create without text (AMP-CELL-17 judges it too)
-            reply = shared_create(amp, "without-text", without_text)
-        else:
-            body = amp.cell_body()
-            parent, _, name = path.rpartition(".")
-            holder = body[parent] if parent else body
-            del holder[name]
-            reply = post_cell(amp, body)
-        expect_validation_error(amp, reply, f"a create without {path}")
+        expect_validation_error(amp, replies[path], f"a create without {path}")
+
+
+def _created_at_once(amp: Amp, bodies: dict[str, Any]) -> dict[str, Reply]:
+    """Creates as agent "a" sent at once (``amp.at_once``; refusals, none meets another's effect), by
+    label; a cell a create made anyway is remembered for the cleanup."""
+    client = amp.as_agent("a")
+    sent = amp.at_once(*(partial(client.post, "/memories", body) for body in bodies.values()))
+    for reply in sent:
+        remember_created(amp, reply, "a")
+    return dict(zip(bodies, sent, strict=True))
 
 
 @check("AMP-CRE-03")
@@ -362,15 +374,22 @@ NOT_OBJECTS = (
 @check("AMP-CRE-10")
 def test_a_body_that_is_not_a_json_object_is_422(amp: Amp) -> None:
     """A body that is not JSON, or JSON but not an object, is 422 VALIDATION_ERROR in the envelope."""
+    # the run's shared create of a JSON array (test_errors judges it too); the others sent at once
+    array = shared_create(amp, "json-array", lambda a: [])
     client = amp.as_agent("a")
+    others = [(label, content) for label, content in NOT_OBJECTS if content != "[]"]
+    json_type = {"Content-Type": "application/json"}
+    sent = amp.at_once(
+        *(
+            partial(client.request, "POST", "/memories", content=content, headers=json_type)
+            for _, content in others
+        )
+    )
+    replies = dict(zip((label for label, _ in others), sent, strict=True))
+    for reply in sent:
+        remember_created(amp, reply, "a")
     for label, content in NOT_OBJECTS:
-        if content == "[]":  # the run's shared create of a JSON array (test_errors judges it too)
-            reply = shared_create(amp, "json-array", lambda a: [])
-        else:
-            reply = client.request(
-                "POST", "/memories", content=content, headers={"Content-Type": "application/json"}
-            )
-            remember_created(amp, reply, "a")
+        reply = array if content == "[]" else replies[label]
         expect_validation_error(amp, reply, f"a create body that is {label}")
 
 
