@@ -12,6 +12,7 @@ and a read; then AMP-CELL-18/-20: reads and PATCHes moving the timestamps).
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from amp_conformance import SHOULD, Amp, check
@@ -247,7 +248,9 @@ def _cell_steps(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
         cell, reply = created(a, a.cell_body(scoring={"importance": importance, "confidence": confidence}))
         client = a.as_agent("a")
         path = f"/memories/{cell['id']}"
-        patches = {name: marks(client.patch(path, body)) for name, body in REFUSED_PATCHES}
+        # the refused PATCHes at once (amp.at_once): none meets what another did
+        sent = a.at_once(*(partial(client.patch, path, body) for _, body in REFUSED_PATCHES))
+        patches = {name: marks(reply) for (name, _), reply in zip(REFUSED_PATCHES, sent, strict=True)}
         made = {"cell": cell, "reply": marks(reply), "patches": patches, "read": marks(client.get(path))}
         return made | _walk(a, marks, path)
 
