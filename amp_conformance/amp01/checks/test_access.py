@@ -240,11 +240,13 @@ def caller_role(amp: Amp, vector: Mapping[str, Any]) -> str:
 #: Where a vector's cell is listed and searched: the role calling, the owner template and the chunk.
 #: Vectors with the same key share one owner, one list and one search (made once, by whichever of them
 #: runs first). Chunks of at most GROUP_SIZE vectors keep each group's chain of requests short, and
-#: each group is one work unit of a parallel run (``scope=``), so it is made once there too. Serial and
+#: each group is one work unit of a parallel run (``scope=``), so it is made once there too; each chunk
+#: costs one list and one search, so the chunks are no smaller than a unit of a few seconds needs
+#: (agent "b" calling for fresh owners: 27 vectors, two chunks; it was four of 8). Serial and
 #: parallel runs group alike: a run is the same run however many workers it has (the same cells, so
 #: the same outcomes, also under a fault that depends on how many cells a page holds).
 GroupKey = tuple[str, str, int]
-GROUP_SIZE = 8
+GROUP_SIZE = 14
 
 
 def _chunks() -> dict[str, int]:
