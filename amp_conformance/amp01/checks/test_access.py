@@ -14,6 +14,9 @@ the same caller and owner share one owner, one list and one search (``amp.shared
 runs first creates every cell of the group and reads the caller's pages once (and the creator's search
 only when the caller's list shows a cell its search misses); each check then probes only its own cell and
 shows the pages as its evidence (one group per chunk of at most GROUP_SIZE: see ``GroupKey``). A vector
+refused everything whose cell would be another's, allowed everything (the same owner and policy: the
+owner bypass asked of another agent and of the owner, ``RIDERS``), joins that vector's group and is asked
+on its cell: one sequence, the refused caller's requests before the allowed one's writes. A vector
 whose whole question is the stranger's of the refusal checks (agent "b", a fresh owner, the default
 policy, everything refused: ``answered_by_refusals``) makes no cell: it judges the replies of the shared
 stranger-refusals cell, which default-policy-refuses-a-stranger's group makes first of its cells (its
@@ -261,15 +264,36 @@ def _chunks() -> dict[str, int]:
 
 _CHUNK = _chunks()
 
+#: Vectors asked on another vector's cell, rider -> host: the same owner (template rendered alike),
+#: owner type and policy; the rider's caller is refused everything and the host's allowed everything,
+#: each on every surface. The rider joins the host's group (its caller lists and searches the group's
+#: owner there too) and, once the pages are read, one sequence asks both on the host's cell
+#: (:func:`_joint_sequence`): one cell instead of two. With other ids (the cells would differ), the
+#: rider makes a cell of its own in that group.
+RIDERS: dict[str, str] = {"owner-bypass-is-for-the-owner-only": "owner-of-type-agent-with-the-default-policy"}
+_BY_NAME: dict[str, dict[str, Any]] = {vector["name"]: vector for vector in VECTORS}
+_ORDER = [vector["name"] for vector in VECTORS]
+if any(_ORDER.index(host) > _ORDER.index(rider) for rider, host in RIDERS.items()):
+    raise ValueError("a host precedes its rider in matrix.json: its group makes the host's cell first")
+
+
+def _home(vector: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The vector whose group ``vector`` belongs to: its host, for a rider (:data:`RIDERS`), else itself."""
+    host = RIDERS.get(str(vector["name"]))
+    return _BY_NAME[host] if host is not None else vector
+
 
 def _scope(vector: Mapping[str, Any]) -> str:
     """The parallel scheduler's work unit of a vector (``@check(scope=...)``): each group on one worker."""
-    return f"matrix:{vector['caller']}:{(vector.get('owner') or {}).get('id', '')}:{_CHUNK[vector['name']]}"
+    home = _home(vector)
+    return f"matrix:{home['caller']}:{(home.get('owner') or {}).get('id', '')}:{_CHUNK[home['name']]}"
 
 
 def group_key(amp: Amp, vector: Mapping[str, Any]) -> GroupKey:
-    owner = str((vector.get("owner") or {}).get("id", ""))
-    return caller_role(amp, vector), owner, _CHUNK[vector["name"]]
+    """The group a vector's cell is made in: its home's caller role, owner template and chunk."""
+    home = _home(vector)
+    owner = str((home.get("owner") or {}).get("id", ""))
+    return caller_role(amp, home), owner, _CHUNK[home["name"]]
 
 
 def _group_name(key: GroupKey) -> str:
@@ -341,31 +365,42 @@ def all_pages(amp: Amp, start: int, fetch: Callable[[int], Reply], what: str) ->
 
 def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     """One cell per vector of the group, created by agent "a" with the vector's owner and policy, then
-    the caller's list and search of the group's owner. Per vector: the cell and where its create is, or
-    why it skips, or the failure that stopped its create (raised by that vector's check only). The group
-    of default-policy-refuses-a-stranger (:func:`holds_refusals`) also makes the stranger-refusals cell,
-    first of its cells, and once the pages are read asks that cell's sequence (:func:`_refusal_sequence`)."""
+    the caller's list and search of the group's owner (and a rider's caller's, :data:`RIDERS`). Per
+    vector: the cell and where its create is, or why it skips, or the failure that stopped its create
+    (raised by that vector's check only); a rider shares its host's cell, asked once the pages are
+    read (:func:`_joint_sequence`). The group of default-policy-refuses-a-stranger
+    (:func:`holds_refusals`) also makes the stranger-refusals cell, first of its cells, and once the
+    pages are read asks that cell's sequence (:func:`_refusal_sequence`)."""
     start = len(amp.evidence.exchanges)
     role = key[0]
     members = [vector for vector in VECTORS if group_key(amp, vector) == key]
     creator = amp.agent_id("a")
-    caller = amp.agent_id(role)
+    callers = {role: amp.agent_id(role)}
+    missing: dict[str, str] = {}
+    for vector in members:  # a rider's caller, after the group's own
+        other = caller_role(amp, vector)
+        if other not in callers and other not in missing:
+            try:
+                callers[other] = amp.agent_id(other)
+            except pytest.skip.Exception as exc:  # too few keys: the rider skips, not the rest
+                missing[other] = str(exc.msg or exc)
     fresh_owner = amp.owner()
     roles: dict[str, str] = {}
-    missing: dict[str, str] = {}
     needed = {
         vector["name"]: template_roles({"policy": vector.get("policy", {}), "owner": vector.get("owner", {})})
         for vector in members
     }
-    for name in sorted(set().union(*needed.values())):
+    for name in sorted(set().union(*needed.values()) - set(callers)):
         try:
             roles[name] = amp.agent_id(name)
         except pytest.skip.Exception as exc:  # too few keys for this role: its vectors skip, not the rest
             missing[name] = str(exc.msg or exc)
+    roles |= callers
     text = f"access matrix probe {str(ULID()).lower()}"
     vectors: dict[str, dict[str, Any]] = {}
     owners: set[str] = set()
     refusals: dict[str, Any] | None = None
+    joints: list[tuple[str, str]] = []
     if holds_refusals(amp, key):
         # first of the group's cells, the oldest of its text: the group's other cells are found (or
         # lost by an index losing duplicates of a text past a few) as they would be without it
@@ -373,47 +408,87 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
         if "cell" in refusals:
             owners.add(fresh_owner)
     for vector in members:
-        lacking = sorted(needed[vector["name"]] & set(missing))
+        name, vector_role = vector["name"], caller_role(amp, vector)
+        lacking = sorted((needed[name] | {vector_role}) & set(missing))
         if lacking:
-            vectors[vector["name"]] = {"skip": missing[lacking[0]]}
+            vectors[name] = {"skip": missing[lacking[0]]}
             continue
-        ids = {"caller": caller, "owner": fresh_owner, **{n: roles[n] for n in needed[vector["name"]]}}
+        caller = callers[vector_role]
+        ids = {"caller": caller, "owner": fresh_owner, **{n: roles[n] for n in needed[name]}}
         try:
             policy, owner_id, owner_type = render_vector(vector, ids)
         except Unexpressible as exc:
-            vectors[vector["name"]] = {"skip": f"cannot be expressed with the run's agent ids: {exc}"}
+            vectors[name] = {"skip": f"cannot be expressed with the run's agent ids: {exc}"}
             continue
         reason = expressible(vector, policy, owner_id, creator, caller)
         if reason:
-            vectors[vector["name"]] = {"skip": reason}
+            vectors[name] = {"skip": reason}
             continue
-        if answered_by_refusals(vector, policy, owner_type, role):
-            vectors[vector["name"]] = {"refusals": True, "policy": policy, "owner_type": owner_type}
+        if answered_by_refusals(vector, policy, owner_type, vector_role):
+            vectors[name] = {"refusals": True, "policy": policy, "owner_type": owner_type}
             continue
-        body = {
-            "content": {"text": text},
-            "identity": {"owner_id": owner_id, "owner_type": owner_type},
-            "access_policy": policy,
-        }
+        entry = {"policy": policy, "owner_id": owner_id, "owner_type": owner_type}
+        hosting = vectors.get(RIDERS.get(name, ""), {})
+        if "cell" in hosting and all(hosting[k] == entry[k] for k in entry):  # the host's cell serves
+            vectors[name] = {"cell": hosting["cell"], "create": hosting["create"], "joint": RIDERS[name]}
+            vectors[name] |= entry
+            joints.append((name, RIDERS[name]))
+            continue
         try:
-            cell = amp.create_cell(body)
+            vectors[name] = _matrix_cell(amp, start, text, entry)
         except CheckFailure as failure:
-            vectors[vector["name"]] = {"failure": _frozen(amp, start, failure)}
+            vectors[name] = {"failure": _frozen(amp, start, failure)}
             continue
         owners.add(owner_id)
-        vectors[vector["name"]] = {
-            "cell": cell,
-            "create": len(amp.evidence.exchanges) - start - 1,
-            "policy": policy,
-            "owner_id": owner_id,
-            "owner_type": owner_type,
-        }
-    made: dict[str, Any] = {"text": text, "vectors": vectors, "refusals": refusals}
+    made: dict[str, Any] = {
+        "text": text,
+        "vectors": vectors,
+        "refusals": refusals,
+        "riders": {},
+        "joints": {},
+    }
     if not owners:
         return made
     (owner_id,) = owners  # one owner template and one set of ids: one owner per group
+    for caller_of in callers:
+        asked = {
+            name: entry
+            for name, entry in vectors.items()
+            if "cell" in entry and caller_role(amp, _BY_NAME[name]) == caller_of
+        }
+        if caller_of == role and refusals is not None and "cell" in refusals:
+            asked[REFUSALS_CELL] = refusals  # the refusals cell raises the creator-search question too
+        if caller_of == role:
+            made |= _role_pages(amp, start, caller_of, owner_id, text, asked)
+        elif asked:
+            made["riders"][caller_of] = _role_pages(amp, start, caller_of, owner_id, text, asked)
+    if refusals is not None and "cell" in refusals:
+        _refusal_sequence(amp, start, refusals)
+    for rider, host in joints:
+        made["joints"][host] = _joint_sequence(amp, start, made, rider, host)
+    return made
+
+
+def _matrix_cell(amp: Amp, start: int, text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A vector's cell (``entry``: its rendered policy, owner and owner type), created by agent "a": the
+    entry with the cell and where its create sits among the group's exchanges."""
+    body = {
+        "content": {"text": text},
+        "identity": {"owner_id": entry["owner_id"], "owner_type": entry["owner_type"]},
+        "access_policy": entry["policy"],
+    }
+    cell = amp.create_cell(body)
+    return {"cell": cell, "create": len(amp.evidence.exchanges) - start - 1, **entry}
+
+
+def _role_pages(
+    amp: Amp, start: int, role: str, owner_id: str, text: str, asked: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``role``'s list and search of the group's owner (every page), and the creator's search when
+    a cell of ``asked`` raises its question: {"list", "search", "creator_search"}."""
     client = amp.as_agent(role)
     limit = page_size(amp)
+    made: dict[str, Any] = {}
     made["list"] = all_pages(
         amp,
         start,
@@ -435,9 +510,6 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     # access decision. Only a cell the caller's list shows and its search misses raises that question,
     # so the creator searches only then (a check needing it finds it made: its condition holds here)
     made["creator_search"] = None
-    asked = dict(vectors)
-    if refusals is not None and "cell" in refusals:
-        asked[REFUSALS_CELL] = refusals  # the refusals cell raises the creator-search question too
     if role == "a":
         made["creator_search"] = made["search"]
     elif _listed_not_searched(made, asked):
@@ -450,9 +522,52 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
             ),
             "searching the owner's cells as their creator",
         )
-    if refusals is not None and "cell" in refusals:
-        _refusal_sequence(amp, start, refusals)
     return made
+
+
+def _joint_sequence(amp: Amp, start: int, made: dict[str, Any], rider: str, host: str) -> dict[str, Any]:
+    """The host's cell asked for both vectors once the pages are read (:data:`RIDERS`), in the order
+    each would ask its own: the rider's GET and content PATCH (refused: the cell unchanged), the host's
+    GET and archiving PATCH (the creator archives when that PATCH did not), the rider's DELETE of the
+    archived cell, then the host's. Where the replies sit, by name ({"at"}); a step that broke is kept,
+    frozen, for both. When the rider's DELETE was not refused the cell may be gone: the host then gets
+    a cell of its own and its own pages (its entry as any vector's), so its verdict is its own."""
+    entry = made["vectors"][host]
+    path = f"/memories/{entry['cell']['id']}"
+    rider_client = amp.as_agent(caller_role(amp, _BY_NAME[rider]))
+    host_role = caller_role(amp, _BY_NAME[host])
+    host_client = amp.as_agent(host_role)
+    at: dict[str, Any] = {}
+    joint: dict[str, Any] = {"at": at}
+
+    def sent(name: str, reply: Reply) -> Reply:
+        at[name] = _offset(amp, start, reply.exchange)
+        return reply
+
+    try:
+        sent("rider GET", rider_client.get(path))
+        probe = {"content": {"text": made["text"], "metadata": {"acl_probe": rider}}}
+        sent("rider PATCH", rider_client.patch(path, probe))
+        sent("host GET", host_client.get(path))
+        reply = sent("host PATCH", host_client.patch(path, {"lifecycle": {"status": "archived"}}))
+        if not (reply.status == 200 and _archived(reply)):
+            amp.archive(entry["cell"]["id"])  # the DELETEs are asked of an archived cell (access alone)
+        gone = 200 <= sent("rider DELETE", rider_client.delete(path)).status < 300
+        if not gone:
+            sent("host DELETE", host_client.delete(path))
+    except CheckFailure as failure:
+        joint["failure"] = _frozen(amp, start, failure)
+        return joint
+    if gone:
+        own = {k: entry[k] for k in ("policy", "owner_id", "owner_type")}
+        try:
+            fresh = _matrix_cell(amp, start, made["text"], own)
+        except CheckFailure as failure:
+            made["vectors"][host] = {"failure": _frozen(amp, start, failure)}
+            return joint
+        fresh["pages"] = _role_pages(amp, start, host_role, own["owner_id"], made["text"], {host: fresh})
+        made["vectors"][host] = fresh
+    return joint
 
 
 def _listed_not_searched(made: Mapping[str, Any], vectors: Mapping[str, Mapping[str, Any]]) -> bool:
@@ -526,14 +641,22 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
         amp.skip(made["skip"])
     if "failure" in made:
         raise _thawed(made["failure"], reply_at)
-    role = key[0]
+    role = caller_role(amp, vector)
     creator = amp.agent_id("a")
     caller = amp.agent_id(role)
     replies_at: Callable[[int], Reply] = reply_at
-    sent: dict[str, Reply] = {}  # replies the stranger-refusals cell holds (then this check sends none)
+    # the caller's pages: the group's, a rider's caller's (RIDERS), or a host's own (its fallback cell)
+    pages = made.get("pages") or (group if role == key[0] else group["riders"][role])
+    sent: dict[str, Reply] = {}  # replies a shared sequence holds (then this check sends none)
     if made.get("refusals"):
         held = (group, reply_at) if holds_refusals(amp, key) else None
-        made, group, replies_at, sent = _refusals_as_vector(amp, made, held)
+        made, pages, replies_at, sent = _refusals_as_vector(amp, made, held)
+    joint = group["joints"].get(made.get("joint") or ("" if "pages" in made else vector["name"]))
+    if joint is not None:  # a rider and its host: the sequence asked on the host's cell for both
+        if "failure" in joint:
+            raise _thawed(joint["failure"], reply_at)
+        who = "host" if vector["name"] in group["joints"] else "rider"
+        sent = {surface: reply_at(joint["at"][f"{who} {surface}"]) for surface in ("GET", "PATCH", "DELETE")}
     live: dict[str, Any] = made["cell"]
     policy, owner_id, owner_type = made["policy"], made["owner_id"], made["owner_type"]
     created = replies_at(made["create"])
@@ -562,10 +685,10 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     reads: dict[str, tuple[bool, Reply]] = {}
     reply = sent["GET"] if sent else client.get(path)
     reads["GET"] = (decision(amp, reply, (200,), f"GET by {who}"), reply)
-    reads["search"] = seen_in(group["search"], live["id"], replies_at)
-    reads["list"] = seen_in(group["list"], live["id"], replies_at)
+    reads["search"] = seen_in(pages["search"], live["id"], replies_at)
+    reads["list"] = seen_in(pages["list"], live["id"], replies_at)
     if reads["GET"][0] and reads["list"][0] and not reads["search"][0]:
-        by_creator, creator_reply = seen_in(group["creator_search"], live["id"], replies_at)
+        by_creator, creator_reply = seen_in(pages["creator_search"], live["id"], replies_at)
         expect_step(
             amp,
             by_creator,
@@ -585,7 +708,7 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
             f"write asked through {', '.join(surfaces) or 'no surface'}: the vector asks a matching rule, "
             "not the write decision (PATCH and DELETE agreeing is asked by the vectors citing AMP-ACL-02)"
         )
-    if sent:  # a stranger under the default policy: the refusals' PATCH and (archived) DELETE
+    if sent:  # a shared sequence's PATCH and DELETE (of the archived cell)
         writes["PATCH"] = (decision(amp, sent["PATCH"], (200,), f"PATCH by {who}"), sent["PATCH"])
         reply = sent["DELETE"]
         writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of the archived cell by {who}"), reply)
