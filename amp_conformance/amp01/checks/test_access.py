@@ -21,7 +21,10 @@ whose whole question is the stranger's of the refusal checks (agent "b", a fresh
 policy, everything refused: ``answered_by_refusals``) makes no cell: it judges the replies of the shared
 stranger-refusals cell, which default-policy-refuses-a-stranger's group makes first of its cells (its
 list and search of the owner are the group's): once the pages are read, its stranger reads, writes and,
-once the cell is archived, deletes it (``_refusal_sequence``). All surfaces must give the caller the same
+once the cell is archived, deletes it (``_refusal_sequence``). The creator's vectors are made in that group
+too (``HOMES``: the creator lists and searches its owner), and creator-with-the-default-policy, whose
+question is that cell's creator's, judges the creator's read, archive and DELETE in that sequence
+(``answered_as_creator``). All surfaces must give the caller the same
 answer (AMP-SRCH-15, AMP-ACL-14, AMP-LIST-07: a disagreement always fails); when they agree with each
 other but not with the vector, the decision's stance (requirements.md §2) makes it a fail or a warn.
 
@@ -271,6 +274,15 @@ _CHUNK = _chunks()
 #: (:func:`_joint_sequence`): one cell instead of two. With other ids (the cells would differ), the
 #: rider makes a cell of its own in that group.
 RIDERS: dict[str, str] = {"owner-bypass-is-for-the-owner-only": "owner-of-type-agent-with-the-default-policy"}
+#: Vectors made in another vector's group (guest -> home): the riders, and the creator's vectors, which
+#: join the group holding the stranger-refusals cell (a fresh owner's, as theirs), whose default policy
+#: is also creator-with-the-default-policy's question (:func:`answered_as_creator`); the creator lists
+#: and searches that owner there instead of one of its own.
+HOMES: dict[str, str] = {
+    **RIDERS,
+    "creator-bypasses-a-policy-naming-others": "default-policy-refuses-a-stranger",
+    "creator-with-the-default-policy": "default-policy-refuses-a-stranger",
+}
 _BY_NAME: dict[str, dict[str, Any]] = {vector["name"]: vector for vector in VECTORS}
 _ORDER = [vector["name"] for vector in VECTORS]
 if any(_ORDER.index(host) > _ORDER.index(rider) for rider, host in RIDERS.items()):
@@ -278,8 +290,8 @@ if any(_ORDER.index(host) > _ORDER.index(rider) for rider, host in RIDERS.items(
 
 
 def _home(vector: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The vector whose group ``vector`` belongs to: its host, for a rider (:data:`RIDERS`), else itself."""
-    host = RIDERS.get(str(vector["name"]))
+    """The vector whose group ``vector`` belongs to: its home, for a guest (:data:`HOMES`), else itself."""
+    host = HOMES.get(str(vector["name"]))
     return _BY_NAME[host] if host is not None else vector
 
 
@@ -365,25 +377,26 @@ def all_pages(amp: Amp, start: int, fetch: Callable[[int], Reply], what: str) ->
 
 def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     """One cell per vector of the group, created by agent "a" with the vector's owner and policy, then
-    the caller's list and search of the group's owner (and a rider's caller's, :data:`RIDERS`). Per
+    the caller's list and search of the group's owner (and each guest's caller's, :data:`HOMES`). Per
     vector: the cell and where its create is, or why it skips, or the failure that stopped its create
     (raised by that vector's check only); a rider shares its host's cell, asked once the pages are
     read (:func:`_joint_sequence`). The group of default-policy-refuses-a-stranger
     (:func:`holds_refusals`) also makes the stranger-refusals cell, first of its cells, and once the
-    pages are read asks that cell's sequence (:func:`_refusal_sequence`)."""
+    pages are read asks that cell's sequence (:func:`_refusal_sequence`), with the creator's requests
+    when creator-with-the-default-policy is its creator's question (:func:`answered_as_creator`)."""
     start = len(amp.evidence.exchanges)
     role = key[0]
     members = [vector for vector in VECTORS if group_key(amp, vector) == key]
     creator = amp.agent_id("a")
-    callers = {role: amp.agent_id(role)}
+    callers: dict[str, str] = {}
     missing: dict[str, str] = {}
-    for vector in members:  # a rider's caller, after the group's own
-        other = caller_role(amp, vector)
-        if other not in callers and other not in missing:
-            try:
-                callers[other] = amp.agent_id(other)
-            except pytest.skip.Exception as exc:  # too few keys: the rider skips, not the rest
-                missing[other] = str(exc.msg or exc)
+    for vector in members:  # the group's caller, then each guest's (too few keys: its vectors skip)
+        for other in dict.fromkeys((role, caller_role(amp, vector))):
+            if other not in callers and other not in missing:
+                try:
+                    callers[other] = amp.agent_id(other)
+                except pytest.skip.Exception as exc:
+                    missing[other] = str(exc.msg or exc)
     fresh_owner = amp.owner()
     roles: dict[str, str] = {}
     needed = {
@@ -401,7 +414,7 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     owners: set[str] = set()
     refusals: dict[str, Any] | None = None
     joints: list[tuple[str, str]] = []
-    if holds_refusals(amp, key):
+    if holds_refusals(amp, key) and role in callers:
         # first of the group's cells, the oldest of its text: the group's other cells are found (or
         # lost by an index losing duplicates of a text past a few) as they would be without it
         refusals = _make_refusals_cell(amp, start, text, fresh_owner)
@@ -427,6 +440,14 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
         if answered_by_refusals(vector, policy, owner_type, vector_role):
             vectors[name] = {"refusals": True, "policy": policy, "owner_type": owner_type}
             continue
+        if (
+            refusals is not None
+            and "cell" in refusals
+            and answered_as_creator(vector, policy, owner_type, vector_role)
+        ):
+            vectors[name] = {"refusals": "creator", "policy": policy, "owner_type": owner_type}
+            refusals["creator"] = name
+            continue
         entry = {"policy": policy, "owner_id": owner_id, "owner_type": owner_type}
         hosting = vectors.get(RIDERS.get(name, ""), {})
         if "cell" in hosting and all(hosting[k] == entry[k] for k in entry):  # the host's cell serves
@@ -446,6 +467,7 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
         "refusals": refusals,
         "riders": {},
         "joints": {},
+        "skip": missing.get(role),
     }
     if not owners:
         return made
@@ -456,7 +478,7 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
             for name, entry in vectors.items()
             if "cell" in entry and caller_role(amp, _BY_NAME[name]) == caller_of
         }
-        if caller_of == role and refusals is not None and "cell" in refusals:
+        if refusals is not None and "cell" in refusals and (caller_of == role or "creator" in refusals):
             asked[REFUSALS_CELL] = refusals  # the refusals cell raises the creator-search question too
         if caller_of == role:
             made |= _role_pages(amp, start, caller_of, owner_id, text, asked)
@@ -464,6 +486,18 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
             made["riders"][caller_of] = _role_pages(amp, start, caller_of, owner_id, text, asked)
     if refusals is not None and "cell" in refusals:
         _refusal_sequence(amp, start, refusals)
+        if "creator" in refusals and "creator DELETE" not in refusals["at"] and "failure" not in refusals:
+            # the sequence ended before the creator's DELETE (a stranger's DELETE not refused, a skip):
+            # the creator's vector gets a cell and pages of its own, so its verdict is its own
+            name = refusals["creator"]
+            entry = {k: vectors[name][k] for k in ("policy", "owner_type")} | {"owner_id": owner_id}
+            try:
+                fresh = _matrix_cell(amp, start, text, entry)
+            except CheckFailure as failure:
+                vectors[name] = {"failure": _frozen(amp, start, failure)}
+            else:
+                fresh["pages"] = _role_pages(amp, start, "a", owner_id, text, {name: fresh})
+                vectors[name] = fresh
     for rider, host in joints:
         made["joints"][host] = _joint_sequence(amp, start, made, rider, host)
     return made
@@ -648,7 +682,24 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     # the caller's pages: the group's, a rider's caller's (RIDERS), or a host's own (its fallback cell)
     pages = made.get("pages") or (group if role == key[0] else group["riders"][role])
     sent: dict[str, Reply] = {}  # replies a shared sequence holds (then this check sends none)
-    if made.get("refusals"):
+    deferred: CheckFailure | None = None  # the refusals' broken archive: the creator's own step
+    if made.get("refusals") == "creator":  # the refusals cell's creator (answered_as_creator)
+        refusals = group["refusals"]
+        made = {
+            **made,
+            "cell": refusals["cell"],
+            "create": refusals["at"]["create"],
+            "owner_id": refusals["owner"],
+        }
+        pages = group["riders"]["a"]
+        sent = {
+            s: reply_at(refusals["at"][f"creator {s}"])
+            for s in ("GET", "PATCH", "DELETE")
+            if f"creator {s}" in refusals["at"]
+        }
+        if "failure" in refusals:  # raised where the creator's own archive would have raised it
+            deferred = _thawed(refusals["failure"], reply_at)
+    elif made.get("refusals"):
         held = (group, reply_at) if holds_refusals(amp, key) else None
         made, pages, replies_at, sent = _refusals_as_vector(amp, made, held)
     joint = group["joints"].get(made.get("joint") or ("" if "pages" in made else vector["name"]))
@@ -709,7 +760,11 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
             "not the write decision (PATCH and DELETE agreeing is asked by the vectors citing AMP-ACL-02)"
         )
     if sent:  # a shared sequence's PATCH and DELETE (of the archived cell)
+        if deferred is not None and sent["PATCH"].status not in (200, 403):
+            raise deferred  # neither allowed nor refused: the archive step first, as below
         writes["PATCH"] = (decision(amp, sent["PATCH"], (200,), f"PATCH by {who}"), sent["PATCH"])
+        if deferred is not None:
+            raise deferred
         reply = sent["DELETE"]
         writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of the archived cell by {who}"), reply)
         surfaces = ()
@@ -849,7 +904,9 @@ def _refusal_sequence(amp: Amp, start: int, refusals: dict[str, Any]) -> None:
     search of the owner come first, before any write): b's GET, PATCH and (once archived) DELETE, b's
     GET of an unknown id, then, once "a" has deleted the cell, b's GET of it again. The replies (by
     where they sit among the group's exchanges) serve the two refusal checks and the matrix vectors
-    whose question is the same stranger's under the default policy (:func:`answered_by_refusals`). A
+    whose question is the same stranger's under the default policy (:func:`answered_by_refusals`); the
+    creator's archive and DELETE, and its GET before them when a vector asks it (``refusals["creator"]``,
+    :func:`answered_as_creator`), sit there too ("creator GET", "creator PATCH", "creator DELETE"). A
     step that breaks is kept, frozen, for those checks alone."""
     cell = refusals["cell"]
     path = f"/memories/{cell['id']}"
@@ -860,16 +917,20 @@ def _refusal_sequence(amp: Amp, start: int, refusals: dict[str, Any]) -> None:
         at[name] = _offset(amp, start, reply.exchange)
         return reply
 
+    creator = amp.as_agent("a")
     deletion: dict[str, Any] | None = None
     try:
         sent("GET", stranger.get(path))
         sent("PATCH", stranger.patch(path, {"content": {"text": "a stranger's edit"}}))
         sent("unknown", stranger.get(f"/memories/{amp.unknown_id()}"))
-        amp.archive(cell["id"])  # DELETE is tried on an archived cell: a refusal there is about access alone
+        if "creator" in refusals:  # creator-with-the-default-policy's read (answered_as_creator)
+            sent("creator GET", creator.get(path))
+        # DELETE is tried on an archived cell: a refusal there is about access alone
+        amp.archived_step(sent("creator PATCH", creator.patch(path, {"lifecycle": {"status": "archived"}})))
         refused = not 200 <= sent("DELETE", stranger.delete(path)).status < 300
         if refused:
             try:
-                amp.deleted_step(amp.as_agent("a").delete(path))
+                amp.deleted_step(sent("creator DELETE", creator.delete(path)))
             except PreconditionFailed as failure:
                 deletion = _frozen(amp, start, failure)
         if deletion is None:
@@ -899,6 +960,8 @@ def _refusals(
         held = (group, reply_at)
     group, replies_at = held
     refusals = group["refusals"]
+    if refusals is None:  # no agent "b" (too few keys): the group made no refusals cell
+        amp.skip(group["skip"] or "the stranger-refusals cell was not made")
     if "skip" in refusals:
         amp.skip(refusals["skip"])
     if "failure" in refusals:
@@ -921,6 +984,25 @@ def answered_by_refusals(
         and not (vector.get("owner") or {}).get("id")
         and owner_type == "user"
         and role == "b"
+    )
+
+
+def answered_as_creator(
+    vector: Mapping[str, Any], policy: Mapping[str, Any], owner_type: str, role: str
+) -> bool:
+    """Whether the stranger-refusals cell also asks ``vector``'s whole question as its creator's: read
+    and write expected allowed and asked on every surface, the default policy, a fresh owner of type
+    user, and agent "a" calling (creator-with-the-default-policy). The refusal sequence then holds the
+    creator's GET (added for it), its archiving PATCH and, once the stranger's DELETE is refused, its
+    DELETE: the requests that vector's own cell would be asked, in the same order."""
+    return (
+        vector["expect"]["read"]["allowed"] is True
+        and vector["expect"]["write"]["allowed"] is True
+        and write_surfaces(vector) == WRITE_SURFACES
+        and dict(policy) == DEFAULT_POLICY
+        and not (vector.get("owner") or {}).get("id")
+        and owner_type == "user"
+        and role == "a"
     )
 
 
