@@ -706,8 +706,8 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     if joint is not None:  # a rider and its host: the sequence asked on the host's cell for both
         if "failure" in joint:
             raise _thawed(joint["failure"], reply_at)
-        who = "host" if vector["name"] in group["joints"] else "rider"
-        sent = {surface: reply_at(joint["at"][f"{who} {surface}"]) for surface in ("GET", "PATCH", "DELETE")}
+        side = "host" if vector["name"] in group["joints"] else "rider"
+        sent = {surface: reply_at(joint["at"][f"{side} {surface}"]) for surface in ("GET", "PATCH", "DELETE")}
     live: dict[str, Any] = made["cell"]
     policy, owner_id, owner_type = made["policy"], made["owner_id"], made["owner_type"]
     created = replies_at(made["create"])
