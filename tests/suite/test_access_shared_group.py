@@ -56,3 +56,42 @@ def test_a_broken_list_fails_each_vector_with_the_list_exchange() -> None:
     }
     lists = {id(e) for r in matrix for e in r.exchanges if e.method == "GET" and "/memories?" in e.url}
     assert len(lists) <= len(groups) + 1 < len(matrix)
+
+
+def test_a_stranger_deleting_a_shared_cell_leaves_the_other_vectors_verdicts_their_own(
+    monkeypatch: Any,
+) -> None:
+    """A cell two vectors share (a rider and its host; the stranger-refusals cell and its creator's
+    vector) is asked of the refused caller first: when a server lets that stranger DELETE it, the
+    stranger's vectors fail under AMP-ACL-02 and the allowed caller's vector, which can no longer ask
+    its DELETE there, gets a cell of its own and passes, as on a cell of its own from the start."""
+    from reference_server.amp01.service import ServerState
+
+    delete = ServerState.delete
+
+    def anyone_deletes_default_policy_cells(self: Any, agent: str, memory_id: str) -> Any:
+        record = self.store.get(memory_id)
+        if record is None or record.status != "archived" or any((record.cell["access_policy"]).values()):
+            return delete(self, agent, memory_id)
+        creator = record.cell["identity"]["created_by"]
+        return delete(self, creator, memory_id)
+
+    monkeypatch.setattr(ServerState, "delete", anyone_deletes_default_policy_cells)
+    app = create_app(Settings.from_env({"AMP_LIFECYCLE_ENABLED": "false"}))
+    values = {"amp_base_url": BASE_URL, "amp_only": "acl", "amp_no_fuzz": True, "amp_timeout": 10.0}
+    with asgi_client(app, BASE_URL) as http:
+        outcome = run_suite(values, http=http, quiet=True)
+    assert outcome.run is not None
+    results = {r.name: r for r in outcome.run.results.values()}
+
+    def matrix(name: str) -> Any:
+        return results[f"test_access_matrix[{name}]"]
+
+    for refused in ("owner-bypass-is-for-the-owner-only", "default-policy-refuses-a-stranger"):
+        assert matrix(refused).outcome == "fail", (refused, matrix(refused).message)
+        assert tuple(matrix(refused).finding_requirements) == ("AMP-ACL-02",), matrix(refused).message
+    for allowed in ("owner-of-type-agent-with-the-default-policy", "creator-with-the-default-policy"):
+        result = matrix(allowed)
+        assert result.outcome == "pass", (allowed, result.message)
+        deletes = [e for e in result.exchanges if e.method == "DELETE" and e.status == 204]
+        assert len(deletes) == 2, (allowed, [(e.method, e.url, e.status) for e in result.exchanges])

@@ -14,11 +14,17 @@ the same caller and owner share one owner, one list and one search (``amp.shared
 runs first creates every cell of the group and reads the caller's pages once (and the creator's search
 only when the caller's list shows a cell its search misses); each check then probes only its own cell and
 shows the pages as its evidence (one group per chunk of at most GROUP_SIZE: see ``GroupKey``). A vector
+refused everything whose cell would be another's, allowed everything (the same owner and policy: the
+owner bypass asked of another agent and of the owner, ``RIDERS``), joins that vector's group and is asked
+on its cell: one sequence, the refused caller's requests before the allowed one's writes. A vector
 whose whole question is the stranger's of the refusal checks (agent "b", a fresh owner, the default
 policy, everything refused: ``answered_by_refusals``) makes no cell: it judges the replies of the shared
 stranger-refusals cell, which default-policy-refuses-a-stranger's group makes first of its cells (its
 list and search of the owner are the group's): once the pages are read, its stranger reads, writes and,
-once the cell is archived, deletes it (``_refusal_sequence``). All surfaces must give the caller the same
+once the cell is archived, deletes it (``_refusal_sequence``). The creator's vectors are made in that group
+too (``HOMES``: the creator lists and searches its owner), and creator-with-the-default-policy, whose
+question is that cell's creator's, judges the creator's read, archive and DELETE in that sequence
+(``answered_as_creator``). All surfaces must give the caller the same
 answer (AMP-SRCH-15, AMP-ACL-14, AMP-LIST-07: a disagreement always fails); when they agree with each
 other but not with the vector, the decision's stance (requirements.md §2) makes it a fail or a warn.
 
@@ -240,11 +246,13 @@ def caller_role(amp: Amp, vector: Mapping[str, Any]) -> str:
 #: Where a vector's cell is listed and searched: the role calling, the owner template and the chunk.
 #: Vectors with the same key share one owner, one list and one search (made once, by whichever of them
 #: runs first). Chunks of at most GROUP_SIZE vectors keep each group's chain of requests short, and
-#: each group is one work unit of a parallel run (``scope=``), so it is made once there too. Serial and
+#: each group is one work unit of a parallel run (``scope=``), so it is made once there too; each chunk
+#: costs one list and one search, so the chunks are no smaller than a unit of a few seconds needs
+#: (agent "b" calling for fresh owners: 27 vectors, two chunks; it was four of 8). Serial and
 #: parallel runs group alike: a run is the same run however many workers it has (the same cells, so
 #: the same outcomes, also under a fault that depends on how many cells a page holds).
 GroupKey = tuple[str, str, int]
-GROUP_SIZE = 8
+GROUP_SIZE = 14
 
 
 def _chunks() -> dict[str, int]:
@@ -259,15 +267,45 @@ def _chunks() -> dict[str, int]:
 
 _CHUNK = _chunks()
 
+#: Vectors asked on another vector's cell, rider -> host: the same owner (template rendered alike),
+#: owner type and policy; the rider's caller is refused everything and the host's allowed everything,
+#: each on every surface. The rider joins the host's group (its caller lists and searches the group's
+#: owner there too) and, once the pages are read, one sequence asks both on the host's cell
+#: (:func:`_joint_sequence`): one cell instead of two. With other ids (the cells would differ), the
+#: rider makes a cell of its own in that group.
+RIDERS: dict[str, str] = {"owner-bypass-is-for-the-owner-only": "owner-of-type-agent-with-the-default-policy"}
+#: Vectors made in another vector's group (guest -> home): the riders, and the creator's vectors, which
+#: join the group holding the stranger-refusals cell (a fresh owner's, as theirs), whose default policy
+#: is also creator-with-the-default-policy's question (:func:`answered_as_creator`); the creator lists
+#: and searches that owner there instead of one of its own.
+HOMES: dict[str, str] = {
+    **RIDERS,
+    "creator-bypasses-a-policy-naming-others": "default-policy-refuses-a-stranger",
+    "creator-with-the-default-policy": "default-policy-refuses-a-stranger",
+}
+_BY_NAME: dict[str, dict[str, Any]] = {vector["name"]: vector for vector in VECTORS}
+_ORDER = [vector["name"] for vector in VECTORS]
+if any(_ORDER.index(host) > _ORDER.index(rider) for rider, host in RIDERS.items()):
+    raise ValueError("a host precedes its rider in matrix.json: its group makes the host's cell first")
+
+
+def _home(vector: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The vector whose group ``vector`` belongs to: its home, for a guest (:data:`HOMES`), else itself."""
+    host = HOMES.get(str(vector["name"]))
+    return _BY_NAME[host] if host is not None else vector
+
 
 def _scope(vector: Mapping[str, Any]) -> str:
     """The parallel scheduler's work unit of a vector (``@check(scope=...)``): each group on one worker."""
-    return f"matrix:{vector['caller']}:{(vector.get('owner') or {}).get('id', '')}:{_CHUNK[vector['name']]}"
+    home = _home(vector)
+    return f"matrix:{home['caller']}:{(home.get('owner') or {}).get('id', '')}:{_CHUNK[home['name']]}"
 
 
 def group_key(amp: Amp, vector: Mapping[str, Any]) -> GroupKey:
-    owner = str((vector.get("owner") or {}).get("id", ""))
-    return caller_role(amp, vector), owner, _CHUNK[vector["name"]]
+    """The group a vector's cell is made in: its home's caller role, owner template and chunk."""
+    home = _home(vector)
+    owner = str((home.get("owner") or {}).get("id", ""))
+    return caller_role(amp, home), owner, _CHUNK[home["name"]]
 
 
 def _group_name(key: GroupKey) -> str:
@@ -339,79 +377,152 @@ def all_pages(amp: Amp, start: int, fetch: Callable[[int], Reply], what: str) ->
 
 def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     """One cell per vector of the group, created by agent "a" with the vector's owner and policy, then
-    the caller's list and search of the group's owner. Per vector: the cell and where its create is, or
-    why it skips, or the failure that stopped its create (raised by that vector's check only). The group
-    of default-policy-refuses-a-stranger (:func:`holds_refusals`) also makes the stranger-refusals cell,
-    first of its cells, and once the pages are read asks that cell's sequence (:func:`_refusal_sequence`)."""
+    the caller's list and search of the group's owner (and each guest's caller's, :data:`HOMES`). Per
+    vector: the cell and where its create is, or why it skips, or the failure that stopped its create
+    (raised by that vector's check only); a rider shares its host's cell, asked once the pages are
+    read (:func:`_joint_sequence`). The group of default-policy-refuses-a-stranger
+    (:func:`holds_refusals`) also makes the stranger-refusals cell, first of its cells, and once the
+    pages are read asks that cell's sequence (:func:`_refusal_sequence`), with the creator's requests
+    when creator-with-the-default-policy is its creator's question (:func:`answered_as_creator`)."""
     start = len(amp.evidence.exchanges)
     role = key[0]
     members = [vector for vector in VECTORS if group_key(amp, vector) == key]
     creator = amp.agent_id("a")
-    caller = amp.agent_id(role)
+    callers: dict[str, str] = {}
+    missing: dict[str, str] = {}
+    for vector in members:  # the group's caller, then each guest's (too few keys: its vectors skip)
+        for other in dict.fromkeys((role, caller_role(amp, vector))):
+            if other not in callers and other not in missing:
+                try:
+                    callers[other] = amp.agent_id(other)
+                except pytest.skip.Exception as exc:
+                    missing[other] = str(exc.msg or exc)
     fresh_owner = amp.owner()
     roles: dict[str, str] = {}
-    missing: dict[str, str] = {}
     needed = {
         vector["name"]: template_roles({"policy": vector.get("policy", {}), "owner": vector.get("owner", {})})
         for vector in members
     }
-    for name in sorted(set().union(*needed.values())):
+    for name in sorted(set().union(*needed.values()) - set(callers)):
         try:
             roles[name] = amp.agent_id(name)
         except pytest.skip.Exception as exc:  # too few keys for this role: its vectors skip, not the rest
             missing[name] = str(exc.msg or exc)
+    roles |= callers
     text = f"access matrix probe {str(ULID()).lower()}"
     vectors: dict[str, dict[str, Any]] = {}
     owners: set[str] = set()
     refusals: dict[str, Any] | None = None
-    if holds_refusals(amp, key):
+    joints: list[tuple[str, str]] = []
+    if holds_refusals(amp, key) and role in callers:
         # first of the group's cells, the oldest of its text: the group's other cells are found (or
         # lost by an index losing duplicates of a text past a few) as they would be without it
         refusals = _make_refusals_cell(amp, start, text, fresh_owner)
         if "cell" in refusals:
             owners.add(fresh_owner)
     for vector in members:
-        lacking = sorted(needed[vector["name"]] & set(missing))
+        name, vector_role = vector["name"], caller_role(amp, vector)
+        lacking = sorted((needed[name] | {vector_role}) & set(missing))
         if lacking:
-            vectors[vector["name"]] = {"skip": missing[lacking[0]]}
+            vectors[name] = {"skip": missing[lacking[0]]}
             continue
-        ids = {"caller": caller, "owner": fresh_owner, **{n: roles[n] for n in needed[vector["name"]]}}
+        caller = callers[vector_role]
+        ids = {"caller": caller, "owner": fresh_owner, **{n: roles[n] for n in needed[name]}}
         try:
             policy, owner_id, owner_type = render_vector(vector, ids)
         except Unexpressible as exc:
-            vectors[vector["name"]] = {"skip": f"cannot be expressed with the run's agent ids: {exc}"}
+            vectors[name] = {"skip": f"cannot be expressed with the run's agent ids: {exc}"}
             continue
         reason = expressible(vector, policy, owner_id, creator, caller)
         if reason:
-            vectors[vector["name"]] = {"skip": reason}
+            vectors[name] = {"skip": reason}
             continue
-        if answered_by_refusals(vector, policy, owner_type, role):
-            vectors[vector["name"]] = {"refusals": True, "policy": policy, "owner_type": owner_type}
+        if answered_by_refusals(vector, policy, owner_type, vector_role):
+            vectors[name] = {"refusals": True, "policy": policy, "owner_type": owner_type}
             continue
-        body = {
-            "content": {"text": text},
-            "identity": {"owner_id": owner_id, "owner_type": owner_type},
-            "access_policy": policy,
-        }
+        if (
+            refusals is not None
+            and "cell" in refusals
+            and answered_as_creator(vector, policy, owner_type, vector_role)
+        ):
+            vectors[name] = {"refusals": "creator", "policy": policy, "owner_type": owner_type}
+            refusals["creator"] = name
+            continue
+        entry = {"policy": policy, "owner_id": owner_id, "owner_type": owner_type}
+        hosting = vectors.get(RIDERS.get(name, ""), {})
+        if "cell" in hosting and all(hosting[k] == entry[k] for k in entry):  # the host's cell serves
+            vectors[name] = {"cell": hosting["cell"], "create": hosting["create"], "joint": RIDERS[name]}
+            vectors[name] |= entry
+            joints.append((name, RIDERS[name]))
+            continue
         try:
-            cell = amp.create_cell(body)
+            vectors[name] = _matrix_cell(amp, start, text, entry)
         except CheckFailure as failure:
-            vectors[vector["name"]] = {"failure": _frozen(amp, start, failure)}
+            vectors[name] = {"failure": _frozen(amp, start, failure)}
             continue
         owners.add(owner_id)
-        vectors[vector["name"]] = {
-            "cell": cell,
-            "create": len(amp.evidence.exchanges) - start - 1,
-            "policy": policy,
-            "owner_id": owner_id,
-            "owner_type": owner_type,
-        }
-    made: dict[str, Any] = {"text": text, "vectors": vectors, "refusals": refusals}
+    made: dict[str, Any] = {
+        "text": text,
+        "vectors": vectors,
+        "refusals": refusals,
+        "riders": {},
+        "joints": {},
+        "skip": missing.get(role),
+    }
     if not owners:
         return made
     (owner_id,) = owners  # one owner template and one set of ids: one owner per group
+    for caller_of in callers:
+        asked = {
+            name: entry
+            for name, entry in vectors.items()
+            if "cell" in entry and caller_role(amp, _BY_NAME[name]) == caller_of
+        }
+        if refusals is not None and "cell" in refusals and (caller_of == role or "creator" in refusals):
+            asked[REFUSALS_CELL] = refusals  # the refusals cell raises the creator-search question too
+        if caller_of == role:
+            made |= _role_pages(amp, start, caller_of, owner_id, text, asked)
+        elif asked:
+            made["riders"][caller_of] = _role_pages(amp, start, caller_of, owner_id, text, asked)
+    if refusals is not None and "cell" in refusals:
+        _refusal_sequence(amp, start, refusals)
+        if "creator" in refusals and "creator DELETE" not in refusals["at"] and "failure" not in refusals:
+            # the sequence ended before the creator's DELETE (a stranger's DELETE not refused, a skip):
+            # the creator's vector gets a cell and pages of its own, so its verdict is its own
+            name = refusals["creator"]
+            entry = {k: vectors[name][k] for k in ("policy", "owner_type")} | {"owner_id": owner_id}
+            try:
+                fresh = _matrix_cell(amp, start, text, entry)
+            except CheckFailure as failure:
+                vectors[name] = {"failure": _frozen(amp, start, failure)}
+            else:
+                fresh["pages"] = _role_pages(amp, start, "a", owner_id, text, {name: fresh})
+                vectors[name] = fresh
+    for rider, host in joints:
+        made["joints"][host] = _joint_sequence(amp, start, made, rider, host)
+    return made
+
+
+def _matrix_cell(amp: Amp, start: int, text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A vector's cell (``entry``: its rendered policy, owner and owner type), created by agent "a": the
+    entry with the cell and where its create sits among the group's exchanges."""
+    body = {
+        "content": {"text": text},
+        "identity": {"owner_id": entry["owner_id"], "owner_type": entry["owner_type"]},
+        "access_policy": entry["policy"],
+    }
+    cell = amp.create_cell(body)
+    return {"cell": cell, "create": len(amp.evidence.exchanges) - start - 1, **entry}
+
+
+def _role_pages(
+    amp: Amp, start: int, role: str, owner_id: str, text: str, asked: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``role``'s list and search of the group's owner (every page), and the creator's search when
+    a cell of ``asked`` raises its question: {"list", "search", "creator_search"}."""
     client = amp.as_agent(role)
     limit = page_size(amp)
+    made: dict[str, Any] = {}
     made["list"] = all_pages(
         amp,
         start,
@@ -433,9 +544,6 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     # access decision. Only a cell the caller's list shows and its search misses raises that question,
     # so the creator searches only then (a check needing it finds it made: its condition holds here)
     made["creator_search"] = None
-    asked = dict(vectors)
-    if refusals is not None and "cell" in refusals:
-        asked[REFUSALS_CELL] = refusals  # the refusals cell raises the creator-search question too
     if role == "a":
         made["creator_search"] = made["search"]
     elif _listed_not_searched(made, asked):
@@ -448,9 +556,52 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
             ),
             "searching the owner's cells as their creator",
         )
-    if refusals is not None and "cell" in refusals:
-        _refusal_sequence(amp, start, refusals)
     return made
+
+
+def _joint_sequence(amp: Amp, start: int, made: dict[str, Any], rider: str, host: str) -> dict[str, Any]:
+    """The host's cell asked for both vectors once the pages are read (:data:`RIDERS`), in the order
+    each would ask its own: the rider's GET and content PATCH (refused: the cell unchanged), the host's
+    GET and archiving PATCH (the creator archives when that PATCH did not), the rider's DELETE of the
+    archived cell, then the host's. Where the replies sit, by name ({"at"}); a step that broke is kept,
+    frozen, for both. When the rider's DELETE was not refused the cell may be gone: the host then gets
+    a cell of its own and its own pages (its entry as any vector's), so its verdict is its own."""
+    entry = made["vectors"][host]
+    path = f"/memories/{entry['cell']['id']}"
+    rider_client = amp.as_agent(caller_role(amp, _BY_NAME[rider]))
+    host_role = caller_role(amp, _BY_NAME[host])
+    host_client = amp.as_agent(host_role)
+    at: dict[str, Any] = {}
+    joint: dict[str, Any] = {"at": at}
+
+    def sent(name: str, reply: Reply) -> Reply:
+        at[name] = _offset(amp, start, reply.exchange)
+        return reply
+
+    try:
+        sent("rider GET", rider_client.get(path))
+        probe = {"content": {"text": made["text"], "metadata": {"acl_probe": rider}}}
+        sent("rider PATCH", rider_client.patch(path, probe))
+        sent("host GET", host_client.get(path))
+        reply = sent("host PATCH", host_client.patch(path, {"lifecycle": {"status": "archived"}}))
+        if not (reply.status == 200 and _archived(reply)):
+            amp.archive(entry["cell"]["id"])  # the DELETEs are asked of an archived cell (access alone)
+        gone = 200 <= sent("rider DELETE", rider_client.delete(path)).status < 300
+        if not gone:
+            sent("host DELETE", host_client.delete(path))
+    except CheckFailure as failure:
+        joint["failure"] = _frozen(amp, start, failure)
+        return joint
+    if gone:
+        own = {k: entry[k] for k in ("policy", "owner_id", "owner_type")}
+        try:
+            fresh = _matrix_cell(amp, start, made["text"], own)
+        except CheckFailure as failure:
+            made["vectors"][host] = {"failure": _frozen(amp, start, failure)}
+            return joint
+        fresh["pages"] = _role_pages(amp, start, host_role, own["owner_id"], made["text"], {host: fresh})
+        made["vectors"][host] = fresh
+    return joint
 
 
 def _listed_not_searched(made: Mapping[str, Any], vectors: Mapping[str, Mapping[str, Any]]) -> bool:
@@ -524,14 +675,39 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
         amp.skip(made["skip"])
     if "failure" in made:
         raise _thawed(made["failure"], reply_at)
-    role = key[0]
+    role = caller_role(amp, vector)
     creator = amp.agent_id("a")
     caller = amp.agent_id(role)
     replies_at: Callable[[int], Reply] = reply_at
-    sent: dict[str, Reply] = {}  # replies the stranger-refusals cell holds (then this check sends none)
-    if made.get("refusals"):
+    # the caller's pages: the group's, a rider's caller's (RIDERS), or a host's own (its fallback cell)
+    pages = made.get("pages") or (group if role == key[0] else group["riders"][role])
+    sent: dict[str, Reply] = {}  # replies a shared sequence holds (then this check sends none)
+    deferred: CheckFailure | None = None  # the refusals' broken archive: the creator's own step
+    if made.get("refusals") == "creator":  # the refusals cell's creator (answered_as_creator)
+        refusals = group["refusals"]
+        made = {
+            **made,
+            "cell": refusals["cell"],
+            "create": refusals["at"]["create"],
+            "owner_id": refusals["owner"],
+        }
+        pages = group["riders"]["a"]
+        sent = {
+            s: reply_at(refusals["at"][f"creator {s}"])
+            for s in ("GET", "PATCH", "DELETE")
+            if f"creator {s}" in refusals["at"]
+        }
+        if "failure" in refusals:  # raised where the creator's own archive would have raised it
+            deferred = _thawed(refusals["failure"], reply_at)
+    elif made.get("refusals"):
         held = (group, reply_at) if holds_refusals(amp, key) else None
-        made, group, replies_at, sent = _refusals_as_vector(amp, made, held)
+        made, pages, replies_at, sent = _refusals_as_vector(amp, made, held)
+    joint = group["joints"].get(made.get("joint") or ("" if "pages" in made else vector["name"]))
+    if joint is not None:  # a rider and its host: the sequence asked on the host's cell for both
+        if "failure" in joint:
+            raise _thawed(joint["failure"], reply_at)
+        side = "host" if vector["name"] in group["joints"] else "rider"
+        sent = {surface: reply_at(joint["at"][f"{side} {surface}"]) for surface in ("GET", "PATCH", "DELETE")}
     live: dict[str, Any] = made["cell"]
     policy, owner_id, owner_type = made["policy"], made["owner_id"], made["owner_type"]
     created = replies_at(made["create"])
@@ -560,10 +736,10 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     reads: dict[str, tuple[bool, Reply]] = {}
     reply = sent["GET"] if sent else client.get(path)
     reads["GET"] = (decision(amp, reply, (200,), f"GET by {who}"), reply)
-    reads["search"] = seen_in(group["search"], live["id"], replies_at)
-    reads["list"] = seen_in(group["list"], live["id"], replies_at)
+    reads["search"] = seen_in(pages["search"], live["id"], replies_at)
+    reads["list"] = seen_in(pages["list"], live["id"], replies_at)
     if reads["GET"][0] and reads["list"][0] and not reads["search"][0]:
-        by_creator, creator_reply = seen_in(group["creator_search"], live["id"], replies_at)
+        by_creator, creator_reply = seen_in(pages["creator_search"], live["id"], replies_at)
         expect_step(
             amp,
             by_creator,
@@ -583,8 +759,12 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
             f"write asked through {', '.join(surfaces) or 'no surface'}: the vector asks a matching rule, "
             "not the write decision (PATCH and DELETE agreeing is asked by the vectors citing AMP-ACL-02)"
         )
-    if sent:  # a stranger under the default policy: the refusals' PATCH and (archived) DELETE
+    if sent:  # a shared sequence's PATCH and DELETE (of the archived cell)
+        if deferred is not None and sent["PATCH"].status not in (200, 403):
+            raise deferred  # neither allowed nor refused: the archive step first, as below
         writes["PATCH"] = (decision(amp, sent["PATCH"], (200,), f"PATCH by {who}"), sent["PATCH"])
+        if deferred is not None:
+            raise deferred
         reply = sent["DELETE"]
         writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of the archived cell by {who}"), reply)
         surfaces = ()
@@ -724,7 +904,9 @@ def _refusal_sequence(amp: Amp, start: int, refusals: dict[str, Any]) -> None:
     search of the owner come first, before any write): b's GET, PATCH and (once archived) DELETE, b's
     GET of an unknown id, then, once "a" has deleted the cell, b's GET of it again. The replies (by
     where they sit among the group's exchanges) serve the two refusal checks and the matrix vectors
-    whose question is the same stranger's under the default policy (:func:`answered_by_refusals`). A
+    whose question is the same stranger's under the default policy (:func:`answered_by_refusals`); the
+    creator's archive and DELETE, and its GET before them when a vector asks it (``refusals["creator"]``,
+    :func:`answered_as_creator`), sit there too ("creator GET", "creator PATCH", "creator DELETE"). A
     step that breaks is kept, frozen, for those checks alone."""
     cell = refusals["cell"]
     path = f"/memories/{cell['id']}"
@@ -735,16 +917,20 @@ def _refusal_sequence(amp: Amp, start: int, refusals: dict[str, Any]) -> None:
         at[name] = _offset(amp, start, reply.exchange)
         return reply
 
+    creator = amp.as_agent("a")
     deletion: dict[str, Any] | None = None
     try:
         sent("GET", stranger.get(path))
         sent("PATCH", stranger.patch(path, {"content": {"text": "a stranger's edit"}}))
         sent("unknown", stranger.get(f"/memories/{amp.unknown_id()}"))
-        amp.archive(cell["id"])  # DELETE is tried on an archived cell: a refusal there is about access alone
+        if "creator" in refusals:  # creator-with-the-default-policy's read (answered_as_creator)
+            sent("creator GET", creator.get(path))
+        # DELETE is tried on an archived cell: a refusal there is about access alone
+        amp.archived_step(sent("creator PATCH", creator.patch(path, {"lifecycle": {"status": "archived"}})))
         refused = not 200 <= sent("DELETE", stranger.delete(path)).status < 300
         if refused:
             try:
-                amp.deleted_step(amp.as_agent("a").delete(path))
+                amp.deleted_step(sent("creator DELETE", creator.delete(path)))
             except PreconditionFailed as failure:
                 deletion = _frozen(amp, start, failure)
         if deletion is None:
@@ -774,6 +960,8 @@ def _refusals(
         held = (group, reply_at)
     group, replies_at = held
     refusals = group["refusals"]
+    if refusals is None:  # no agent "b" (too few keys): the group made no refusals cell
+        amp.skip(group["skip"] or "the stranger-refusals cell was not made")
     if "skip" in refusals:
         amp.skip(refusals["skip"])
     if "failure" in refusals:
@@ -796,6 +984,25 @@ def answered_by_refusals(
         and not (vector.get("owner") or {}).get("id")
         and owner_type == "user"
         and role == "b"
+    )
+
+
+def answered_as_creator(
+    vector: Mapping[str, Any], policy: Mapping[str, Any], owner_type: str, role: str
+) -> bool:
+    """Whether the stranger-refusals cell also asks ``vector``'s whole question as its creator's: read
+    and write expected allowed and asked on every surface, the default policy, a fresh owner of type
+    user, and agent "a" calling (creator-with-the-default-policy). The refusal sequence then holds the
+    creator's GET (added for it), its archiving PATCH and, once the stranger's DELETE is refused, its
+    DELETE: the requests that vector's own cell would be asked, in the same order."""
+    return (
+        vector["expect"]["read"]["allowed"] is True
+        and vector["expect"]["write"]["allowed"] is True
+        and write_surfaces(vector) == WRITE_SURFACES
+        and dict(policy) == DEFAULT_POLICY
+        and not (vector.get("owner") or {}).get("id")
+        and owner_type == "user"
+        and role == "a"
     )
 
 
@@ -953,23 +1160,28 @@ def test_nothing_in_the_body_raises_a_callers_rights(amp: Amp) -> None:
     cell = amp.create_cell()
     path = f"/memories/{cell['id']}"
     stranger = amp.as_agent("b")
-    for label, patch in (
+    claims = (
         ("identity.created_by", {"identity": {"created_by": stranger_id}, "content": {"text": "mine now"}}),
         ("identity.owner_id", {"identity": {"owner_id": stranger_id}, "content": {"text": "mine now"}}),
         ("access_policy", {"access_policy": {"readable_by": [stranger_id], "writable_by": [stranger_id]}}),
-    ):
+    )
+    for label, patch in claims:
         reply = stranger.patch(path, patch)
         amp.expect(
             not decision(amp, reply, (200,), f"a stranger's PATCH claiming {label}"),
             f"a stranger's PATCH setting {label} to itself is refused",
             reply,
         )
-        reply = stranger.get(path)
-        amp.expect(
-            not decision(amp, reply, (200,), f"the stranger's GET after claiming {label}"),
-            f"after claiming {label} in a body the stranger still cannot read the cell",
-            reply,
-        )
+    # one read after the three claims: each only adds to the stranger's claims (a right one of them
+    # gave is never taken back by a later one), so a read refused after all three was refused after
+    # each; a right gained is seen here (or, as write access, in the next claim's PATCH)
+    reply = stranger.get(path)
+    labels = ", ".join(label for label, _ in claims)
+    amp.expect(
+        not decision(amp, reply, (200,), f"the stranger's GET after claiming {labels}"),
+        f"after claiming {labels} in a body the stranger still cannot read the cell",
+        reply,
+    )
     owner = amp.as_agent("a")
     reply = owner.patch(path, {"identity": {"created_by": stranger_id}, "content": {"text": "edited"}})
     amp.expect_status(reply, 200, 422, what="the creator's PATCH sending identity.created_by")
