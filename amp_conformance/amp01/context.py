@@ -175,7 +175,11 @@ class Amp(CheckContext):
         """Create a cell. A step, not a question: a 2xx with an id will do (AMP-CRE-01 insists on 201
         itself); anything else blocks the check under AMP-CRE-01."""
         body = self.cell_body(overrides, **fields)
-        reply = self.as_agent(as_agent).post("/memories", body)
+        return self.created_cell(self.as_agent(as_agent).post("/memories", body), as_agent=as_agent)
+
+    def created_cell(self, reply: Reply, *, as_agent: str = "a") -> dict[str, Any]:
+        """The cell a create answered, judged as :meth:`create_cell` judges its own (for creates sent
+        together, ``at_once``): a 2xx with an id, remembered for the cleanup, or the check is blocked."""
         cell = reply.json() if 200 <= reply.status < 300 and reply.text else None
         if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
             shown = (

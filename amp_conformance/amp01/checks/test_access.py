@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import pytest
@@ -414,6 +415,10 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     owners: set[str] = set()
     refusals: dict[str, Any] | None = None
     joints: list[tuple[str, str]] = []
+    creating: dict[str, dict[str, Any]] = {}
+    """The vectors whose cells are created together, by name: their rendered policy, owner and type."""
+    riding: dict[str, dict[str, Any]] = {}
+    """Riders (:data:`RIDERS`) whose host is among ``creating``: its cell serves them when it was made."""
     if holds_refusals(amp, key) and role in callers:
         # first of the group's cells, the oldest of its text: the group's other cells are found (or
         # lost by an index losing duplicates of a text past a few) as they would be without it
@@ -449,7 +454,26 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
             refusals["creator"] = name
             continue
         entry = {"policy": policy, "owner_id": owner_id, "owner_type": owner_type}
-        hosting = vectors.get(RIDERS.get(name, ""), {})
+        if RIDERS.get(name) in creating:  # its host's cell may serve it (decided once that cell is made)
+            riding[name] = entry
+        else:
+            creating[name] = entry
+    # the vectors' cells created at once (amp.at_once), judged in the vectors' order
+    client = amp.as_agent("a")
+    bodies = [amp.cell_body(_matrix_body(text, entry)) for entry in creating.values()]
+    for (name, entry), reply in zip(
+        creating.items(),
+        amp.at_once(*(partial(client.post, "/memories", body) for body in bodies)),
+        strict=True,
+    ):
+        try:
+            vectors[name] = _matrix_entry(amp, start, reply, entry)
+        except CheckFailure as failure:
+            vectors[name] = {"failure": _frozen(amp, start, failure)}
+            continue
+        owners.add(str(entry["owner_id"]))
+    for name, entry in riding.items():
+        hosting = vectors.get(RIDERS[name], {})
         if "cell" in hosting and all(hosting[k] == entry[k] for k in entry):  # the host's cell serves
             vectors[name] = {"cell": hosting["cell"], "create": hosting["create"], "joint": RIDERS[name]}
             vectors[name] |= entry
@@ -460,7 +484,7 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
         except CheckFailure as failure:
             vectors[name] = {"failure": _frozen(amp, start, failure)}
             continue
-        owners.add(owner_id)
+        owners.add(str(entry["owner_id"]))
     made: dict[str, Any] = {
         "text": text,
         "vectors": vectors,
@@ -503,16 +527,29 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     return made
 
 
-def _matrix_cell(amp: Amp, start: int, text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
-    """A vector's cell (``entry``: its rendered policy, owner and owner type), created by agent "a": the
-    entry with the cell and where its create sits among the group's exchanges."""
-    body = {
+def _matrix_body(text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The create body of a vector's cell (``entry``: its rendered policy, owner and owner type)."""
+    return {
         "content": {"text": text},
         "identity": {"owner_id": entry["owner_id"], "owner_type": entry["owner_type"]},
         "access_policy": entry["policy"],
     }
-    cell = amp.create_cell(body)
-    return {"cell": cell, "create": len(amp.evidence.exchanges) - start - 1, **entry}
+
+
+def _matrix_entry(amp: Amp, start: int, reply: Reply, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The entry with the cell ``reply`` created (a step, as ``amp.create_cell`` judges it) and where
+    its create sits among the group's exchanges."""
+    cell = amp.created_cell(reply)
+    at = _offset(amp, start, reply.exchange)
+    assert at is not None  # the reply's exchange is the check's
+    return {"cell": cell, "create": at, **entry}
+
+
+def _matrix_cell(amp: Amp, start: int, text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A vector's cell, created by agent "a" on its own: :func:`_matrix_entry`."""
+    return _matrix_entry(
+        amp, start, amp.as_agent("a").post("/memories", amp.cell_body(_matrix_body(text, entry))), entry
+    )
 
 
 def _role_pages(
