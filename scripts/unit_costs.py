@@ -37,6 +37,17 @@ def unit_costs(report: dict[str, object]) -> dict[str, float]:
     return {unit: round(seconds, 2) for unit, seconds in sorted(costs.items())}
 
 
+def check_costs(report: dict[str, object]) -> dict[str, float]:
+    """Seconds per check, by node id below the checks folder (the scheduler's estimate of how long a
+    worker has left)."""
+    checks = report["checks"]
+    assert isinstance(checks, list)
+    return {
+        str(check["id"]).split("/checks/", 1)[-1]: round(float(check.get("duration_seconds") or 0.0), 2)
+        for check in checks
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -53,14 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     protocol = registry.get(str(report["protocol"]))
     run = report.get("run") or {}
     document = {
-        "about": "seconds each parallel work unit took in a serial run (scripts/unit_costs.py); "
-        "a parallel run starts the costliest first",
+        "about": "seconds each parallel work unit, and each check, took in a serial run "
+        "(scripts/unit_costs.py); a parallel run starts the costliest units first",
         "measured": {
             "run": run.get("id"),
             "duration_seconds": run.get("duration_seconds"),
             "requests": (run.get("requests") or {}).get("total"),
         },
         "units": unit_costs(report),
+        "checks": check_costs(report),
     }
     text = json.dumps(document, indent=1) + "\n"
     if arguments.print:

@@ -550,6 +550,17 @@ def unit_cost_estimate(measured: Mapping[str, float], checks: Mapping[str, int])
     return cost
 
 
+def check_cost_estimate(measured: Mapping[str, float]) -> Callable[[str], float]:
+    """A check's expected seconds: its measured figure (``Protocol.check_costs``, by node id below the
+    checks folder), else the mean of the measured ones (a tenth of a second when none is)."""
+    mean = sum(measured.values()) / len(measured) if measured else 0.1
+
+    def cost(nodeid: str) -> float:
+        return measured.get(nodeid.split("/checks/", 1)[-1], mean)
+
+    return cost
+
+
 def post_work_units(folder: str, worker: str, nodeids: Iterable[str], protocol: Protocol) -> None:
     """A worker's reading of the work units of what it collected (:func:`scope_finder`), put beside
     the briefing for the controller's scheduler: the worker has the check modules imported already,
@@ -595,9 +606,11 @@ def make_scheduler(
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 
     scope_of = scope_finder(protocol)
+    check_cost = check_cost_estimate(getattr(protocol, "check_costs", {}))
 
     class AmpScheduling(LoadScopeScheduling):  # type: ignore[misc]
         _ordered = False
+        _unit_cost: Callable[[str], float] = staticmethod(lambda unit: 0.0)
         collection: list[str] | None
         registered_collections: dict[Any, list[str]]
         numnodes: int
@@ -646,7 +659,31 @@ def make_scheduler(
                 node.shutdown()
                 return
             while self.workqueue and self._pending_of(self.assigned_work[node]) <= 1:
+                self._order()
+                self._favour_the_freer(node)
                 self._assign_work_unit(node)
+
+        def _left(self, node: Any) -> float:
+            """The measured seconds of the checks ``node`` still has to run (the one running included)."""
+            return sum(
+                check_cost(nodeid)
+                for unit in self.assigned_work[node].values()
+                for nodeid, done in unit.items()
+                if not done
+            )
+
+        def _favour_the_freer(self, node: Any) -> None:
+            """Near the end, a worker whose last check runs longer than another worker has left takes
+            the smallest unit, leaving the next costliest to the worker that frees up first (a worker
+            holding a check cannot wait: it runs that check once it knows what comes next)."""
+            if len(self.workqueue) < 2:
+                return
+            others = [
+                self._left(other) for other in self._serving if other is not node and not other.shutting_down
+            ]
+            if others and min(others) < self._left(node):
+                smallest = min(self.workqueue, key=self._unit_cost)
+                self.workqueue.move_to_end(smallest, last=False)
 
         def remove_node(self, node: Any) -> Any:
             self._serving.discard(node)
@@ -655,16 +692,22 @@ def make_scheduler(
         def _split_scope(self, nodeid: str) -> str:
             return self._units.get(nodeid) or scope_of(nodeid)
 
-        def _assign_work_unit(self, node: Any) -> None:
+        def _order(self) -> None:
             if not self._ordered:
                 # the serial groups are the longest chains: they start first, then the costliest units
                 self._ordered = True
-                cost = unit_cost_estimate(protocol.unit_costs, {u: len(c) for u, c in self.workqueue.items()})
+                self._unit_cost = unit_cost_estimate(
+                    protocol.unit_costs, {u: len(c) for u, c in self.workqueue.items()}
+                )
                 units = sorted(
-                    self.workqueue.items(), key=lambda u: (not u[0].startswith("serial:"), -cost(u[0]))
+                    self.workqueue.items(),
+                    key=lambda u: (not u[0].startswith("serial:"), -self._unit_cost(u[0])),
                 )
                 self.workqueue.clear()
                 self.workqueue.update(units)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            self._order()
             super()._assign_work_unit(node)
 
     return AmpScheduling(config, log)

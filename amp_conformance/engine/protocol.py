@@ -206,6 +206,26 @@ class Protocol(ABC):
             if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
         }
 
+    @cached_property
+    def check_costs(self) -> Mapping[str, float]:
+        """Seconds each check took in the same measured run (``unit_costs.json``'s ``checks``, by node
+        id below the checks folder), by which the scheduler tells how long a worker has left near the
+        end of a run. Only an order, as :attr:`unit_costs`."""
+        import json
+
+        try:
+            document = json.loads((self.checks_dir / UNIT_COSTS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        checks = document.get("checks") if isinstance(document, dict) else None
+        if not isinstance(checks, dict):
+            return {}
+        return {
+            str(nodeid): float(cost)
+            for nodeid, cost in checks.items()
+            if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
+        }
+
     def health_url(self, base_url: str) -> str:
         """For ``--server-cmd``: the URL that answers 2xx once a started server is up (ValueError for
         a base URL this protocol cannot use)."""

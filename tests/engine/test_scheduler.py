@@ -203,3 +203,56 @@ def test_a_collection_from_a_worker_already_removed_is_ignored(scheduler: Any) -
     scheduler.add_node_collection(nodes[0], COLLECTION)
     scheduler.schedule()
     assert nodes[0].sent and not nodes[1].sent
+
+
+def test_a_worker_whose_last_check_runs_long_takes_the_smallest_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Near the end, the next costliest unit waits for the worker that frees up first: gw0's last
+    check (5 s) outlasts what gw1 has left (3 s), so gw0 takes the smallest unit and gw1, whose last
+    check is short, takes the costliest left."""
+    import xdist.scheduler.loadscope as loadscope
+
+    monkeypatch.setattr(loadscope, "parse_tx_spec_config", lambda config: ["popen"] * 2)
+    monkeypatch.setattr(parallel, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
+    checks = {
+        "slow.py::a": 0.1,
+        "slow.py::z": 5.0,
+        "big.py::a": 1.0,
+        "big.py::b": 1.0,
+        "big.py::c": 1.0,
+        "quick.py::a": 0.1,
+        "quick.py::b": 0.1,
+        "small.py::a": 0.05,
+    }
+    units = {"slow.py": 5.1, "big.py": 3.0, "quick.py": 0.2, "small.py": 0.05}
+    protocol = SimpleNamespace(unit_costs=units, check_costs=checks)
+    scheduler = parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, protocol)
+    collection = list(checks)
+    nodes = [FakeNode("gw0"), FakeNode("gw1")]
+    for node in nodes:
+        scheduler.add_node(node)
+    for node in nodes:
+        scheduler.add_node_collection(node, collection)
+        scheduler.schedule()
+
+    def units_sent(node: FakeNode) -> list[str]:
+        return [collection[batch[0]].split("::")[0] for batch in node.sent]
+
+    assert units_sent(nodes[0]) == ["slow.py"] and units_sent(nodes[1]) == ["big.py"]
+    scheduler.mark_test_complete(nodes[0], collection.index("slow.py::a"))  # 5 s left, gw1 has 3 s
+    assert units_sent(nodes[0]) == ["slow.py", "small.py"]
+    for name in ("big.py::a", "big.py::b"):  # 1 s left, gw0 has 5 s
+        scheduler.mark_test_complete(nodes[1], collection.index(name))
+    assert units_sent(nodes[1]) == ["big.py", "quick.py"]
+
+
+def test_a_check_cost_is_measured_or_the_mean_of_the_measured() -> None:
+    cost = parallel.check_cost_estimate({"t.py::a": 1.0, "t.py::b": 3.0})
+    assert cost("t.py::a") == 1.0 and cost("somewhere/checks/t.py::b") == 3.0 and cost("t.py::c") == 2.0
+    assert parallel.check_cost_estimate({})("t.py::a") == 0.1
+
+
+def test_the_measured_check_costs_name_only_checks_that_exist() -> None:
+    """unit_costs.json's per-check figures (scripts/unit_costs.py) name checks of the registry."""
+    nodeids = {spec.nodeid.split("/checks/", 1)[-1] for spec in checks_of(PROTOCOL.name)}
+    assert PROTOCOL.check_costs, "amp01/checks/unit_costs.json has no per-check figures"
+    assert set(PROTOCOL.check_costs) <= nodeids, sorted(set(PROTOCOL.check_costs) - nodeids)[:5]
