@@ -115,6 +115,29 @@ figure with care: the chain went from 36 to 46 requests because with units of on
 that first needs several shared values makes them all; against session 5's 3.6 s bound this wall is
 3.3x. The bound the issue meant (the serial row's 34-request chain, 3.4 s) would need the wall under
 10.2 s: the work itself (the checks' requests over eight workers, ~9.5 s) leaves no room for it.
+
+Session 7 (823 -> 786 requests; independent requests of a check sent together, ``amp.at_once``:
+the refusal steps, the access matrix's creates, the status trio's reads; the scheduler keeping the
+costliest unit for the worker that frees up first), 2026-12-02 16:16-16:25 UTC, machine otherwise
+idle, three runs of ``--delay 100 --workers 1,8``:
+
+    server workers  wall s  run s requests  speed-up chain bound s wall/bound serial req serial s
+     100ms       1    60.7   60.0      786     1.00x    38     3.8       16.0         68      4.3
+     100ms       8    10.4    9.4      790     5.84x    34     3.4        3.1         68      5.7
+     100ms       1    60.9   60.2      786     1.00x    38     3.8       16.0         68      4.3
+     100ms       8    10.4    9.6      790     5.88x    34     3.4        3.0         68      5.8
+     100ms       1    60.9   60.1      786     1.00x    38     3.8       16.0         68      4.4
+     100ms       8    10.0    9.4      790     6.06x    34     3.4        2.9         68      5.6
+    1@50ms       8    42.2   41.6      790         -    34    39.5        1.1         68     27.3
+
+Other 8-worker runs: 9.8, 9.9, 10.0 and 10.0 s. Where the ~10 s go (a timeline): the first worker's
+first check ~1.05-1.2 s after the command starts, the last worker's ~1.4-1.7 s (xdist starts the
+gateways one after the other; each worker's collection takes 0.15-0.35 s of a shared core); the
+workers' last checks end ~8.4-9.6 s in (the last units handed out near 8 s take 1-1.3 s each);
+cleanup, the controller's report and exit ~0.5 s. ``at_once`` shortens the serial row as much as the
+parallel one, so the speed-up barely moves (5.8-6.1x) while the wall drops (11.5 -> ~10 s). Read the
+bound with care too: ``chain`` counts a check's requests, and a check whose requests go out together
+now waits for fewer round trips than it sends, so the printed bound overstates the floor.
 """
 
 from __future__ import annotations
