@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import httpx
 
 from amp_conformance.amp01.target import normalise_base_url
-from amp_conformance.engine.client import Client, Connection
+from amp_conformance.engine.client import Client, Connection, at_once
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import NotApplicable, ToolError, TransportFailure
 from amp_conformance.engine.protocol import ProtocolSession
@@ -176,14 +176,10 @@ class Amp01Session(ProtocolSession):
         return {"spec": spec, "conventions": conventions.as_wire()}
 
     def at_once(self, first: Callable[[], _T], second: Callable[[], _U]) -> tuple[_T, _U]:
-        """``first()`` and ``second()``, at the same time when the connection allows it (over sockets;
-        an in-process app is asked one request at a time, as the cleanup does)."""
-        if self.connection.http_override is not None:
-            return first(), second()
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="amp-at-once") as pool:
-            early = pool.submit(first)
-            later = second()
-            return early.result(), later
+        """``first()`` and ``second()``, at the same time when the connection allows it (the engine's
+        ``at_once``: over sockets; an in-process app is asked one request at a time)."""
+        one, two = at_once(self.connection, [first, second])
+        return cast(_T, one), cast(_U, two)
 
     def adopt_briefing_later(self, fetch: Callable[[], Mapping[str, Any]]) -> None:
         self._pending_briefing = fetch

@@ -257,8 +257,9 @@ def at_once(connection: Connection, calls: Sequence[Callable[[], _T]]) -> list[_
     For requests that do not depend on one another (refused probes, reads of a settled state): a
     distant server then costs one round trip for the lot instead of one each. The evidence is the
     same as one call after the other: each call's exchanges are recorded in the calls' order once all
-    have ended, and the first call (in order) that raised raises again; the calls after it were sent
-    too, and their exchanges are recorded as well."""
+    have ended (into the enclosing call's, when this one runs inside another), and the first call (in
+    order) that raised raises again; the calls after it were sent too, and their exchanges are
+    recorded as well."""
     if connection.http_override is not None or len(calls) < 2:
         return [call() for call in calls]
 
@@ -272,10 +273,18 @@ def at_once(connection: Connection, calls: Sequence[Callable[[], _T]]) -> list[_
         finally:
             _held.records = None
 
-    limit = min(AT_ONCE_LIMIT, len(calls))
-    with ThreadPoolExecutor(max_workers=limit, thread_name_prefix="amp-at-once") as pool:
+    outer: list[_Held] | None = getattr(_held, "records", None)  # this call inside another's
+    pool = ThreadPoolExecutor(max_workers=min(AT_ONCE_LIMIT, len(calls)), thread_name_prefix="amp-at-once")
+    try:
         ended = list(pool.map(held, calls))
+    except BaseException:  # an interrupt while waiting: no wait for the requests still in flight
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     for _, _, records in ended:
+        if outer is not None:
+            outer.extend(records)
+            continue
         for log, exchange in records:
             log.append(exchange)
     for _, error, _ in ended:

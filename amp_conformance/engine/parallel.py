@@ -610,7 +610,6 @@ def make_scheduler(
 
     class AmpScheduling(LoadScopeScheduling):  # type: ignore[misc]
         _ordered = False
-        _unit_cost: Callable[[str], float] = staticmethod(lambda unit: 0.0)
         collection: list[str] | None
         registered_collections: dict[Any, list[str]]
         numnodes: int
@@ -619,6 +618,8 @@ def make_scheduler(
             super().__init__(config, log)
             self._serving: set[Any] = set()
             self._units: Mapping[str, str] = {}
+            self._unit_cost: Callable[[str], float] = lambda unit: 0.0
+            """A unit's expected seconds, set when the queue is first ordered (:meth:`_order`)."""
 
         @property
         def collection_is_completed(self) -> bool:

@@ -190,39 +190,29 @@ class Protocol(ABC):
         by which the scheduler starts the longest first: ``unit_costs.json`` beside the checks when
         there is one (``scripts/unit_costs.py`` writes it from a serial run's JSON report), else none.
         Only an order: a stale or missing figure can cost speed, never a verdict."""
-        import json
-
-        path = self.checks_dir / UNIT_COSTS_FILE
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        units = document.get("units") if isinstance(document, dict) else None
-        if not isinstance(units, dict):
-            return {}
-        return {
-            str(unit): float(cost)
-            for unit, cost in units.items()
-            if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
-        }
+        return self._measured("units")
 
     @cached_property
     def check_costs(self) -> Mapping[str, float]:
         """Seconds each check took in the same measured run (``unit_costs.json``'s ``checks``, by node
         id below the checks folder), by which the scheduler tells how long a worker has left near the
         end of a run. Only an order, as :attr:`unit_costs`."""
+        return self._measured("checks")
+
+    def _measured(self, member: str) -> dict[str, float]:
+        """``unit_costs.json``'s ``member``: name -> seconds, the readable figures only."""
         import json
 
         try:
             document = json.loads((self.checks_dir / UNIT_COSTS_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
-        checks = document.get("checks") if isinstance(document, dict) else None
-        if not isinstance(checks, dict):
+        figures = document.get(member) if isinstance(document, dict) else None
+        if not isinstance(figures, dict):
             return {}
         return {
-            str(nodeid): float(cost)
-            for nodeid, cost in checks.items()
+            str(name): float(cost)
+            for name, cost in figures.items()
             if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
         }
 

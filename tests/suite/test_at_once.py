@@ -109,3 +109,18 @@ def test_an_in_process_app_is_asked_one_request_at_a_time_in_order() -> None:
     replies = at_once(connection, [lambda n=n: client.get(f"/{n}") for n in range(5)])
     assert order == [f"/{n}" for n in range(5)]
     assert [reply.text for reply in replies] == order
+
+
+def test_a_call_inside_another_keeps_the_order_of_the_whole(gathering: tuple[str, _Gathering]) -> None:
+    """A batch inside a call of another batch (the briefing's conventions detection does that) is
+    recorded where that call stands, not before the outer batch's earlier calls."""
+    url, state = gathering
+    state.expected = 1
+    connection = Connection(url, timeout=5)
+    client = Client(connection)
+
+    def inner() -> list[Reply]:
+        return at_once(connection, [lambda: client.get("/two"), lambda: client.get("/three")])
+
+    at_once(connection, [lambda: client.get("/one"), inner, lambda: client.get("/four")])
+    assert [exchange.url.rsplit("/", 1)[-1] for exchange in client.log] == ["one", "two", "three", "four"]

@@ -458,33 +458,17 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
             riding[name] = entry
         else:
             creating[name] = entry
-    # the vectors' cells created at once (amp.at_once), judged in the vectors' order
-    client = amp.as_agent("a")
-    bodies = [amp.cell_body(_matrix_body(text, entry)) for entry in creating.values()]
-    for (name, entry), reply in zip(
-        creating.items(),
-        amp.at_once(*(partial(client.post, "/memories", body) for body in bodies)),
-        strict=True,
-    ):
-        try:
-            vectors[name] = _matrix_entry(amp, start, reply, entry)
-        except CheckFailure as failure:
-            vectors[name] = {"failure": _frozen(amp, start, failure)}
-            continue
-        owners.add(str(entry["owner_id"]))
-    for name, entry in riding.items():
+    # the vectors' cells created at once (amp.at_once), judged in the vectors' order; then the riders
+    # whose host's cell cannot serve them get cells of their own, the same way
+    _create_vector_cells(amp, start, text, creating, vectors, owners)
+    for name, entry in list(riding.items()):
         hosting = vectors.get(RIDERS[name], {})
         if "cell" in hosting and all(hosting[k] == entry[k] for k in entry):  # the host's cell serves
             vectors[name] = {"cell": hosting["cell"], "create": hosting["create"], "joint": RIDERS[name]}
             vectors[name] |= entry
             joints.append((name, RIDERS[name]))
-            continue
-        try:
-            vectors[name] = _matrix_cell(amp, start, text, entry)
-        except CheckFailure as failure:
-            vectors[name] = {"failure": _frozen(amp, start, failure)}
-            continue
-        owners.add(str(entry["owner_id"]))
+            del riding[name]
+    _create_vector_cells(amp, start, text, riding, vectors, owners)
     made: dict[str, Any] = {
         "text": text,
         "vectors": vectors,
@@ -525,6 +509,28 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     for rider, host in joints:
         made["joints"][host] = _joint_sequence(amp, start, made, rider, host)
     return made
+
+
+def _create_vector_cells(
+    amp: Amp,
+    start: int,
+    text: str,
+    entries: Mapping[str, Mapping[str, Any]],
+    vectors: dict[str, dict[str, Any]],
+    owners: set[str],
+) -> None:
+    """The cells of ``entries`` (by vector name) created by agent "a" at once, each judged in order as
+    a step: the vector gets its cell, or the failure that stopped its create (raised by its check)."""
+    client = amp.as_agent("a")
+    bodies = [amp.cell_body(_matrix_body(text, entry)) for entry in entries.values()]
+    sent = amp.at_once(*(partial(client.post, "/memories", body) for body in bodies))
+    for (name, entry), reply in zip(entries.items(), sent, strict=True):
+        try:
+            vectors[name] = _matrix_entry(amp, start, reply, entry)
+        except CheckFailure as failure:
+            vectors[name] = {"failure": _frozen(amp, start, failure)}
+            continue
+        owners.add(str(entry["owner_id"]))
 
 
 def _matrix_body(text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
