@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import heapq
 import json
 import os
 import re
@@ -661,6 +662,9 @@ def make_scheduler(
                 return
             while self.workqueue and self._pending_of(self.assigned_work[node]) <= 1:
                 self._order()
+                if self._others_take_the_rest(node):
+                    node.shutdown()  # it runs what it holds; the units left wait for the freer
+                    return
                 self._favour_the_freer(node)
                 self._assign_work_unit(node)
 
@@ -672,6 +676,27 @@ def make_scheduler(
                 for nodeid, done in unit.items()
                 if not done
             )
+
+        def _others_take_the_rest(self, node: Any) -> bool:
+            """At the very end: whether the other workers, each taking the next costliest unit as it
+            frees up, take every unit left before ``node`` frees up. A unit given to ``node`` then
+            only waits behind its last check while a worker that could run it sits idle, and the run
+            ends later: ``node`` is let go instead (xdist's scope scheduling gives it the unit)."""
+            others = [
+                (self._left(other), 1)
+                for other in self._serving
+                if other is not node and not other.shutting_down
+            ]
+            if len(others) < len(self.workqueue):
+                return False  # more units left than other workers: never let a worker go that early
+            free = [(self._left(node), 0), *others]  # on a tie, ``node`` (0) takes the unit
+            heapq.heapify(free)
+            for unit in self.workqueue:
+                until, other = heapq.heappop(free)
+                if not other:
+                    return False
+                heapq.heappush(free, (until + self._unit_cost(unit), 1))
+            return True
 
         def _favour_the_freer(self, node: Any) -> None:
             """Near the end, a worker whose last check runs longer than another worker has left takes

@@ -256,3 +256,77 @@ def test_the_measured_check_costs_name_only_checks_that_exist() -> None:
     nodeids = {spec.nodeid.split("/checks/", 1)[-1] for spec in checks_of(PROTOCOL.name)}
     assert PROTOCOL.check_costs, "amp01/checks/unit_costs.json has no per-check figures"
     assert set(PROTOCOL.check_costs) <= nodeids, sorted(set(PROTOCOL.check_costs) - nodeids)[:5]
+
+
+def test_a_worker_whose_last_check_outlasts_the_others_is_let_go_at_the_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the very end, a worker whose last check runs long is shut down rather than given the last
+    unit, which the worker that frees up first takes: given to the slow one, it would wait behind
+    that check (5 s) while the other sat idle."""
+    import xdist.scheduler.loadscope as loadscope
+
+    monkeypatch.setattr(loadscope, "parse_tx_spec_config", lambda config: ["popen"] * 2)
+    monkeypatch.setattr(parallel, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
+    checks = {
+        "slow.py::a": 0.1,
+        "slow.py::z": 5.0,
+        "big.py::a": 1.0,
+        "big.py::b": 1.0,
+        "big.py::c": 1.0,
+        "last.py::a": 1.0,
+    }
+    units = {"slow.py": 5.1, "big.py": 3.0, "last.py": 1.0}
+    protocol = SimpleNamespace(unit_costs=units, check_costs=checks)
+    scheduler = parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, protocol)
+    collection = list(checks)
+    nodes = [FakeNode("gw0"), FakeNode("gw1")]
+    for node in nodes:
+        scheduler.add_node(node)
+    for node in nodes:
+        scheduler.add_node_collection(node, collection)
+        scheduler.schedule()
+
+    def units_sent(node: FakeNode) -> list[str]:
+        return [collection[batch[0]].split("::")[0] for batch in node.sent]
+
+    assert units_sent(nodes[0]) == ["slow.py"] and units_sent(nodes[1]) == ["big.py"]
+    scheduler.mark_test_complete(nodes[0], collection.index("slow.py::a"))  # 5 s left, gw1 has 3 s
+    assert units_sent(nodes[0]) == ["slow.py"] and nodes[0].shutting_down
+    for name in ("big.py::a", "big.py::b"):
+        scheduler.mark_test_complete(nodes[1], collection.index(name))
+    assert units_sent(nodes[1]) == ["big.py", "last.py"] and not nodes[1].shutting_down
+
+
+def test_a_worker_is_not_let_go_while_it_would_free_up_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same end with the costs the other way round: the worker asking frees up first, so it takes
+    the last unit and nobody is let go."""
+    import xdist.scheduler.loadscope as loadscope
+
+    monkeypatch.setattr(loadscope, "parse_tx_spec_config", lambda config: ["popen"] * 2)
+    monkeypatch.setattr(parallel, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
+    checks = {
+        "slow.py::a": 0.1,
+        "slow.py::z": 0.5,
+        "big.py::a": 3.0,
+        "big.py::b": 3.0,
+        "big.py::c": 3.0,
+        "last.py::a": 1.0,
+    }
+    units = {"big.py": 9.0, "slow.py": 2.0, "last.py": 1.0}
+    protocol = SimpleNamespace(unit_costs=units, check_costs=checks)
+    scheduler = parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, protocol)
+    collection = list(checks)
+    nodes = [FakeNode("gw0"), FakeNode("gw1")]
+    for node in nodes:
+        scheduler.add_node(node)
+    for node in nodes:
+        scheduler.add_node_collection(node, collection)
+        scheduler.schedule()
+
+    def units_sent(node: FakeNode) -> list[str]:
+        return [collection[batch[0]].split("::")[0] for batch in node.sent]
+
+    assert units_sent(nodes[0]) == ["big.py"] and units_sent(nodes[1]) == ["slow.py"]
+    scheduler.mark_test_complete(nodes[1], collection.index("slow.py::a"))  # 0.5 s left, gw0 has 9 s
+    assert units_sent(nodes[1]) == ["slow.py", "last.py"] and not nodes[1].shutting_down
