@@ -138,6 +138,36 @@ cleanup, the controller's report and exit ~0.5 s. ``at_once`` shortens the seria
 parallel one, so the speed-up barely moves (5.8-6.1x) while the wall drops (11.5 -> ~10 s). Read the
 bound with care too: ``chain`` counts a check's requests, and a check whose requests go out together
 now waits for fewer round trips than it sends, so the printed bound overstates the floor.
+
+Session 9 (a worker let go at the very end rather than handed a unit that would wait behind its last
+check), 2026-12-03 08:50-09:12 UTC, machine otherwise idle, full runs of ``--delay 100 --workers 1,8``
+(the 1@50ms rows from the first and the last two):
+
+    server workers  wall s  run s requests  speed-up chain bound s wall/bound serial req serial s
+     100ms       1    59.2   58.8      786     1.00x    38     3.8       15.6         68      4.3
+     100ms       8     9.6    9.0      790     6.19x    34     3.4        2.8         68      5.8
+     100ms       1    60.5   60.0      786     1.00x    38     3.8       15.9         68      4.4
+     100ms       8    10.3    9.6      790     5.90x    34     3.4        3.0         68      6.0
+     100ms       1    59.8   59.3      786     1.00x    38     3.8       15.7         68      4.3
+     100ms       8     9.8    9.3      790     6.08x    34     3.4        2.9         68      5.7
+     100ms       1    59.5   59.0      786     1.00x    38     3.8       15.7         68      4.3
+     100ms       8     9.9    9.4      790     6.01x    34     3.4        2.9         68      5.7
+     100ms       1    59.9   59.4      786     1.00x    38     3.8       15.8         68      4.3
+     100ms       8     9.6    9.1      790     6.26x    34     3.4        2.8         68      5.6
+    1@50ms       8    41.9   41.5      790         -    34    39.5        1.1         68     27.6
+
+About forty other 8-worker runs that hour (this tree, main before it, the variants tried): 9.3-10.4 s
+and once 11.2 s; the host's load moved them more than any change tried did. Where ~9.7 s go (a timeline of workers, fork server and controller,
+from the command's start): the fork server is up 0.13 s in and has imported what workers need 0.55 s
+in; the controller reaches xdist's setup at 0.44 and starts the eight gateways from 0.55 to ~1.25 s,
+each worker then needing ~0.2 CPU-s (0.06 to start pytest, 0.12-0.15 to collect) of two cores that
+all eight share, so start-up is CPU-bound: the gateways started at once from threads (tried) changed
+nothing. The workers' checks (~62 worker-seconds, nearly all waiting on answers) end within ~0.4 s of
+their mean, close to what the longest-first order gives with exact unit costs (a simulation: 0.3 s;
+splitting any one unit in two gains at most 0.1 s); then cleanup (two round trips: every worker
+archives and deletes the cells of its shared steps once all are done) ~0.25 s, and the controller's
+merge and JSON report ~0.2 s. The fixed part is ~2.2 s of the 9.7: the speed-up sits at 5.9-6.3x,
+and what shortens both rows (fewer round trips) does not raise it.
 """
 
 from __future__ import annotations
