@@ -156,18 +156,19 @@ check), 2026-12-03 08:50-09:12 UTC, machine otherwise idle, full runs of ``--del
      100ms       8     9.6    9.1      790     6.26x    34     3.4        2.8         68      5.6
     1@50ms       8    41.9   41.5      790         -    34    39.5        1.1         68     27.6
 
-About forty other 8-worker runs that hour (this tree, main before it, the variants tried): 9.3-10.4 s
-and once 11.2 s; the host's load moved them more than any change tried did. Where ~9.7 s go (a timeline of workers, fork server and controller,
-from the command's start): the fork server is up 0.13 s in and has imported what workers need 0.55 s
-in; the controller reaches xdist's setup at 0.44 and starts the eight gateways from 0.55 to ~1.25 s,
-each worker then needing ~0.2 CPU-s (0.06 to start pytest, 0.12-0.15 to collect) of two cores that
-all eight share, so start-up is CPU-bound: the gateways started at once from threads (tried) changed
-nothing. The workers' checks (~62 worker-seconds, nearly all waiting on answers) end within ~0.4 s of
-their mean, close to what the longest-first order gives with exact unit costs (a simulation: 0.3 s;
-splitting any one unit in two gains at most 0.1 s); then cleanup (two round trips: every worker
-archives and deletes the cells of its shared steps once all are done) ~0.25 s, and the controller's
-merge and JSON report ~0.2 s. The fixed part is ~2.2 s of the 9.7: the speed-up sits at 5.9-6.3x,
-and what shortens both rows (fewer round trips) does not raise it.
+About forty other 8-worker runs that hour (this tree, main before it, the variants tried): 9.3-10.4
+s and once 11.2 s; the host's load moved them more than any change tried did. Where ~9.7 s go (a
+timeline of workers, fork server and controller, from the command's start): the fork server is up
+0.13 s in and has imported what workers need 0.55 s in; the controller reaches xdist's setup at 0.44
+and starts the eight gateways from 0.55 to ~1.25 s, each worker then needing ~0.2 CPU-s (0.06 to
+start pytest, 0.12-0.15 to collect) of two cores that all eight share, so start-up is CPU-bound: the
+gateways started at once from threads (tried) changed nothing. The workers' checks (~62
+worker-seconds, nearly all waiting on answers) end within ~0.4 s of their mean, close to what the
+longest-first order gives with exact unit costs (a simulation: 0.3 s; splitting any one unit in two
+gains at most 0.1 s); then cleanup (two round trips: every worker archives and deletes the cells of
+its shared steps once all are done) ~0.25 s, and the controller's merge and JSON report ~0.2 s. The
+fixed part is ~2.2 s of the 9.7: the speed-up sits at 5.9-6.3x, and what shortens both rows (fewer
+round trips) does not raise it.
 """
 
 from __future__ import annotations
