@@ -156,8 +156,8 @@ check), 2026-12-03 08:50-09:12 UTC, machine otherwise idle, full runs of ``--del
      100ms       8     9.6    9.1      790     6.26x    34     3.4        2.8         68      5.6
     1@50ms       8    41.9   41.5      790         -    34    39.5        1.1         68     27.6
 
-About forty other 8-worker runs that hour (this tree, main before it, the variants tried): 9.3-10.4
-s and once 11.2 s; the host's load moved them more than any change tried did. Where ~9.7 s go (a
+About forty other 8-worker runs that hour (this tree, main before it, the variants tried):
+9.3-10.4 s and once 11.2 s; the host's load moved them more than any change tried did. Where ~9.7 s go (a
 timeline of workers, fork server and controller, from the command's start): the fork server is up
 0.13 s in and has imported what workers need 0.55 s in; the controller reaches xdist's setup at 0.44
 and starts the eight gateways from 0.55 to ~1.25 s, each worker then needing ~0.2 CPU-s (0.06 to
