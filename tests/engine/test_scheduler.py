@@ -3,6 +3,7 @@ xdist's own bookkeeping: fake worker nodes stand for xdist's WorkerController.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -205,25 +206,15 @@ def test_a_collection_from_a_worker_already_removed_is_ignored(scheduler: Any) -
     assert nodes[0].sent and not nodes[1].sent
 
 
-def test_a_worker_whose_last_check_runs_long_takes_the_smallest_unit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Near the end, the next costliest unit waits for the worker that frees up first: gw0's last
-    check (5 s) outlasts what gw1 has left (3 s), so gw0 takes the smallest unit and gw1, whose last
-    check is short, takes the costliest left."""
+def _two_workers(
+    monkeypatch: pytest.MonkeyPatch, checks: dict[str, float], units: dict[str, float]
+) -> tuple[Any, list[FakeNode], list[str], Callable[[FakeNode], list[str]]]:
+    """A scheduler of two workers with these measured costs, both collected and given their first
+    units; and what each was sent, by unit (the module part of a node id)."""
     import xdist.scheduler.loadscope as loadscope
 
     monkeypatch.setattr(loadscope, "parse_tx_spec_config", lambda config: ["popen"] * 2)
     monkeypatch.setattr(parallel, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
-    checks = {
-        "slow.py::a": 0.1,
-        "slow.py::z": 5.0,
-        "big.py::a": 1.0,
-        "big.py::b": 1.0,
-        "big.py::c": 1.0,
-        "quick.py::a": 0.1,
-        "quick.py::b": 0.1,
-        "small.py::a": 0.05,
-    }
-    units = {"slow.py": 5.1, "big.py": 3.0, "quick.py": 0.2, "small.py": 0.05}
     protocol = SimpleNamespace(unit_costs=units, check_costs=checks)
     scheduler = parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, protocol)
     collection = list(checks)
@@ -236,6 +227,26 @@ def test_a_worker_whose_last_check_runs_long_takes_the_smallest_unit(monkeypatch
 
     def units_sent(node: FakeNode) -> list[str]:
         return [collection[batch[0]].split("::")[0] for batch in node.sent]
+
+    return scheduler, nodes, collection, units_sent
+
+
+def test_a_worker_whose_last_check_runs_long_takes_the_smallest_unit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Near the end, the next costliest unit waits for the worker that frees up first: gw0's last
+    check (5 s) outlasts what gw1 has left (3 s), so gw0 takes the smallest unit and gw1, whose last
+    check is short, takes the costliest left."""
+    checks = {
+        "slow.py::a": 0.1,
+        "slow.py::z": 5.0,
+        "big.py::a": 1.0,
+        "big.py::b": 1.0,
+        "big.py::c": 1.0,
+        "quick.py::a": 0.1,
+        "quick.py::b": 0.1,
+        "small.py::a": 0.05,
+    }
+    units = {"slow.py": 5.1, "big.py": 3.0, "quick.py": 0.2, "small.py": 0.05}
+    scheduler, nodes, collection, units_sent = _two_workers(monkeypatch, checks, units)
 
     assert units_sent(nodes[0]) == ["slow.py"] and units_sent(nodes[1]) == ["big.py"]
     scheduler.mark_test_complete(nodes[0], collection.index("slow.py::a"))  # 5 s left, gw1 has 3 s
@@ -264,10 +275,6 @@ def test_a_worker_whose_last_check_outlasts_the_others_is_let_go_at_the_end(
     """At the very end, a worker whose last check runs long is shut down rather than given the last
     unit, which the worker that frees up first takes: given to the slow one, it would wait behind
     that check (5 s) while the other sat idle."""
-    import xdist.scheduler.loadscope as loadscope
-
-    monkeypatch.setattr(loadscope, "parse_tx_spec_config", lambda config: ["popen"] * 2)
-    monkeypatch.setattr(parallel, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
     checks = {
         "slow.py::a": 0.1,
         "slow.py::z": 5.0,
@@ -277,18 +284,7 @@ def test_a_worker_whose_last_check_outlasts_the_others_is_let_go_at_the_end(
         "last.py::a": 1.0,
     }
     units = {"slow.py": 5.1, "big.py": 3.0, "last.py": 1.0}
-    protocol = SimpleNamespace(unit_costs=units, check_costs=checks)
-    scheduler = parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, protocol)
-    collection = list(checks)
-    nodes = [FakeNode("gw0"), FakeNode("gw1")]
-    for node in nodes:
-        scheduler.add_node(node)
-    for node in nodes:
-        scheduler.add_node_collection(node, collection)
-        scheduler.schedule()
-
-    def units_sent(node: FakeNode) -> list[str]:
-        return [collection[batch[0]].split("::")[0] for batch in node.sent]
+    scheduler, nodes, collection, units_sent = _two_workers(monkeypatch, checks, units)
 
     assert units_sent(nodes[0]) == ["slow.py"] and units_sent(nodes[1]) == ["big.py"]
     scheduler.mark_test_complete(nodes[0], collection.index("slow.py::a"))  # 5 s left, gw1 has 3 s
@@ -301,10 +297,6 @@ def test_a_worker_whose_last_check_outlasts_the_others_is_let_go_at_the_end(
 def test_a_worker_is_not_let_go_while_it_would_free_up_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same end with the costs the other way round: the worker asking frees up first, so it takes
     the last unit and nobody is let go."""
-    import xdist.scheduler.loadscope as loadscope
-
-    monkeypatch.setattr(loadscope, "parse_tx_spec_config", lambda config: ["popen"] * 2)
-    monkeypatch.setattr(parallel, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
     checks = {
         "slow.py::a": 0.1,
         "slow.py::z": 0.5,
@@ -314,18 +306,7 @@ def test_a_worker_is_not_let_go_while_it_would_free_up_first(monkeypatch: pytest
         "last.py::a": 1.0,
     }
     units = {"big.py": 9.0, "slow.py": 2.0, "last.py": 1.0}
-    protocol = SimpleNamespace(unit_costs=units, check_costs=checks)
-    scheduler = parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, protocol)
-    collection = list(checks)
-    nodes = [FakeNode("gw0"), FakeNode("gw1")]
-    for node in nodes:
-        scheduler.add_node(node)
-    for node in nodes:
-        scheduler.add_node_collection(node, collection)
-        scheduler.schedule()
-
-    def units_sent(node: FakeNode) -> list[str]:
-        return [collection[batch[0]].split("::")[0] for batch in node.sent]
+    scheduler, nodes, collection, units_sent = _two_workers(monkeypatch, checks, units)
 
     assert units_sent(nodes[0]) == ["big.py"] and units_sent(nodes[1]) == ["slow.py"]
     scheduler.mark_test_complete(nodes[1], collection.index("slow.py::a"))  # 0.5 s left, gw0 has 9 s
