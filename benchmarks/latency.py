@@ -18,6 +18,12 @@ seconds before the first answer a check got and after the last one (start-up, cl
     python benchmarks/latency.py                       # delays 50 and 200 ms; 1, 4 and 8 workers
     python benchmarks/latency.py --delay 100 --workers 1,8   # issue 13's bar: 8 workers >= 4x faster
     python benchmarks/latency.py --delays 50 --workers 1 --only crud --keep reports/
+    python benchmarks/latency.py --delay 100 --workers 8 --timeline   # where each run's time went
+
+``--timeline`` loads ``plugins/amp_timeline.py`` into every process of each run (``PYTEST_PLUGINS``) and
+prints, under the row, when the workers (serially, the one process) were configured and collected, ran
+their first and last checks and ended, and when the controller ended, in seconds from the command's
+start, with each worker's own line.
 
 Then a "server-bound" row (``--service-ms``, default 50; ``--service-ms 0`` leaves it out): the same
 server made to serve one request at a time, each taking that long, as a persistent store embedding
@@ -193,6 +199,10 @@ from typing import TYPE_CHECKING, Any
 # This folder holds a script named reference_server.py: put the repository first so that
 # ``import reference_server`` finds the package, not the benchmark.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# the pytest plugin ``--timeline`` loads into every process of a run (``_PLUGINS``)
+sys.path.insert(1, str(Path(__file__).resolve().parent / "plugins"))
+
+import amp_timeline
 
 from amp_conformance.amp01.selfserve import BundledServer
 
@@ -200,6 +210,8 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
 RUN_TIMEOUT = 3600.0
+#: The folder of the pytest plugin ``--timeline`` loads into every process of a run.
+_PLUGINS = Path(amp_timeline.__file__).resolve().parent
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,6 +234,8 @@ class Row:
     after_last: float | None = None
     service_ms: int = 0
     """Server-bound: every request served alone, taking this long (0: the delay row)."""
+    timeline: list[str] = dataclasses.field(default_factory=list)
+    """With ``--timeline``: where the run's time went (``plugins/amp_timeline.summary``)."""
 
     @property
     def bound(self) -> float | None:
@@ -304,8 +318,9 @@ def _warm_bytecode(cache: Path) -> None:
     _run([sys.executable, "-m", "amp_conformance", "--only", "health", "--no-fuzz", "-q"])
 
 
-def _run(command: list[str]) -> tuple[int, str, str, float]:
+def _run(command: list[str], extra_env: dict[str, str] | None = None) -> tuple[int, str, str, float]:
     """Run ``command`` in its own process group; every way out stops the whole group."""
+    env = {**(_CHILD_ENV if _CHILD_ENV is not None else os.environ), **(extra_env or {})}
     started = time.perf_counter()
     process = subprocess.Popen(
         command,
@@ -313,7 +328,7 @@ def _run(command: list[str]) -> tuple[int, str, str, float]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        env=_CHILD_ENV,
+        env=env,
     )
     try:
         stdout, stderr = process.communicate(timeout=RUN_TIMEOUT)
@@ -344,16 +359,34 @@ def _server(delay_ms: int, service_ms: int) -> BundledServer:
     return server
 
 
+def _timeline_env(path: Path) -> dict[str, str]:
+    """The environment that loads ``plugins/amp_timeline`` into every process of a run."""
+    plugins = ",".join(p for p in (os.environ.get("PYTEST_PLUGINS"), "amp_timeline") if p)
+    python_path = os.pathsep.join(p for p in (str(_PLUGINS), os.environ.get("PYTHONPATH")) if p)
+    return {"AMP_TIMELINE": str(path), "PYTEST_PLUGINS": plugins, "PYTHONPATH": python_path}
+
+
 def measure(
-    delay_ms: int, workers: int, only: str | None, keep: Path | None = None, *, service_ms: int = 0
+    delay_ms: int,
+    workers: int,
+    only: str | None,
+    keep: Path | None = None,
+    *,
+    service_ms: int = 0,
+    timeline: bool = False,
 ) -> Row:
     """One row: a fresh delayed (or, with ``service_ms``, one-at-a-time) server, one run of the
-    command against it (its report kept in ``keep``)."""
+    command against it (its report kept in ``keep``; with ``timeline``, where its time went)."""
     with tempfile.TemporaryDirectory() as folder, _server(delay_ms, service_ms) as server:
         name = f"server-bound-{service_ms}ms" if service_ms else f"latency-{delay_ms}ms"
         report_path = (keep or Path(folder)) / f"{name}-{workers}w.json"
         report_path.unlink(missing_ok=True)
-        code, stdout, stderr, wall = _run(_command(server, workers, report_path, only))
+        events = Path(folder) / "timeline.jsonl"
+        started = time.time()
+        code, stdout, stderr, wall = _run(
+            _command(server, workers, report_path, only), _timeline_env(events) if timeline else None
+        )
+        lines = amp_timeline.summary(events, started) if timeline and events.exists() else []
         report: dict[str, Any] | None = None
         if report_path.exists():
             with contextlib.suppress(ValueError):
@@ -366,6 +399,7 @@ def measure(
             code,
             f"no JSON report (exit {code}): {_last_line(stderr, stdout)}",
             service_ms=service_ms,
+            timeline=lines,
         )
     checks: list[dict[str, Any]] = report.get("checks") or []
     run: dict[str, Any] = report.get("run") or {}
@@ -387,6 +421,7 @@ def measure(
         serial_requests=sum(c.get("requests") or 0 for c in serial),
         serial_seconds=sum(c.get("duration_seconds") or 0.0 for c in serial),
         service_ms=service_ms,
+        timeline=lines,
         **_checking_window(run, checks),
     )
 
@@ -451,6 +486,11 @@ def format_row(row: Row, serial: Row | None) -> str:
     )
 
 
+def _print_timeline(row: Row) -> None:
+    for line in row.timeline:
+        print(f"    timeline: {line}", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     delays = parser.add_mutually_exclusive_group()
@@ -466,6 +506,11 @@ def main() -> int:
         type=int,
         default=50,
         help="server-bound row: one request at a time, this many ms each (default 50; 0: no such row)",
+    )
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help="also print where each run's time went (every process's start, checks and end)",
     )
     parser.add_argument(
         "--bound-workers",
@@ -486,21 +531,25 @@ def main() -> int:
     for delay_ms in chosen:
         serial: Row | None = None
         for workers in worker_counts:
-            row = measure(delay_ms, workers, args.only, args.keep)
+            row = measure(delay_ms, workers, args.only, args.keep, timeline=args.timeline)
             rows.append(row)
             if workers == 1:
                 serial = row
             print(format_row(row, serial), flush=True)
+            _print_timeline(row)
             if row.problem:
                 print(f"  run failed: delay {delay_ms} ms, {workers} worker(s): {row.problem}", flush=True)
     if args.service_ms > 0:
         bound_serial: Row | None = None
         for workers in sorted(set(args.bound_workers or [worker_counts[-1]])):
-            row = measure(0, workers, args.only, args.keep, service_ms=args.service_ms)
+            row = measure(
+                0, workers, args.only, args.keep, service_ms=args.service_ms, timeline=args.timeline
+            )
             rows.append(row)
             if workers == 1:
                 bound_serial = row
             print(format_row(row, bound_serial), flush=True)
+            _print_timeline(row)
             if row.problem:
                 print(f"  run failed: server-bound, {workers} worker(s): {row.problem}", flush=True)
     print(LEGEND)
