@@ -172,7 +172,7 @@ gateways started at once from threads (tried) changed nothing. The workers' chec
 worker-seconds, nearly all waiting on answers) end within ~0.4 s of their mean, close to what the
 longest-first order gives with exact unit costs (a simulation: 0.3 s; splitting any one unit in two
 gains at most 0.1 s); then cleanup (two round trips: every worker archives and deletes the cells of
-its shared steps once all are done) ~0.25 s, and the controller's merge and JSON report ~0.2 s. The
+its shared steps once all are done) ~0.25-0.35 s, and the controller's merge and JSON report ~0.2 s. The
 fixed part is ~2.2 s of the 9.7: the speed-up sits at 5.9-6.3x, and what shortens both rows (fewer
 round trips) does not raise it.
 """
