@@ -682,14 +682,11 @@ def make_scheduler(
             frees up, take every unit left before ``node`` frees up. A unit given to ``node`` then
             only waits behind its last check while a worker that could run it sits idle, and the run
             ends later: ``node`` is let go instead (xdist's scope scheduling gives it the unit)."""
-            others = [
-                (self._left(other), 1)
-                for other in self._serving
-                if other is not node and not other.shutting_down
-            ]
+            others = [other for other in self._serving if other is not node and not other.shutting_down]
             if len(others) < len(self.workqueue):
                 return False  # more units left than other workers: never let a worker go that early
-            free = [(self._left(node), 0), *others]  # on a tie, ``node`` (0) takes the unit
+            # what each has left is summed only now: until the very end the count above answers
+            free = [(self._left(node), 0), *((self._left(other), 1) for other in others)]  # a tie: node
             heapq.heapify(free)
             for unit in self.workqueue:
                 until, other = heapq.heappop(free)

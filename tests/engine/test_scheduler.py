@@ -269,20 +269,25 @@ def test_the_measured_check_costs_name_only_checks_that_exist() -> None:
     assert set(PROTOCOL.check_costs) <= nodeids, sorted(set(PROTOCOL.check_costs) - nodeids)[:5]
 
 
+def _end_of_run(slow_last: float, big_each: float) -> dict[str, float]:
+    """The checks' seconds of the let-go tests: slow.py's last check, big.py's three, last.py's one."""
+    return {
+        "slow.py::a": 0.1,
+        "slow.py::z": slow_last,
+        "big.py::a": big_each,
+        "big.py::b": big_each,
+        "big.py::c": big_each,
+        "last.py::a": 1.0,
+    }
+
+
 def test_a_worker_whose_last_check_outlasts_the_others_is_let_go_at_the_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """At the very end, a worker whose last check runs long is shut down rather than given the last
     unit, which the worker that frees up first takes: given to the slow one, it would wait behind
     that check (5 s) while the other sat idle."""
-    checks = {
-        "slow.py::a": 0.1,
-        "slow.py::z": 5.0,
-        "big.py::a": 1.0,
-        "big.py::b": 1.0,
-        "big.py::c": 1.0,
-        "last.py::a": 1.0,
-    }
+    checks = _end_of_run(slow_last=5.0, big_each=1.0)
     units = {"slow.py": 5.1, "big.py": 3.0, "last.py": 1.0}
     scheduler, nodes, collection, units_sent = _two_workers(monkeypatch, checks, units)
 
@@ -297,14 +302,7 @@ def test_a_worker_whose_last_check_outlasts_the_others_is_let_go_at_the_end(
 def test_a_worker_is_not_let_go_while_it_would_free_up_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same end with the costs the other way round: the worker asking frees up first, so it takes
     the last unit and nobody is let go."""
-    checks = {
-        "slow.py::a": 0.1,
-        "slow.py::z": 0.5,
-        "big.py::a": 3.0,
-        "big.py::b": 3.0,
-        "big.py::c": 3.0,
-        "last.py::a": 1.0,
-    }
+    checks = _end_of_run(slow_last=0.5, big_each=3.0)
     units = {"big.py": 9.0, "slow.py": 2.0, "last.py": 1.0}
     scheduler, nodes, collection, units_sent = _two_workers(monkeypatch, checks, units)
 
