@@ -2,7 +2,9 @@
 
 The checks that only judge a plain create's answer or read it back take the run's shared minimal and
 full cells (``_shared_cells``); the checks that send odd members send their own, and AMP-CRE-09 reads
-and lists AMP-CRE-05's cell at once after its create. Probes another area asks too (a create without
+and lists AMP-CRE-05's cell at once after its create. The members AMP-CRE-03, -04 and -08 each send for
+the server to ignore go in one create, judged by each of them while the others' members left no trace
+(else each sends its own, as alone). Probes another area asks too (a create without
 identity, the 422 creates, the oversized create) are sent once per run (``_shared_cells``,
 ``_size_cells``)."""
 
@@ -13,6 +15,7 @@ from functools import partial
 from typing import Any
 
 from amp_conformance import Amp, check
+from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp, validate_cell
 from amp_conformance.amp01.checks._shared_cells import (
     anonymous_create,
     created_naming_other,
@@ -119,12 +122,110 @@ def _created_at_once(amp: Amp, bodies: dict[str, Any]) -> dict[str, Reply]:
     return dict(zip(bodies, sent, strict=True))
 
 
+#: What AMP-CRE-04 sends for the server to ignore: a version and a lifecycle of the client's own.
+_CLIENT_LIFECYCLE: dict[str, Any] = {
+    "amp_version": "9.9",
+    "lifecycle": {
+        "status": "archived",
+        "created_at": "2000-01-01T00:00:00Z",
+        "last_accessed_at": "2000-01-02T00:00:00Z",
+        "last_updated_at": "2000-01-03T00:00:00Z",
+    },
+}
+
+#: What AMP-CRE-08 sends for the server to ignore: an access count of the client's own.
+_CLIENT_COUNT: dict[str, Any] = {"scoring": {"access_count": 7}}
+
+
+def _lifecycle_applied(
+    cell: dict[str, Any], made: datetime | None, sent: datetime, received: datetime, reply: Reply
+) -> list[str]:
+    """How a created cell shows the client's lifecycle/amp_version applied (AMP-CRE-04), given its
+    parsed created_at (``made``) and the create's send/receive bracket; empty when ignored."""
+    problems = []
+    if cell.get("amp_version") != "0.1.0":
+        problems.append(f"amp_version is {shown(cell.get('amp_version'))}, not '0.1.0'")
+    status = member(cell, "lifecycle.status")
+    if status != "active":
+        problems.append(f"status is {shown(status)}, not 'active'")
+    if made is None or not server_now_near(made, sent, received, reply):
+        problems.append(f"created_at is {shown(member(cell, 'lifecycle.created_at'))}, not the server's time")
+    for name in ("last_accessed_at", "last_updated_at"):
+        value = member(cell, f"lifecycle.{name}")
+        if value is not None:
+            problems.append(f"{name} is {shown(value)}, not null")
+    return problems
+
+
+def _count_applied(cell: dict[str, Any]) -> bool:
+    """Whether a new cell's access_count is anything but 0 (the client's 7 applied, AMP-CRE-08)."""
+    count = member(cell, "scoring.access_count")
+    return count != 0 or isinstance(count, bool)
+
+
+def _create_with_every_probe(amp: Amp) -> dict[str, Any]:
+    """One create carrying all three members the server must ignore (AMP-CRE-03's id, -04's lifecycle
+    and amp_version, -08's access_count), timed for AMP-CRE-04's created_at: sent once per run, the
+    answer each of the three judges when the other two probes left no trace (:func:`_probed`)."""
+    marks = Marks(amp)
+    sent_id = amp.unknown_id()
+    body = amp.cell_body({**_CLIENT_LIFECYCLE, **_CLIENT_COUNT}, id=sent_id)
+    sent = datetime.now(UTC)
+    reply = post_cell(amp, body)
+    received = datetime.now(UTC)
+    return {"reply": marks(reply), "id": sent_id, "sent": sent.isoformat(), "received": received.isoformat()}
+
+
+def _bracket(made: dict[str, Any]) -> tuple[datetime, datetime]:
+    """When the shared create was sent and when it was answered."""
+    return datetime.fromisoformat(made["sent"]), datetime.fromisoformat(made["received"])
+
+
+def _traces(reply: Reply, made: dict[str, Any]) -> set[str] | None:
+    """The probes of the shared create whose member the server applied ("id", "lifecycle", "count"),
+    or None when its answer cannot serve at all (not a 2xx with a cell that validates)."""
+    try:
+        cell = reply.json() if 200 <= reply.status < 300 else None
+    except AssertionError:
+        return None
+    if not isinstance(cell, dict) or validate_cell(cell):
+        return None
+    try:
+        created_at: datetime | None = parse_utc_timestamp(member(cell, "lifecycle.created_at"))
+    except (TimestampError, TypeError):
+        created_at = None
+    sent, received = _bracket(made)
+    traces = {"id"} if cell.get("id") == made["id"] else set()
+    if _lifecycle_applied(cell, created_at, sent, received, reply):
+        traces.add("lifecycle")
+    if _count_applied(cell):
+        traces.add("count")
+    return traces
+
+
+def _probed(amp: Amp, probe: str) -> tuple[Reply, str, datetime, datetime]:
+    """A create carrying ``probe``'s members ("id", "lifecycle" or "count"): (reply, the id sent, when
+    it was sent, when answered). The run's shared create carrying all three when it made a valid
+    cell and the other two left no trace (so nothing but the probe's own member can be behind what
+    the check sees); else the check's own create carrying only its members, as it would alone."""
+    made, replies = shared_replies(amp, "create:client-members", _create_with_every_probe)
+    reply = replies[made["reply"]]
+    traces = _traces(reply, made)
+    if traces is not None and not traces - {probe}:
+        return (reply, made["id"], *_bracket(made))
+    sent_id = amp.unknown_id()
+    members: dict[str, dict[str, Any]] = {"id": {"id": sent_id}, "lifecycle": _CLIENT_LIFECYCLE}
+    members["count"] = _CLIENT_COUNT
+    sent = datetime.now(UTC)
+    reply = post_cell(amp, amp.cell_body(members[probe]))
+    return reply, sent_id, sent, datetime.now(UTC)
+
+
 @check("AMP-CRE-03")
 def test_the_server_chooses_the_id(amp: Amp) -> None:
     """An id sent in the create body is not used (one well-formed id in the server's own form: the
     id a server honouring client ids would most readily take)."""
-    sent = amp.unknown_id()
-    reply = post_cell(amp, amp.cell_body(id=sent))
+    reply, sent, _, _ = _probed(amp, "id")  # shared with AMP-CRE-04 and -08 when clean (_probed)
     expect_accepted(amp, reply, f"a create carrying id {shown(sent)}")
     cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
     amp.expect(cell["id"] != sent, f"the server chose the id: the client's {shown(sent)} was used", reply)
@@ -133,33 +234,11 @@ def test_the_server_chooses_the_id(amp: Amp) -> None:
 @check("AMP-CRE-04")
 def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
     """Client lifecycle/amp_version are ignored: status active, fresh created_at, null last_*, 0.1.0."""
-    body = amp.cell_body(
-        amp_version="9.9",
-        lifecycle={
-            "status": "archived",
-            "created_at": "2000-01-01T00:00:00Z",
-            "last_accessed_at": "2000-01-02T00:00:00Z",
-            "last_updated_at": "2000-01-03T00:00:00Z",
-        },
-    )
-    sent = datetime.now(UTC)
-    reply = post_cell(amp, body)
-    received = datetime.now(UTC)
+    reply, _, sent, received = _probed(amp, "lifecycle")  # shared with AMP-CRE-03 and -08 when clean
     expect_accepted(amp, reply, "a create carrying lifecycle and amp_version")
     cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
-    problems = []
-    if cell.get("amp_version") != "0.1.0":
-        problems.append(f"amp_version is {shown(cell.get('amp_version'))}, not '0.1.0'")
-    status = member(cell, "lifecycle.status")
-    if status != "active":
-        problems.append(f"status is {shown(status)}, not 'active'")
     made = timestamp(amp, cell, "created_at", reply)
-    if made is None or not server_now_near(made, sent, received, reply):
-        problems.append(f"created_at is {shown(member(cell, 'lifecycle.created_at'))}, not the server's time")
-    for name in ("last_accessed_at", "last_updated_at"):
-        value = member(cell, f"lifecycle.{name}")
-        if value is not None:
-            problems.append(f"{name} is {shown(value)}, not null")
+    problems = _lifecycle_applied(cell, made, sent, received, reply)
     amp.expect(not problems, "the client's lifecycle/amp_version were applied: " + "; ".join(problems), reply)
 
 
@@ -317,9 +396,10 @@ def test_a_new_cell_starts_unread_and_unexpired(amp: Amp) -> None:
         if member(cell, path) != value or isinstance(member(cell, path), bool)
     ]
     amp.expect(not wrong, "a new cell starts unread: " + "; ".join(wrong), reply)
-    cell, reply = created(
-        amp, amp.cell_body(scoring={"access_count": 7}), what="a create sending access_count 7"
-    )
+    what = "a create sending access_count 7"
+    reply, _, _, _ = _probed(amp, "count")  # shared with AMP-CRE-03 and -04 when clean (_probed)
+    create_step(amp, reply, what)
+    cell = expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}")
     count = member(cell, "scoring.access_count")
     if count == 7:
         amp.warn("the client-sent scoring.access_count 7 was stored (C-22)", reply)
