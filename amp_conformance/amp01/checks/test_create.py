@@ -1,12 +1,11 @@
 """Create: ``POST /memories`` (AMP-CRE-*).
 
 The checks that only judge a plain create's answer or read it back take the run's shared minimal and
-full cells (``_shared_cells``); the checks that send odd members send their own, and AMP-CRE-09 reads
-and lists AMP-CRE-05's cell at once after its create. The members AMP-CRE-03, -04 and -08 each send for
-the server to ignore go in one create, judged by each of them while the others' members left no trace
-(else each sends its own, as alone). Probes another area asks too (a create without
-identity, the 422 creates, the oversized create) are sent once per run (``_shared_cells``,
-``_size_cells``)."""
+full cells (``_shared_cells``); the checks that send odd members send their own. The members AMP-CRE-03,
+-04, -05 and -08 each send for the server to ignore go in one create, read and listed at once after it
+for AMP-CRE-05 and -09, and judged by each check while the other probes left no trace on it (else each
+sends its own, as alone). Probes another area asks too (a create without identity, the 422 creates, the
+oversized create) are sent once per run (``_shared_cells``, ``_size_cells``)."""
 
 from __future__ import annotations
 
@@ -163,17 +162,37 @@ def _count_applied(cell: dict[str, Any]) -> bool:
     return count != 0 or isinstance(count, bool)
 
 
+#: What AMP-CRE-05 sends for the server to ignore: members the protocol does not know.
+_UNKNOWN_MEMBERS: dict[str, Any] = {"ttl": 3600, "content": {"colour": "x"}}
+
+
 def _create_with_every_probe(amp: Amp) -> dict[str, Any]:
-    """One create carrying all three members the server must ignore (AMP-CRE-03's id, -04's lifecycle
-    and amp_version, -08's access_count), timed for AMP-CRE-04's created_at: sent once per run, the
-    answer each of the three judges when the other two probes left no trace (:func:`_probed`)."""
+    """One create carrying every member the server must ignore (AMP-CRE-03's id, -04's lifecycle and
+    amp_version, -05's unknown ttl and content.colour, -08's access_count), timed for AMP-CRE-04's
+    created_at, then, when it made a cell, agent "a"'s read of it and list of its owner at once (for
+    AMP-CRE-05 and -09): sent once per run, judged by each check whose question it answers cleanly
+    (:func:`_every_probe`). Nothing is judged here."""
     marks = Marks(amp)
     sent_id = amp.unknown_id()
-    body = amp.cell_body({**_CLIENT_LIFECYCLE, **_CLIENT_COUNT}, id=sent_id)
+    body = amp.cell_body({**_CLIENT_LIFECYCLE, **_CLIENT_COUNT, **_UNKNOWN_MEMBERS}, id=sent_id)
     sent = datetime.now(UTC)
     reply = post_cell(amp, body)
     received = datetime.now(UTC)
-    return {"reply": marks(reply), "id": sent_id, "sent": sent.isoformat(), "received": received.isoformat()}
+    made: dict[str, Any] = {"reply": marks(reply), "read": None, "listed": None, "id": sent_id}
+    made |= {"sent": sent.isoformat(), "received": received.isoformat()}
+    made |= _read_and_list(amp, marks, reply, body)
+    return made
+
+
+def _read_and_list(amp: Amp, marks: Marks, reply: Reply, body: dict[str, Any]) -> dict[str, int]:
+    """When ``reply`` made a cell, agent "a"'s read of it and list of its owner (Marks positions)."""
+    cell = reply.json() if 200 <= reply.status < 300 and reply.text else None
+    if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
+        return {}
+    client = amp.as_agent("a")
+    read_reply = client.get(f"/memories/{cell['id']}")
+    listed = client.get("/memories", params={"owner_id": body["identity"]["owner_id"]})
+    return {"read": marks(read_reply), "listed": marks(listed)}
 
 
 def _bracket(made: dict[str, Any]) -> tuple[datetime, datetime]:
@@ -182,8 +201,8 @@ def _bracket(made: dict[str, Any]) -> tuple[datetime, datetime]:
 
 
 def _traces(reply: Reply, made: dict[str, Any]) -> set[str] | None:
-    """The probes of the shared create whose member the server applied ("id", "lifecycle", "count"),
-    or None when its answer cannot serve at all (not a 2xx with a cell that validates)."""
+    """The probes of the shared create whose members the server applied or kept ("id", "lifecycle",
+    "unknown", "count"), or None when its answer cannot serve at all (not a 2xx with a valid cell)."""
     try:
         cell = reply.json() if 200 <= reply.status < 300 else None
     except AssertionError:
@@ -198,21 +217,31 @@ def _traces(reply: Reply, made: dict[str, Any]) -> set[str] | None:
     traces = {"id"} if cell.get("id") == made["id"] else set()
     if _lifecycle_applied(cell, created_at, sent, received, reply):
         traces.add("lifecycle")
+    if "ttl" in cell or "colour" in cell["content"]:
+        traces.add("unknown")
     if _count_applied(cell):
         traces.add("count")
     return traces
 
 
+def _every_probe(amp: Amp, probe: str) -> tuple[dict[str, Any], list[Reply]] | None:
+    """The run's shared create carrying every probe (:func:`_create_with_every_probe`) and its replies,
+    when it made a valid cell on which no probe but ``probe`` left a trace: then nothing but the
+    probe's own members can be behind what its check sees. None otherwise: the check sends its own."""
+    made, replies = shared_replies(amp, "create:client-members", _create_with_every_probe)
+    traces = _traces(replies[made["reply"]], made)
+    return (made, replies) if traces is not None and not traces - {probe} else None
+
+
 def _probed(amp: Amp, probe: str) -> tuple[Reply, str, datetime, datetime]:
     """A create carrying ``probe``'s members ("id", "lifecycle" or "count"): (reply, the id sent, when
-    it was sent, when answered). The run's shared create carrying all three when it made a valid
-    cell and the other two left no trace (so nothing but the probe's own member can be behind what
-    the check sees); else the check's own create carrying only its members, as it would alone."""
-    made, replies = shared_replies(amp, "create:client-members", _create_with_every_probe)
-    reply = replies[made["reply"]]
-    traces = _traces(reply, made)
-    if traces is not None and not traces - {probe}:
-        return (reply, made["id"], *_bracket(made))
+    it was sent, when answered). The run's shared create carrying every probe when it answers the
+    question cleanly (:func:`_every_probe`); else the check's own create carrying only its members,
+    as it would alone."""
+    shared = _every_probe(amp, probe)
+    if shared is not None:
+        made, replies = shared
+        return (replies[made["reply"]], made["id"], *_bracket(made))
     sent_id = amp.unknown_id()
     members: dict[str, dict[str, Any]] = {"id": {"id": sent_id}, "lifecycle": _CLIENT_LIFECYCLE}
     members["count"] = _CLIENT_COUNT
@@ -244,24 +273,20 @@ def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
 
 def _fresh_create(amp: Amp) -> tuple[Reply, Reply | None, Reply | None]:
     """A create with unknown members (ttl, content.colour), then, when it made a cell, agent "a"'s read
-    of it and list of its owner at once: (create, read, list), sent once per run. AMP-CRE-05 judges
-    the create and the read; AMP-CRE-09 the read and the list (unknown members are ignored, so the
-    cell is as readable as any). Nothing is judged here."""
+    of it and list of its owner at once: (create, read, list). AMP-CRE-05 judges the create and the
+    read; AMP-CRE-09 the read and the list (unknown members are ignored, so the cell is as readable
+    as any). The run's shared create carrying every probe when it answers cleanly (:func:`_every_probe`:
+    no other probe left a trace, so the cell is active and as fresh as any); else a create carrying
+    only the unknown members, sent once per run. Nothing is judged here."""
 
     def make(a: Amp) -> dict[str, Any]:
         marks = Marks(a)
-        body = a.cell_body(ttl=3600, content={"colour": "x"})
+        body = a.cell_body(_UNKNOWN_MEMBERS)
         reply = post_cell(a, body)
-        made: dict[str, Any] = {"reply": marks(reply), "read": None, "listed": None}
-        cell = reply.json() if 200 <= reply.status < 300 and reply.text else None
-        if isinstance(cell, dict) and isinstance(cell.get("id"), str):
-            client = a.as_agent("a")
-            made["read"] = marks(client.get(f"/memories/{cell['id']}"))
-            owner = body["identity"]["owner_id"]
-            made["listed"] = marks(client.get("/memories", params={"owner_id": owner}))
-        return made
+        return {"reply": marks(reply), "read": None, "listed": None} | _read_and_list(a, marks, reply, body)
 
-    made, replies = shared_replies(amp, "create:unknown-members", make)
+    shared = _every_probe(amp, "unknown")
+    made, replies = shared if shared is not None else shared_replies(amp, "create:unknown-members", make)
     read_reply = replies[made["read"]] if made["read"] is not None else None
     listed = replies[made["listed"]] if made["listed"] is not None else None
     return replies[made["reply"]], read_reply, listed
@@ -270,7 +295,7 @@ def _fresh_create(amp: Amp) -> tuple[Reply, Reply | None, Reply | None]:
 @check("AMP-CRE-05")
 def test_unknown_create_members_are_ignored(amp: Amp) -> None:
     """Unknown members (ttl, content.colour) are accepted, not stored and not echoed."""
-    reply, shared_read, _ = _fresh_create(amp)  # shared with AMP-CRE-09, which reads and lists it
+    reply, shared_read, _ = _fresh_create(amp)  # shared with AMP-CRE-09 (and -03, -04, -08 when clean)
     expect_accepted(amp, reply, "a create with unknown members ttl and content.colour")
     cell = reply.json_object()
     if shared_read is None:
