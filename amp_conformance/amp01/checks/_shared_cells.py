@@ -30,6 +30,7 @@ from functools import partial
 from typing import Any
 
 from amp_conformance import Amp
+from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp, validate_cell
 from amp_conformance.amp01.checks._lifecycle_passes import together
 from amp_conformance.amp01.checks._support import (
     Marks,
@@ -38,8 +39,11 @@ from amp_conformance.amp01.checks._support import (
     created_cell_of,
     expect_valid_cell,
     full_body,
+    member,
     post_cell,
+    server_now_near,
     shared_replies,
+    shown,
     step_failed,
 )
 from amp_conformance.engine.client import Reply
@@ -333,12 +337,21 @@ def anonymous_create(amp: Amp) -> tuple[dict[str, Any], Reply, Reply]:
 def created_naming_other(amp: Amp) -> tuple[dict[str, Any], Reply]:
     """A cell agent "a" creates whose body names agent "b" as identity.created_by (C-10: the header's
     agent is the creator), made once per run: test_create's AMP-CRE-07 and, with keys, test_auth's
-    impersonation check judge its create answer. Nothing is judged here but the create (a step)."""
+    impersonation check judge its create answer. It is the run's create carrying every member the
+    server must ignore when that is clean (:func:`ignored_members`), else a create of its own. Nothing
+    is judged here but the create (a step)."""
     take_roles(amp, reader=True)
+    what = "a create naming another creator"
+    # the run's create carrying every member the server must ignore, when clean (ignored_members)
+    shared = ignored_members(amp, "creator")
+    if shared is not None:
+        reply = shared[1][shared[0]["reply"]]
+        create_step(amp, reply, what)
+        return expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}"), reply
 
     def make(a: Amp) -> dict[str, Any]:
         body = a.cell_body(identity={"created_by": a.agent_id("b")})
-        cell, _ = created(a, body, what="a create naming another creator")
+        cell, _ = created(a, body, what=what)
         return {"body": body, "cell": cell}
 
     made = amp.shared("cell:created-by-other", make)
@@ -678,3 +691,120 @@ def odd_cell(
     if text is not None and content.get("text") != text:
         return None
     return cell
+
+
+# one create carrying every member the server must ignore (AMP-CRE-03, -04, -05, -07, -08) ----------
+
+#: What AMP-CRE-04 sends for the server to ignore: a version and a lifecycle of the client's own.
+CLIENT_LIFECYCLE: dict[str, Any] = {
+    "amp_version": "9.9",
+    "lifecycle": {
+        "status": "archived",
+        "created_at": "2000-01-01T00:00:00Z",
+        "last_accessed_at": "2000-01-02T00:00:00Z",
+        "last_updated_at": "2000-01-03T00:00:00Z",
+    },
+}
+
+#: What AMP-CRE-08 sends for the server to ignore: an access count of the client's own.
+CLIENT_COUNT: dict[str, Any] = {"scoring": {"access_count": 7}}
+
+#: What AMP-CRE-05 sends for the server to ignore: members the protocol does not know.
+UNKNOWN_MEMBERS: dict[str, Any] = {"ttl": 3600, "content": {"colour": "x"}}
+
+
+def lifecycle_applied(
+    cell: dict[str, Any], made: datetime | None, sent: datetime, received: datetime, reply: Reply
+) -> list[str]:
+    """How a created cell shows the client's lifecycle/amp_version applied (AMP-CRE-04), given its
+    parsed created_at (``made``) and the create's send/receive bracket; empty when ignored."""
+    problems = []
+    if cell.get("amp_version") != "0.1.0":
+        problems.append(f"amp_version is {shown(cell.get('amp_version'))}, not '0.1.0'")
+    status = member(cell, "lifecycle.status")
+    if status != "active":
+        problems.append(f"status is {shown(status)}, not 'active'")
+    if made is None or not server_now_near(made, sent, received, reply):
+        problems.append(f"created_at is {shown(member(cell, 'lifecycle.created_at'))}, not the server's time")
+    for name in ("last_accessed_at", "last_updated_at"):
+        value = member(cell, f"lifecycle.{name}")
+        if value is not None:
+            problems.append(f"{name} is {shown(value)}, not null")
+    return problems
+
+
+def read_and_list(amp: Amp, marks: Marks, reply: Reply, body: dict[str, Any]) -> dict[str, int]:
+    """When ``reply`` made a cell, agent "a"'s read of it and list of its owner (Marks positions)."""
+    cell = reply.json() if 200 <= reply.status < 300 and reply.text else None
+    if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
+        return {}
+    client = amp.as_agent("a")
+    read_reply = client.get(f"/memories/{cell['id']}")
+    listed = client.get("/memories", params={"owner_id": body["identity"]["owner_id"]})
+    return {"read": marks(read_reply), "listed": marks(listed)}
+
+
+def _create_ignoring(amp: Amp) -> dict[str, Any]:
+    """One create carrying every member the server must ignore (AMP-CRE-03's id, -04's lifecycle and
+    amp_version, -05's unknown ttl and content.colour, -07's created_by naming "b" when there is a
+    "b", -08's access_count), timed for AMP-CRE-04's created_at, then, when it made a cell, agent
+    "a"'s read of it and list of its owner at once (for AMP-CRE-05 and -09). Nothing is judged here."""
+    marks = Marks(amp)
+    sent_id, other = amp.unknown_id(), amp.optional_agent("b")
+    body = amp.cell_body({**CLIENT_LIFECYCLE, **CLIENT_COUNT, **UNKNOWN_MEMBERS}, id=sent_id)
+    if other is not None:
+        body["identity"]["created_by"] = other.id
+    sent = datetime.now(UTC)
+    reply = post_cell(amp, body)
+    received = datetime.now(UTC)
+    made: dict[str, Any] = {"reply": marks(reply), "read": None, "listed": None, "id": sent_id}
+    made |= {"agent": amp.agent_id("a"), "other": other.id if other is not None else None}
+    made |= {"sent": sent.isoformat(), "received": received.isoformat()}
+    return made | read_and_list(amp, marks, reply, body)
+
+
+def create_bracket(made: dict[str, Any]) -> tuple[datetime, datetime]:
+    """When the shared create of :func:`ignored_members` was sent and when it was answered."""
+    return datetime.fromisoformat(made["sent"]), datetime.fromisoformat(made["received"])
+
+
+def _traces(reply: Reply, made: dict[str, Any]) -> set[str] | None:
+    """The probes of :func:`_create_ignoring` whose members the server applied or kept ("id",
+    "lifecycle", "unknown", "creator", "count"), or None when its answer cannot serve at all (not a
+    2xx with a cell that validates)."""
+    try:
+        cell = reply.json() if 200 <= reply.status < 300 else None
+    except AssertionError:
+        return None
+    if not isinstance(cell, dict) or validate_cell(cell):
+        return None
+    try:
+        created_at: datetime | None = parse_utc_timestamp(member(cell, "lifecycle.created_at"))
+    except (TimestampError, TypeError):
+        created_at = None
+    sent, received = create_bracket(made)
+    traces = {"id"} if cell.get("id") == made["id"] else set()
+    if lifecycle_applied(cell, created_at, sent, received, reply):
+        traces.add("lifecycle")
+    if "ttl" in cell or "colour" in cell["content"]:
+        traces.add("unknown")
+    if member(cell, "identity.created_by") != made["agent"]:
+        traces.add("creator")
+    count = member(cell, "scoring.access_count")
+    if count != 0 or isinstance(count, bool):
+        traces.add("count")
+    return traces
+
+
+def ignored_members(amp: Amp, probe: str) -> tuple[dict[str, Any], list[Reply]] | None:
+    """The run's one create carrying every member the server must ignore (:func:`_create_ignoring`)
+    and its replies, for the check of ``probe`` ("id", "lifecycle", "unknown", "creator" or "count"),
+    when it made a valid cell on which no other probe left a trace: then nothing but the probe's own
+    members can be behind what the check sees. None otherwise (or when the probe could not be sent):
+    the check sends its own create, as alone."""
+    take_roles(amp, reader=True)
+    made, replies = shared_replies(amp, "create:ignored-members", _create_ignoring)
+    traces = _traces(replies[made["reply"]], made)
+    if traces is None or traces - {probe} or (probe == "creator" and made["other"] is None):
+        return None
+    return made, replies

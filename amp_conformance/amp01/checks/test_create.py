@@ -14,14 +14,20 @@ from functools import partial
 from typing import Any
 
 from amp_conformance import Amp, check
-from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp, validate_cell
 from amp_conformance.amp01.checks._shared_cells import (
+    CLIENT_COUNT,
+    CLIENT_LIFECYCLE,
+    UNKNOWN_MEMBERS,
     anonymous_create,
+    create_bracket,
     created_naming_other,
     created_reply,
     full_read,
+    ignored_members,
+    lifecycle_applied,
     minimal_cell,
     minimal_read,
+    read_and_list,
     shared_create,
     without_text,
 )
@@ -42,7 +48,6 @@ from amp_conformance.amp01.checks._support import (
     read,
     read_of,
     remember_created,
-    server_now_near,
     shared_replies,
     shown,
     timestamp,
@@ -121,130 +126,18 @@ def _created_at_once(amp: Amp, bodies: dict[str, Any]) -> dict[str, Reply]:
     return dict(zip(bodies, sent, strict=True))
 
 
-#: What AMP-CRE-04 sends for the server to ignore: a version and a lifecycle of the client's own.
-_CLIENT_LIFECYCLE: dict[str, Any] = {
-    "amp_version": "9.9",
-    "lifecycle": {
-        "status": "archived",
-        "created_at": "2000-01-01T00:00:00Z",
-        "last_accessed_at": "2000-01-02T00:00:00Z",
-        "last_updated_at": "2000-01-03T00:00:00Z",
-    },
-}
-
-#: What AMP-CRE-08 sends for the server to ignore: an access count of the client's own.
-_CLIENT_COUNT: dict[str, Any] = {"scoring": {"access_count": 7}}
-
-
-def _lifecycle_applied(
-    cell: dict[str, Any], made: datetime | None, sent: datetime, received: datetime, reply: Reply
-) -> list[str]:
-    """How a created cell shows the client's lifecycle/amp_version applied (AMP-CRE-04), given its
-    parsed created_at (``made``) and the create's send/receive bracket; empty when ignored."""
-    problems = []
-    if cell.get("amp_version") != "0.1.0":
-        problems.append(f"amp_version is {shown(cell.get('amp_version'))}, not '0.1.0'")
-    status = member(cell, "lifecycle.status")
-    if status != "active":
-        problems.append(f"status is {shown(status)}, not 'active'")
-    if made is None or not server_now_near(made, sent, received, reply):
-        problems.append(f"created_at is {shown(member(cell, 'lifecycle.created_at'))}, not the server's time")
-    for name in ("last_accessed_at", "last_updated_at"):
-        value = member(cell, f"lifecycle.{name}")
-        if value is not None:
-            problems.append(f"{name} is {shown(value)}, not null")
-    return problems
-
-
-def _count_applied(cell: dict[str, Any]) -> bool:
-    """Whether a new cell's access_count is anything but 0 (the client's 7 applied, AMP-CRE-08)."""
-    count = member(cell, "scoring.access_count")
-    return count != 0 or isinstance(count, bool)
-
-
-#: What AMP-CRE-05 sends for the server to ignore: members the protocol does not know.
-_UNKNOWN_MEMBERS: dict[str, Any] = {"ttl": 3600, "content": {"colour": "x"}}
-
-
-def _create_with_every_probe(amp: Amp) -> dict[str, Any]:
-    """One create carrying every member the server must ignore (AMP-CRE-03's id, -04's lifecycle and
-    amp_version, -05's unknown ttl and content.colour, -08's access_count), timed for AMP-CRE-04's
-    created_at, then, when it made a cell, agent "a"'s read of it and list of its owner at once (for
-    AMP-CRE-05 and -09): sent once per run, judged by each check whose question it answers cleanly
-    (:func:`_every_probe`). Nothing is judged here."""
-    marks = Marks(amp)
-    sent_id = amp.unknown_id()
-    body = amp.cell_body({**_CLIENT_LIFECYCLE, **_CLIENT_COUNT, **_UNKNOWN_MEMBERS}, id=sent_id)
-    sent = datetime.now(UTC)
-    reply = post_cell(amp, body)
-    received = datetime.now(UTC)
-    made: dict[str, Any] = {"reply": marks(reply), "read": None, "listed": None, "id": sent_id}
-    made |= {"sent": sent.isoformat(), "received": received.isoformat()}
-    made |= _read_and_list(amp, marks, reply, body)
-    return made
-
-
-def _read_and_list(amp: Amp, marks: Marks, reply: Reply, body: dict[str, Any]) -> dict[str, int]:
-    """When ``reply`` made a cell, agent "a"'s read of it and list of its owner (Marks positions)."""
-    cell = reply.json() if 200 <= reply.status < 300 and reply.text else None
-    if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
-        return {}
-    client = amp.as_agent("a")
-    read_reply = client.get(f"/memories/{cell['id']}")
-    listed = client.get("/memories", params={"owner_id": body["identity"]["owner_id"]})
-    return {"read": marks(read_reply), "listed": marks(listed)}
-
-
-def _bracket(made: dict[str, Any]) -> tuple[datetime, datetime]:
-    """When the shared create was sent and when it was answered."""
-    return datetime.fromisoformat(made["sent"]), datetime.fromisoformat(made["received"])
-
-
-def _traces(reply: Reply, made: dict[str, Any]) -> set[str] | None:
-    """The probes of the shared create whose members the server applied or kept ("id", "lifecycle",
-    "unknown", "count"), or None when its answer cannot serve at all (not a 2xx with a valid cell)."""
-    try:
-        cell = reply.json() if 200 <= reply.status < 300 else None
-    except AssertionError:
-        return None
-    if not isinstance(cell, dict) or validate_cell(cell):
-        return None
-    try:
-        created_at: datetime | None = parse_utc_timestamp(member(cell, "lifecycle.created_at"))
-    except (TimestampError, TypeError):
-        created_at = None
-    sent, received = _bracket(made)
-    traces = {"id"} if cell.get("id") == made["id"] else set()
-    if _lifecycle_applied(cell, created_at, sent, received, reply):
-        traces.add("lifecycle")
-    if "ttl" in cell or "colour" in cell["content"]:
-        traces.add("unknown")
-    if _count_applied(cell):
-        traces.add("count")
-    return traces
-
-
-def _every_probe(amp: Amp, probe: str) -> tuple[dict[str, Any], list[Reply]] | None:
-    """The run's shared create carrying every probe (:func:`_create_with_every_probe`) and its replies,
-    when it made a valid cell on which no probe but ``probe`` left a trace: then nothing but the
-    probe's own members can be behind what its check sees. None otherwise: the check sends its own."""
-    made, replies = shared_replies(amp, "create:client-members", _create_with_every_probe)
-    traces = _traces(replies[made["reply"]], made)
-    return (made, replies) if traces is not None and not traces - {probe} else None
-
-
 def _probed(amp: Amp, probe: str) -> tuple[Reply, str, datetime, datetime]:
     """A create carrying ``probe``'s members ("id", "lifecycle" or "count"): (reply, the id sent, when
-    it was sent, when answered). The run's shared create carrying every probe when it answers the
-    question cleanly (:func:`_every_probe`); else the check's own create carrying only its members,
-    as it would alone."""
-    shared = _every_probe(amp, probe)
+    it was sent, when answered). The run's create carrying every member the server must ignore when
+    it answers the question cleanly (``ignored_members``); else the check's own create carrying only
+    its members, as it would alone."""
+    shared = ignored_members(amp, probe)
     if shared is not None:
         made, replies = shared
-        return (replies[made["reply"]], made["id"], *_bracket(made))
+        return (replies[made["reply"]], made["id"], *create_bracket(made))
     sent_id = amp.unknown_id()
-    members: dict[str, dict[str, Any]] = {"id": {"id": sent_id}, "lifecycle": _CLIENT_LIFECYCLE}
-    members["count"] = _CLIENT_COUNT
+    members: dict[str, dict[str, Any]] = {"id": {"id": sent_id}, "lifecycle": CLIENT_LIFECYCLE}
+    members["count"] = CLIENT_COUNT
     sent = datetime.now(UTC)
     reply = post_cell(amp, amp.cell_body(members[probe]))
     return reply, sent_id, sent, datetime.now(UTC)
@@ -254,7 +147,7 @@ def _probed(amp: Amp, probe: str) -> tuple[Reply, str, datetime, datetime]:
 def test_the_server_chooses_the_id(amp: Amp) -> None:
     """An id sent in the create body is not used (one well-formed id in the server's own form: the
     id a server honouring client ids would most readily take)."""
-    reply, sent, _, _ = _probed(amp, "id")  # shared with AMP-CRE-04 and -08 when clean (_probed)
+    reply, sent, _, _ = _probed(amp, "id")  # shared with AMP-CRE-04, -05, -07, -08 when clean
     expect_accepted(amp, reply, f"a create carrying id {shown(sent)}")
     cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
     amp.expect(cell["id"] != sent, f"the server chose the id: the client's {shown(sent)} was used", reply)
@@ -263,11 +156,11 @@ def test_the_server_chooses_the_id(amp: Amp) -> None:
 @check("AMP-CRE-04")
 def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
     """Client lifecycle/amp_version are ignored: status active, fresh created_at, null last_*, 0.1.0."""
-    reply, _, sent, received = _probed(amp, "lifecycle")  # shared with AMP-CRE-03 and -08 when clean
+    reply, _, sent, received = _probed(amp, "lifecycle")  # shared with AMP-CRE-03, -05, -07, -08
     expect_accepted(amp, reply, "a create carrying lifecycle and amp_version")
     cell = expect_valid_cell(amp, reply.json_object(), reply, "the created cell")
     made = timestamp(amp, cell, "created_at", reply)
-    problems = _lifecycle_applied(cell, made, sent, received, reply)
+    problems = lifecycle_applied(cell, made, sent, received, reply)
     amp.expect(not problems, "the client's lifecycle/amp_version were applied: " + "; ".join(problems), reply)
 
 
@@ -275,17 +168,17 @@ def _fresh_create(amp: Amp) -> tuple[Reply, Reply | None, Reply | None]:
     """A create with unknown members (ttl, content.colour), then, when it made a cell, agent "a"'s read
     of it and list of its owner at once: (create, read, list). AMP-CRE-05 judges the create and the
     read; AMP-CRE-09 the read and the list (unknown members are ignored, so the cell is as readable
-    as any). The run's shared create carrying every probe when it answers cleanly (:func:`_every_probe`:
-    no other probe left a trace, so the cell is active and as fresh as any); else a create carrying
-    only the unknown members, sent once per run. Nothing is judged here."""
+    as any). The run's create carrying every member the server must ignore when it answers cleanly
+    (``ignored_members``: no other probe left a trace, so the cell is active, fresh and "a"'s); else
+    a create carrying only the unknown members, sent once per run. Nothing is judged here."""
 
     def make(a: Amp) -> dict[str, Any]:
         marks = Marks(a)
-        body = a.cell_body(_UNKNOWN_MEMBERS)
+        body = a.cell_body(UNKNOWN_MEMBERS)
         reply = post_cell(a, body)
-        return {"reply": marks(reply), "read": None, "listed": None} | _read_and_list(a, marks, reply, body)
+        return {"reply": marks(reply), "read": None, "listed": None} | read_and_list(a, marks, reply, body)
 
-    shared = _every_probe(amp, "unknown")
+    shared = ignored_members(amp, "unknown")
     made, replies = shared if shared is not None else shared_replies(amp, "create:unknown-members", make)
     read_reply = replies[made["read"]] if made["read"] is not None else None
     listed = replies[made["listed"]] if made["listed"] is not None else None
@@ -295,7 +188,7 @@ def _fresh_create(amp: Amp) -> tuple[Reply, Reply | None, Reply | None]:
 @check("AMP-CRE-05")
 def test_unknown_create_members_are_ignored(amp: Amp) -> None:
     """Unknown members (ttl, content.colour) are accepted, not stored and not echoed."""
-    reply, shared_read, _ = _fresh_create(amp)  # shared with AMP-CRE-09 (and -03, -04, -08 when clean)
+    reply, shared_read, _ = _fresh_create(amp)  # shared with AMP-CRE-09 (and -03, -04, -07, -08 if clean)
     expect_accepted(amp, reply, "a create with unknown members ttl and content.colour")
     cell = reply.json_object()
     if shared_read is None:
@@ -422,7 +315,7 @@ def test_a_new_cell_starts_unread_and_unexpired(amp: Amp) -> None:
     ]
     amp.expect(not wrong, "a new cell starts unread: " + "; ".join(wrong), reply)
     what = "a create sending access_count 7"
-    reply, _, _, _ = _probed(amp, "count")  # shared with AMP-CRE-03 and -04 when clean (_probed)
+    reply, _, _, _ = _probed(amp, "count")  # shared with AMP-CRE-03, -04, -05, -07 when clean
     create_step(amp, reply, what)
     cell = expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}")
     count = member(cell, "scoring.access_count")
