@@ -17,7 +17,9 @@ changed by a check: no PATCH, archive or delete of these cells.
 
 The probes at the end (:func:`shared_create`, :func:`anonymous_create`, :func:`created_naming_other`,
 :func:`public_cell`) are requests checks of two areas ask the same question of: sent once per run,
-judged by each.
+judged by each. Last, :func:`ignored_members`: one create carrying every member the server must ignore
+(test_create's AMP-CRE-03, -04, -05, -08 and :func:`created_naming_other`'s created_by), each check
+judging it only while the other members left no trace on it.
 """
 
 from __future__ import annotations

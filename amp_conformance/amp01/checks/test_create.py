@@ -2,10 +2,11 @@
 
 The checks that only judge a plain create's answer or read it back take the run's shared minimal and
 full cells (``_shared_cells``); the checks that send odd members send their own. The members AMP-CRE-03,
--04, -05 and -08 each send for the server to ignore go in one create, read and listed at once after it
-for AMP-CRE-05 and -09, and judged by each check while the other probes left no trace on it (else each
-sends its own, as alone). Probes another area asks too (a create without identity, the 422 creates, the
-oversized create) are sent once per run (``_shared_cells``, ``_size_cells``)."""
+-04, -05, -07 (a body created_by) and -08 each send for the server to ignore go in one create
+(``ignored_members``), read and listed at once after it for AMP-CRE-05 and -09, and judged by each check
+while the other probes left no trace on it (else each sends its own, as alone). Probes another area asks
+too (a create without identity, the 422 creates, the oversized create) are sent once per run
+(``_shared_cells``, ``_size_cells``)."""
 
 from __future__ import annotations
 
