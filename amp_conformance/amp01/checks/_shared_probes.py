@@ -290,7 +290,9 @@ def refused_patches(amp: Amp) -> tuple[dict[str, Any] | None, dict[str, Any], li
     goes on with the same cell after the read (AMP-PATCH-17 judges the refusals and the read,
     AMP-PATCH-12 the unknown status; its create is a step there), and the error table judges the
     answers to importance 2 and readable_by [1] (AMP-ERR-03/-04/-05), which a correct server gives
-    whatever active cell of the caller's they are sent to; with no cell made it sends its own."""
+    whatever active cell of the caller's they are sent to; with no cell made it sends its own. A step
+    hands on every role its maker holds: ask it while playing "a" alone (the members sequence takes
+    its stranger afterwards, as the second agent)."""
     amp.agent("a")
 
     def make(a: Amp) -> dict[str, Any]:

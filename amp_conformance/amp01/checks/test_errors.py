@@ -113,6 +113,11 @@ def _provoke(amp: Amp) -> _Provoked:
     transition the table expects refused comes after every other probe of its cell."""
     base = len(amp.evidence.exchanges)
     a, anonymous = amp.as_agent("a"), amp.anonymous()
+    # first, while this check plays "a" alone (a step hands on every role its maker holds, and the
+    # members sequence goes on with this one's): two 422 PATCHes any active cell of the caller's answers
+    # alike, those of test_patch's refusals of a fresh cell; none sent there (no cell made), this step
+    # sends them to its own cell
+    refusals = _shared_refusals(amp)
     # probes other checks ask too, each sent once per run (before the stranger is taken, so every
     # check sharing them plays the same agents): the odd creates of AMP-ERR-07 (one of them, a plain
     # cell, is this step's active cell), two 422 creates, the create without identity and its listing
@@ -120,9 +125,6 @@ def _provoke(amp: Amp) -> _Provoked:
     literal = shared_create(amp, "type-literal", lambda maker: maker.cell_body(type="literal"))
     array = shared_create(amp, "json-array", lambda maker: [])
     _, refused_create, refused_listing = anonymous_create(amp)
-    # two 422 PATCHes any active cell of the caller's answers alike: those of test_patch's refusals
-    # (a fresh cell's, shared); none sent there (no cell made), this step sends them to its own cell
-    refusals = _shared_refusals(amp)
     # with keys, the list and the search without identity are those test_auth asks of its public
     # cell's owner (shared): the answer is 401 whoever the owner is
     public = public_cell(amp)[1] if amp.keys_mode else None
