@@ -392,7 +392,8 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     pages are read asks that cell's sequence (:func:`_refusal_sequence`), with the creator's requests
     when creator-with-the-default-policy is its creator's question (:func:`answered_as_creator`). The
     group's :func:`poolable` vectors get one pooled cell instead of a cell each (:func:`_pool`), asked
-    once the pages are read (:func:`_pool_sequence`)."""
+    once the pages are read (:func:`_pool_sequence`); when it refused the caller everything, the group's
+    ``pool`` is that cell (:func:`spent_pooled_cell`)."""
     start = len(amp.evidence.exchanges)
     role = key[0]
     members = [vector for vector in VECTORS if group_key(amp, vector) == key]
@@ -489,6 +490,7 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
         "refusals": refusals,
         "riders": {},
         "joints": {},
+        "pool": None,
         "skip": missing.get(role),
     }
     if not owners:
@@ -640,6 +642,7 @@ def _pool_sequence(
     ):
         for name in pool:
             made["vectors"][name] = {**pooled, "pool": at, "members": list(pool)}
+        made["pool"] = {"cell": cell, "caller": role}
         return
     _create_vector_cells(amp, start, made["text"], pool, made["vectors"], set())
     fresh = {name: made["vectors"][name] for name in pool if "cell" in made["vectors"][name]}
@@ -890,7 +893,8 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
         amp.note(
             f"asked on one cell pooling this vector's policy with the policies of {others}, each refusing "
             "this caller everything: every surface refused it there, so each pattern refuses it (any "
-            "entry that matched would grant); had any surface not, each vector's own cell was asked"
+            "entry that matched would grant); had any not refused it, each vector would have been asked "
+            "on a cell of its own"
         )
     joint = group["joints"].get(made.get("joint") or ("" if "pages" in made else vector["name"]))
     if joint is not None:  # a rider and its host: the sequence asked on the host's cell for both
@@ -1348,11 +1352,29 @@ def test_policy_changes_take_effect_at_once(amp: Amp) -> None:
     )
 
 
-@check("AMP-ACL-13")
+def spent_pooled_cell(amp: Amp) -> dict[str, Any] | None:
+    """The pooled cell of the stranger-refusals group (:func:`_pool_sequence`), made by agent "a",
+    when agent "b" was refused everything there (GET, PATCH, list and search): a cell whose members
+    have judged all they asked of it (their replies are recorded while the group is made), which
+    nothing reads again, and on which "b" holds no right, as on a default-policy cell. None when the
+    pooled cell fell back to the members' own cells, or the group pooled nothing."""
+    key = group_key(amp, REFUSALS_VECTOR)
+    group = amp.shared(_group_name(key), lambda maker: make_group(maker, key))
+    pool = group["pool"]
+    return pool["cell"] if pool is not None and pool["caller"] == "b" else None
+
+
+@check("AMP-ACL-13", scope=REFUSALS_SCOPE)
 def test_nothing_in_the_body_raises_a_callers_rights(amp: Amp) -> None:
     """A stranger naming itself created_by (or in the policy) in a PATCH body is refused and gains nothing."""
     creator, stranger_id = amp.agent_id("a"), amp.agent_id("b")
-    cell = amp.create_cell()
+    # a cell of "a" on which "b" holds no right: the pooled cell the matrix made and is done with
+    # (spent_pooled_cell), else one of its own
+    cell = spent_pooled_cell(amp)
+    if cell is None:
+        cell = amp.create_cell()
+    else:
+        amp.note(f"asked on the access matrix's pooled cell {cell['id']}, on which b was refused everything")
     path = f"/memories/{cell['id']}"
     stranger = amp.as_agent("b")
     claims = (
