@@ -24,7 +24,13 @@ list and search of the owner are the group's): once the pages are read, its stra
 once the cell is archived, deletes it (``_refusal_sequence``). The creator's vectors are made in that group
 too (``HOMES``: the creator lists and searches its owner), and creator-with-the-default-policy, whose
 question is that cell's creator's, judges the creator's read, archive and DELETE in that sequence
-(``answered_as_creator``). All surfaces must give the caller the same
+(``answered_as_creator``). The vectors of a group whose caller is refused everything, and whose write,
+if asked at all, is a PATCH (``poolable``), are asked first on one pooled cell holding all their patterns
+(group testing, ``_pool``): any entry that matches grants, so when every surface refuses the caller
+there, each vector's own patterns refuse it and each judges the pooled cell's replies; when anything
+there is not a plain refusal, each gets the cell of its own it had before, and the caller's pages again,
+so a wrong decision is always found on the vector's own policy and judged with its own stance
+(``_pool_sequence``). All surfaces must give the caller the same
 answer (AMP-SRCH-15, AMP-ACL-14, AMP-LIST-07: a disagreement always fails); when they agree with each
 other but not with the vector, the decision's stance (requirements.md §2) makes it a fail or a warn.
 
@@ -384,7 +390,10 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     read (:func:`_joint_sequence`). The group of default-policy-refuses-a-stranger
     (:func:`holds_refusals`) also makes the stranger-refusals cell, first of its cells, and once the
     pages are read asks that cell's sequence (:func:`_refusal_sequence`), with the creator's requests
-    when creator-with-the-default-policy is its creator's question (:func:`answered_as_creator`)."""
+    when creator-with-the-default-policy is its creator's question (:func:`answered_as_creator`). The
+    group's :func:`poolable` vectors get one pooled cell instead of a cell each (:func:`_pool`), asked
+    once the pages are read (:func:`_pool_sequence`); when it refused the caller everything, the group's
+    ``pool`` is that cell (:func:`spent_pooled_cell`)."""
     start = len(amp.evidence.exchanges)
     role = key[0]
     members = [vector for vector in VECTORS if group_key(amp, vector) == key]
@@ -458,9 +467,15 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
             riding[name] = entry
         else:
             creating[name] = entry
-    # the vectors' cells created at once (amp.at_once), judged in the vectors' order; then the riders
-    # whose host's cell cannot serve them get cells of their own, the same way
-    _create_vector_cells(amp, start, text, creating, vectors, owners)
+    # the vectors' cells created at once (amp.at_once), judged in the vectors' order (the pooled cell
+    # where its first member's would be, :func:`_pool`); then the riders whose host's cell cannot serve
+    # them get cells of their own, the same way
+    pool = _pool(amp, role, creating, creator, callers[role]) if role in callers else {}
+    _create_vector_cells(amp, start, text, _with_pool(creating, pool), vectors, owners)
+    pooled = vectors.pop(POOL_CELL, None)
+    if pool and (pooled is None or "cell" not in pooled):  # the pooled create failed: cells of their own
+        _create_vector_cells(amp, start, text, pool, vectors, owners)
+        pooled = None
     for name, entry in list(riding.items()):
         hosting = vectors.get(RIDERS[name], {})
         if "cell" in hosting and all(hosting[k] == entry[k] for k in entry):  # the host's cell serves
@@ -475,6 +490,7 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
         "refusals": refusals,
         "riders": {},
         "joints": {},
+        "pool": None,
         "skip": missing.get(role),
     }
     if not owners:
@@ -488,10 +504,14 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
         }
         if refusals is not None and "cell" in refusals and (caller_of == role or "creator" in refusals):
             asked[REFUSALS_CELL] = refusals  # the refusals cell raises the creator-search question too
+        if pooled is not None and caller_of == role:
+            asked[POOL_CELL] = pooled  # and so does the pooled cell
         if caller_of == role:
             made |= _role_pages(amp, start, caller_of, owner_id, text, asked)
         elif asked:
             made["riders"][caller_of] = _role_pages(amp, start, caller_of, owner_id, text, asked)
+    if pooled is not None:
+        _pool_sequence(amp, start, made, pooled, pool, role, owner_id)
     if refusals is not None and "cell" in refusals:
         _refusal_sequence(amp, start, refusals)
         if "creator" in refusals and "creator DELETE" not in refusals["at"] and "failure" not in refusals:
@@ -509,6 +529,127 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     for rider, host in joints:
         made["joints"][host] = _joint_sequence(amp, start, made, rider, host)
     return made
+
+
+#: The pooled cell's entry among a group's cells while they are created and its pages read (:func:`_pool`).
+POOL_CELL = "(the pooled refusals cell)"
+
+
+def poolable(vector: Mapping[str, Any]) -> bool:
+    """Whether ``vector`` may be asked on its group's pooled cell (:func:`_pool`): read and write
+    expected refused, the write asked through PATCH at most (no archive, no DELETE), and no cell
+    shared with another vector (:data:`HOMES`, :data:`RIDERS`)."""
+    return (
+        not vector["expect"]["read"]["allowed"]
+        and not vector["expect"]["write"]["allowed"]
+        and "DELETE" not in write_surfaces(vector)
+        and vector["name"] not in HOMES
+        and vector["name"] not in RIDERS.values()
+    )
+
+
+def _pool(
+    amp: Amp, role: str, creating: Mapping[str, Mapping[str, Any]], creator: str, caller: str
+) -> dict[str, dict[str, Any]]:
+    """The group's vectors asked first on one pooled cell (group testing), by name: every
+    :func:`poolable` vector of ``creating`` that ``role`` (agent ``caller``) calls, when there are two
+    or more. The pooled cell holds every member's readable_by and writable_by patterns (the members'
+    one owner and type, a private cell); each member expects its caller refused everything, and any
+    entry that matches grants (AMP-ACL-01/-03), so when every surface refuses the caller on the pooled
+    cell, every member's own patterns refuse it too: each member judges the pooled cell's replies as
+    its own. When anything there is not a plain refusal, each member gets the cell of its own it had
+    before (:func:`_pool_sequence`): a wrong decision is always found on the vector's own policy and
+    judged with its own stance. Empty when nothing pools."""
+    members = {
+        name: dict(entry)
+        for name, entry in creating.items()
+        if poolable(_BY_NAME[name]) and caller_role(amp, _BY_NAME[name]) == role
+    }
+    owners = {(entry["owner_id"], entry["owner_type"]) for entry in members.values()}
+    if len(members) < 2 or len(owners) > 1:
+        return {}
+    ((owner_id, _),) = owners
+    policy = _pooled_policy(members)
+    if any(expected_decision(policy, owner_id, creator, caller, action) for action in ("read", "write")):
+        return {}  # cannot happen while each member's own policy refuses its caller (expressible)
+    return members
+
+
+def _pooled_policy(members: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The pooled cell's policy: private, with every member's patterns, in the members' order."""
+    return {
+        "public": False,
+        **{
+            key: list(dict.fromkeys(p for entry in members.values() for p in entry["policy"][key]))
+            for key in ("readable_by", "writable_by")
+        },
+    }
+
+
+def _with_pool(
+    creating: Mapping[str, Mapping[str, Any]], pool: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Mapping[str, Any]]:
+    """``creating`` with the pool's members replaced by the pooled cell, where its first member was."""
+    if not pool:
+        return dict(creating)
+    first = next(iter(pool.values()))
+    pooled = {**first, "policy": _pooled_policy(pool)}
+    entries: dict[str, Mapping[str, Any]] = {}
+    for name, entry in creating.items():
+        if name not in pool:
+            entries[name] = entry
+        elif not entries.get(POOL_CELL):
+            entries[POOL_CELL] = pooled
+    return entries
+
+
+def _pool_sequence(
+    amp: Amp,
+    start: int,
+    made: dict[str, Any],
+    pooled: Mapping[str, Any],
+    pool: Mapping[str, Mapping[str, Any]],
+    role: str,
+    owner_id: str,
+) -> None:
+    """The pooled cell asked once the pages are read: the caller's GET and, when a member writes, its
+    harmless content PATCH. When the cell was stored as sent (policy, created_by), both answers are
+    403 and no page shows the cell (a paging failure is each member's finding, raised as on its own
+    cell), each member's entry is the pooled cell with where those replies sit ({"pool"}). Else each
+    member gets the cell of its own it had before, and the caller's pages again (its entry as any
+    vector's, with its own "pages"), so its verdict is its own."""
+    cell = pooled["cell"]
+    path = f"/memories/{cell['id']}"
+    client = amp.as_agent(role)
+    at: dict[str, int | None] = {}
+    replies = [client.get(path)]
+    at["GET"] = _offset(amp, start, replies[0].exchange)
+    if any("PATCH" in write_surfaces(_BY_NAME[name]) for name in pool):
+        probe = {"content": {"text": made["text"], "metadata": {"acl_probe": "pooled"}}}
+        replies.append(client.patch(path, probe))
+        at["PATCH"] = _offset(amp, start, replies[-1].exchange)
+    stored = cell.get("access_policy")
+    policy = pooled["policy"]
+    shown_anywhere = any(
+        cell["id"] in ids for surface in ("list", "search") for _, ids in made[surface]["pages"]
+    )
+    if (
+        isinstance(stored, dict)
+        and {k: stored.get(k) for k in policy} == policy
+        and (cell.get("identity") or {}).get("created_by") == amp.agent_id("a")
+        and all(reply.status == 403 for reply in replies)
+        and not shown_anywhere
+    ):
+        for name in pool:
+            made["vectors"][name] = {**pooled, "pool": at, "members": list(pool)}
+        made["pool"] = {"cell": cell, "caller": role}
+        return
+    _create_vector_cells(amp, start, made["text"], pool, made["vectors"], set())
+    fresh = {name: made["vectors"][name] for name in pool if "cell" in made["vectors"][name]}
+    if fresh:
+        pages = _role_pages(amp, start, role, owner_id, made["text"], fresh)
+        for entry in fresh.values():
+            entry["pages"] = pages
 
 
 def _create_vector_cells(
@@ -745,6 +886,16 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     elif made.get("refusals"):
         held = (group, reply_at) if holds_refusals(amp, key) else None
         made, pages, replies_at, sent = _refusals_as_vector(amp, made, held)
+    elif "pool" in made:  # the group's pooled cell refused the caller everything (_pool)
+        asked = ("GET", *write_surfaces(vector))
+        sent = {surface: reply_at(at) for surface, at in made["pool"].items() if surface in asked}
+        others = ", ".join(name for name in made["members"] if name != vector["name"])
+        amp.note(
+            f"asked on one cell pooling this vector's policy with the policies of {others}, each refusing "
+            "this caller everything: every surface refused it there, so each pattern refuses it (any "
+            "entry that matched would grant); had any not refused it, each vector would have been asked "
+            "on a cell of its own"
+        )
     joint = group["joints"].get(made.get("joint") or ("" if "pages" in made else vector["name"]))
     if joint is not None:  # a rider and its host: the sequence asked on the host's cell for both
         if "failure" in joint:
@@ -802,14 +953,19 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
             f"write asked through {', '.join(surfaces) or 'no surface'}: the vector asks a matching rule, "
             "not the write decision (PATCH and DELETE agreeing is asked by the vectors citing AMP-ACL-02)"
         )
-    if sent:  # a shared sequence's PATCH and DELETE (of the archived cell)
-        if deferred is not None and sent["PATCH"].status not in (200, 403):
-            raise deferred  # neither allowed nor refused: the archive step first, as below
-        writes["PATCH"] = (decision(amp, sent["PATCH"], (200,), f"PATCH by {who}"), sent["PATCH"])
+    if sent:  # a shared sequence's PATCH and DELETE (of the archived cell), or the pooled cell's PATCH
+        if "PATCH" in sent:
+            if deferred is not None and sent["PATCH"].status not in (200, 403):
+                raise deferred  # neither allowed nor refused: the archive step first, as below
+            writes["PATCH"] = (decision(amp, sent["PATCH"], (200,), f"PATCH by {who}"), sent["PATCH"])
         if deferred is not None:
             raise deferred
-        reply = sent["DELETE"]
-        writes["DELETE"] = (decision(amp, reply, (200, 204), f"DELETE of the archived cell by {who}"), reply)
+        if "DELETE" in sent:
+            reply = sent["DELETE"]
+            writes["DELETE"] = (
+                decision(amp, reply, (200, 204), f"DELETE of the archived cell by {who}"),
+                reply,
+            )
         surfaces = ()
     elif surfaces and may_write:  # the allowed write is the archive the DELETE probe needs
         reply = client.patch(path, {"lifecycle": {"status": "archived"}})
@@ -1196,11 +1352,29 @@ def test_policy_changes_take_effect_at_once(amp: Amp) -> None:
     )
 
 
-@check("AMP-ACL-13")
+def spent_pooled_cell(amp: Amp) -> dict[str, Any] | None:
+    """The pooled cell of the stranger-refusals group (:func:`_pool_sequence`), made by agent "a",
+    when agent "b" was refused everything there (GET, PATCH, list and search): a cell whose members
+    have judged all they asked of it (their replies are recorded while the group is made), which
+    nothing reads again, and on which "b" holds no right, as on a default-policy cell. None when the
+    pooled cell fell back to the members' own cells, or the group pooled nothing."""
+    key = group_key(amp, REFUSALS_VECTOR)
+    group = amp.shared(_group_name(key), lambda maker: make_group(maker, key))
+    pool = group["pool"]
+    return pool["cell"] if pool is not None and pool["caller"] == "b" else None
+
+
+@check("AMP-ACL-13", scope=REFUSALS_SCOPE)
 def test_nothing_in_the_body_raises_a_callers_rights(amp: Amp) -> None:
     """A stranger naming itself created_by (or in the policy) in a PATCH body is refused and gains nothing."""
     creator, stranger_id = amp.agent_id("a"), amp.agent_id("b")
-    cell = amp.create_cell()
+    # a cell of "a" on which "b" holds no right: the pooled cell the matrix made and is done with
+    # (spent_pooled_cell), else one of its own
+    cell = spent_pooled_cell(amp)
+    if cell is None:
+        cell = amp.create_cell()
+    else:
+        amp.note(f"asked on the access matrix's pooled cell {cell['id']}, on which b was refused everything")
     path = f"/memories/{cell['id']}"
     stranger = amp.as_agent("b")
     claims = (
