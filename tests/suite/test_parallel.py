@@ -36,9 +36,10 @@ from amp_conformance.engine.run import CheckResult
 #: surfaces, shared read and list answers; the issue's bar, 750, is not reached yet), 958 with the
 #: decay-arithmetic cells of issue 22 (a steady and a low cell: 5 more), 847 after session 5's cuts,
 #: 823 after session 6's, 801 after session 7's probe sharing (rate cells, unknown id, admin route),
-#: 798 with its cell and capability cuts, 786 with its access and auth cuts; a change that adds
-#: requests must say why.
-REQUEST_BUDGET = 790
+#: 798 with its cell and capability cuts, 786 with its access and auth cuts, 742 after session 10's
+#: (the matrix's pooled refusal cells, one create of every ignored member, shared refused PATCHes):
+#: the issue's bar, 750, is the budget now; a change that adds requests must say why.
+REQUEST_BUDGET = 750
 WORKERS = "3"
 #: Faults whose failures reach across areas: a plain finding, a cascade of blocked checks under one
 #: root cause, an access-matrix rule, and one caught by a check of the serial group.
