@@ -95,3 +95,39 @@ def test_a_stranger_deleting_a_shared_cell_leaves_the_other_vectors_verdicts_the
         assert result.outcome == "pass", (allowed, result.message)
         deletes = [e for e in result.exchanges if e.method == "DELETE" and e.status == 204]
         assert len(deletes) == 2, (allowed, [(e.method, e.url, e.status) for e in result.exchanges])
+
+
+def _matrix_run(env: dict[str, str]) -> dict[str, Any]:
+    app = create_app(Settings.from_env({"AMP_LIFECYCLE_ENABLED": "false", **env}))
+    values = {"amp_base_url": BASE_URL, "amp_only": "acl", "amp_no_fuzz": True, "amp_timeout": 10.0}
+    with asgi_client(app, BASE_URL) as http:
+        outcome = run_suite(values, http=http, quiet=True)
+    assert outcome.run is not None
+    return {r.name: r for r in outcome.run.results.values() if r.name.startswith("test_access_matrix[")}
+
+
+def _pooled(result: Any) -> bool:
+    return any("asked on one cell pooling" in note for note in result.notes)
+
+
+def test_vectors_refused_everything_share_a_pooled_cell_and_fall_back_to_their_own() -> None:
+    """Group testing (test_access._pool): on a correct server the vectors whose caller is refused
+    everything are answered on one pooled cell and pass; when one pooled pattern wrongly admits the
+    caller (substring wildcards), nobody is judged on the pooled cell: each vector is asked on a cell of
+    its own, and exactly the vectors whose own patterns break the rule fail."""
+    from amp_conformance.amp01.checks import test_access
+
+    clean = _matrix_run({})
+    pooled = sorted(name for name, result in clean.items() if _pooled(result))
+    assert len(pooled) >= 2, pooled
+    for name in pooled:
+        assert clean[name].outcome == "pass", (name, clean[name].message)
+        vector = test_access._BY_NAME[name.removeprefix("test_access_matrix[").removesuffix("]")]
+        assert test_access.poolable(vector), name
+    faulty = _matrix_run({"AMP_REFERENCE_FAULTS": "wildcard-substring"})
+    assert not [name for name, result in faulty.items() if _pooled(result)]
+    failing = sorted(name for name, result in faulty.items() if result.outcome == "fail")
+    assert "test_access_matrix[star-pattern-is-anchored-at-the-start]" in failing, failing
+    assert set(failing) & set(pooled), (failing, pooled)  # a pooled vector's own finding, after the fallback
+    for name in set(pooled) - set(failing):
+        assert faulty[name].outcome == "pass", (name, faulty[name].message)
