@@ -175,6 +175,29 @@ gains at most 0.1 s); then cleanup (two round trips: every worker archives and d
 its shared steps once all are done) ~0.25-0.35 s, and the controller's merge and JSON report ~0.2 s. The
 fixed part is ~2.2 s of the 9.7: the speed-up sits at 5.9-6.3x, and what shortens both rows (fewer
 round trips) does not raise it.
+
+Session 10 (786 -> 742 requests: the access matrix's pooled refusal cells, one create of every ignored
+member, shared refused PATCHes), 2026-12-03 13:27-13:35 UTC, machine otherwise idle, five runs of
+``--delay 100 --workers 1,8 --service-ms 0``, then two more 8-worker rows (one with ``--service-ms 50``):
+
+    server workers  wall s  run s requests  speed-up chain bound s wall/bound serial req serial s
+     100ms       1    58.2   57.5      742     1.00x    36     3.6       16.2         68      4.3
+     100ms       8    10.1    9.2      749     5.78x    34     3.4        3.0         68      5.7
+     100ms       1    57.8   57.3      742     1.00x    36     3.6       16.1         68      4.3
+     100ms       8     9.7    9.1      746     5.99x    34     3.4        2.8         68      5.7
+     100ms       1    58.0   57.3      742     1.00x    36     3.6       16.1         68      4.3
+     100ms       8     9.6    9.0      749     6.06x    34     3.4        2.8         68      5.7
+     100ms       1    58.3   57.8      742     1.00x    36     3.6       16.2         68      4.3
+     100ms       8     9.4    8.8      749     6.21x    34     3.4        2.8         68      5.5
+     100ms       1    58.4   57.8      742     1.00x    36     3.6       16.2         68      4.3
+     100ms       8    10.2    9.4      746     5.75x    34     3.4        3.0         68      5.8
+     100ms       8     9.8    9.2      746         -    34     3.4        2.9         68      5.5
+    1@50ms       8    39.8   39.2      749         -    34    37.5        1.1         68     25.3
+
+An 8-worker row measured just before (with the 1-worker row that re-measured ``unit_costs.json``,
+58.0 s) took 9.3 s (6.24x, 2.7x the bound). The serial row is ~1.5 s shorter than session 9's and the
+parallel one about as long as before: the cuts fall on work spread over eight workers, so they lower
+the bound ratio and the request count, not the speed-up, which stays at 5.8-6.2x with the host's noise.
 """
 
 from __future__ import annotations
