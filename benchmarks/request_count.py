@@ -3,7 +3,7 @@
 Runs ``amp-conformance --no-fuzz`` against the bundled reference server (keys mode, as the command's
 self-test does) and prints, per check module: checks, requests the checks sent, cells they created,
 the cleanup those cells cost (archive + delete, less what a check already did), and the sum. The
-total line is the report's own count (``run.requests``), which the issue bounds at 900.
+total line is the report's own count (``run.requests``), which issue 25 bounds at 750.
 
     python benchmarks/request_count.py [--only AREAS] [--top N]
 """
