@@ -131,3 +131,18 @@ def test_vectors_refused_everything_share_a_pooled_cell_and_fall_back_to_their_o
     assert set(failing) & set(pooled), (failing, pooled)  # a pooled vector's own finding, after the fallback
     for name in set(pooled) - set(failing):
         assert faulty[name].outcome == "pass", (name, faulty[name].message)
+
+
+def test_the_body_claims_check_alone_makes_no_matrix_group() -> None:
+    """AMP-ACL-13's check asks its claims on the matrix's pooled cell only when the matrix made it
+    already: run alone it creates a cell of its own, and sends none of the matrix's requests."""
+    app = create_app(Settings.from_env({"AMP_LIFECYCLE_ENABLED": "false"}))
+    values = {"amp_base_url": BASE_URL, "amp_only": "AMP-ACL-13", "amp_no_fuzz": True, "amp_timeout": 10.0}
+    with asgi_client(app, BASE_URL) as http:
+        outcome = run_suite(values, http=http, quiet=True)
+    assert outcome.run is not None
+    (result,) = [r for r in outcome.run.results.values() if r.name.startswith("test_nothing_in_the_body")]
+    assert result.outcome == "pass", result.message
+    assert not any("pooled" in note for note in result.notes), result.notes
+    bodies = [e.request_body or "" for e in result.exchanges]
+    assert not any("access matrix probe" in str(body) for body in bodies), bodies

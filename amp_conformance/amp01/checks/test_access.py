@@ -1357,8 +1357,12 @@ def spent_pooled_cell(amp: Amp) -> dict[str, Any] | None:
     when agent "b" was refused everything there (GET, PATCH, list and search): a cell whose members
     have judged all they asked of it (their replies are recorded while the group is made), which
     nothing reads again, and on which "b" holds no right, as on a default-policy cell. None when the
-    pooled cell fell back to the members' own cells, or the group pooled nothing."""
+    group was not made already in this run without a problem (a check run alone, or after the
+    group's own step failed, does not make it, nor answer for it), when the pooled cell fell back to
+    the members' own cells, or when the group pooled nothing."""
     key = group_key(amp, REFUSALS_VECTOR)
+    if not amp.shared_made(_group_name(key)):
+        return None
     group = amp.shared(_group_name(key), lambda maker: make_group(maker, key))
     pool = group["pool"]
     return pool["cell"] if pool is not None and pool["caller"] == "b" else None

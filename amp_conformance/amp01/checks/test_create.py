@@ -137,10 +137,9 @@ def _probed(amp: Amp, probe: str) -> tuple[Reply, str, datetime, datetime]:
         made, replies = shared
         return (replies[made["reply"]], made["id"], *create_bracket(made))
     sent_id = amp.unknown_id()
-    members: dict[str, dict[str, Any]] = {"id": {"id": sent_id}, "lifecycle": CLIENT_LIFECYCLE}
-    members["count"] = CLIENT_COUNT
+    members = {"id": {"id": sent_id}, "lifecycle": CLIENT_LIFECYCLE, "count": CLIENT_COUNT}[probe]
     sent = datetime.now(UTC)
-    reply = post_cell(amp, amp.cell_body(members[probe]))
+    reply = post_cell(amp, amp.cell_body(members))
     return reply, sent_id, sent, datetime.now(UTC)
 
 
