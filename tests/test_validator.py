@@ -446,3 +446,29 @@ def test_contract_from_a_url(tmp_path: Path, served: str, capsys: pytest.Capture
     assert validate_contract_main([f"{served}/openapi.json", "--timeout", "5"]) == 0
     assert validate_contract_main([f"{served}/missing.json", "--timeout", "5"]) == 2
     assert "HTTP 404" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("member", ["results", "memories"])
+def test_a_servers_list_response_is_read_as_its_cells(tmp_path: Path, member: str) -> None:
+    """Issue 38 item 21: a saved list/search response (S1) is a page of cells, not one bad cell."""
+    page = {member: [example(), bad_cell()], "returned": 2, "has_more": False, "offset": 0, "limit": 20}
+    pretty = tmp_path / "page.json"
+    pretty.write_text(json.dumps(page, indent=2))
+    compact = tmp_path / "page.jsonl"
+    compact.write_text(json.dumps(page) + "\n" + json.dumps(example()) + "\n")
+    report = validate_documents([pretty, compact])
+    assert [s.cells for s in report.sources] == [2, 3]
+    starts = [i + 1 for i, line in enumerate(pretty.read_text().splitlines()) if line == "    {"]
+    assert [(f.source, f.line, f.index, f.code) for f in report.findings] == [
+        (str(pretty), starts[1], 1, "score-range"),
+        (str(compact), 1, 1, "score-range"),
+    ]
+
+
+def test_a_cell_is_never_taken_for_a_wrapper(tmp_path: Path) -> None:
+    cell = example()
+    cell["results"] = [example()]  # an unknown member of a cell stays the cell's problem
+    path = tmp_path / "cell.json"
+    path.write_text(json.dumps(cell))
+    report = validate_documents([path])
+    assert report.cells == 1 and report.invalid_cells == 1

@@ -1,5 +1,10 @@
 """Read cells from a file or stdin: one JSON object, a JSON array of cells, or JSONL.
 
+A server's own list or search response (``{"results": [cell, ...], "returned": ..}``, S1's
+``GET /memories`` and ``POST /memories/search``) and a ``{"memories": [...]}`` export are
+recognised as wrappers: their elements are the cells. An object with ``content`` or ``id`` is
+always read as one cell, so a cell is never mistaken for a wrapper.
+
 The format is recognised from the first non-blank line: if it holds a complete JSON value the input
 is JSONL (streamed line by line, so a 100,000-cell export never sits in memory twice); otherwise the
 whole input is one JSON document. Every cell carries the line it starts on, so a problem can be
@@ -19,6 +24,8 @@ from typing import IO, NoReturn
 
 STDIN_NAME = "<stdin>"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+#: Members that hold the cells of a page or an export (S1 list and search responses).
+WRAPPER_MEMBERS = ("results", "memories")
 
 
 def _refuse_constant(name: str) -> NoReturn:
@@ -105,7 +112,10 @@ def parse_lines(lines: Iterable[str]) -> Iterator[Entry | LineError]:
     if following is None and isinstance(value, list):
         yield from _document_entries(first, first_no)  # an array written on one line
         return
-    yield Entry(first_no, 0, value)
+    if wrapper_member(value) is not None:
+        yield from _document_entries(first, first_no)  # a wrapper written on one line
+    else:
+        yield Entry(first_no, 0, value)
     if following is not None:
         yield following
         yield from rest
@@ -117,10 +127,14 @@ def _jsonl_entries(lines: Iterator[str], line_no: int, start_index: int) -> Iter
         if not line.strip():
             continue
         try:
-            yield Entry(number, index, _DECODER.decode(line))
+            value = _DECODER.decode(line)
         except (ValueError, RecursionError) as exc:
             yield LineError(number, f"not JSON: {_describe(exc, None)}")
-        index += 1
+            index += 1
+            continue
+        for cell in _unwrapped(value):
+            yield Entry(number, index, cell)
+            index += 1
 
 
 def _document_entries(text: str, first_line: int) -> Iterator[Entry]:
@@ -136,10 +150,48 @@ def _document_entries(text: str, first_line: int) -> Iterator[Entry]:
         line = first_line + text.count("\n", 0, tail.end())
         raise Unreadable(f"not JSON: extra data after the document, line {line}")
     line = first_line + text.count("\n", 0, position)
-    if not isinstance(value, list):
+    member = wrapper_member(value)
+    if member is not None:
+        position = _member_position(text, position, member)
+        line = first_line + text.count("\n", 0, position)
+    elif not isinstance(value, list):
         yield Entry(line, 0, value)
         return
     yield from _array_elements(text, position + 1, line)
+
+
+def wrapper_member(value: object) -> str | None:
+    """The member holding the cells when ``value`` is a list or search response (or an export)."""
+    if not isinstance(value, dict) or "content" in value or "id" in value:
+        return None
+    for member in WRAPPER_MEMBERS:
+        if isinstance(value.get(member), list):
+            return member
+    return None
+
+
+def _unwrapped(value: object) -> list[object]:
+    member = wrapper_member(value)
+    cells = value.get(member) if member is not None and isinstance(value, dict) else None
+    return list(cells) if isinstance(cells, list) else [value]
+
+
+def _member_position(text: str, position: int, member: str) -> int:
+    """Where the array of ``member`` starts in the object at ``position`` (known to be valid JSON)."""
+    position += 1  # past "{"
+    while True:
+        skip = _WHITESPACE.match(text, position)
+        start = skip.end() if skip else position
+        key, end = _DECODER.raw_decode(text, start)
+        skip = _WHITESPACE.match(text, end)
+        colon = skip.end() if skip else end  # text[colon] == ":"
+        skip = _WHITESPACE.match(text, colon + 1)
+        start = skip.end() if skip else colon + 1
+        if key == member:
+            return start
+        _value, end = _DECODER.raw_decode(text, start)
+        skip = _WHITESPACE.match(text, end)
+        position = (skip.end() if skip else end) + 1  # past ","
 
 
 def _array_elements(text: str, position: int, line: int) -> Iterator[Entry]:
