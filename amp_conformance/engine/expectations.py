@@ -23,7 +23,6 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,6 +35,13 @@ EXPECTABLE = ("fail", "warn", "error", "skip")
 #: its root cause is the failure that counts).
 BASELINE_OUTCOMES = ("fail", "error")
 _HEADER = re.compile(r"^\s*\[\[\s*expect\s*\]\]")
+#: Run-specific text in a finding (the server's address, the run's namespace, ids the server made)
+#: that would make every re-baseline a noisy diff: each is replaced by a stable placeholder.
+_RUN_SPECIFIC = (
+    (re.compile(r"\bhttps?://[^\s/'\"]+"), "<server>"),
+    (re.compile(r"\bamp-ct-[0-9a-z]{26}(?:-gw\d+)?"), "<run>"),
+    (re.compile(r"(?<![0-9A-Za-z])[0-9A-HJKMNP-TV-Z]{26}(?![0-9A-Za-z])"), "<ulid>"),
+)
 _TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
 
@@ -194,12 +200,12 @@ def toml_string(text: str) -> str:
 
 def baseline_text(checks: Iterable[Mapping[str, Any]], *, source: str = "") -> str:
     """An expectations document listing every failing or erroring check of a report's ``checks`` by
-    its id, the finding as the reason."""
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d")
+    its id, the finding as the reason. Two baselines of the same findings are the same text: no date,
+    run id, server address or server-made id is written (:func:`stable_reason`)."""
     lines = [
         "# amp-conformance expectations: known gaps of the server under test.",
-        f"# Baseline written on {stamp}{' from ' + source if source else ''}. Give each entry a real reason",
-        "# and a link to where it is tracked; delete it when the check passes.",
+        f"# Baseline written{' from ' + source if source else ''} by --write-expectations. Give each entry",
+        "# a real reason and a link to where it is tracked; delete it when the check passes.",
         "",
     ]
     for check in checks:
@@ -209,10 +215,17 @@ def baseline_text(checks: Iterable[Mapping[str, Any]], *, source: str = "") -> s
             continue
         ids = ", ".join(r for r in check.get("requirements") or [] if isinstance(r, str))
         message = str(check.get("message") or "").strip().splitlines()
-        reason = f"{ids}: {message[0] if message else outcome}"[:300]
+        reason = stable_reason(f"{ids}: {message[0] if message else outcome}")[:300]
         lines += ["[[expect]]", f"check = {toml_string(check_id)}", f'outcome = "{outcome}"']
         lines += [f"reason = {toml_string(reason)}", ""]
     return "\n".join(lines)
+
+
+def stable_reason(text: str) -> str:
+    """``text`` with what differs from run to run (address and port, namespace, ULIDs) replaced."""
+    for pattern, placeholder in _RUN_SPECIFIC:
+        text = pattern.sub(placeholder, text)
+    return text
 
 
 def write_baseline(checks: Iterable[Mapping[str, Any]], path: Path, *, source: str = "") -> str | None:

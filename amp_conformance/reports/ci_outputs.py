@@ -39,10 +39,8 @@ def write_ci_outputs(
     if badge is not None and (problem := write_badge(report, badge)):
         problems.append(problem)
     if baseline is not None:
-        run = report.get("run")
-        source = f"run {run.get('id')}" if isinstance(run, dict) else ""
-        checks = report.get("checks")
-        if problem := write_baseline(checks if isinstance(checks, list) else [], baseline, source=source):
+        checks = report.get("checks")  # no run id in the file: a re-baseline diffs only on findings
+        if problem := write_baseline(checks if isinstance(checks, list) else [], baseline):
             problems.append(problem)
     problems += publish(report, environ) if emit is None else publish(report, environ, emit)
     return problems

@@ -143,3 +143,29 @@ def test_a_baseline_lists_failures_and_round_trips_any_message() -> None:
         ("test_a.py::test_error", "error"),
     ]
     assert entries[0].reason.startswith('AMP-LIST-05: quote " backslash \\ newline')
+
+
+def test_a_re_baseline_of_the_same_findings_is_the_same_text() -> None:
+    """Issue 38 item 20: no port, run namespace, server-made id or date in a generated baseline."""
+
+    def run(port: int, ulid: str) -> list[dict[str, object]]:
+        message = (
+            f"GET http://127.0.0.1:{port}/amp/v1/memories/mem_{ulid} as amp-ct-{ulid.lower()}-gw1-a "
+            "answered 500"
+        )
+        return [
+            {
+                "id": "test_a.py::test_x",
+                "outcome": "fail",
+                "requirements": ["AMP-READ-01"],
+                "message": message,
+            }
+        ]
+
+    first = baseline_text(run(41234, "01KBQ4Z1S2T3V4W5X6Y7Z8A9B0"))
+    second = baseline_text(run(51999, "01KBQ5A1B2C3D4E5F6G7H8J9K0"))
+    assert first == second
+    assert "127.0.0.1" not in first and "01KBQ" not in first.upper()
+    assert parse_expectations(first, PATH).entries[0].reason == (
+        "AMP-READ-01: GET <server>/amp/v1/memories/mem_<ulid> as <run>-a answered 500"
+    )
