@@ -26,13 +26,21 @@ import pytest
 from amp_conformance._version import __version__
 from amp_conformance.engine import registry
 from amp_conformance.engine.configuration import build_options, check_names_of, selection_of, selects
+from amp_conformance.engine.http import BASE_URL
 from amp_conformance.engine.marking import checks_of
-from amp_conformance.engine.options import COMMAND_OPTION_SPECS, SuiteOptions, UsageError, parse_workers
+from amp_conformance.engine.options import (
+    COMMAND_OPTION_SPECS,
+    OptionValues,
+    SuiteOptions,
+    UsageError,
+    parse_workers,
+)
 from amp_conformance.engine.parallel import INTERRUPT_GATE
 from amp_conformance.engine.progress import Progress
-from amp_conformance.engine.protocol import Protocol, protocol_option_error
+from amp_conformance.engine.protocol import AnyProtocol, protocol_option_error
 from amp_conformance.engine.report import verdict
 from amp_conformance.engine.run import Run
+from amp_conformance.fuzz.options import NO_FUZZ
 from amp_conformance.plugin import INTERRUPTED_BY, HttpOverride, active_run, all_option_specs
 
 EXIT_OK, EXIT_MUST_FAILED, EXIT_USAGE = 0, 1, 2
@@ -154,14 +162,14 @@ class _QuietInterrupt:
             reporter._report_keyboardinterrupt = lambda: None
 
 
-def _protocol(values: dict[str, Any]) -> Protocol:
+def _protocol(values: dict[str, Any]) -> AnyProtocol:
     try:
         return registry.get(str(values.get("amp_protocol") or registry.DEFAULT_PROTOCOL))
     except KeyError as exc:
         raise UsageError(exc.args[0]) from None
 
 
-def _pytest_base_args(protocol: Protocol) -> list[str]:
+def _pytest_base_args(protocol: AnyProtocol) -> list[str]:
     # --assert=plain: checks judge through amp.expect, and rewriting would warn about modules
     # (this package among them) that are imported before pytest starts.
     checks = protocol.checks_dir
@@ -268,13 +276,13 @@ def list_checks(protocol: str = registry.DEFAULT_PROTOCOL) -> list[dict[str, Any
 
 
 def _selected(
-    checks: list[dict[str, Any]], values: dict[str, Any], protocol: Protocol
+    checks: list[dict[str, Any]], values: dict[str, Any], protocol: AnyProtocol
 ) -> list[dict[str, Any]]:
     """The checks ``--only`` (areas, requirement ids), ``--level``, ``--check`` and ``--rerun-failed``
     select (as a run would)."""
     selection = selection_of(values, protocol)
     names = check_names_of(values, protocol)
-    fuzz = not values.get("amp_no_fuzz")
+    fuzz = not values.get(NO_FUZZ.dest)
     return [c for c in checks if selects(c, selection, names) and (fuzz or c["area"] != "fuzz")]
 
 
@@ -302,7 +310,7 @@ def _quiet_broken_pipe() -> None:
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def _check_values(values: dict[str, Any], protocol: Protocol) -> None:
+def _check_values(values: dict[str, Any], protocol: AnyProtocol) -> None:
     """Every usage problem the options show, before anything starts (UsageError)."""
     others = [p for p in registry.protocols() if p is not protocol]
     problem = protocol_option_error(protocol, values, others)
@@ -310,21 +318,19 @@ def _check_values(values: dict[str, Any], protocol: Protocol) -> None:
         raise UsageError(problem)
     # every option is checked before a server starts (a placeholder stands for the target a
     # --server-cmd, --app or the self-test will give)
-    placeholder = {"amp_base_url": values.get("amp_base_url") or "http://127.0.0.1:1"}
+    placeholder = {BASE_URL.dest: values.get(BASE_URL.dest) or "http://127.0.0.1:1"}
     build_options({**values, **placeholder}, protocol)
     workers = parse_workers(values.get("amp_workers"))
     if workers != 1 and values.get("amp_app"):
         raise UsageError("--app checks the app in-process, which workers cannot share: use --server-cmd")
     if workers != 1:
-        reason = protocol.parallel_problem(
-            SuiteOptions(base_url=values.get("amp_base_url")), in_process=False
-        )
+        reason = protocol.parallel_problem(SuiteOptions(base_url=values.get(BASE_URL.dest)), in_process=False)
         if reason:
             raise UsageError(reason)
         values["amp_workers"] = str(_bounded_workers(workers, values, protocol))
 
 
-def _bounded_workers(workers: int | str, values: dict[str, Any], protocol: Protocol) -> int:
+def _bounded_workers(workers: int | str, values: dict[str, Any], protocol: AnyProtocol) -> int:
     """``--workers`` bounded by the checks there are to share out and by :data:`MAX_WORKERS` (500
     pytest processes for 21 checks only load the machine), said in one line when it is lowered.
 
@@ -347,7 +353,7 @@ def _bounded_workers(workers: int | str, values: dict[str, Any], protocol: Proto
     return bounded
 
 
-def _target_options_given(values: dict[str, Any], protocol: Protocol) -> dict[str, Any]:
+def _target_options_given(values: dict[str, Any], protocol: AnyProtocol) -> dict[str, Any]:
     """The protocol's own options given on the command line (a self-test sets some of them itself)."""
     return {
         spec.dest: values.get(spec.dest)
@@ -450,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-def _run(namespace: argparse.Namespace, values: dict[str, Any], protocol: Protocol) -> int:
+def _run(namespace: argparse.Namespace, values: dict[str, Any], protocol: AnyProtocol) -> int:
     def runner(values: dict[str, Any], http: httpx.Client | None, plugins: list[object]) -> int:
         return run_suite(
             values, http=http, verbose=namespace.verbose, quiet=namespace.quiet, plugins=plugins
@@ -464,7 +470,7 @@ def _run(namespace: argparse.Namespace, values: dict[str, Any], protocol: Protoc
         from amp_conformance.engine.server_process import run_with_server
 
         return run_with_server(values, runner, active_run, protocol)
-    if not protocol.is_self_test(values):
+    if not protocol.is_self_test(OptionValues(values)):
         try:
             options = build_options(values, protocol)
             reason = protocol.reachable(options)
@@ -478,7 +484,7 @@ def _run(namespace: argparse.Namespace, values: dict[str, Any], protocol: Protoc
     given = _target_options_given(values, protocol)
     with contextlib.ExitStack() as stack:
         try:
-            announcement = stack.enter_context(protocol.self_test(values))
+            announcement = stack.enter_context(protocol.self_test(OptionValues(values)))
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # the bundled server's own settings (AMP_REFERENCE_*): one line, exit 2

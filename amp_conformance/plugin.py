@@ -31,7 +31,7 @@ from amp_conformance.engine.expectations import (
     xfail_marker,
 )
 from amp_conformance.engine.marking import MARK, check_info
-from amp_conformance.engine.options import OPTION_SPECS, UsageError
+from amp_conformance.engine.options import OPTION_SPECS, OptionSpec, OptionValues, UsageError
 from amp_conformance.engine.outcomes import (
     BLOCKED,
     ERROR,
@@ -60,7 +60,7 @@ from amp_conformance.engine.parallel import (
     worker_output,
 )
 from amp_conformance.engine.progress import Progress
-from amp_conformance.engine.protocol import Protocol, protocol_option_error
+from amp_conformance.engine.protocol import AnyProtocol, protocol_option_error
 from amp_conformance.engine.report import (
     build_report,
     render_failure,
@@ -72,9 +72,10 @@ from amp_conformance.engine.run import CheckResult, Run
 from amp_conformance.engine.shared_store import SharedStore
 from amp_conformance.engine.spec import CheckSpec
 from amp_conformance.engine.vocabulary import Level
+from amp_conformance.fuzz.options import FUZZ_OPTIONS
 
 RUN_KEY = pytest.StashKey[Run]()
-CONTEXT_KEY = pytest.StashKey[CheckContext]()
+CONTEXT_KEY = pytest.StashKey[CheckContext[Any]]()
 EXPECTATIONS_KEY = pytest.StashKey[Expectations]()
 EXPECTATION_KEY = pytest.StashKey[Expectation]()
 CONTROLLER_KEY = pytest.StashKey[Controller]()
@@ -107,17 +108,31 @@ class HttpOverride:
         """The ``--app`` spec ``http`` reaches in-process (the report then says how to replay)."""
 
 
-def all_option_specs() -> list[Any]:
-    """The engine's options and every registered protocol's own (each name once)."""
-    specs = {spec.name: spec for spec in OPTION_SPECS}
+def all_option_specs() -> list[OptionSpec]:
+    """Every option, each name once, declared by what reads it: the registered protocols' transports
+    (``--base-url``), the engine, the fuzz area, then each protocol's own."""
+    loaded: list[AnyProtocol] = []
     for name in registry.names():
         try:
-            protocol = registry.get(name)
+            loaded.append(registry.get(name))
         except Exception as exc:  # a broken third-party protocol must not break every pytest run
             print(f"amp-conformance: protocol {name!r} cannot be loaded: {exc}", file=sys.stderr)
-            continue
-        for spec in protocol.options:
-            specs.setdefault(spec.name, spec)
+    specs: dict[str, OptionSpec] = {}
+    declared = [
+        *(spec for protocol in loaded for spec in protocol.transport_options),
+        *OPTION_SPECS,
+        *FUZZ_OPTIONS,
+        *(spec for protocol in loaded for spec in protocol.options),
+    ]
+    for spec in declared:
+        specs.setdefault(spec.name, spec)
+    if "{default}" in specs["protocol"].help:  # the default's title, from the registry
+        default = next(
+            (p.title for p in loaded if p.name == registry.DEFAULT_PROTOCOL), registry.DEFAULT_PROTOCOL
+        )
+        specs["protocol"] = dataclasses.replace(
+            specs["protocol"], help=specs["protocol"].help.format(default=default)
+        )
     return list(specs.values())
 
 
@@ -131,7 +146,7 @@ def _values(config: pytest.Config) -> dict[str, Any]:
     return {spec.dest: config.getoption(spec.dest, None) for spec in all_option_specs()}
 
 
-def _protocol(config: pytest.Config) -> Protocol:
+def _protocol(config: pytest.Config) -> AnyProtocol:
     name = config.getoption("amp_protocol", None) or registry.DEFAULT_PROTOCOL
     try:
         return registry.get(str(name))
@@ -141,7 +156,7 @@ def _protocol(config: pytest.Config) -> Protocol:
 
 def _enabled(config: pytest.Config) -> bool:
     """The plugin acts only when given a target of the chosen protocol."""
-    return _protocol(config).has_target(_values(config))
+    return _protocol(config).has_target(OptionValues(_values(config)))
 
 
 def active_run(config: pytest.Config) -> Run | None:
@@ -234,7 +249,7 @@ def _fuzzer_state_outside_cwd() -> None:
 
 
 def _parallel_problem(
-    config: pytest.Config, protocol: Protocol, options: Any, http: httpx.Client | None
+    config: pytest.Config, protocol: AnyProtocol, options: Any, http: httpx.Client | None
 ) -> str | None:
     """Why this run cannot be spread over workers, if it cannot."""
     problem = protocol.parallel_problem(options, in_process=http is not None)
@@ -402,13 +417,13 @@ def _named(item: pytest.Item, names: frozenset[str]) -> bool:
 
 
 @pytest.fixture
-def amp(request: pytest.FixtureRequest) -> CheckContext:
+def amp(request: pytest.FixtureRequest) -> CheckContext[Any]:
     """The per-check API of the run's protocol (its ``CheckContext`` subclass)."""
     run = active_run(request.config)
     info = check_info(request.node) if isinstance(request.node, pytest.Item) else None
     if run is None or info is None:
         pytest.skip("the amp fixture needs a target (--amp-base-url) and an @check mark")
-    context: CheckContext = run.protocol.context(run.active_session, info)
+    context: CheckContext[Any] = run.protocol.context(run.active_session, info)
     request.node.stash[CONTEXT_KEY] = context
     return context
 
@@ -507,7 +522,7 @@ def _classify(
     result: CheckResult,
     excinfo: pytest.ExceptionInfo[BaseException] | None,
     report: pytest.TestReport,
-    context: CheckContext | None,
+    context: CheckContext[Any] | None,
 ) -> None:
     """Turn what happened into one outcome: pass, fail, warn, skip, error or blocked."""
     error = excinfo.value if excinfo is not None else None

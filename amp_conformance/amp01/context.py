@@ -47,11 +47,9 @@ def _open_route_refused(reply: Reply) -> bool:
     return exchange.method == "GET" and exchange.status in (401, 403) and path.endswith(("/spec", "/health"))
 
 
-class Amp(CheckContext):
+class Amp(CheckContext[Amp01Session]):
     """The per-check API of AMP v0.1.0: the engine's verdicts plus identities, cells and envelopes.
     Requests made through it are recorded as the check's evidence."""
-
-    session: Amp01Session
 
     def __init__(self, run: Run, spec: CheckSpec, session: Amp01Session):
         super().__init__(run, spec, session)

@@ -11,17 +11,17 @@ import contextlib
 import json
 import os
 import socket
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import httpx
 
 from amp_conformance.amp01.context import Amp
 from amp_conformance.amp01.session import Amp01Options, Amp01Session
 from amp_conformance.amp01.target import normalise_base_url
-from amp_conformance.engine.options import OptionSpec, SuiteOptions, UsageError
-from amp_conformance.engine.protocol import Protocol
+from amp_conformance.engine.http import HttpProtocol
+from amp_conformance.engine.options import OptionSpec, OptionValues, SuiteOptions, UsageError
 
 if TYPE_CHECKING:
     from amp_conformance.engine.run import Run
@@ -73,7 +73,7 @@ _PROXY_VARIABLES = tuple(
 )
 
 
-class Amp01Protocol(Protocol):
+class Amp01Protocol(HttpProtocol[Amp01Options, Amp01Session, Amp]):
     """AMP v0.1.0 (REST: memory cells, search, access policies, decay, ``GET /spec``)."""
 
     name: ClassVar[str] = "amp-0.1"
@@ -81,6 +81,9 @@ class Amp01Protocol(Protocol):
     checks_package: ClassVar[str] = "amp_conformance.amp01.checks"
     catalogue_package: ClassVar[str] = "amp_conformance.amp01"
     server_error_requirement: ClassVar[str | None] = "AMP-ERR-07"
+    base_url_option: ClassVar[OptionSpec] = OptionSpec(
+        "base-url", "URL of the AMP server, with or without /amp/v1 (enables the suite)"
+    )
     options: ClassVar[tuple[OptionSpec, ...]] = (
         OptionSpec("admin-token", "admin token for POST /lifecycle/run (never printed)"),
         OptionSpec(
@@ -94,15 +97,22 @@ class Amp01Protocol(Protocol):
             "allow store-wide operations such as POST /lifecycle/run (needs --admin-token)",
             {"action": "store_true", "default": False},
         ),
+        OptionSpec(
+            "keep-cells",
+            "leave the cells the run created in place (no cleanup), so a report's curl lines can be replayed",
+            {"action": "store_true", "default": False},
+        ),
     )
 
-    def parse_options(self, values: Mapping[str, Any]) -> Amp01Options:
-        if values.get("amp_allow_global_effects") and not values.get("amp_admin_token"):
+    def parse_options(self, values: OptionValues) -> Amp01Options:
+        admin_token = values.text("admin-token")
+        if values.flag("allow-global-effects") and admin_token is None:
             raise UsageError("--allow-global-effects needs --admin-token")
         return Amp01Options(
-            admin_token=values.get("amp_admin_token"),
-            api_keys=parse_keys(list(values.get("amp_api_key") or []), values.get("amp_api_keys_file")),
-            allow_global_effects=bool(values.get("amp_allow_global_effects")),
+            admin_token=admin_token,
+            api_keys=parse_keys(values.texts("api-key"), values.text("api-keys-file")),
+            allow_global_effects=values.flag("allow-global-effects"),
+            keep_cells=values.flag("keep-cells"),
         )
 
     def validate(self, options: SuiteOptions) -> None:
@@ -115,7 +125,7 @@ class Amp01Protocol(Protocol):
     def open_session(
         self, run: Run, *, http: httpx.Client | None, plugins: Sequence[object] = ()
     ) -> Amp01Session:
-        return Amp01Session(run, run.options.protocol_options or Amp01Options(), http=http)
+        return Amp01Session(run, self.own_options(run.options), http=http)
 
     def context(self, session: Amp01Session, spec: CheckSpec) -> Amp:
         return Amp(session.run, spec, session)
@@ -150,16 +160,16 @@ class Amp01Protocol(Protocol):
         return None
 
     @contextlib.contextmanager
-    def self_test(self, values: dict[str, Any]) -> Iterator[str]:
+    def self_test(self, values: OptionValues) -> Iterator[str]:
         """The bundled reference server on a free loopback port, in keys mode with a fresh admin token."""
         from amp_conformance.amp01.selfserve import BundledServer
 
         with BundledServer(keys=True) as server:
-            values.update(
-                amp_base_url=server.url,
-                amp_admin_token=server.admin_token,
-                amp_allow_global_effects=True,
-                amp_api_key=[f"{agent}={key}" for agent, key in server.api_keys.items()],
+            values.update_values(
+                base_url=server.url,
+                admin_token=server.admin_token,
+                allow_global_effects=True,
+                api_key=[f"{agent}={key}" for agent, key in server.api_keys.items()],
             )
             yield (
                 f"no --base-url given, checking the bundled reference server at {server.url} "

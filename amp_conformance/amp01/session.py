@@ -22,8 +22,8 @@ import httpx
 from amp_conformance.amp01.target import normalise_base_url
 from amp_conformance.engine.client import Client, Connection, at_once
 from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.http import HttpSession, cleanup_block
 from amp_conformance.engine.outcomes import NotApplicable, ToolError, TransportFailure
-from amp_conformance.engine.protocol import ProtocolSession
 from amp_conformance.engine.replay import ReplayContext
 
 if TYPE_CHECKING:
@@ -38,6 +38,8 @@ class Amp01Options:
     admin_token: str | None = None
     api_keys: dict[str, str] = field(default_factory=dict)
     allow_global_effects: bool = False
+    keep_cells: bool = False
+    """Leave what the run created in place (``--keep-cells``): its curl lines stay replayable."""
 
     @property
     def keys_mode(self) -> bool:
@@ -49,6 +51,7 @@ class Amp01Options:
             "admin_token_given": self.admin_token is not None,
             "api_key_agents": sorted(self.api_keys),
             "allow_global_effects": self.allow_global_effects,
+            "keep_cells": self.keep_cells,
         }
 
 
@@ -87,17 +90,17 @@ _CELL_URL = re.compile(r"/memories/([^/?#]+)$")
 CLEANUP_CONCURRENCY = 16
 
 
-class Amp01Session(ProtocolSession):
+class Amp01Session(HttpSession):
     """The session-wide state behind the ``amp`` fixture."""
 
     def __init__(self, run: Run, options: Amp01Options, *, http: httpx.Client | None = None):
-        self.run = run
         self.options = options
         self.prefix = run.prefix
         suite = run.options
         replay = ReplayContext.for_run(options.admin_token, options.api_keys, suite.json_path)
         api_base, root = normalise_base_url(suite.base_url or "http://127.0.0.1:9")
         self.connection = Connection(api_base, root=root, timeout=suite.timeout, http=http, replay=replay)
+        super().__init__(run, self.connection)
         self._owners = itertools.count(1)
         self._agents: dict[str, Agent] = {}
         self._key_agents = list(options.api_keys.items())
@@ -107,7 +110,7 @@ class Amp01Session(ProtocolSession):
         """Created cell id -> ``archived`` or ``deleted`` as the server last confirmed it: cleanup skips
         what a check already did."""
         self.connection.observers.append(self._track)
-        self.cleanup: dict[str, Any] = {"attempted": 0, "deleted": 0, "problems": []}
+        self.cleanup: dict[str, Any] = cleanup_block()
         self.cleanup_requests = 0
         self.side_log: list[Exchange] = []
         self._spec: dict[str, Any] | None = None
@@ -121,23 +124,7 @@ class Amp01Session(ProtocolSession):
         first asks for the conventions or /spec (:meth:`adopt_briefing_later`)."""
         """Set once detected (the first check that needs them, or the controller's briefing)."""
 
-    # what the engine reads ------------------------------------------------------------------------
-
-    @property
-    def target_label(self) -> str:
-        return self.connection.api_base
-
-    @property
-    def requests(self) -> int:
-        return self.connection.requests
-
-    @property
-    def broken_reason(self) -> str | None:
-        return self.connection.broken_reason
-
-    @property
-    def replay(self) -> ReplayContext | None:
-        return self.connection.replay
+    # what the engine reads (the rest: ``HttpSession``) -----------------------------------------------
 
     def preflight(self) -> str | None:
         """One clear reason not to start the checks (nothing answers, or what answers is no AMP server),
@@ -249,13 +236,6 @@ class Amp01Session(ProtocolSession):
                 lines.append(f"  {name:<13} {entry['value'] or 'undetermined'}  ({entry['source']})")
         lines += [f"  note: {problem}" for problem in self.conventions.problems]
         return lines
-
-    def mark_unavailable(self, reason: str) -> None:
-        if self.connection.broken_reason is None:
-            self.connection.broken_reason = reason
-
-    def close(self) -> None:
-        self.connection.close()
 
     # identities ---------------------------------------------------------------------------------
 
@@ -386,7 +366,7 @@ class Amp01Session(ProtocolSession):
             self.cleanup_requests += self.connection.requests - before
 
     def _clean_up(self, created: list[CreatedCell]) -> None:
-        if self.run.options.keep_cells:
+        if self.options.keep_cells:
             if created:
                 self.cleanup["problems"].append(f"skipped: --keep-cells left {len(created)} cells")
             return

@@ -35,11 +35,9 @@ STEP_REQUIREMENTS = {
 }
 
 
-class Amp11(CheckContext):
+class Amp11(CheckContext[Amp11Session]):
     """The per-check API of AMP v1.1: the engine's verdicts plus channels, scopes and verb calls.
     Every call made through it is recorded as the check's evidence."""
-
-    session: Amp11Session
 
     def __init__(self, run: Run, spec: CheckSpec, session: Amp11Session):
         super().__init__(run, spec, session)

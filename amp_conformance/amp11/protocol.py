@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
 
+from amp_conformance.engine.configuration import check_command
 from amp_conformance.engine.exchange import Exchange
-from amp_conformance.engine.options import OptionSpec, SuiteOptions, UsageError
-from amp_conformance.engine.protocol import Protocol
+from amp_conformance.engine.http import HttpProtocol
+from amp_conformance.engine.options import OptionSpec, OptionValues, SuiteOptions
 
 if TYPE_CHECKING:  # loaded when a run of this protocol opens its session: the registry loads every
     # protocol's record (to find an id's catalogue), and an AMP v0.1.0 worker needs none of this
@@ -49,8 +51,22 @@ def self_test_target(
     return target
 
 
-class Amp11Protocol(Protocol):
-    """AMP v1.1: eight verbs as MCP tools over stdio and as REST routes."""
+@dataclass(frozen=True)
+class Amp11Options:
+    """The options only AMP v1.1 reads."""
+
+    mcp_command: str | None = None
+    """The MCP server command (stdio), or None: no MCP channel."""
+    keep_cells: bool = False
+    """Leave the memories the run stored in place (``--keep-cells``)."""
+
+    def public_view(self) -> dict[str, Any]:
+        return {"keep_cells": self.keep_cells}
+
+
+class Amp11Protocol(HttpProtocol[Amp11Options, "Amp11Session", "Amp11"]):
+    """AMP v1.1: eight verbs as MCP tools over stdio and as REST routes (the REST base URL is
+    optional: an MCP-only run has none)."""
 
     name: ClassVar[str] = "amp-1.1"
     title: ClassVar[str] = "AMP v1.1"
@@ -58,27 +74,29 @@ class Amp11Protocol(Protocol):
     catalogue_package: ClassVar[str] = "amp_conformance.amp11"
     server_error_requirement: ClassVar[str | None] = "AMP11-REST-11"
     self_test_in_plugin: ClassVar[bool] = True
+    base_url_required: ClassVar[bool] = False
     options: ClassVar[tuple[OptionSpec, ...]] = (
         OptionSpec("mcp-command", "amp-1.1: the MCP server command (stdio); the suite starts and stops it"),
+        OptionSpec(
+            "keep-cells",
+            "leave the memories the run stored in place (no cleanup)",
+            {"action": "store_true", "default": False},
+        ),
     )
 
-    def parse_options(self, values: Mapping[str, Any]) -> str | None:
-        command = values.get("amp_mcp_command")
-        return str(command) if command else None
+    def parse_options(self, values: OptionValues) -> Amp11Options:
+        command = values.text("mcp-command")
+        if command is not None:  # (--server-cmd is checked by the server process, as early)
+            check_command("--mcp-command", command)
+        return Amp11Options(mcp_command=command, keep_cells=values.flag("keep-cells"))
 
-    def is_self_test(self, values: Mapping[str, Any]) -> bool:
-        return not values.get("amp_base_url") and not values.get("amp_mcp_command")
+    def is_self_test(self, values: OptionValues) -> bool:
+        return super().is_self_test(values) and values.text("mcp-command") is None
 
     @contextlib.contextmanager
-    def self_test(self, values: dict[str, Any]) -> Iterator[str]:
+    def self_test(self, values: OptionValues) -> Iterator[str]:
         """The plugin starts the bundled server itself (both channels over one store)."""
         yield "no target given, checking the bundled AMP v1.1 reference server (MCP and REST)"
-
-    def validate(self, options: SuiteOptions) -> None:
-        if options.base_url:
-            url = httpx.URL(options.base_url)
-            if url.scheme not in ("http", "https") or not url.host:
-                raise UsageError(f"not an http(s) URL: {options.base_url!r}")
 
     def parallel_problem(self, options: SuiteOptions, *, in_process: bool) -> str | None:
         return f"{self.name} runs use one worker (its MCP channel is a single process): drop -n/--workers"
@@ -90,20 +108,21 @@ class Amp11Protocol(Protocol):
 
         given = next((p for p in plugins if isinstance(p, Amp11Target)), None)
         options = run.options
+        own = self.own_options(options)
         if given is not None:
             target = given
-        elif not options.protocol_options and not options.base_url:
+        elif not own.mcp_command and not options.base_url:
             target = self_test_target(timeout=options.timeout, deadline=options.deadline)
         else:
             target = Amp11Target(
-                mcp_command=options.protocol_options,
+                mcp_command=own.mcp_command,
                 base_url=options.base_url,
                 timeout=options.timeout,
                 deadline=options.deadline,
             )
             target.http = http
         target.run_id = str(run.id).lower()
-        target.cleanup = not options.keep_cells
+        target.cleanup = not own.keep_cells
         return Amp11Session(target, run)
 
     def context(self, session: Amp11Session, spec: CheckSpec) -> Amp11:

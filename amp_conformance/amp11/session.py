@@ -20,8 +20,8 @@ from amp_conformance.amp11.channels import MCP, REST, McpChannel, NotOnChannel, 
 from amp_conformance.amp11.mcp import McpExchange, McpSession
 from amp_conformance.engine.client import Client, Connection
 from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.http import HttpSession
 from amp_conformance.engine.outcomes import ServerUnavailable, ToolError, TransportFailure
-from amp_conformance.engine.protocol import ProtocolSession
 
 if TYPE_CHECKING:
     from amp_conformance.engine.run import Run
@@ -55,12 +55,14 @@ class Created:
     arguments: dict[str, Any]  # scope (or flat agent_id) and id, ready for amp.forget
 
 
-class Amp11Session(ProtocolSession):
-    """The session-wide state behind the ``amp11`` fixture (the engine's protocol session)."""
+class Amp11Session(HttpSession):
+    """The session-wide state behind the ``amp11`` fixture (the engine's protocol session): its MCP
+    process beside the HTTP layer's connection (made on first use, when the target has a base URL)."""
 
     def __init__(self, target: Amp11Target, run: Run | None = None):
-        if run is not None:
+        if run is not None:  # (a test may drive a session without a run)
             self.run = run
+        self.http_connection = None
         self.target = target
         self.created: list[Created] = []
         self.backend_errors: list[VerbResult] = []  # every backend_error any check saw (AMP11-ERR-04)
@@ -74,7 +76,6 @@ class Amp11Session(ProtocolSession):
         self._mcp: McpSession | None = None
         self._mcp_failure: str | None = None
         self.initialize_exchanges: list[Exchange] = []
-        self._connection: Connection | None = None
         self._tools: dict[str, dict[str, Any]] | None = None
         self.tools_exchange: McpExchange | None = None
 
@@ -92,8 +93,7 @@ class Amp11Session(ProtocolSession):
 
     @property
     def requests(self) -> int:
-        sent = self._connection.requests if self._connection is not None else 0
-        return sent + (self._mcp.requests if self._mcp is not None else 0)
+        return super().requests + (self._mcp.requests if self._mcp is not None else 0)
 
     def preflight(self) -> str | None:
         """One line saying why no check can run (the MCP command is unusable, the REST URL
@@ -130,7 +130,7 @@ class Amp11Session(ProtocolSession):
             "base_url": self.target.base_url,
             "spec": None,
             "spec_error": None,
-            "unavailable": None,
+            "unavailable": self.broken_reason,
         }
         server.update(self.report_info())
         # what ran, per channel (an MCP-only run has no base URL: the command is its target; issue 20 §4)
@@ -211,11 +211,11 @@ class Amp11Session(ProtocolSession):
     def connection(self) -> Connection:
         if not self.target.base_url:
             raise NotOnChannel("no REST base URL was given")
-        if self._connection is None:
-            self._connection = Connection(
+        if self.http_connection is None:
+            self.http_connection = Connection(
                 self.target.base_url, timeout=self.target.timeout, http=self.target.http
             )
-        return self._connection
+        return self.http_connection
 
     # -- channels ------------------------------------------------------------------------------------
 
@@ -286,5 +286,4 @@ class Amp11Session(ProtocolSession):
     def close(self) -> None:
         if self._mcp is not None:
             self._mcp.close()
-        if self._connection is not None:
-            self._connection.close()
+        super().close()

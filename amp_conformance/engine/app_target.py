@@ -22,7 +22,7 @@ import httpx
 from amp_conformance.engine.inprocess import ASGITransport
 
 if TYPE_CHECKING:
-    from amp_conformance.engine.protocol import Protocol
+    from amp_conformance.engine.protocol import AnyProtocol
 
 DEFAULT_BASE_URL = "http://testserver"
 
@@ -167,7 +167,7 @@ def app_client(app: Any, base_url: str = DEFAULT_BASE_URL, *, startup_timeout: f
     return httpx.Client(transport=transport, base_url=base_url)
 
 
-def run_with_app(values: dict[str, Any], runner: Runner, protocol: Protocol) -> int:
+def run_with_app(values: dict[str, Any], runner: Runner, protocol: AnyProtocol) -> int:
     """The command's ``--app`` path: ``--server-env`` goes into this process's environment (the app
     is built here), the app is loaded and started, and the suite runs through it. Returns the exit code."""
     from amp_conformance.engine.configuration import build_options

@@ -106,7 +106,7 @@ class Connection:
         replay: ReplayContext | None = None,
     ):
         self.api_base = base_url.rstrip("/")
-        """Where paths are sent: the protocol's API base (``.../amp/v1`` for AMP v0.1.0)."""
+        """Where paths are sent: the protocol's API base (the base URL and its route prefix, if any)."""
         self.root = (root or self.api_base).rstrip("/")
         """The origin root, for the paths a request asks at the root (``root=True``)."""
         self.replay = replay

@@ -11,8 +11,16 @@ from typing import Any
 import httpx
 
 from amp_conformance.engine.catalogue import levels_up_to
-from amp_conformance.engine.options import _REPORT_PATHS, SuiteOptions, UsageError, _path, unwritable
-from amp_conformance.engine.protocol import Protocol
+from amp_conformance.engine.options import (
+    _REPORT_PATHS,
+    OptionValues,
+    SuiteOptions,
+    UsageError,
+    _path,
+    unwritable,
+)
+from amp_conformance.engine.protocol import AnyProtocol
+from amp_conformance.fuzz.options import fuzz_settings
 
 #: Report options that accept ``-`` (standard output), one at a time.
 STDOUT_OUTPUTS = ("--json", "--markdown")
@@ -47,7 +55,7 @@ def check_command(flag: str, command: str) -> None:
         raise UsageError(f"{flag}: {program!r} is not found on PATH")
 
 
-def check_names_of(values: dict[str, Any], protocol: Protocol) -> frozenset[str] | None:
+def check_names_of(values: dict[str, Any], protocol: AnyProtocol) -> frozenset[str] | None:
     """``--check NAME`` (repeatable) and ``--rerun-failed REPORT``: the checks to run, by name or
     node id, or None for no such selection."""
     from amp_conformance.engine.marking import checks_of
@@ -84,7 +92,7 @@ Selection = tuple[frozenset[str] | None, frozenset[str], frozenset[str]]
 """What ``--only`` and ``--level`` select: areas (None: every area), requirement ids, levels."""
 
 
-def selection_of(values: dict[str, Any], protocol: Protocol) -> Selection:
+def selection_of(values: dict[str, Any], protocol: AnyProtocol) -> Selection:
     """``--only`` split into areas and requirement ids of ``protocol``, and ``--level``'s levels
     (UsageError for a word that is neither an area nor a requirement id)."""
     only = values.get("amp_only")
@@ -117,31 +125,22 @@ def selects(check: dict[str, Any], selection: Selection, names: frozenset[str] |
     )
 
 
-def build_options(values: dict[str, Any], protocol: Protocol) -> SuiteOptions:
+def build_options(values: dict[str, Any], protocol: AnyProtocol) -> SuiteOptions:
     """Validate raw option values (keyed by :attr:`OptionSpec.dest`) into :class:`SuiteOptions` for a
-    run of ``protocol`` (which parses and checks its own options)."""
-    base_url = values.get("amp_base_url")
-    if base_url:
-        check_url("--base-url", str(base_url))
+    run of ``protocol``, which reads its own (its transport's target among them) through
+    :class:`OptionValues`, parses and checks them."""
+    named = OptionValues(values)
+    base_url = protocol.target_url(named)
     areas, requirements, levels = selection_of(values, protocol)
     names = check_names_of(values, protocol)
     for flag, dest, default in (("--timeout", "amp_timeout", 10.0), ("--deadline", "amp_deadline", 60.0)):
         if values.get(dest, default) <= 0:
             raise UsageError(f"{flag} must be positive, not {values.get(dest)!r}")
-    if int(values.get("amp_fuzz_examples", 25)) < 1:
-        raise UsageError(f"--fuzz-examples must be at least 1, not {values.get('amp_fuzz_examples')!r}")
-    if float(values.get("amp_fuzz_seconds", 45.0)) <= 0:
-        raise UsageError(f"--fuzz-seconds must be positive, not {values.get('amp_fuzz_seconds')!r}")
+    fuzz = fuzz_settings(named)
     if values.get("amp_startup_timeout") is not None and float(values["amp_startup_timeout"]) <= 0:
         raise UsageError(f"--startup-timeout must be positive, not {values['amp_startup_timeout']!r}")
-    openapi = values.get("amp_openapi")
-    if openapi:
-        if "://" in str(openapi):
-            check_url("--openapi", str(openapi))
-        elif not Path(openapi).is_file():
-            raise UsageError(f"--openapi {openapi}: no such file")
-    if values.get("amp_mcp_command"):  # (--server-cmd is checked by the server process, as early)
-        check_command("--mcp-command", str(values["amp_mcp_command"]))
+    if fuzz.openapi and "://" in fuzz.openapi:
+        check_url("--openapi", fuzz.openapi)
     stdout_outputs = [flag for flag, dest in _REPORT_PATHS if values.get(dest) == "-"]
     if len(stdout_outputs) > 1:
         both = " and ".join(stdout_outputs)
@@ -180,18 +179,17 @@ def build_options(values: dict[str, Any], protocol: Protocol) -> SuiteOptions:
         json_path=Path(json_path) if json_path else None,
         junit_path=Path(junit_path) if junit_path else None,
         html_path=Path(values["amp_html"]) if values.get("amp_html") else None,
-        fuzz=not values.get("amp_no_fuzz", False),
-        keep_cells=bool(values.get("amp_keep_cells")),
+        fuzz=fuzz.fuzz,
         seed=values.get("amp_seed"),
-        openapi=values.get("amp_openapi"),
-        fuzz_examples=int(values.get("amp_fuzz_examples", 25)),
-        fuzz_seconds=float(values.get("amp_fuzz_seconds", 45.0)),
+        openapi=fuzz.openapi,
+        fuzz_examples=fuzz.fuzz_examples,
+        fuzz_seconds=fuzz.fuzz_seconds,
         markdown_path=_path(values.get("amp_markdown")),
         badge_path=_path(values.get("amp_badge")),
         expectations_path=_path(values.get("amp_expectations")),
         strict_expectations=bool(values.get("amp_strict_expectations")),
         write_expectations_path=_path(values.get("amp_write_expectations")),
-        protocol_options=protocol.parse_options(values),
+        protocol_options=protocol.parse_options(named),
         app=str(values["amp_app"]) if values.get("amp_app") else None,
     )
     protocol.validate(options)

@@ -13,7 +13,7 @@ import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, Self, TypeVar
 
 import pytest
 
@@ -22,10 +22,12 @@ from amp_conformance.engine.outcomes import CheckFailure, Evidence, Precondition
 from amp_conformance.engine.shared_store import SharedStore, dumps_step, loads_step
 
 if TYPE_CHECKING:
-    from amp_conformance.engine.run import Run
+    from amp_conformance.engine.run import ProtocolSession, Run
     from amp_conformance.engine.spec import CheckSpec
 
 T = TypeVar("T")
+SessionT = TypeVar("SessionT", bound="ProtocolSession")
+"""The protocol session a context's checks work through (``CheckContext[Amp01Session]``)."""
 #: ``run.cache`` key of the shared steps' entries.
 SHARED_KEY = "shared-steps"
 #: ``run.cache`` key of how many shared steps are being made right now (nested makes).
@@ -60,21 +62,22 @@ class SharedStep:
     """Made here and published for the other workers (``engine.shared_store``)."""
 
 
-def published_states(run: Run) -> list[Any]:
+def published_states(run: Run) -> list[object]:
     """The protocol states of the shared steps this worker made and published: what they created may
     be in use in another worker until every worker is done (``engine.shared_store``)."""
     made: dict[str, SharedStep] = run.cache.get(SHARED_KEY, {})
     return [entry.state for entry in made.values() if entry.published]
 
 
-class CheckContext:
-    """The per-check API. Requests made through it are recorded as the check's evidence."""
+class CheckContext(Generic[SessionT]):
+    """The per-check API, generic in its protocol's session (``class Amp(CheckContext[Amp01Session])``).
+    Requests made through it are recorded as the check's evidence."""
 
-    def __init__(self, run: Run, spec: CheckSpec, session: Any):
+    def __init__(self, run: Run, spec: CheckSpec, session: SessionT):
         self.run = run
         self.info = spec
-        self.session = session
-        """The protocol's session (a ``ProtocolSession``; a subclass names its own type)."""
+        self.session: SessionT = session
+        """The protocol's session (what its ``open_session`` made)."""
         self.evidence = Evidence()
         self.deadline = time.monotonic() + (spec.deadline or run.options.deadline)
         self.requests_at_start = session.requests
@@ -168,7 +171,7 @@ class CheckContext:
         entry = self.run.cache.get(SHARED_KEY, {}).get(name)
         return entry is not None and entry.error is None
 
-    def shared(self, name: str, make: Callable[[Any], T]) -> T:
+    def shared(self, name: str, make: Callable[[Self], T]) -> T:
         """``make(context)`` once per run, for read-only checks that can share what it made (cells a
         check only reads, lists, searches): each later check gets a copy of the value, the requests
         that made it as its own evidence (not sent again) and the maker's protocol state
@@ -264,7 +267,7 @@ class CheckContext:
         data = store.adopt(name, interrupted=lambda: time.monotonic() > self.deadline, wait=wait)
         if data is None:
             return None
-        replay = getattr(self.session, "replay", None)
+        replay = self.session.replay
         try:
             entry = loads_step(data, lambda wire: exchange_from_wire(wire, replay))
         except Exception:  # unreadable after all: make it here

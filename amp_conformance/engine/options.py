@@ -1,32 +1,94 @@
 """The suite's options, declared once for both the pytest plugin (``--amp-NAME``) and the command
-(``--NAME``), so the two can never drift apart."""
+(``--NAME``), so the two can never drift apart.
+
+Each option is declared by what reads it: the engine's own below (:data:`OPTION_SPECS`), the HTTP
+layer's ``--base-url`` (``engine.http``), the fuzz area's (``amp_conformance.fuzz.options``) and each
+protocol's (:attr:`Protocol.options <amp_conformance.engine.protocol.Protocol.options>`). A protocol
+reads its values through :class:`OptionValues`, by the names it declared.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from amp_conformance.engine.vocabulary import LEVELS
 
+#: Prefix of an option's ``dest`` (its key in the plugin's and the command's raw values).
+DEST_PREFIX = "amp_"
+
+
+def dest_of(name: str) -> str:
+    """The raw-values key of the option declared as ``name`` (``base-url`` -> ``amp_base_url``)."""
+    return DEST_PREFIX + name.replace("-", "_")
+
 
 @dataclass(frozen=True)
 class OptionSpec:
+    """One option: ``--NAME`` in the command, ``--amp-NAME`` in the plugin; ``kwargs`` go to argparse
+    (and pytest's ``addoption``) as given."""
+
     name: str
     help: str
     kwargs: dict[str, Any] = field(default_factory=dict)
 
     @property
     def dest(self) -> str:
-        return "amp_" + self.name.replace("-", "_")
+        return dest_of(self.name)
+
+
+class OptionValues(Mapping[str, object]):
+    """The option values a protocol reads, keyed by the name each option was declared with
+    (``values["base-url"]``, ``values.text("mcp-command")``), whatever the plugin and the command
+    call them internally. A protocol's :meth:`~amp_conformance.engine.protocol.Protocol.self_test`
+    sets its bundled server's target the same way (``values["base-url"] = url``): the view writes
+    through to the run's values. An option nobody gave reads as None (its declared default when the
+    parser applied one)."""
+
+    def __init__(self, raw: MutableMapping[str, object] | None = None) -> None:
+        self._raw: MutableMapping[str, object] = raw if raw is not None else {}
+
+    def __getitem__(self, name: str) -> object:
+        return self._raw[dest_of(name)]
+
+    def __setitem__(self, name: str, value: object) -> None:
+        self._raw[dest_of(name)] = value
+
+    def update_values(self, **values: object) -> None:
+        """Set several at once, by name with ``_`` for ``-`` (``base_url=...``)."""
+        for name, value in values.items():
+            self[name.replace("_", "-")] = value
+
+    def __iter__(self) -> Iterator[str]:
+        prefixed = (key for key in self._raw if key.startswith(DEST_PREFIX))
+        return (key.removeprefix(DEST_PREFIX).replace("_", "-") for key in prefixed)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def text(self, name: str) -> str | None:
+        """The value as text, None when not given (or empty)."""
+        value = self.get(name)
+        return str(value) if value not in (None, "") else None
+
+    def flag(self, name: str) -> bool:
+        return bool(self.get(name))
+
+    def texts(self, name: str) -> list[str]:
+        """A repeatable option's values (``action="append"``), as text."""
+        value = self.get(name)
+        if value is None:
+            return []
+        return [str(v) for v in value] if isinstance(value, list | tuple) else [str(value)]
 
 
 OPTION_SPECS: tuple[OptionSpec, ...] = (
-    OptionSpec("base-url", "URL of the AMP server, with or without /amp/v1 (enables the suite)"),
     OptionSpec(
         "protocol",
-        "the protocol to check, by name (--list-protocols shows the installed ones; default: AMP v0.1.0)",
+        "the protocol to check, by name (--list-protocols shows the installed ones; default: {default})",
         {"default": None},
     ),
     OptionSpec("timeout", "seconds to wait for one response (default 10)", {"type": float, "default": 10.0}),
@@ -35,8 +97,8 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "only",
-        "run only these areas or requirements, comma-separated (e.g. acl,crud or AMP-CRE-01): a "
-        "requirement id selects the checks citing it",
+        "run only these areas or requirements, comma-separated (--list shows both): a requirement id "
+        "selects the checks citing it",
     ),
     OptionSpec(
         "check",
@@ -55,18 +117,7 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
     OptionSpec("json", "write the JSON report to this path"),
     OptionSpec("junit", "write a JUnit XML report to this path"),
     OptionSpec("html", "write a self-contained HTML report to this path"),
-    OptionSpec("no-fuzz", "do not run the fuzz area", {"action": "store_true", "default": False}),
-    OptionSpec(
-        "keep-cells",
-        "leave the cells the run created in place (no cleanup), so a report's curl lines can be replayed",
-        {"action": "store_true", "default": False},
-    ),
     OptionSpec("seed", "seed for generated data and fuzzing", {"type": int, "default": None}),
-    OptionSpec("openapi", "contract (path or URL) the fuzz area loads; default: the bundled one"),
-    OptionSpec(
-        "fuzz-examples", "examples per operation and phase (default 25)", {"type": int, "default": 25}
-    ),
-    OptionSpec("fuzz-seconds", "time budget of the fuzz area (default 45)", {"type": float, "default": 45.0}),
     OptionSpec("markdown", "write a Markdown summary to this path (also appended to $GITHUB_STEP_SUMMARY)"),
     OptionSpec("badge", "write a shields.io endpoint JSON badge to this path"),
     OptionSpec("expectations", "TOML file of known gaps: check or requirement ids -> expected outcome"),
@@ -87,7 +138,7 @@ COMMAND_OPTION_SPECS: tuple[OptionSpec, ...] = (
     ),
     OptionSpec(
         "startup-timeout",
-        "seconds to wait for the started server to answer GET /health (default 30)",
+        "seconds to wait for the started server to answer its health check (default 30)",
         {"type": float, "default": 30.0},
     ),
     OptionSpec("server-log", "keep the started server's output in this file"),
@@ -119,15 +170,17 @@ def parse_workers(value: object) -> int | str:
 @dataclass(frozen=True)
 class SuiteOptions:
     """Validated options of one run. ``protocol_options`` is what the protocol made of its own
-    options (:meth:`Protocol.parse_options`)."""
+    options (:meth:`Protocol.parse_options`): typed by the protocol, which reads it back through
+    :meth:`Protocol.own_options <amp_conformance.engine.protocol.Protocol.own_options>`."""
 
     base_url: str | None
+    """The target's URL when the protocol's transport has one (``engine.http``), else None."""
     protocol: str = ""
     timeout: float = 10.0
     deadline: float = 60.0
     areas: frozenset[str] | None = None
     requirements: frozenset[str] | None = None
-    """Run only the checks citing one of these requirement ids (``--only AMP-CRE-01``)."""
+    """Run only the checks citing one of these requirement ids (``--only ID``)."""
     check_names: frozenset[str] | None = None
     """Run only the checks of these names or node ids (``--check``, ``--rerun-failed``)."""
     levels: frozenset[str] = frozenset(LEVELS)
@@ -135,7 +188,6 @@ class SuiteOptions:
     junit_path: Path | None = None
     html_path: Path | None = None
     fuzz: bool = True
-    keep_cells: bool = False
     seed: int | None = None
     openapi: str | None = None
     fuzz_examples: int = 25
@@ -145,7 +197,7 @@ class SuiteOptions:
     expectations_path: Path | None = None
     strict_expectations: bool = False
     write_expectations_path: Path | None = None
-    protocol_options: Any = None
+    protocol_options: object = None
     app: str | None = None
     """``--app module:attribute``: the checks reach that ASGI app in-process (curl lines then name
     the in-process origin; the report says how to replay them)."""
@@ -162,7 +214,6 @@ class SuiteOptions:
             "checks": sorted(self.check_names) if self.check_names is not None else None,
             "levels": [lv for lv in LEVELS if lv in self.levels],
             "fuzz": self.fuzz,
-            "keep_cells": self.keep_cells,
             "seed": self.seed,
             "openapi": self.openapi,
             "fuzz_examples": self.fuzz_examples,
@@ -175,8 +226,8 @@ class SuiteOptions:
         return view
 
 
-def _path(value: Any) -> Path | None:
-    return Path(value) if value else None
+def _path(value: object) -> Path | None:
+    return Path(str(value)) if value else None
 
 
 #: Report options whose paths are checked before the run starts (``--json -`` is standard output).

@@ -30,7 +30,7 @@ from amp_conformance.engine.exchange import Exchange, exchange_from_wire, exchan
 from amp_conformance.engine.forkserver import ForkServer, package_modules
 from amp_conformance.engine.marking import check_by_nodeid, checks_of
 from amp_conformance.engine.outcomes import BLOCKED, WARN
-from amp_conformance.engine.protocol import Protocol
+from amp_conformance.engine.protocol import AnyProtocol as Protocol
 from amp_conformance.engine.replay import ReplayContext
 from amp_conformance.engine.report import prerender
 from amp_conformance.engine.run import CheckResult, Run

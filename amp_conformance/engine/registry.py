@@ -15,7 +15,7 @@ from functools import cache
 from importlib.metadata import entry_points
 
 from amp_conformance.engine.catalogue import Catalogue, Requirement
-from amp_conformance.engine.protocol import Protocol
+from amp_conformance.engine.protocol import AnyProtocol, Protocol
 from amp_conformance.engine.vocabulary import LEVELS, Level
 
 GROUP = "amp_conformance.protocols"
@@ -27,7 +27,7 @@ DEFAULT_PROTOCOLS = {
 DEFAULT_PROTOCOL = "amp-0.1"
 
 
-def _load(reference: str) -> Protocol:
+def _load(reference: str) -> AnyProtocol:
     module_name, _, attribute = reference.partition(":")
     found = getattr(importlib.import_module(module_name), attribute)
     if not isinstance(found, Protocol):
@@ -49,7 +49,7 @@ def names() -> list[str]:
 
 
 @cache
-def get(name: str) -> Protocol:
+def get(name: str) -> AnyProtocol:
     """The protocol called ``name``; KeyError (naming the known ones) for any other."""
     references = _references()
     if name not in references:
@@ -60,7 +60,7 @@ def get(name: str) -> Protocol:
     return protocol
 
 
-def protocols() -> list[Protocol]:
+def protocols() -> list[AnyProtocol]:
     """Every registered protocol, loaded."""
     return [get(name) for name in names()]
 

@@ -30,7 +30,7 @@ import pytest
 from amp_conformance.engine.outcomes import ToolError
 
 if TYPE_CHECKING:
-    from amp_conformance.engine.protocol import Protocol
+    from amp_conformance.engine.protocol import AnyProtocol
     from amp_conformance.engine.run import Run
 
 LOG_TAIL_LINES = 40
@@ -386,7 +386,7 @@ def run_with_server(
     values: dict[str, Any],
     runner: Runner,
     find_run: Callable[[pytest.Config], Run | None],
-    protocol: Protocol,
+    protocol: AnyProtocol,
 ) -> int:
     """The command's ``--server-cmd`` path: start the server, run the suite against it, stop it on
     every way out. Returns the exit code (2 when the server cannot be started or the run is

@@ -1,24 +1,32 @@
-"""The toy protocol's record: what the engine needs to run its checks (found through the registry)."""
+"""The toy protocol's record: what the engine needs to run its checks (found through the registry).
+
+Spoken over HTTP, it takes the engine's HTTP layer (``engine.http``): the connection, its request
+count and breaker, the ``/health`` preflight, ``--base-url`` and the report's blocks."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import httpx
 
-from amp_conformance.engine.client import Client, Connection, Reply
+from amp_conformance.engine.client import Client, Connection
 from amp_conformance.engine.context import CheckContext
-from amp_conformance.engine.protocol import Protocol, ProtocolSession
+from amp_conformance.engine.http import HttpProtocol, HttpSession
+from amp_conformance.engine.options import OptionValues
 from amp_conformance.engine.run import Run
 from amp_conformance.engine.spec import CheckSpec
 
 
-class ToyContext(CheckContext):
-    """The toy checks' API: the engine's verdicts plus ``get``/``put`` and one step."""
+class ToySession(HttpSession):
+    def __init__(self, run: Run, http: httpx.Client | None):
+        self.connection = Connection(str(run.options.base_url), timeout=run.options.timeout, http=http)
+        super().__init__(run, self.connection)
 
-    session: ToySession
+
+class ToyContext(CheckContext[ToySession]):
+    """The toy checks' API: the engine's verdicts plus ``get``/``put`` and one step."""
 
     def client(self) -> Client:
         return Client(self.session.connection, log=self.evidence.exchanges, deadline=self.deadline)
@@ -39,62 +47,29 @@ class ToyContext(CheckContext):
             )
 
 
-class ToySession(ProtocolSession):
-    def __init__(self, run: Run, http: httpx.Client | None):
-        self.run = run
-        self.connection = Connection(str(run.options.base_url), timeout=run.options.timeout, http=http)
-
-    @property
-    def target_label(self) -> str:
-        return self.connection.api_base
-
-    @property
-    def requests(self) -> int:
-        return self.connection.requests
-
-    @property
-    def broken_reason(self) -> str | None:
-        return self.connection.broken_reason
-
-    def preflight(self) -> str | None:
-        try:
-            reply: Reply = Client(self.connection).get("/health")
-        except Exception as exc:
-            return f"cannot reach {self.run.options.base_url}: {exc}"
-        return None if reply.status == 200 else f"GET /health answered {reply.status}"
-
-    def report_blocks(self) -> dict[str, Any]:
-        server = {"base_url": self.connection.api_base, "unavailable": self.connection.broken_reason}
-        return {
-            "server": server,
-            "cleanup": {"attempted": 0, "deleted": 0, "problems": []},
-            "conventions": None,
-        }
-
-    def close(self) -> None:
-        self.connection.close()
-
-
-class ToyProtocol(Protocol):
+class ToyProtocol(HttpProtocol[None, ToySession, ToyContext]):
     name: ClassVar[str] = "toy"
     title: ClassVar[str] = "Toy KV"
     checks_package: ClassVar[str] = "toy_protocol.checks"
     catalogue_package: ClassVar[str] = "toy_protocol"
 
-    def context(self, session: ToySession, spec: CheckSpec) -> ToyContext:
-        return ToyContext(session.run, spec, session)
+    def parse_options(self, values: OptionValues) -> None:
+        return None
 
     def open_session(
         self, run: Run, *, http: httpx.Client | None, plugins: Sequence[object] = ()
     ) -> ToySession:
         return ToySession(run, http)
 
+    def context(self, session: ToySession, spec: CheckSpec) -> ToyContext:
+        return ToyContext(session.run, spec, session)
+
     @contextlib.contextmanager
-    def self_test(self, values: dict[str, Any]) -> Iterator[str]:
+    def self_test(self, values: OptionValues) -> Iterator[str]:
         from toy_protocol.server import start
 
         server, url = start()
-        values["amp_base_url"] = url
+        values["base-url"] = url
         try:
             yield f"checking the bundled toy server at {url}"
         finally:
