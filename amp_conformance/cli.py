@@ -9,7 +9,6 @@ registry; this module names none.
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import json
 import os
@@ -26,6 +25,7 @@ import pytest
 from amp_conformance._version import __version__
 from amp_conformance.engine import registry
 from amp_conformance.engine.configuration import build_options, check_names_of, selection_of, selects
+from amp_conformance.engine.exits import run_exit_handlers
 from amp_conformance.engine.marking import checks_of
 from amp_conformance.engine.options import COMMAND_OPTION_SPECS, SuiteOptions, UsageError, parse_workers
 from amp_conformance.engine.parallel import INTERRUPT_GATE
@@ -387,13 +387,13 @@ def _interruptible() -> Any:
 def entry() -> None:
     """The console script (and ``python -m amp_conformance``). Once :func:`main` returns, the run has
     ended and cleaned up (servers stopped, reports written and closed): the process ends there, after
-    the exit handlers the run's libraries registered, without the interpreter's teardown of all it
+    the run's own exit handlers (``engine.exits``), without the interpreter's teardown of all it
     imported (~0.3 s of every run's end). After an interrupt not even the handlers run, so that
     nothing the run's libraries left behind (a thread the interpreter would wait for, a late signal)
     turns it into a death by SIGINT (-2, seen once in 20 interrupts) after it said INCOMPLETE."""
     code = main()
     if not INTERRUPTED_BY:
-        atexit._run_exitfuncs()
+        run_exit_handlers()
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()

@@ -20,7 +20,6 @@ run starts its workers as xdist does.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import gc
 import importlib.metadata
@@ -41,6 +40,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Protocol
+
+from amp_conformance.engine import exits
 
 
 class _Closable(Protocol):
@@ -153,7 +154,7 @@ def start_early(preload: Sequence[str]) -> None:
     global _early
     if _early is None:
         _early = ForkServer.start(preload)
-        atexit.register(discard_early)  # a run that did not take it (serial after all, or none)
+        exits.at_exit(discard_early)  # a run that did not take it (serial after all, or none)
 
 
 def take_early() -> ForkServer | None:
@@ -423,9 +424,7 @@ def _run_worker(fds: Sequence[int], argv: list[str], env: dict[str, str], cwd: s
         traceback.print_exc()
         code = 1
     finally:
-        import atexit
-
-        atexit._run_exitfuncs()
+        exits.run_exit_handlers()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
