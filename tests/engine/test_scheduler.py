@@ -330,3 +330,21 @@ def test_a_worker_that_dies_gives_its_unfinished_unit_to_another(scheduler: Any)
     assert COLLECTION[first[1]] in taken and COLLECTION[first[0]] not in taken
     assert COLLECTION[first[1]].split("::")[0] in scheduler.held_units(nodes[1])
     assert COLLECTION[first[0]].split("::")[0] in dead_units
+
+
+def test_no_private_internals_of_xdist_pytest_atexit_or_asyncio_are_used() -> None:
+    """Issue 35's bar: the names of the private surfaces parallel runs, interrupts and exits stood on."""
+    import re
+
+    package = Path(parallel.__file__).parents[2]
+    private = re.compile(
+        r"_split_scope|_assign_work_unit|workqueue|assigned_work|registered_collections"
+        r"|_report_keyboardinterrupt|_run_exitfuncs|_get_running_loop|\._transport\b|\"_transport\""
+    )
+    hits = [
+        f"{path.relative_to(package)}:{number}"
+        for path in sorted(package.rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if private.search(line)
+    ]
+    assert not hits, hits
