@@ -9,7 +9,6 @@ registry; this module names none.
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import json
 import os
@@ -26,7 +25,9 @@ import pytest
 from amp_conformance._version import __version__
 from amp_conformance.engine import registry
 from amp_conformance.engine.configuration import build_options, check_names_of, selection_of, selects
+from amp_conformance.engine.exits import run_exit_handlers
 from amp_conformance.engine.http import BASE_URL
+from amp_conformance.engine.interrupt import hold_until_the_session
 from amp_conformance.engine.marking import checks_of
 from amp_conformance.engine.options import (
     COMMAND_OPTION_SPECS,
@@ -150,18 +151,6 @@ class _Capture:
         self.run = active_run(session.config)
 
 
-class _QuietInterrupt:
-    """The command says an interrupted run is INCOMPLETE in one line of its own: pytest's
-    "!!! KeyboardInterrupt !!!" banner and its --full-trace hint (not an option of this tool) are
-    dropped, whenever the interrupt comes (start-up, collection, a check, the summary)."""
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_configure(self, config: pytest.Config) -> None:
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None and hasattr(reporter, "_report_keyboardinterrupt"):
-            reporter._report_keyboardinterrupt = lambda: None
-
-
 def _protocol(values: dict[str, Any]) -> AnyProtocol:
     try:
         return registry.get(str(values.get("amp_protocol") or registry.DEFAULT_PROTOCOL))
@@ -225,7 +214,7 @@ def run_suite(
     """Run the checks through pytest with option ``values`` (keyed by OptionSpec.dest)."""
     capture = _Capture()
     # The command runs pytest with -q: that is its default verbosity, at which the progress line shows.
-    extra: list[object] = [capture, _QuietInterrupt(), Progress(active_run, default_verbosity=-1), *plugins]
+    extra: list[object] = [capture, Progress(active_run, default_verbosity=-1), *plugins]
     if http is not None:
         extra.append(HttpOverride(http, app=values.get("amp_app")))
     protocol = _protocol(values)
@@ -243,12 +232,18 @@ def run_suite(
         args += ["-n", str(workers)]
     if quiet:
         args += ["-qq", "--no-header"]
-    if "-" in (values.get("amp_json"), values.get("amp_markdown")):
-        # the JSON report owns standard output; everything else goes to standard error
-        with contextlib.redirect_stdout(sys.stderr):
+    # the command says an interrupted run is INCOMPLETE in one line of its own (engine.interrupt):
+    # an interrupt while pytest configures waits for the session, where it is caught
+    hold_until_the_session()
+    try:
+        if "-" in (values.get("amp_json"), values.get("amp_markdown")):
+            # the JSON report owns standard output; everything else goes to standard error
+            with contextlib.redirect_stdout(sys.stderr):
+                code = pytest.main(args, plugins=extra)
+        else:
             code = pytest.main(args, plugins=extra)
-    else:
-        code = pytest.main(args, plugins=extra)
+    finally:
+        INTERRUPT_GATE.release()
     run = capture.run
     if INTERRUPTED_BY or (run is not None and run.interrupted) or code == pytest.ExitCode.INTERRUPTED:
         return SuiteOutcome(EXIT_USAGE, run)
@@ -393,13 +388,13 @@ def _interruptible() -> Any:
 def entry() -> None:
     """The console script (and ``python -m amp_conformance``). Once :func:`main` returns, the run has
     ended and cleaned up (servers stopped, reports written and closed): the process ends there, after
-    the exit handlers the run's libraries registered, without the interpreter's teardown of all it
+    the run's own exit handlers (``engine.exits``), without the interpreter's teardown of all it
     imported (~0.3 s of every run's end). After an interrupt not even the handlers run, so that
     nothing the run's libraries left behind (a thread the interpreter would wait for, a late signal)
     turns it into a death by SIGINT (-2, seen once in 20 interrupts) after it said INCOMPLETE."""
     code = main()
     if not INTERRUPTED_BY:
-        atexit._run_exitfuncs()
+        run_exit_handlers()
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()

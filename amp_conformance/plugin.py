@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from amp_conformance.engine import forkserver, registry
+from amp_conformance.engine import forkserver, interrupt, registry
 from amp_conformance.engine.configuration import build_options
 from amp_conformance.engine.context import CheckContext, published_states
 from amp_conformance.engine.exchange import Exchange
@@ -168,6 +168,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARK}(requirements, level, area): an AMP conformance check")
     if not _enabled(config):
         return
+    if not is_worker(config):  # the summary says INCOMPLETE: pytest's interrupt banner would bury it
+        interrupt.install(config)
     protocol = _protocol(config)
     values = _values(config)
     others = [p for p in registry.protocols() if p is not protocol]
@@ -648,13 +650,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     run = active_run(session.config)
     if run is None:
         return
-    run.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(INTERRUPTED_BY)
-    if run.interrupted and not is_worker(session.config):
-        # the summary says INCOMPLETE; pytest's "!!! KeyboardInterrupt !!!" banner and --full-trace hint
-        # (not an option of this tool) would only bury it
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None and hasattr(reporter, "_report_keyboardinterrupt"):
-            reporter._report_keyboardinterrupt = lambda: None
+    # an interrupt engine.interrupt caught made the status INTERRUPTED (the argument is pytest's own)
+    interrupted = pytest.ExitCode.INTERRUPTED in (exitstatus, session.exitstatus)
+    run.interrupted = interrupted or bool(INTERRUPTED_BY)
     protocol_session = run.active_session
     output = worker_output(session.config)
     if output is not None:  # a worker: clean up its own data and tell the controller what it counted

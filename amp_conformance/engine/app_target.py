@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from amp_conformance.engine.inprocess import ASGITransport
+from amp_conformance.engine.inprocess import ASGITransport, in_process_client
 
 if TYPE_CHECKING:
     from amp_conformance.engine.protocol import AnyProtocol
@@ -164,7 +164,7 @@ def app_client(app: Any, base_url: str = DEFAULT_BASE_URL, *, startup_timeout: f
     except BaseException:
         transport.close()
         raise
-    return httpx.Client(transport=transport, base_url=base_url)
+    return in_process_client(transport, base_url)
 
 
 def run_with_app(values: dict[str, Any], runner: Runner, protocol: AnyProtocol) -> int:

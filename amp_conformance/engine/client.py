@@ -133,7 +133,9 @@ class Connection:
     @property
     def app(self) -> Any:
         """The ASGI app behind an in-process client (see ``engine.inprocess``), or None."""
-        return getattr(getattr(self._http, "_transport", None), "app", None)
+        from amp_conformance.engine.inprocess import transport_of  # only an in-process client has one
+
+        return getattr(transport_of(self._http), "app", None)
 
     def url_for(self, path: str, *, root: bool = False) -> str:
         if path.startswith(("http://", "https://")):

@@ -14,13 +14,22 @@ environment as it is imported, it read then).
 The fork server is single-threaded (it forks), listens on a socket in a 0700 folder of its own,
 reaps its workers and tells each launcher its worker's status, kills a worker whose launcher has gone
 (xdist's kill), and ends when the controller closes its standard input. Without ``fork`` and file
-descriptor passing (not Linux), with ``AMP_CONFORMANCE_FORK_SERVER=0``, or if it cannot start, the
-run starts its workers as xdist does.
+descriptor passing (not Linux), with ``AMP_CONFORMANCE_FORK_SERVER=0`` (the switch: on by default,
+for the start-up it saves), or if it cannot start, the run starts its workers as xdist does.
+
+Its cost: one more process (the imports' memory, shared by the workers it forks), a socket folder,
+and a worker that runs with the environment of the command's start for what a module reads as it is
+imported. The one private surface it touches is execnet's bootstrap of a ``popen//python=`` gateway
+(:func:`_execnet_bootstrap`): that the program is ``gateway_io.popen_bootstrapline`` and that the
+line it reads is the source of ``execnet.gateway_base`` followed by the lines that start serving. It
+compares, and on any difference runs what was sent as sent: an execnet that changes it costs the
+~25 ms per worker the replay saves, never a wrong worker. execnet offers no public way to have such a
+gateway import the module instead (it does so only for a plain ``popen``, which cannot name the
+launcher).
 """
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import gc
 import importlib.metadata
@@ -41,6 +50,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Protocol
+
+from amp_conformance.engine import exits
 
 
 class _Closable(Protocol):
@@ -153,7 +164,7 @@ def start_early(preload: Sequence[str]) -> None:
     global _early
     if _early is None:
         _early = ForkServer.start(preload)
-        atexit.register(discard_early)  # a run that did not take it (serial after all, or none)
+        exits.at_exit(discard_early)  # a run that did not take it (serial after all, or none)
 
 
 def take_early() -> ForkServer | None:
@@ -423,9 +434,7 @@ def _run_worker(fds: Sequence[int], argv: list[str], env: dict[str, str], cwd: s
         traceback.print_exc()
         code = 1
     finally:
-        import atexit
-
-        atexit._run_exitfuncs()
+        exits.run_exit_handlers()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -82,7 +83,7 @@ class ASGITransport(httpx.BaseTransport):
                 chunks.append(message.get("body", b""))
 
         try:
-            if asyncio.events._get_running_loop() is not None:
+            if _loop_running():
                 # another event loop runs in this thread (Jupyter, an async test, a browser driver):
                 # serve this request from a thread of its own rather than fail as a fake 500
                 with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -98,6 +99,30 @@ class ASGITransport(httpx.BaseTransport):
         self._loop.close()
 
 
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+_TRANSPORTS: weakref.WeakKeyDictionary[httpx.Client, httpx.BaseTransport] = weakref.WeakKeyDictionary()
+
+
+def in_process_client(transport: httpx.BaseTransport, base_url: str = "") -> httpx.Client:
+    """An ``httpx.Client`` sending through ``transport``, which :func:`transport_of` finds again: httpx
+    keeps a client's transport to itself, and the fuzz area needs it to fuzz the app in-process."""
+    client = httpx.Client(transport=transport, base_url=base_url)
+    _TRANSPORTS[client] = transport
+    return client
+
+
+def transport_of(client: httpx.Client | None) -> httpx.BaseTransport | None:
+    """The transport of a client :func:`in_process_client` made (None for any other client)."""
+    return None if client is None else _TRANSPORTS.get(client)
+
+
 def asgi_client(app: Any, base_url: str = "http://testserver") -> httpx.Client:
     """An ``httpx.Client`` whose requests go straight to ``app``."""
-    return httpx.Client(transport=ASGITransport(app), base_url=base_url)
+    return in_process_client(ASGITransport(app), base_url)

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from amp_conformance.amp11.session import Amp11Session, Amp11Target
-from amp_conformance.engine.inprocess import ASGITransport
+from amp_conformance.engine.inprocess import ASGITransport, in_process_client
 from amp_conformance.engine.marking import check_info
 from amp_conformance.plugin import active_run
 
@@ -127,7 +126,7 @@ def rest_target(faults: str = "", *, timeout: float = 5.0) -> Iterator[Amp11Targ
     from reference_server.amp11 import Faults, Store, create_rest_app
 
     app = create_rest_app(Store(), Faults.parse(faults))
-    http = httpx.Client(transport=StreamingASGITransport(app))
+    http = in_process_client(StreamingASGITransport(app))
     try:
         yield Amp11Target(base_url="http://amp11.test", http=http, timeout=timeout)
     finally:

@@ -220,3 +220,37 @@ def test_the_early_start_knows_the_commands_subcommands_and_printing_options() -
     assert set(cli.SUBCOMMANDS) == _command._NOT_A_RUN
     options = cli._parser()._option_string_actions
     assert {"--workers", "--app", *_command._PRINTS_ONLY} <= set(options)
+
+
+def test_a_forked_worker_runs_the_exit_handlers_registered_with_engine_exits(
+    server: ForkServer, tmp_path: Path
+) -> None:
+    """The worker ends with os._exit (no teardown of the server's imports): what it registered with
+    engine.exits.at_exit runs first, and logging is flushed, without atexit's private runner."""
+    mark = tmp_path / "mark"
+    program = (
+        "from amp_conformance.engine import exits; "
+        f"exits.at_exit(lambda: open({str(mark)!r}, 'w').write('ran')); "
+        "import logging; logging.basicConfig(); logging.getLogger('t').warning('logged')"
+    )
+    _, err = _launch(server, program).communicate(timeout=30)
+    assert mark.read_text() == "ran"
+    assert "logged" in err
+
+
+def test_an_exit_handler_runs_once_and_is_taken_off_atexit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import atexit
+
+    from amp_conformance.engine import exits
+
+    unregistered: list[object] = []
+    monkeypatch.setattr(exits, "_handlers", [])
+    monkeypatch.setattr(atexit, "register", lambda handler: handler)
+    monkeypatch.setattr(atexit, "unregister", unregistered.append)
+    calls: list[str] = []
+    exits.at_exit(lambda: calls.append("first"))
+    exits.at_exit(lambda: 1 / 0)  # a failing one stops nothing
+    exits.at_exit(lambda: calls.append("last"))
+    exits.run_exit_handlers()
+    exits.run_exit_handlers()
+    assert calls == ["last", "first"] and len(unregistered) == 3

@@ -1,5 +1,5 @@
-"""The parallel scheduler starts work on the first worker that has collected (issue 25 §2), with
-xdist's own bookkeeping: fake worker nodes stand for xdist's WorkerController."""
+"""The parallel scheduler starts work on the first worker that has collected (issue 25 §2), on
+xdist's public Scheduling protocol (issue 35): fake worker nodes stand for xdist's WorkerController."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from amp_conformance.amp01.protocol import PROTOCOL
 from amp_conformance.engine import parallel
 from amp_conformance.engine.marking import checks_of
+from amp_conformance.engine.parallel import units as parallel_units
 
 
 @dataclass(eq=False)
@@ -46,11 +47,8 @@ COLLECTION = [
 
 @pytest.fixture
 def scheduler(monkeypatch: pytest.MonkeyPatch) -> Any:
-    import xdist.scheduler.loadscope as loadscope  # type: ignore[import-untyped]
-
-    monkeypatch.setattr(loadscope, "parse_tx_spec_config", lambda config: ["popen"] * 3)
-    monkeypatch.setattr(parallel, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
-    return parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, PROTOCOL)
+    monkeypatch.setattr(parallel_units, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
+    return parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, PROTOCOL, numnodes=3)
 
 
 def _three_nodes(scheduler: Any) -> list[FakeNode]:
@@ -92,7 +90,7 @@ def test_a_worker_ready_after_the_queue_emptied_is_shut_down(scheduler: Any) -> 
     for _ in range(3):  # the first worker takes every unit as it frees up
         for index in nodes[0].sent[-1]:
             scheduler.mark_test_complete(nodes[0], index)
-    assert not scheduler.workqueue
+    assert not scheduler.queued_units
     scheduler.add_node_collection(nodes[2], COLLECTION)
     scheduler.schedule()
     assert nodes[2].shutting_down and not nodes[2].sent
@@ -108,12 +106,9 @@ def test_an_empty_collection_waits_for_every_worker_as_xdist_does(scheduler: Any
 def test_the_costliest_units_start_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """Longest-processing-time order from the measured costs; a unit without a figure is estimated
     from its checks at the measured seconds per check (test_list: 2 checks x 10/3 s)."""
-    import xdist.scheduler.loadscope as loadscope
-
-    monkeypatch.setattr(loadscope, "parse_tx_spec_config", lambda config: ["popen"] * 3)
-    monkeypatch.setattr(parallel, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
+    monkeypatch.setattr(parallel_units, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
     protocol = SimpleNamespace(unit_costs={"test_cell.py": 9.0, "test_read.py": 1.0})
-    scheduler = parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, protocol)
+    scheduler = parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, protocol, numnodes=3)
     nodes = _three_nodes(scheduler)
     for node in nodes:
         scheduler.add_node_collection(node, COLLECTION)
@@ -132,7 +127,7 @@ def test_a_worker_gets_its_next_unit_when_one_check_is_left(scheduler: Any) -> N
     scheduler.add_node_collection(nodes[0], COLLECTION)
     scheduler.schedule()
     done: list[int] = []
-    while scheduler.workqueue:
+    while scheduler.queued_units:
         sent = [index for batch in nodes[0].sent for index in batch]
         assert len(sent) - len(done) >= 2, "a worker always holds a check to run and its successor"
         units = len(nodes[0].sent)
@@ -159,10 +154,7 @@ def test_the_measured_costs_name_only_units_that_exist() -> None:
 def test_the_units_are_the_first_workers_reading_where_it_gave_one(monkeypatch: pytest.MonkeyPatch) -> None:
     """parallel.post_work_units: the scheduler takes the first collecting worker's units; a node id
     the reading lacks is the registry's (here: its module)."""
-    import xdist.scheduler.loadscope as loadscope
-
-    monkeypatch.setattr(loadscope, "parse_tx_spec_config", lambda config: ["popen"] * 3)
-    monkeypatch.setattr(parallel, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
+    monkeypatch.setattr(parallel_units, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
     reading = {nodeid: "one-unit" for nodeid in COLLECTION[:4]}
     asked: list[str] = []
 
@@ -171,13 +163,13 @@ def test_the_units_are_the_first_workers_reading_where_it_gave_one(monkeypatch: 
         return reading
 
     scheduler = parallel.make_scheduler(
-        pytest.Config.__new__(pytest.Config), None, PROTOCOL, units_of=units_of
+        pytest.Config.__new__(pytest.Config), None, PROTOCOL, units_of=units_of, numnodes=3
     )
     nodes = _three_nodes(scheduler)
     scheduler.add_node_collection(nodes[1], COLLECTION)
     scheduler.schedule()
     assert asked == ["gw1"]
-    assert set(scheduler.workqueue) | {u for w in scheduler.assigned_work.values() for u in w} == {
+    assert set(scheduler.queued_units) | {u for node in nodes for u in scheduler.held_units(node)} == {
         "one-unit",
         "test_cell.py",
     }
@@ -211,12 +203,9 @@ def _two_workers(
 ) -> tuple[Any, list[FakeNode], list[str], Callable[[FakeNode], list[str]]]:
     """A scheduler of two workers with these measured costs, both collected and given their first
     units; and what each was sent, by unit (the module part of a node id)."""
-    import xdist.scheduler.loadscope as loadscope
-
-    monkeypatch.setattr(loadscope, "parse_tx_spec_config", lambda config: ["popen"] * 2)
-    monkeypatch.setattr(parallel, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
+    monkeypatch.setattr(parallel_units, "scope_finder", lambda protocol: lambda nodeid: nodeid.split("::")[0])
     protocol = SimpleNamespace(unit_costs=units, check_costs=checks)
-    scheduler = parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, protocol)
+    scheduler = parallel.make_scheduler(pytest.Config.__new__(pytest.Config), None, protocol, numnodes=2)
     collection = list(checks)
     nodes = [FakeNode("gw0"), FakeNode("gw1")]
     for node in nodes:
@@ -309,3 +298,53 @@ def test_a_worker_is_not_let_go_while_it_would_free_up_first(monkeypatch: pytest
     assert units_sent(nodes[0]) == ["big.py"] and units_sent(nodes[1]) == ["slow.py"]
     scheduler.mark_test_complete(nodes[1], collection.index("slow.py::a"))  # 0.5 s left, gw0 has 9 s
     assert units_sent(nodes[1]) == ["slow.py", "last.py"] and not nodes[1].shutting_down
+
+
+def test_the_scheduler_is_xdists_public_protocol_and_no_subclass_of_an_xdist_scheduler() -> None:
+    """Issue 35: every member of xdist.scheduler.protocol.Scheduling, nothing inherited from xdist."""
+    from xdist.scheduler.protocol import Scheduling  # type: ignore[import-untyped]
+
+    members = {name for name in vars(Scheduling) if not name.startswith("_")}
+    assert members >= {"schedule", "add_node", "remove_node", "mark_test_complete", "collection_is_completed"}
+    assert all(hasattr(parallel.WorkUnitScheduling, name) for name in members), members
+    assert not [c for c in parallel.WorkUnitScheduling.__mro__ if c.__module__.startswith("xdist")]
+
+
+def test_a_worker_that_dies_gives_its_unfinished_unit_to_another(scheduler: Any) -> None:
+    """xdist asks remove_node for the check a dead worker was running; the rest of its units goes to
+    a worker that frees up, its finished checks not again; an unknown node is a KeyError."""
+    nodes = _three_nodes(scheduler)
+    for node in nodes[:2]:
+        scheduler.add_node_collection(node, COLLECTION)
+        scheduler.schedule()
+    first = [index for batch in nodes[0].sent for index in batch]
+    scheduler.mark_test_complete(nodes[0], first[0])
+    dead_units = scheduler.held_units(nodes[0])
+    assert scheduler.remove_node(nodes[0]) == COLLECTION[first[1]]
+    with pytest.raises(KeyError):
+        scheduler.remove_node(nodes[0])
+    for batch in list(nodes[1].sent):
+        for index in batch:
+            scheduler.mark_test_complete(nodes[1], index)
+    taken = {COLLECTION[i] for batch in nodes[1].sent for i in batch}
+    assert COLLECTION[first[1]] in taken and COLLECTION[first[0]] not in taken
+    assert COLLECTION[first[1]].split("::")[0] in scheduler.held_units(nodes[1])
+    assert COLLECTION[first[0]].split("::")[0] in dead_units
+
+
+def test_no_private_internals_of_xdist_pytest_atexit_or_asyncio_are_used() -> None:
+    """Issue 35's bar: the names of the private surfaces parallel runs, interrupts and exits stood on."""
+    import re
+
+    package = Path(parallel.__file__).parents[2]
+    private = re.compile(
+        r"_split_scope|_assign_work_unit|workqueue|assigned_work|registered_collections"
+        r"|_report_keyboardinterrupt|_run_exitfuncs|_get_running_loop|\._transport\b|\"_transport\""
+    )
+    hits = [
+        f"{path.relative_to(package)}:{number}"
+        for path in sorted(package.rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if private.search(line)
+    ]
+    assert not hits, hits

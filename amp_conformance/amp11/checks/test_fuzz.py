@@ -18,6 +18,7 @@ from amp_conformance.amp11.channels import MCP, REST
 from amp_conformance.amp11.context import Amp11
 from amp_conformance.amp11.fuzz import Finding, FuzzRun, VerbFuzzer
 from amp_conformance.amp11.rest_fuzz import PROFILE, register_ndjson, with_links
+from amp_conformance.engine.inprocess import transport_of
 from amp_conformance.engine.marking import check
 from amp_conformance.engine.outcomes import ToolError
 from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, judged_run, load_openapi, run_fuzz
@@ -196,7 +197,7 @@ def openapi_fuzz(amp11: Amp11) -> FuzzResult:
         for verb in unrouted:
             path, method = FULL_ROUTES[verb]
             contract.get("paths", {}).get(path, {}).pop(method, None)
-        transport = getattr(target.http, "_transport", None) if target.http is not None else None
+        transport = transport_of(target.http)
         config = FuzzConfig(
             base_url=target.base_url,
             headers={},
