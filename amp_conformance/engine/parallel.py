@@ -506,9 +506,12 @@ def start_niceness(index: int, workers: int, cores: int) -> int:
 def scope_finder(protocol: Protocol) -> Callable[[str], str]:
     """The work unit a node id (relative to the checks folder) belongs to in a parallel run: its serial
     group (``serial:passes``...: the protocol's :meth:`~Protocol.serial_group` of the check), else the
-    ``scope`` its ``@check`` names, else its module: a module's checks make their shared values in the
-    order a serial run does (units of one check were tried: a check that acts as another agent and
-    then adopts a value another worker made with other roles is refused, and the counts vary with the
+    unit of the first shared step it declares (``@check(uses=...)``: ``step:<name>``, every check of
+    any module whose first step it is, so the step is made and used in the order a serial run does;
+    the steps it names after the first it may adopt from another worker), else the ``scope`` its
+    ``@check`` names, else its module: a module's checks make their shared values in the order a
+    serial run does (units of one check were tried: a check that acts as another agent and then
+    adopts a value another worker made with other roles is refused, and the counts vary with the
     schedule). Read from the check registry, without a collection. A node id the registry does not
     know goes to the first serial group: slower, never wrong."""
 
@@ -520,6 +523,8 @@ def scope_finder(protocol: Protocol) -> Callable[[str], str]:
         group = protocol.serial_group(spec)
         if group is not None:
             return f"serial:{group}"
+        if spec.uses:
+            return f"step:{spec.uses[0]}"
         path = nodeid.split("::", 1)[0]
         return f"{path}::{spec.scope}" if spec.scope else path
 

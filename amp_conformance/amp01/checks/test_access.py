@@ -52,8 +52,10 @@ from ulid import ULID
 
 from amp_conformance import SHOULD, Amp, check, load_fixture
 from amp_conformance.amp01.checks._support import about, expect_refusal, expect_step, shown
+from amp_conformance.amp01.checks.access.steps import POLICY_CELL
 from amp_conformance.engine.client import Reply
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed
+from amp_conformance.engine.steps import Frozen, Made, Recorder, Step
 
 MATRIX: dict[str, Any] = load_fixture("access", "matrix.json")
 VECTORS: list[dict[str, Any]] = MATRIX["vectors"]
@@ -302,12 +304,6 @@ def _home(vector: Mapping[str, Any]) -> Mapping[str, Any]:
     return _BY_NAME[host] if host is not None else vector
 
 
-def _scope(vector: Mapping[str, Any]) -> str:
-    """The parallel scheduler's work unit of a vector (``@check(scope=...)``): each group on one worker."""
-    home = _home(vector)
-    return f"matrix:{home['caller']}:{(home.get('owner') or {}).get('id', '')}:{_CHUNK[home['name']]}"
-
-
 def group_key(amp: Amp, vector: Mapping[str, Any]) -> GroupKey:
     """The group a vector's cell is made in: its home's caller role, owner template and chunk."""
     home = _home(vector)
@@ -320,46 +316,13 @@ def _group_name(key: GroupKey) -> str:
     return f"acl:matrix:{role}:{owner or 'a fresh owner'}:{chunk}"
 
 
-def _offset(amp: Amp, start: int, exchange: Any) -> int | None:
-    """Where ``exchange`` sits among the exchanges recorded since ``start`` (None when it is not there)."""
-    for index, candidate in enumerate(amp.evidence.exchanges[start:]):
-        if candidate is exchange:
-            return index
-    return None
+def _thawed(frozen: Frozen, reply_at: Callable[[int], Reply]) -> CheckFailure:
+    """A finding a group kept (``Recorder.failure``), raised again in the check it is about, with the
+    same exchange."""
+    return frozen.failure(reply_at(frozen.at).exchange if frozen.at is not None else None)
 
 
-def _frozen(amp: Amp, start: int, failure: CheckFailure) -> dict[str, Any]:
-    """A failure met while making a shared group, as plain data (the value is deep-copied per check)."""
-    return {
-        "message": failure.message,
-        "expected": failure.expected,
-        "requirements": list(failure.requirements),
-        "step": failure.step if isinstance(failure, PreconditionFailed) else None,
-        "offset": _offset(amp, start, failure.exchange),
-    }
-
-
-def _thawed(frozen: Mapping[str, Any], reply_at: Callable[[int], Reply]) -> CheckFailure:
-    """The failure :func:`_frozen` kept, raised again in the check it is about, with the same exchange."""
-    offset = frozen["offset"]
-    exchange = reply_at(offset).exchange if offset is not None else None
-    if frozen["step"] is not None:
-        return PreconditionFailed(
-            frozen["message"],
-            step=frozen["step"],
-            requirement=frozen["requirements"][0],
-            expected=frozen["expected"],
-            exchange=exchange,
-        )
-    return CheckFailure(
-        frozen["message"],
-        expected=frozen["expected"],
-        exchange=exchange,
-        requirements=tuple(frozen["requirements"]),
-    )
-
-
-def all_pages(amp: Amp, start: int, fetch: Callable[[int], Reply], what: str) -> dict[str, Any]:
+def all_pages(amp: Amp, rec: Recorder, fetch: Callable[[int], Reply], what: str) -> dict[str, Any]:
     """Every page of ``fetch(offset)``: ``pages`` as [offset of the exchange, ids on the page], and the
     ``failure`` (frozen) that stopped the paging, if any."""
     pages: list[list[Any]] = []
@@ -373,16 +336,16 @@ def all_pages(amp: Amp, start: int, fetch: Callable[[int], Reply], what: str) ->
             if not isinstance(results, list):
                 amp.fail(f"{what}: 'results' is an array (got {type(results).__name__})", reply)
             ids = [item.get("id") for item in results if isinstance(item, dict)]
-            pages.append([_offset(amp, start, reply.exchange), ids])
+            pages.append([rec.position(reply), ids])
             if body.get("has_more") is not True or not results:
                 break
             offset += len(results)
     except CheckFailure as failure:
-        return {"pages": pages, "failure": _frozen(amp, start, failure)}
+        return {"pages": pages, "failure": rec.failure(failure)}
     return {"pages": pages, "failure": None}
 
 
-def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
+def make_group(amp: Amp, rec: Recorder, key: GroupKey) -> dict[str, Any]:
     """One cell per vector of the group, created by agent "a" with the vector's owner and policy, then
     the caller's list and search of the group's owner (and each guest's caller's, :data:`HOMES`). Per
     vector: the cell and where its create is, or why it skips, or the failure that stopped its create
@@ -394,7 +357,6 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     group's :func:`poolable` vectors get one pooled cell instead of a cell each (:func:`_pool`), asked
     once the pages are read (:func:`_pool_sequence`); when it refused the caller everything, the group's
     ``pool`` is that cell (:func:`spent_pooled_cell`)."""
-    start = len(amp.evidence.exchanges)
     role = key[0]
     members = [vector for vector in VECTORS if group_key(amp, vector) == key]
     creator = amp.agent_id("a")
@@ -431,7 +393,7 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     if holds_refusals(amp, key) and role in callers:
         # first of the group's cells, the oldest of its text: the group's other cells are found (or
         # lost by an index losing duplicates of a text past a few) as they would be without it
-        refusals = _make_refusals_cell(amp, start, text, fresh_owner)
+        refusals = _make_refusals_cell(amp, rec, text, fresh_owner)
         if "cell" in refusals:
             owners.add(fresh_owner)
     for vector in members:
@@ -471,10 +433,10 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
     # where its first member's would be, :func:`_pool`); then the riders whose host's cell cannot serve
     # them get cells of their own, the same way
     pool = _pool(amp, role, creating, creator, callers[role]) if role in callers else {}
-    _create_vector_cells(amp, start, text, _with_pool(creating, pool), vectors, owners)
+    _create_vector_cells(amp, rec, text, _with_pool(creating, pool), vectors, owners)
     pooled = vectors.pop(POOL_CELL, None)
     if pool and (pooled is None or "cell" not in pooled):  # the pooled create failed: cells of their own
-        _create_vector_cells(amp, start, text, pool, vectors, owners)
+        _create_vector_cells(amp, rec, text, pool, vectors, owners)
         pooled = None
     for name, entry in list(riding.items()):
         hosting = vectors.get(RIDERS[name], {})
@@ -483,7 +445,7 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
             vectors[name] |= entry
             joints.append((name, RIDERS[name]))
             del riding[name]
-    _create_vector_cells(amp, start, text, riding, vectors, owners)
+    _create_vector_cells(amp, rec, text, riding, vectors, owners)
     made: dict[str, Any] = {
         "text": text,
         "vectors": vectors,
@@ -507,27 +469,27 @@ def make_group(amp: Amp, key: GroupKey) -> dict[str, Any]:
         if pooled is not None and caller_of == role:
             asked[POOL_CELL] = pooled  # and so does the pooled cell
         if caller_of == role:
-            made |= _role_pages(amp, start, caller_of, owner_id, text, asked)
+            made |= _role_pages(amp, rec, caller_of, owner_id, text, asked)
         elif asked:
-            made["riders"][caller_of] = _role_pages(amp, start, caller_of, owner_id, text, asked)
+            made["riders"][caller_of] = _role_pages(amp, rec, caller_of, owner_id, text, asked)
     if pooled is not None:
-        _pool_sequence(amp, start, made, pooled, pool, role, owner_id)
+        _pool_sequence(amp, rec, made, pooled, pool, role, owner_id)
     if refusals is not None and "cell" in refusals:
-        _refusal_sequence(amp, start, refusals)
+        _refusal_sequence(amp, rec, refusals)
         if "creator" in refusals and "creator DELETE" not in refusals["at"] and "failure" not in refusals:
             # the sequence ended before the creator's DELETE (a stranger's DELETE not refused, a skip):
             # the creator's vector gets a cell and pages of its own, so its verdict is its own
             name = refusals["creator"]
             entry = {k: vectors[name][k] for k in ("policy", "owner_type")} | {"owner_id": owner_id}
             try:
-                fresh = _matrix_cell(amp, start, text, entry)
+                fresh = _matrix_cell(amp, rec, text, entry)
             except CheckFailure as failure:
-                vectors[name] = {"failure": _frozen(amp, start, failure)}
+                vectors[name] = {"failure": rec.failure(failure)}
             else:
-                fresh["pages"] = _role_pages(amp, start, "a", owner_id, text, {name: fresh})
+                fresh["pages"] = _role_pages(amp, rec, "a", owner_id, text, {name: fresh})
                 vectors[name] = fresh
     for rider, host in joints:
-        made["joints"][host] = _joint_sequence(amp, start, made, rider, host)
+        made["joints"][host] = _joint_sequence(amp, rec, made, rider, host)
     return made
 
 
@@ -605,7 +567,7 @@ def _with_pool(
 
 def _pool_sequence(
     amp: Amp,
-    start: int,
+    rec: Recorder,
     made: dict[str, Any],
     pooled: Mapping[str, Any],
     pool: Mapping[str, Mapping[str, Any]],
@@ -623,11 +585,11 @@ def _pool_sequence(
     client = amp.as_agent(role)
     at: dict[str, int | None] = {}
     replies = [client.get(path)]
-    at["GET"] = _offset(amp, start, replies[0].exchange)
+    at["GET"] = rec.position(replies[0])
     if any("PATCH" in write_surfaces(_BY_NAME[name]) for name in pool):
         probe = {"content": {"text": made["text"], "metadata": {"acl_probe": "pooled"}}}
         replies.append(client.patch(path, probe))
-        at["PATCH"] = _offset(amp, start, replies[-1].exchange)
+        at["PATCH"] = rec.position(replies[-1])
     stored = cell.get("access_policy")
     policy = pooled["policy"]
     shown_anywhere = any(
@@ -644,17 +606,17 @@ def _pool_sequence(
             made["vectors"][name] = {**pooled, "pool": at, "members": list(pool)}
         made["pool"] = {"cell": cell, "caller": role}
         return
-    _create_vector_cells(amp, start, made["text"], pool, made["vectors"], set())
+    _create_vector_cells(amp, rec, made["text"], pool, made["vectors"], set())
     fresh = {name: made["vectors"][name] for name in pool if "cell" in made["vectors"][name]}
     if fresh:
-        pages = _role_pages(amp, start, role, owner_id, made["text"], fresh)
+        pages = _role_pages(amp, rec, role, owner_id, made["text"], fresh)
         for entry in fresh.values():
             entry["pages"] = pages
 
 
 def _create_vector_cells(
     amp: Amp,
-    start: int,
+    rec: Recorder,
     text: str,
     entries: Mapping[str, Mapping[str, Any]],
     vectors: dict[str, dict[str, Any]],
@@ -667,9 +629,9 @@ def _create_vector_cells(
     sent = amp.at_once(*(partial(client.post, "/memories", body) for body in bodies))
     for (name, entry), reply in zip(entries.items(), sent, strict=True):
         try:
-            vectors[name] = _matrix_entry(amp, start, reply, entry)
+            vectors[name] = _matrix_entry(amp, rec, reply, entry)
         except CheckFailure as failure:
-            vectors[name] = {"failure": _frozen(amp, start, failure)}
+            vectors[name] = {"failure": rec.failure(failure)}
             continue
         owners.add(str(entry["owner_id"]))
 
@@ -683,24 +645,24 @@ def _matrix_body(text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _matrix_entry(amp: Amp, start: int, reply: Reply, entry: Mapping[str, Any]) -> dict[str, Any]:
+def _matrix_entry(amp: Amp, rec: Recorder, reply: Reply, entry: Mapping[str, Any]) -> dict[str, Any]:
     """The entry with the cell ``reply`` created (a step, as ``amp.create_cell`` judges it) and where
     its create sits among the group's exchanges."""
     cell = amp.created_cell(reply)
-    at = _offset(amp, start, reply.exchange)
+    at = rec.position(reply)
     assert at is not None  # the reply's exchange is the check's
     return {"cell": cell, "create": at, **entry}
 
 
-def _matrix_cell(amp: Amp, start: int, text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+def _matrix_cell(amp: Amp, rec: Recorder, text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     """A vector's cell, created by agent "a" on its own: :func:`_matrix_entry`."""
     return _matrix_entry(
-        amp, start, amp.as_agent("a").post("/memories", amp.cell_body(_matrix_body(text, entry))), entry
+        amp, rec, amp.as_agent("a").post("/memories", amp.cell_body(_matrix_body(text, entry))), entry
     )
 
 
 def _role_pages(
-    amp: Amp, start: int, role: str, owner_id: str, text: str, asked: Mapping[str, Mapping[str, Any]]
+    amp: Amp, rec: Recorder, role: str, owner_id: str, text: str, asked: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
     """``role``'s list and search of the group's owner (every page), and the creator's search when
     a cell of ``asked`` raises its question: {"list", "search", "creator_search"}."""
@@ -709,7 +671,7 @@ def _role_pages(
     made: dict[str, Any] = {}
     made["list"] = all_pages(
         amp,
-        start,
+        rec,
         lambda offset: client.get(
             "/memories", params={"owner_id": owner_id, "limit": limit, "offset": offset}
         ),
@@ -717,7 +679,7 @@ def _role_pages(
     )
     made["search"] = all_pages(
         amp,
-        start,
+        rec,
         lambda offset: client.post(
             "/memories/search", {"query": text, "owner_id": owner_id, "limit": limit, "offset": offset}
         ),
@@ -734,7 +696,7 @@ def _role_pages(
         creator_client = amp.as_agent("a")
         made["creator_search"] = all_pages(
             amp,
-            start,
+            rec,
             lambda offset: creator_client.post(
                 "/memories/search", {"query": text, "owner_id": owner_id, "limit": limit, "offset": offset}
             ),
@@ -743,7 +705,7 @@ def _role_pages(
     return made
 
 
-def _joint_sequence(amp: Amp, start: int, made: dict[str, Any], rider: str, host: str) -> dict[str, Any]:
+def _joint_sequence(amp: Amp, rec: Recorder, made: dict[str, Any], rider: str, host: str) -> dict[str, Any]:
     """The host's cell asked for both vectors once the pages are read (:data:`RIDERS`), in the order
     each would ask its own: the rider's GET and content PATCH (refused: the cell unchanged), the host's
     GET and archiving PATCH (the creator archives when that PATCH did not), the rider's DELETE of the
@@ -759,7 +721,7 @@ def _joint_sequence(amp: Amp, start: int, made: dict[str, Any], rider: str, host
     joint: dict[str, Any] = {"at": at}
 
     def sent(name: str, reply: Reply) -> Reply:
-        at[name] = _offset(amp, start, reply.exchange)
+        at[name] = rec.position(reply)
         return reply
 
     try:
@@ -774,16 +736,16 @@ def _joint_sequence(amp: Amp, start: int, made: dict[str, Any], rider: str, host
         if not gone:
             sent("host DELETE", host_client.delete(path))
     except CheckFailure as failure:
-        joint["failure"] = _frozen(amp, start, failure)
+        joint["failure"] = rec.failure(failure)
         return joint
     if gone:
         own = {k: entry[k] for k in ("policy", "owner_id", "owner_type")}
         try:
-            fresh = _matrix_cell(amp, start, made["text"], own)
+            fresh = _matrix_cell(amp, rec, made["text"], own)
         except CheckFailure as failure:
-            made["vectors"][host] = {"failure": _frozen(amp, start, failure)}
+            made["vectors"][host] = {"failure": rec.failure(failure)}
             return joint
-        fresh["pages"] = _role_pages(amp, start, host_role, own["owner_id"], made["text"], {host: fresh})
+        fresh["pages"] = _role_pages(amp, rec, host_role, own["owner_id"], made["text"], {host: fresh})
         made["vectors"][host] = fresh
     return joint
 
@@ -813,10 +775,56 @@ def seen_in(surface: Mapping[str, Any], cell_id: str, reply_at: Callable[[int], 
 # ----------------------------------------------------------------------------------- the matrix
 
 
+#: The vector whose group makes the stranger-refusals cell (its group is the refusal checks' unit).
+REFUSALS_VECTOR: dict[str, Any] = next(v for v in VECTORS if v["name"] == "default-policy-refuses-a-stranger")
+
+
+def _group_keys(vector: Mapping[str, Any]) -> list[GroupKey]:
+    """The groups a vector's cell may be made in: its home's, with the keyed caller and the keyless
+    one (:func:`caller_role`), which the same vectors share."""
+    home = _home(vector)
+    owner = str((home.get("owner") or {}).get("id", ""))
+    roles = dict.fromkeys((str(home["caller"]), str(home.get("keyless_caller", home["caller"]))))
+    return [(role, owner, _CHUNK[home["name"]]) for role in roles]
+
+
+def _group_step(key: GroupKey) -> Step[Amp, dict[str, Any], Reply]:
+    return Step(_group_name(key), lambda maker, rec: make_group(maker, rec, key), roles=("a",), reply=Reply)
+
+
+#: The matrix's groups, each a shared step (by name): a parallel run keeps the checks of one group
+#: (those of its vectors and guests, and the refusal checks for the refusals' group) in one work unit.
+GROUPS: dict[str, Step[Amp, dict[str, Any], Reply]] = {}
+for _key in dict.fromkeys(key for vector in VECTORS for key in _group_keys(vector)):
+    GROUPS[_group_name(_key)] = _group_step(_key)
+
+
+def group_steps(vector: Mapping[str, Any]) -> tuple[Step[Amp, dict[str, Any], Reply], ...]:
+    """The shared steps (``uses=``) of ``vector``'s check: its group's (the first, its work unit), and
+    the refusals' group's when the refusals may answer it (:func:`answered_by_refusals`, seen
+    before the ids are at hand: agent "b", a fresh owner, the default policy, everything refused)."""
+    keys = _group_keys(vector)
+    raw = vector.get("policy") or {}
+    if (
+        vector["caller"] == "b"
+        and not (vector.get("owner") or {}).get("id")
+        and not any(raw.get(k) for k in ("public", "readable_by", "writable_by"))
+        and not vector["expect"]["read"]["allowed"]
+        and not vector["expect"]["write"]["allowed"]
+    ):
+        keys += _group_keys(REFUSALS_VECTOR)
+    return tuple(GROUPS[_group_name(key)] for key in dict.fromkeys(keys))
+
+
+def group_of(amp: Amp, key: GroupKey) -> Made[dict[str, Any], Reply]:
+    """The group ``key`` (made by the first check that asks), as this check reads it."""
+    return GROUPS[_group_name(key)](amp)
+
+
 def _marks(vector: Mapping[str, Any]) -> Any:
     """The vector's own @check mark (pytest.param takes the MarkDecorator that check() returns)."""
     ids = list(dict.fromkeys([*vector["requirements"], *SURFACE_IDS]))
-    return check(*ids, scope=_scope(vector))
+    return check(*ids, uses=group_steps(vector))
 
 
 def _describe(observed: Mapping[str, tuple[bool, Reply]]) -> str:
@@ -848,11 +856,8 @@ def _disagreement(action: str, observed: Mapping[str, tuple[bool, Reply]]) -> tu
 def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     """Access matrix: the caller gets the vector's decision on GET, search, list, PATCH and DELETE alike."""
     key = group_key(amp, vector)
-    base = len(amp.evidence.exchanges)
-    group = amp.shared(_group_name(key), lambda maker: make_group(maker, key))
-
-    def reply_at(offset: int) -> Reply:
-        return Reply(amp.evidence.exchanges[base + offset])
+    shown_group = group_of(amp, key)
+    group, reply_at = shown_group.value, shown_group.reply_at
 
     made = group["vectors"][vector["name"]]
     if "skip" in made:
@@ -1069,8 +1074,6 @@ def _broken_rule(expected: Mapping[str, Any], caller: str, owner_id: str, creato
 DEFAULT_POLICY: dict[str, Any] = {"public": False, "readable_by": [], "writable_by": []}
 
 
-#: The vector whose group makes the stranger-refusals cell (its scope is the refusal checks' unit).
-REFUSALS_VECTOR: dict[str, Any] = next(v for v in VECTORS if v["name"] == "default-policy-refuses-a-stranger")
 #: The refusals cell's entry among a group's cells when the group asks whether its creator must search.
 REFUSALS_CELL = "(the stranger-refusals cell)"
 
@@ -1082,7 +1085,7 @@ def holds_refusals(amp: Amp, key: GroupKey) -> bool:
     return key == group_key(amp, REFUSALS_VECTOR)
 
 
-def _make_refusals_cell(amp: Amp, start: int, text: str, owner: str) -> dict[str, Any]:
+def _make_refusals_cell(amp: Amp, rec: Recorder, text: str, owner: str) -> dict[str, Any]:
     """The stranger-refusals cell: a default-policy cell (the policy sent explicitly) of agent "a" for
     the group's fresh owner, with the group's text. A failed create is kept, frozen, for the checks that
     use the refusals (never the group's other vectors)."""
@@ -1094,11 +1097,11 @@ def _make_refusals_cell(amp: Amp, start: int, text: str, owner: str) -> dict[str
     try:
         cell = amp.create_cell(body)
     except CheckFailure as failure:
-        return {"failure": _frozen(amp, start, failure)}
-    return {"cell": cell, "owner": owner, "at": {"create": len(amp.evidence.exchanges) - start - 1}}
+        return {"failure": rec.failure(failure)}
+    return {"cell": cell, "owner": owner, "at": {"create": rec.position(amp.evidence.exchanges[-1])}}
 
 
-def _refusal_sequence(amp: Amp, start: int, refusals: dict[str, Any]) -> None:
+def _refusal_sequence(amp: Amp, rec: Recorder, refusals: dict[str, Any]) -> None:
     """What agent "b" asks of the stranger-refusals cell once its group's pages are read (b's list and
     search of the owner come first, before any write): b's GET, PATCH and (once archived) DELETE, b's
     GET of an unknown id, then, once "a" has deleted the cell, b's GET of it again. The replies (by
@@ -1113,11 +1116,11 @@ def _refusal_sequence(amp: Amp, start: int, refusals: dict[str, Any]) -> None:
     at: dict[str, Any] = refusals["at"]
 
     def sent(name: str, reply: Reply) -> Reply:
-        at[name] = _offset(amp, start, reply.exchange)
+        at[name] = rec.position(reply)
         return reply
 
     creator = amp.as_agent("a")
-    deletion: dict[str, Any] | None = None
+    deletion: Frozen | None = None
     try:
         sent("GET", stranger.get(path))
         sent("PATCH", stranger.patch(path, {"content": {"text": "a stranger's edit"}}))
@@ -1131,11 +1134,11 @@ def _refusal_sequence(amp: Amp, start: int, refusals: dict[str, Any]) -> None:
             try:
                 amp.deleted_step(sent("creator DELETE", creator.delete(path)))
             except PreconditionFailed as failure:
-                deletion = _frozen(amp, start, failure)
+                deletion = rec.failure(failure)
         if deletion is None:
             sent("deleted", stranger.get(path))
     except CheckFailure as failure:
-        refusals["failure"] = _frozen(amp, start, failure)
+        refusals["failure"] = rec.failure(failure)
     except pytest.skip.Exception as exc:
         refusals["skip"] = str(exc.msg or exc)
     refusals["deletion"] = deletion
@@ -1149,14 +1152,8 @@ def _refusals(
     the group is made by whichever check needs it first. A step of the refusals that broke is raised
     here, in each check that uses them."""
     if held is None:
-        key = group_key(amp, REFUSALS_VECTOR)
-        base = len(amp.evidence.exchanges)
-        group = amp.shared(_group_name(key), lambda maker: make_group(maker, key))
-
-        def reply_at(offset: int) -> Reply:
-            return Reply(amp.evidence.exchanges[base + offset])
-
-        held = (group, reply_at)
+        shown_group = group_of(amp, group_key(amp, REFUSALS_VECTOR))
+        held = (shown_group.value, shown_group.reply_at)
     group, replies_at = held
     refusals = group["refusals"]
     if refusals is None:  # no agent "b" (too few keys): the group made no refusals cell
@@ -1225,10 +1222,10 @@ def _refusals_as_vector(
 
 #: The refusal checks' work unit in a parallel run: default-policy-refuses-a-stranger's, whose group
 #: makes the cell they judge, so that one worker makes it once for all of them.
-REFUSALS_SCOPE = _scope(REFUSALS_VECTOR)
+REFUSALS_STEPS = group_steps(REFUSALS_VECTOR)
 
 
-@check("AMP-ACL-10", "AMP-ACL-09", scope=REFUSALS_SCOPE)
+@check("AMP-ACL-10", "AMP-ACL-09", uses=REFUSALS_STEPS)
 def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
     """A refused GET, PATCH and DELETE are each 403 with FORBIDDEN or ACCESS_DENIED, the same code (C-02)."""
     _, made, reply_at = _refusals(amp)
@@ -1254,7 +1251,7 @@ def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
     "AMP-ACL-11",
     level=SHOULD,
     stance="C-01: the API reference documents 404 for unknown ids",
-    scope=REFUSALS_SCOPE,
+    uses=REFUSALS_STEPS,
 )
 def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
     """A stranger gets the same status, code and message for a forbidden, an unknown and a deleted id."""
@@ -1287,29 +1284,10 @@ def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
     )
 
 
-#: The policy check's cell: after it, the identity module's case-variant and creator checks take it
-#: over (test_identity.creators_cell) instead of making their own.
-POLICY_CELL = "acl:policy-change-cell"
-
-
-def make_policy_cell(amp: Amp) -> dict[str, Any]:
-    """A default-policy cell created by agent "a" for a fresh owner: the cell whose readable_by the
-    policy check edits. Made through ``amp.shared`` only so that a later check that needs such a cell
-    and probes it with no agent the policy check names (test_identity) may take it over once the
-    policy check is done (``amp.shared_made``); the policy check itself always makes it first."""
-    text = f"policy change probe {str(ULID()).lower()}"
-    owner = amp.owner()
-    return {
-        "owner": owner,
-        "cell": amp.create_cell({"content": {"text": text}, "identity": {"owner_id": owner}}),
-    }
-
-
-@check("AMP-ACL-12", "AMP-ACL-14")
+@check("AMP-ACL-12", "AMP-ACL-14", uses=(POLICY_CELL,))
 def test_policy_changes_take_effect_at_once(amp: Amp) -> None:
     """After the owner names agent b in readable_by, b reads and lists the cell; after removal it cannot."""
-    amp.agent("a")  # "a" first: the cell's maker holds "a" alone (see make_policy_cell)
-    made = amp.shared(POLICY_CELL, make_policy_cell)
+    made = POLICY_CELL(amp).value
     cell, owner = made["cell"], made["owner"]
     reader = amp.agent_id("b")
     path = f"/memories/{cell['id']}"
@@ -1361,14 +1339,14 @@ def spent_pooled_cell(amp: Amp) -> dict[str, Any] | None:
     group's own step failed, does not make it, nor answer for it), when the pooled cell fell back to
     the members' own cells, or when the group pooled nothing."""
     key = group_key(amp, REFUSALS_VECTOR)
-    if not amp.shared_made(_group_name(key)):
+    if not GROUPS[_group_name(key)].made(amp):
         return None
-    group = amp.shared(_group_name(key), lambda maker: make_group(maker, key))
+    group = group_of(amp, key).value
     pool = group["pool"]
     return pool["cell"] if pool is not None and pool["caller"] == "b" else None
 
 
-@check("AMP-ACL-13", scope=REFUSALS_SCOPE)
+@check("AMP-ACL-13", uses=REFUSALS_STEPS)
 def test_nothing_in_the_body_raises_a_callers_rights(amp: Amp) -> None:
     """A stranger naming itself created_by (or in the policy) in a PATCH body is refused and gains nothing."""
     creator, stranger_id = amp.agent_id("a"), amp.agent_id("b")
