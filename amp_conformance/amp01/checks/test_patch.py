@@ -15,6 +15,7 @@ normalises numbers or timestamps is judged on the rule, not on formatting.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,6 @@ from typing import Any
 from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
 from amp_conformance.amp01.checks._lifecycle_passes import BOTH_PASSES, Passes, both_passes
-from amp_conformance.amp01.checks._shared_probes import BAD_BODIES, refused_patches
 from amp_conformance.amp01.checks._support import (
     expect_member,
     expect_reads_as_deleted_of,
@@ -480,22 +480,35 @@ def test_empty_body_changes_nothing(amp: Amp) -> None:
 
 # PATCH-07, PATCH-09, PATCH-11, PATCH-12, PATCH-17: one cell, refusals first --------------------
 
+BAD_BODIES: tuple[dict[str, Any], ...] = (
+    {"scoring": {"importance": 2}},
+    {"scoring": {"confidence": -0.1}},
+    {"scoring": {"decay_rate": "fast"}},
+    {"access_policy": {"readable_by": [1]}},
+    {"access_policy": {"public": "yes please"}},
+    {"content": {"text": 42}},
+)
+
 
 def _member_probes(amp: Amp) -> _Probes:
     """A cell; the PATCHes that must be refused with 422 (bad values, an unknown status), then one
-    read (the run's shared refusals, ``_shared_probes.refused_patches``: the error table judges two of
-    them); then a PATCH to the current status, one with unknown members and a read, and
+    read; then a PATCH to the current status, one with unknown members and a read, and
     PATCHes of access_count and last_accessed_at; then the cell archived, asked back to active by a
     stranger and without identity (both refused before any transition), deleted, read, and PATCHed."""
     record = _Recorder(amp)
-    cell, refused, replies = refused_patches(amp)
-    if cell is None:  # a step, as amp.create_cell judges it
-        cell = amp.created_cell(replies[refused["create"]])
+    cell = amp.create_cell(
+        scoring={"importance": 0.6}, access_policy={"readable_by": ["amp-ct-reader-1"], "writable_by": []}
+    )
     cell_id = cell["id"]
-    for index, at in enumerate(refused["bad"]):
-        record(f"bad {index}", replies[at])
-    record("expired", replies[refused["expired"]])
-    record("read after the refusals", replies[refused["read"]])
+    refused = [*BAD_BODIES, {"lifecycle": {"status": "expired"}}]
+    client, path = amp.as_agent("a"), f"/memories/{cell_id}"
+    # sent together: each is refused with the cell unchanged, so none meets what another did
+    replies = amp.at_once(*(functools.partial(client.patch, path, body) for body in refused))
+    for index, reply in enumerate(replies[:-1]):
+        record(f"bad {index}", reply)
+    record("expired", replies[-1])
+    # one read shows both: the bad values touch no status, "expired" touches only the status
+    record("read after the refusals", _get(amp, cell_id))
     record("same status", _patch(amp, cell_id, {"lifecycle": {"status": "active"}}))
     record("unknown members", _patch(amp, cell_id, {"foo": 1, "content": {"text": "x", "bar": 2}}))
     record("read after unknown members", _get(amp, cell_id))
