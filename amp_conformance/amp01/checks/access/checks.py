@@ -43,6 +43,7 @@ against) skips with the reason.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -51,6 +52,7 @@ from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.checks._support import expect_refusal, expect_step, shown
 from amp_conformance.amp01.checks.access.groups import (
     REFUSALS_VECTOR,
+    GroupKey,
     _archived,
     _refusals,
     _refusals_as_vector,
@@ -74,6 +76,7 @@ from amp_conformance.amp01.checks.access.vectors import (
 )
 from amp_conformance.engine.client import Reply
 from amp_conformance.engine.outcomes import CheckFailure
+from amp_conformance.engine.steps import Made
 
 
 def _marks(vector: Mapping[str, Any]) -> Any:
@@ -107,14 +110,31 @@ def _disagreement(action: str, observed: Mapping[str, tuple[bool, Reply]]) -> tu
     return message, reply, rules[0][0]
 
 
-@pytest.mark.parametrize("vector", [pytest.param(v, id=v["name"], marks=_marks(v)) for v in VECTORS])
-def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
-    """Access matrix: the caller gets the vector's decision on GET, search, list, PATCH and DELETE alike."""
-    key = group_key(amp, vector)
-    shown_group = group_of(amp, key)
-    group, reply_at = shown_group.value, shown_group.reply_at
+@dataclass
+class Asked:
+    """Where one vector's replies come from, decided once (:func:`asked_of`), so that one judgement
+    (:func:`judge`) follows whatever the source: the cell (its entry: cell, where its create sits,
+    rendered policy, owner and type), the caller's pages, where replies sit in this check's evidence,
+    the replies a shared sequence sent for it (then the check sends none) and a step of that sequence
+    that broke, raised where the vector's own step would have been."""
 
-    made = group["vectors"][vector["name"]]
+    creator: str
+    caller: str
+    entry: Mapping[str, Any]
+    pages: Mapping[str, Any]
+    reply_at: Callable[[int], Reply]
+    sent: dict[str, Reply] = field(default_factory=dict)
+    deferred: CheckFailure | None = None
+
+
+def asked_of(amp: Amp, vector: Mapping[str, Any], key: GroupKey, group: Made[dict[str, Any], Reply]) -> Asked:
+    """The source of ``vector``'s replies in its group: its own cell (and the group's pages, a rider's
+    caller's, or its own after a fallback), the stranger-refusals cell as its creator's
+    (:func:`~.groups.answered_as_creator`) or its stranger's (:func:`~.groups.answered_by_refusals`),
+    the group's pooled cell (:func:`~.groups._pool`), or the rider and host sequence on the host's cell
+    (:func:`~.groups._joint_sequence`). A vector the group could not make skips or fails here."""
+    made_group, reply_at = group.value, group.reply_at
+    made = made_group["vectors"][vector["name"]]
     if "skip" in made:
         amp.skip(made["skip"])
     if "failure" in made:
@@ -122,33 +142,31 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
     role = caller_role(amp, vector)
     creator = amp.agent_id("a")
     caller = amp.agent_id(role)
-    replies_at: Callable[[int], Reply] = reply_at
     # the caller's pages: the group's, a rider's caller's (RIDERS), or a host's own (its fallback cell)
-    pages = made.get("pages") or (group if role == key[0] else group["riders"][role])
-    sent: dict[str, Reply] = {}  # replies a shared sequence holds (then this check sends none)
-    deferred: CheckFailure | None = None  # the refusals' broken archive: the creator's own step
+    pages = made.get("pages") or (made_group if role == key[0] else made_group["riders"][role])
+    asked = Asked(creator, caller, made, pages, reply_at)
     if made.get("refusals") == "creator":  # the refusals cell's creator (answered_as_creator)
-        refusals = group["refusals"]
-        made = {
+        refusals = made_group["refusals"]
+        asked.entry = {
             **made,
             "cell": refusals["cell"],
             "create": refusals["at"]["create"],
             "owner_id": refusals["owner"],
         }
-        pages = group["riders"]["a"]
-        sent = {
+        asked.pages = made_group["riders"]["a"]
+        asked.sent = {
             s: reply_at(refusals["at"][f"creator {s}"])
             for s in ("GET", "PATCH", "DELETE")
             if f"creator {s}" in refusals["at"]
         }
         if "failure" in refusals:  # raised where the creator's own archive would have raised it
-            deferred = _thawed(refusals["failure"], reply_at)
+            asked.deferred = _thawed(refusals["failure"], reply_at)
     elif made.get("refusals"):
-        held = (group, reply_at) if holds_refusals(amp, key) else None
-        made, pages, replies_at, sent = _refusals_as_vector(amp, made, held)
+        held = (made_group, reply_at) if holds_refusals(amp, key) else None
+        asked.entry, asked.pages, asked.reply_at, asked.sent = _refusals_as_vector(amp, made, held)
     elif "pool" in made:  # the group's pooled cell refused the caller everything (_pool)
-        asked = ("GET", *write_surfaces(vector))
-        sent = {surface: reply_at(at) for surface, at in made["pool"].items() if surface in asked}
+        surfaces = ("GET", *write_surfaces(vector))
+        asked.sent = {surface: reply_at(at) for surface, at in made["pool"].items() if surface in surfaces}
         others = ", ".join(name for name in made["members"] if name != vector["name"])
         amp.note(
             f"asked on one cell pooling this vector's policy with the policies of {others}, each refusing "
@@ -156,12 +174,36 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
             "entry that matched would grant); had any not refused it, each vector would have been asked "
             "on a cell of its own"
         )
-    joint = group["joints"].get(made.get("joint") or ("" if "pages" in made else vector["name"]))
+    entry = asked.entry
+    joint = made_group["joints"].get(entry.get("joint") or ("" if "pages" in entry else vector["name"]))
     if joint is not None:  # a rider and its host: the sequence asked on the host's cell for both
         if "failure" in joint:
             raise _thawed(joint["failure"], reply_at)
-        side = "host" if vector["name"] in group["joints"] else "rider"
-        sent = {surface: reply_at(joint["at"][f"{side} {surface}"]) for surface in ("GET", "PATCH", "DELETE")}
+        side = "host" if vector["name"] in made_group["joints"] else "rider"
+        asked.sent = {s: reply_at(joint["at"][f"{side} {s}"]) for s in ("GET", "PATCH", "DELETE")}
+    return asked
+
+
+@pytest.mark.parametrize("vector", [pytest.param(v, id=v["name"], marks=_marks(v)) for v in VECTORS])
+def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
+    """Access matrix: the caller gets the vector's decision on GET, search, list, PATCH and DELETE alike."""
+    key = group_key(amp, vector)
+    group = group_of(amp, key)
+    judge(amp, vector, asked_of(amp, vector, key, group), group.value["text"])
+
+
+def judge(amp: Amp, vector: Mapping[str, Any], asked: Asked, text: str) -> None:
+    """The one judgement of a vector, wherever its replies came from (:class:`Asked`): the created
+    cell as a step, then each surface's decision (what a shared sequence sent, else asked here), the
+    surfaces compared with each other, then with the vector (its stance: a fail or a warn)."""
+    role, creator, caller = caller_role(amp, vector), asked.creator, asked.caller
+    made, pages, replies_at, sent, deferred = (
+        asked.entry,
+        asked.pages,
+        asked.reply_at,
+        asked.sent,
+        asked.deferred,
+    )
     live: dict[str, Any] = made["cell"]
     policy, owner_id, owner_type = made["policy"], made["owner_id"], made["owner_type"]
     created = replies_at(made["create"])
@@ -237,9 +279,7 @@ def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
             amp.archive(live["id"])
             archived = True
     elif surfaces:
-        reply = client.patch(
-            path, {"content": {"text": group["text"], "metadata": {"acl_probe": vector["name"]}}}
-        )
+        reply = client.patch(path, {"content": {"text": text, "metadata": {"acl_probe": vector["name"]}}})
     if surfaces:
         writes["PATCH"] = (decision(amp, reply, (200,), f"PATCH by {who}"), reply)
     if "DELETE" in surfaces:
