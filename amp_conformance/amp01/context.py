@@ -91,7 +91,7 @@ class Amp(CheckContext):
         for first (in keys mode the roles take the keys in order of first use)."""
         if self._roles:
             return
-        for declared in roles_of(self.info.uses):
+        for declared in roles_of((*self.info.uses, *self.info.adopts)):
             try:
                 self._roles[declared] = self.session.agent(declared, taken=len(self._roles))
             except NotEnoughAgents:

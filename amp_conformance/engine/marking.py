@@ -42,6 +42,7 @@ def check(
     serial: bool = False,
     scope: str | None = None,
     uses: Sequence[Step[Any, Any, Any]] = (),
+    adopts: Sequence[Step[Any, Any, Any]] = (),
 ) -> pytest.MarkDecorator:
     """Mark a test as a conformance check of ``requirements`` (catalogue ids).
 
@@ -52,15 +53,16 @@ def check(
     ``--allow-global-effects``); ``serial`` marks checks a concurrent store-wide operation could
     change; ``uses`` names the shared steps (:class:`~amp_conformance.engine.steps.Step`) the check
     reads: a parallel run keeps the checks sharing a step in one work unit, and each takes the steps'
-    roles first; ``scope`` names a work unit of its own within the module (a split for speed, for
-    checks that share no step: by default the module).
+    roles first; ``adopts`` names steps it reads that only another unit's checks make (a fallback
+    source: it may wait for another worker's; no unit is joined); ``scope`` names a work unit of its
+    own within the module (a split for speed, for checks that share no step: by default the module).
     """
     if not requirements:
         raise ValueError("a check cites at least one requirement id")
     unknown = [rid for rid in requirements if registry.requirement(rid) is None]
     if unknown:
         raise ValueError(f"@check cites ids no registered catalogue has: {', '.join(unknown)}")
-    if not all(isinstance(step, Step) for step in uses):
+    if not all(isinstance(step, Step) for step in (*uses, *adopts)):
         raise ValueError(f"@check{requirements}: uses= names declared shared steps (engine.steps.Step)")
     derived = registry.level_of(requirements)
     if level is not None:
@@ -81,6 +83,7 @@ def check(
         serial=serial,
         scope=scope,
         uses=tuple(step.name for step in uses),
+        adopts=tuple(step.name for step in adopts),
     )
 
 
@@ -98,6 +101,7 @@ def _spec(kwargs: Mapping[str, Any], title: str, name: str, nodeid: str) -> Chec
         serial=bool(kwargs.get("serial")),
         scope=kwargs.get("scope"),
         uses=tuple(kwargs.get("uses") or ()),
+        adopts=tuple(kwargs.get("adopts") or ()),
     )
 
 

@@ -189,8 +189,11 @@ class Step(Generic[C, V, R]):
         return f"Step({self.name!r})"
 
     def _declared_by(self, context: Sharing) -> None:
-        if self.name not in tuple(getattr(context.info, "uses", ()) or ()):
-            raise ToolError(f"the check reads the shared step {self.name!r}: name it in @check(uses=...)")
+        info = context.info
+        if self.name not in (*(getattr(info, "uses", ()) or ()), *(getattr(info, "adopts", ()) or ())):
+            raise ToolError(
+                f"the check reads the shared step {self.name!r}: name it in @check(uses=...) (or adopts=)"
+            )
 
     def __call__(self, context: C) -> Made[V, R]:
         """The step (made by the first check that asks, in this run), as ``context``'s check reads it."""

@@ -57,6 +57,7 @@ from amp_conformance.amp01.checks.access.groups import (
     _refusals,
     _refusals_as_vector,
     _thawed,
+    adopted_steps,
     decision,
     group_key,
     group_of,
@@ -82,7 +83,7 @@ from amp_conformance.engine.steps import Made
 def _marks(vector: Mapping[str, Any]) -> Any:
     """The vector's own @check mark (pytest.param takes the MarkDecorator that check() returns)."""
     ids = list(dict.fromkeys([*vector["requirements"], *SURFACE_IDS]))
-    return check(*ids, uses=group_steps(vector))
+    return check(*ids, uses=group_steps(vector), adopts=adopted_steps(vector))
 
 
 def _describe(observed: Mapping[str, tuple[bool, Reply]]) -> str:

@@ -770,10 +770,16 @@ for _key in dict.fromkeys(key for vector in VECTORS for key in _group_keys(vecto
 
 
 def group_steps(vector: Mapping[str, Any]) -> tuple[Step[Amp, dict[str, Any], Reply], ...]:
-    """The shared steps (``uses=``) of ``vector``'s check: its group's (the first, its work unit), and
-    the refusals' group's when the refusals may answer it (:func:`answered_by_refusals`, seen
-    before the ids are at hand: agent "b", a fresh owner, the default policy, everything refused)."""
-    keys = _group_keys(vector)
+    """The shared steps (``uses=``) of ``vector``'s check: its group's, with the keyed caller and the
+    keyless one (one work unit for both)."""
+    return tuple(GROUPS[_group_name(key)] for key in _group_keys(vector))
+
+
+def adopted_steps(vector: Mapping[str, Any]) -> tuple[Step[Amp, dict[str, Any], Reply], ...]:
+    """The steps (``adopts=``) ``vector``'s check may read although another group's checks make them:
+    the refusals' group, when the refusals may answer it (:func:`answered_by_refusals`, seen before
+    the ids are at hand: agent "b", a fresh owner, the default policy, everything refused; with API
+    keys, the sorting-before vector of the next chunk too)."""
     raw = vector.get("policy") or {}
     if (
         vector["caller"] == "b"
@@ -782,8 +788,9 @@ def group_steps(vector: Mapping[str, Any]) -> tuple[Step[Amp, dict[str, Any], Re
         and not vector["expect"]["read"]["allowed"]
         and not vector["expect"]["write"]["allowed"]
     ):
-        keys += _group_keys(REFUSALS_VECTOR)
-    return tuple(GROUPS[_group_name(key)] for key in dict.fromkeys(keys))
+        own = group_steps(vector)
+        return tuple(step for step in group_steps(REFUSALS_VECTOR) if step not in own)
+    return ()
 
 
 def group_of(amp: Amp, key: GroupKey) -> Made[dict[str, Any], Reply]:
