@@ -105,8 +105,9 @@ def decision(amp: Amp, reply: Reply, allowed: tuple[int, ...], what: str) -> boo
 #: Where a vector's cell is listed and searched: the role calling, the owner template and the chunk.
 #: Vectors with the same key share one owner, one list and one search (made once, by whichever of them
 #: runs first). Chunks of at most GROUP_SIZE vectors keep each group's chain of requests short, and
-#: each group is one work unit of a parallel run (``scope=``), so it is made once there too; each chunk
-#: costs one list and one search, so the chunks are no smaller than a unit of a few seconds needs
+#: each group is a declared shared step (:data:`GROUPS`, its checks' ``uses=``), so one work unit of
+#: a parallel run, made once there too; each chunk costs one list and one search, so the chunks are
+#: no smaller than a unit of a few seconds needs
 #: (agent "b" calling for fresh owners: 27 vectors, two chunks; it was four of 8). Serial and
 #: parallel runs group alike: a run is the same run however many workers it has (the same cells, so
 #: the same outcomes, also under a fault that depends on how many cells a page holds).
