@@ -13,6 +13,7 @@ from amp_conformance.amp01.session import Agent, Amp01Session, NotEnoughAgents
 from amp_conformance.engine.client import Client, Reply, at_once
 from amp_conformance.engine.context import CheckContext
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed, ToolError
+from amp_conformance.engine.steps import roles_of
 
 if TYPE_CHECKING:
     from amp_conformance.engine.run import Run
@@ -62,6 +63,8 @@ class Amp(CheckContext[Amp01Session]):
         if not self.keys_mode and self.capabilities.get("api_keys_required") is True:
             self.skip(KEYS_NEEDED)
         if role not in self._roles:
+            self._take_declared_roles()
+        if role not in self._roles:
             try:
                 self._roles[role] = self.session.agent(role, taken=len(self._roles))
             except NotEnoughAgents as exc:
@@ -70,6 +73,7 @@ class Amp(CheckContext[Amp01Session]):
 
     def optional_agent(self, role: str) -> Agent | None:
         """The agent for ``role``, or None (no skip) when keys mode has run out of agents."""
+        self._take_declared_roles()
         if role in self._roles:
             return self._roles[role]
         try:
@@ -78,6 +82,18 @@ class Amp(CheckContext[Amp01Session]):
             return None
         self._roles[role] = agent
         return agent
+
+    def _take_declared_roles(self) -> None:
+        """The roles of the shared steps the check declares (``@check(uses=...)``), first and in their
+        order, so that a step is adopted with the agents its maker played, whatever the check asks
+        for first (in keys mode the roles take the keys in order of first use)."""
+        if self._roles:
+            return
+        for declared in roles_of((*self.info.uses, *self.info.adopts)):
+            try:
+                self._roles[declared] = self.session.agent(declared, taken=len(self._roles))
+            except NotEnoughAgents:
+                return  # the check skips once it asks for a role no key is left for
 
     def agent_id(self, role: str = "a") -> str:
         return self.agent(role).id

@@ -22,6 +22,7 @@ import pytest
 from amp_conformance.engine import registry
 from amp_conformance.engine.catalogue import area_of
 from amp_conformance.engine.spec import CheckSpec
+from amp_conformance.engine.steps import Step
 from amp_conformance.engine.vocabulary import LEVELS, Level
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -40,6 +41,8 @@ def check(
     stance: str | None = None,
     serial: bool = False,
     scope: str | None = None,
+    uses: Sequence[Step[Any, Any, Any]] = (),
+    adopts: Sequence[Step[Any, Any, Any]] = (),
 ) -> pytest.MarkDecorator:
     """Mark a test as a conformance check of ``requirements`` (catalogue ids).
 
@@ -48,13 +51,19 @@ def check(
     to the area of the first id; ``deadline`` overrides the run's per-check deadline for checks that
     must wait; ``global_effects`` marks checks that run store-wide operations (they need
     ``--allow-global-effects``); ``serial`` marks checks a concurrent store-wide operation could
-    change; ``scope`` names the work unit a parallel run keeps the check in (by default its module).
+    change; ``uses`` names the shared steps (:class:`~amp_conformance.engine.steps.Step`) the check
+    reads: a parallel run keeps the checks sharing a step in one work unit, and each takes the steps'
+    roles first; ``adopts`` names steps it reads that only another unit's checks make (a fallback
+    source: it may wait for another worker's; no unit is joined); ``scope`` names a work unit of its
+    own within the module (a split for speed, for checks that share no step: by default the module).
     """
     if not requirements:
         raise ValueError("a check cites at least one requirement id")
     unknown = [rid for rid in requirements if registry.requirement(rid) is None]
     if unknown:
         raise ValueError(f"@check cites ids no registered catalogue has: {', '.join(unknown)}")
+    if not all(isinstance(step, Step) for step in (*uses, *adopts)):
+        raise ValueError(f"@check{requirements}: uses= names declared shared steps (engine.steps.Step)")
     derived = registry.level_of(requirements)
     if level is not None:
         if level not in LEVELS:
@@ -73,6 +82,8 @@ def check(
         stance=stance,
         serial=serial,
         scope=scope,
+        uses=tuple(step.name for step in uses),
+        adopts=tuple(step.name for step in adopts),
     )
 
 
@@ -89,6 +100,8 @@ def _spec(kwargs: Mapping[str, Any], title: str, name: str, nodeid: str) -> Chec
         stance=kwargs.get("stance"),
         serial=bool(kwargs.get("serial")),
         scope=kwargs.get("scope"),
+        uses=tuple(kwargs.get("uses") or ()),
+        adopts=tuple(kwargs.get("adopts") or ()),
     )
 
 

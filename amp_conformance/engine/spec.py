@@ -23,5 +23,9 @@ class CheckSpec:
     stance: str | None = None
     serial: bool = False
     scope: str | None = None
-    """The work unit a parallel run keeps it in with the checks whose shared values it uses (by
-    default its module)."""
+    """A work unit of its own within its module for a parallel run (a module split for speed; checks
+    sharing a declared step are kept together by ``uses`` instead)."""
+    uses: tuple[str, ...] = ()
+    """The shared steps (``engine.steps.Step`` names) the check reads, kept in one work unit with it."""
+    adopts: tuple[str, ...] = ()
+    """Shared steps it reads that another unit's check makes (adopted from another worker)."""

@@ -20,8 +20,11 @@ with warnings.catch_warnings():
     # The check module marks its tests with @check at import; outside a suite run the plugin has not
     # registered the "amp" marker, which pytest would otherwise warn about.
     warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
-    from amp_conformance.amp01.checks.test_access import (
+    from amp_conformance.amp01.checks.access.vectors import (
+        BY_NAME,
         DECOYS,
+        HOMES,
+        RIDERS,
         SURFACE_IDS,
         VECTORS,
         WRITE_IDS,
@@ -74,7 +77,17 @@ def test_vector_names_are_unique_kebab_case() -> None:
 @pytest.mark.parametrize("vector", VECTORS, ids=[v["name"] for v in VECTORS])
 def test_vector_shape_and_citations(vector: dict[str, Any]) -> None:
     known = catalogue().requirements
-    allowed_keys = {"name", "description", "requirements", "caller", "keyless_caller", "owner", "policy"}
+    allowed_keys = {
+        "name",
+        "description",
+        "requirements",
+        "caller",
+        "keyless_caller",
+        "owner",
+        "policy",
+        "home",
+        "rides_on",
+    }
     assert set(vector) - {"expect", "decoy"} <= allowed_keys
     assert vector["description"] and vector["requirements"]
     assert all(rid in known for rid in vector["requirements"]), vector["requirements"]
@@ -94,6 +107,27 @@ def test_vector_shape_and_citations(vector: dict[str, Any]) -> None:
         assert decision["stance"] in ("fail", "warn")
     owner = vector.get("owner", {})
     assert owner.get("type", "user") in ("user", "agent", "organization")
+
+
+def test_vectors_made_in_another_vectors_group_name_it_in_the_fixture() -> None:
+    """``home`` and ``rides_on`` (the loader's HOMES and RIDERS) name an earlier vector made in its own
+    group; a rider's host has the same owner type and policy, its caller allowed everything
+    where the rider's is refused everything."""
+    assert RIDERS == {v["name"]: v["rides_on"] for v in VECTORS if "rides_on" in v} != {}
+    assert RIDERS | {v["name"]: v["home"] for v in VECTORS if "home" in v} == HOMES
+    assert not any("home" in v and "rides_on" in v for v in VECTORS)
+    order = [v["name"] for v in VECTORS]
+    for guest, home in HOMES.items():
+        assert home in BY_NAME and home not in HOMES, (guest, home)
+    for rider, host in RIDERS.items():
+        assert order.index(host) < order.index(rider), (rider, host)
+        # the same policy and owner type (the owner templates render alike: the groups check that)
+        assert BY_NAME[rider].get("policy") == BY_NAME[host].get("policy"), (rider, host)
+        assert (BY_NAME[rider].get("owner") or {}).get("type") == (BY_NAME[host].get("owner") or {}).get(
+            "type"
+        )
+        assert not any(BY_NAME[rider]["expect"][a]["allowed"] for a in ("read", "write")), rider
+        assert all(BY_NAME[host]["expect"][a]["allowed"] for a in ("read", "write")), host
 
 
 @pytest.mark.parametrize("vector", VECTORS, ids=[v["name"] for v in VECTORS])

@@ -44,15 +44,15 @@ def test_a_broken_list_fails_each_vector_with_the_list_exchange() -> None:
         assert "/memories?" in failing.url and failing in result.exchanges
     # one list per group (and the stranger-refusals cell's, which answers the default-policy stranger
     # vectors), not one per vector
-    from amp_conformance.amp01.checks import test_access
+    from amp_conformance.amp01.checks.access import groups as access_groups
 
     groups = {
         (
             str(v.get("keyless_caller", v["caller"])),
             str((v.get("owner") or {}).get("id", "")),
-            test_access._CHUNK[v["name"]],
+            access_groups._CHUNK[v["name"]],
         )
-        for v in test_access.VECTORS
+        for v in access_groups.VECTORS
     }
     lists = {id(e) for r in matrix for e in r.exchanges if e.method == "GET" and "/memories?" in e.url}
     assert len(lists) <= len(groups) + 1 < len(matrix)
@@ -111,19 +111,19 @@ def _pooled(result: Any) -> bool:
 
 
 def test_vectors_refused_everything_share_a_pooled_cell_and_fall_back_to_their_own() -> None:
-    """Group testing (test_access._pool): on a correct server the vectors whose caller is refused
+    """Group testing (access.groups._pool): on a correct server the vectors whose caller is refused
     everything are answered on one pooled cell and pass; when one pooled pattern wrongly admits the
     caller (substring wildcards), nobody is judged on the pooled cell: each vector is asked on a cell of
     its own, and exactly the vectors whose own patterns break the rule fail."""
-    from amp_conformance.amp01.checks import test_access
+    from amp_conformance.amp01.checks.access import groups as access_groups
 
     clean = _matrix_run({})
     pooled = sorted(name for name, result in clean.items() if _pooled(result))
     assert len(pooled) >= 2, pooled
     for name in pooled:
         assert clean[name].outcome == "pass", (name, clean[name].message)
-        vector = test_access._BY_NAME[name.removeprefix("test_access_matrix[").removesuffix("]")]
-        assert test_access.poolable(vector), name
+        vector = access_groups.BY_NAME[name.removeprefix("test_access_matrix[").removesuffix("]")]
+        assert access_groups.poolable(vector), name
     faulty = _matrix_run({"AMP_REFERENCE_FAULTS": "wildcard-substring"})
     assert not [name for name, result in faulty.items() if _pooled(result)]
     failing = sorted(name for name, result in faulty.items() if result.outcome == "fail")

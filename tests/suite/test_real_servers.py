@@ -76,7 +76,7 @@ def test_a_refused_status_only_archive_blocks_every_access_vector_under_its_requ
     that asks no DELETE (it varies a matching rule only, issue 25) needs no archive: it passes."""
     with warnings.catch_warnings():  # the module's @check marks: no "amp" marker outside a suite run
         warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
-        from amp_conformance.amp01.checks.test_access import VECTORS, write_surfaces
+        from amp_conformance.amp01.checks.access.vectors import VECTORS, write_surfaces
 
     outcome = run_reference({"AMP_REFERENCE_FAULTS": "archive-status-only-refused"}, areas="acl", admin=False)
     assert outcome.run is not None

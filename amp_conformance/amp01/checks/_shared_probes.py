@@ -10,8 +10,6 @@ check judges the answers it is about, exactly as it judged the ones it used to s
   check, in the same serial group (``passes``) after test_admin's, judges three of those requests
   when they were made already (:func:`admin_probes_made`), and sends its own otherwise: it never
   makes them, so it depends on no probe cell.
-* :func:`refused_patches`: a fresh cell and the PATCHes every correct server refuses with 422 (test_patch's
-  members sequence goes on with that cell; the error table judges two of the refusals).
 """
 
 from __future__ import annotations
@@ -24,14 +22,7 @@ import httpx
 
 from amp_conformance import Amp
 from amp_conformance.amp01.checks._lifecycle_passes import together
-from amp_conformance.amp01.checks._support import (
-    Marks,
-    created_cell_of,
-    expect_step,
-    listings_by_status,
-    post_cell,
-    shared_replies,
-)
+from amp_conformance.amp01.checks._support import Marks, expect_step, listings_by_status, shared_replies
 from amp_conformance.engine.client import Client, Reply
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import ToolError
@@ -263,62 +254,3 @@ def admin_probes_made(amp: Amp) -> tuple[Reply, Reply, Reply] | None:
     (anonymous,) = posts.replies("none")
     wrong = posts.replies("wrong")[0]
     return anonymous, wrong, token_only_pass(amp)
-
-
-# the refused PATCHes of a fresh cell (test_patch's members cell, test_errors' table) ------------
-
-#: PATCH bodies each refused with 422 for one value out of range or of the wrong type (AMP-PATCH-17).
-BAD_BODIES: tuple[dict[str, Any], ...] = (
-    {"scoring": {"importance": 2}},
-    {"scoring": {"confidence": -0.1}},
-    {"scoring": {"decay_rate": "fast"}},
-    {"access_policy": {"readable_by": [1]}},
-    {"access_policy": {"public": "yes please"}},
-    {"content": {"text": 42}},
-)
-#: A status that is none of the four (AMP-PATCH-12, AMP-ERR-04), refused with 422 too.
-UNKNOWN_STATUS: dict[str, Any] = {"lifecycle": {"status": "expired"}}
-#: The positions in :data:`BAD_BODIES` of the two refusals the error table asks as well.
-IMPORTANCE_2, READABLE_BY_1 = 0, 3
-
-
-def refused_patches(amp: Amp) -> tuple[dict[str, Any] | None, dict[str, Any], list[Reply]]:
-    """A fresh cell of agent "a" (importance 0.6, readable by one agent, writable by none), every
-    :data:`BAD_BODIES` PATCH and :data:`UNKNOWN_STATUS` sent to it at once, then one read, made once
-    per run: (the cell, None when the create answered no cell; positions {"create", "bad", "expired",
-    "read"}; the replies). Nothing is judged here, the create neither: test_patch's members sequence
-    goes on with the same cell after the read (AMP-PATCH-17 judges the refusals and the read,
-    AMP-PATCH-12 the unknown status; its create is a step there), and the error table judges the
-    answers to importance 2 and readable_by [1] (AMP-ERR-03/-04/-05), which a correct server gives
-    whatever active cell of the caller's they are sent to; with no cell made it sends its own. A step
-    hands on every role its maker holds: ask it while playing "a" alone (the members sequence takes
-    its stranger afterwards, as the second agent)."""
-    amp.agent("a")
-
-    def make(a: Amp) -> dict[str, Any]:
-        marks = Marks(a)
-        body = a.cell_body(
-            scoring={"importance": 0.6}, access_policy={"readable_by": ["amp-ct-reader-1"], "writable_by": []}
-        )
-        create = post_cell(a, body)
-        cell = created_cell_of(create)
-        made: dict[str, Any] = {
-            "cell": cell,
-            "create": marks(create),
-            "bad": [],
-            "expired": None,
-            "read": None,
-        }
-        if cell is None:
-            return made
-        client, path = a.as_agent("a"), f"/memories/{cell['id']}"
-        # sent together: each is refused with the cell unchanged, so none meets what another did
-        sent = a.at_once(*(partial(client.patch, path, body) for body in (*BAD_BODIES, UNKNOWN_STATUS)))
-        made["bad"] = [marks(reply) for reply in sent[:-1]]
-        made["expired"] = marks(sent[-1])
-        # one read shows all: the bad values touch no status, "expired" touches only the status
-        made["read"] = marks(client.get(path))
-        return made
-
-    made, replies = shared_replies(amp, "patch:refused-patches", make)
-    return made["cell"], made, replies

@@ -19,8 +19,9 @@ from amp_conformance.amp01.cell_rules import cell_requirement
 from amp_conformance.amp01.cells import Problem, TimestampError, parse_utc_timestamp, validate_cell
 from amp_conformance.amp01.envelope import envelope_problems
 from amp_conformance.engine.client import Reply
-from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed
+from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed, ToolError
 from amp_conformance.engine.registry import level_of
+from amp_conformance.engine.steps import Recorder
 
 T = TypeVar("T")
 
@@ -570,15 +571,18 @@ def status_by_list(amp: Amp, owner: str, cell_id: str) -> str | None:
 
 class Marks:
     """Positions of a shared step's answers among the requests it sent (``amp.shared`` hands later
-    checks those requests as evidence, so each check rebuilds the replies from its own evidence)."""
+    checks those requests as evidence, so each check rebuilds the replies from its own evidence): the
+    engine's :class:`~amp_conformance.engine.steps.Recorder`, for the steps whose values hold
+    positions (a declared step reads its replies by label instead)."""
 
     def __init__(self, amp: Amp) -> None:
-        self._amp = amp
-        self._base = len(amp.evidence.exchanges)
+        self._recorder = Recorder(amp.evidence.exchanges)
 
     def __call__(self, reply: Reply) -> int:
-        mine = self._amp.evidence.exchanges[self._base :]
-        return next(i for i, exchange in enumerate(mine) if exchange is reply.exchange)
+        at = self._recorder.position(reply)
+        if at is None:
+            raise ToolError("a shared step marked a reply it did not send")
+        return at
 
 
 def shared_replies(amp: Amp, name: str, make: Callable[[Amp], T]) -> tuple[T, list[Reply]]:

@@ -6,9 +6,7 @@ request, so the answer cannot depend on whether the server validates the body fi
 422 probe sends valid identity headers. The probes are sent once per run (``amp.shared``): every
 check judges the answers it is about, and shows them all as its evidence. Probes other areas ask too
 (the create without identity, two 422 creates, with keys the list and search without identity) are
-the run's shared ones (``_shared_cells``), as are two 422 PATCHes (importance 2, readable_by [1]:
-test_patch's refusals of a fresh cell, ``_shared_probes.refused_patches``), and the active and
-archived cells are AMP-ERR-07's creates.
+the run's shared ones (``_shared_cells``), and the active and archived cells are AMP-ERR-07's creates.
 """
 
 from __future__ import annotations
@@ -31,13 +29,7 @@ from amp_conformance.amp01.checks._shared_cells import (
 )
 from amp_conformance.amp01.checks._shared_cells import odd_cell as _odd_cell
 from amp_conformance.amp01.checks._shared_cells import odd_creates as _odd_creates
-from amp_conformance.amp01.checks._shared_probes import (
-    BAD_BODIES,
-    IMPORTANCE_2,
-    READABLE_BY_1,
-    refused_patches,
-    unknown_probes,
-)
+from amp_conformance.amp01.checks._shared_probes import unknown_probes
 from amp_conformance.amp01.checks._support import (
     about,
     error_of,
@@ -113,11 +105,6 @@ def _provoke(amp: Amp) -> _Provoked:
     transition the table expects refused comes after every other probe of its cell."""
     base = len(amp.evidence.exchanges)
     a, anonymous = amp.as_agent("a"), amp.anonymous()
-    # first, while this check plays "a" alone (a step hands on every role its maker holds, and the
-    # members sequence goes on with this one's): two 422 PATCHes any active cell of the caller's answers
-    # alike, those of test_patch's refusals of a fresh cell; none sent there (no cell made), this step
-    # sends them to its own cell
-    refusals = _shared_refusals(amp)
     # probes other checks ask too, each sent once per run (before the stranger is taken, so every
     # check sharing them plays the same agents): the odd creates of AMP-ERR-07 (one of them, a plain
     # cell, is this step's active cell), two 422 creates, the create without identity and its listing
@@ -181,6 +168,7 @@ def _provoke(amp: Amp) -> _Provoked:
         # route, a missing query)
         "POST /memories malformed JSON": lambda: a.post("/memories", content=b'{"type": "semantic",'),
         "GET /memories limit=abc": lambda: a.get("/memories", params={"limit": "abc"}),
+        "PATCH readable_by [1]": lambda: a.patch(cell, {"access_policy": {"readable_by": [1]}}),
         "PATCH malformed JSON": lambda: a.patch(cell, content=b"{not json"),
         "POST /memories without content": lambda: a.post("/memories", {"type": "semantic"}),
         "GET /memories/query without identity": lambda: anonymous.get("/memories/query", params=listed),
@@ -191,9 +179,7 @@ def _provoke(amp: Amp) -> _Provoked:
         calls["GET /memories without identity"] = lambda: anonymous.get("/memories", params=listed)
     if stranger is not None:
         calls["GET /memories/{id} by a stranger"] = lambda: stranger.get(cell)
-    if refusals is None:
-        calls["PATCH readable_by [1]"] = lambda: a.patch(cell, BAD_BODIES[READABLE_BY_1])
-    got = _batch(amp, calls) | (refusals or {})
+    got = _batch(amp, calls)
     got |= _batch(
         amp,
         {
@@ -205,9 +191,7 @@ def _provoke(amp: Amp) -> _Provoked:
         amp,
         {"reading the cell back": lambda: a.get(cell), "reading the archived cell back": lambda: a.get(dead)},
     )
-    calls = {}
-    if refusals is None:
-        calls["PATCH importance 2"] = lambda: a.patch(cell, BAD_BODIES[IMPORTANCE_2])
+    calls = {"PATCH importance 2": lambda: a.patch(cell, {"scoring": {"importance": 2}})}
     if stranger is not None:
         calls["PATCH by a stranger"] = lambda: stranger.patch(cell, text)
         calls["DELETE by a stranger"] = lambda: stranger.delete(dead)
@@ -271,19 +255,6 @@ def _provoke(amp: Amp) -> _Provoked:
     )
     case("search without query", no_query, invalid, "AMP-SRCH-02")
     return _Provoked(table, probes)
-
-
-def _shared_refusals(amp: Amp) -> dict[str, Reply] | None:
-    """The shared refusals' answers to importance 2 and readable_by [1] (``refused_patches``, sent to a
-    fresh cell of agent "a"), by this step's labels; None when that step made no cell."""
-    cell, made, replies = refused_patches(amp)
-    if cell is None:
-        return None
-    bad = made["bad"]
-    return {
-        "PATCH importance 2": replies[bad[IMPORTANCE_2]],
-        "PATCH readable_by [1]": replies[bad[READABLE_BY_1]],
-    }
 
 
 def _batch(amp: Amp, calls: dict[str, Callable[[], Reply]]) -> dict[str, Reply]:

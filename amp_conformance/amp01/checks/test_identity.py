@@ -16,7 +16,9 @@ from typing import Any
 
 from amp_conformance import Amp, check
 from amp_conformance.amp01.checks._support import error_of, expect_error, list_owner, member, shown
+from amp_conformance.amp01.checks.access.steps import POLICY_CELL
 from amp_conformance.engine.client import Reply
+from amp_conformance.engine.steps import Recorder, Step
 
 #: Appended to a fresh owner id: a precomposed letter (U+00E9), whose NFD form differs.
 ACCENTED = "-caf\u00e9"
@@ -73,10 +75,6 @@ def test_owner_filters_match_the_owner_id_exactly(amp: Amp) -> None:
         )
 
 
-#: The access policy check's cell (test_access.POLICY_CELL), taken over once that check has made it.
-POLICY_CELL = "acl:policy-change-cell"
-
-
 def creators_cell(amp: Amp) -> dict[str, Any]:
     """One cell created by agent "a" for a fresh owner (so the creator is not the owner), under a policy
     naming neither the creator's nor the owner's case variants, for the case-variant check, which only
@@ -86,19 +84,24 @@ def creators_cell(amp: Amp) -> dict[str, Any]:
     anyway, and a policy naming "<creator>-someone-else" admits no case variant of the creator or
     owner under any rule.
 
-    When the access policy check (AMP-ACL-12) has already made its cell in this run (this worker), that
-    cell is taken over: that check is done with it, and it only ever named agent "b" in readable_by
-    (the default policy again once it removed it), which no probe here uses; else the two checks share
+    When the access policy check (AMP-ACL-12) has already made its cell in this run (this worker: the
+    three checks declare it, so a parallel run keeps them in one unit), that cell is taken over
+    (``access.steps.POLICY_CELL``); else (a selection without the policy check) the two checks share
     a default-policy cell of their own (never the policy check's: it must find its cell unedited)."""
+    if POLICY_CELL.made(amp):
+        return POLICY_CELL(amp).value
+    return CREATORS_CELL(amp).value
 
-    def make(maker: Amp) -> dict[str, Any]:
-        owner = maker.owner()
-        return {"owner": owner, "cell": maker.create_cell(identity={"owner_id": owner})}
 
-    amp.agent("a")  # "a" first, whichever check makes it (the roles amp.shared hands over)
-    if amp.shared_made(POLICY_CELL):
-        return amp.shared(POLICY_CELL, make)
-    return amp.shared("identity:creators-cell", make)
+def _make_creators_cell(amp: Amp, rec: Recorder) -> dict[str, Any]:
+    owner = amp.owner()
+    return {"owner": owner, "cell": amp.create_cell(identity={"owner_id": owner})}
+
+
+#: The two checks' own cell, when the policy check's is not theirs to take (:func:`creators_cell`).
+CREATORS_CELL: Step[Amp, dict[str, Any], Reply] = Step(
+    "identity:creators-cell", _make_creators_cell, roles=("a",), reply=Reply
+)
 
 
 def _refused(reply: Reply) -> bool:
@@ -106,7 +109,7 @@ def _refused(reply: Reply) -> bool:
     return reply.status in (401, 403, 404)
 
 
-@check("AMP-ACL-09")
+@check("AMP-ACL-09", uses=(POLICY_CELL, CREATORS_CELL))
 def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp) -> None:
     """An agent whose id differs from the owner's or the creator's only in letter case has no access.
 
@@ -145,7 +148,7 @@ def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp) -> None:
             )
 
 
-@check("AMP-ACL-08")
+@check("AMP-ACL-08", uses=(POLICY_CELL, CREATORS_CELL))
 def test_the_creator_keeps_its_rights_after_replacing_the_policy(amp: Amp) -> None:
     """After the creator replaces readable_by and writable_by with other agents, it still reads and writes."""
     other = amp.agent_id("a") + "-someone-else"

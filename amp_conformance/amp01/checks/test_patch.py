@@ -15,9 +15,8 @@ normalises numbers or timestamps is judged on the rule, not on formatting.
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -25,7 +24,6 @@ from typing import Any
 from amp_conformance import SHOULD, Amp, check
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
 from amp_conformance.amp01.checks._lifecycle_passes import BOTH_PASSES, Passes, both_passes
-from amp_conformance.amp01.checks._shared_probes import BAD_BODIES, refused_patches
 from amp_conformance.amp01.checks._support import (
     expect_member,
     expect_reads_as_deleted_of,
@@ -43,6 +41,7 @@ from amp_conformance.amp01.checks._support import (
 )
 from amp_conformance.amp01.session import NotEnoughAgents
 from amp_conformance.engine.client import Reply
+from amp_conformance.engine.steps import Made, Recorder, Step
 
 CLOCK_SKEW = timedelta(seconds=120)
 MISSING = object()
@@ -98,36 +97,27 @@ def _same(amp: Amp, before: dict[str, Any], after: dict[str, Any], path: str, re
 # shared probe sequences ------------------------------------------------------------------------
 
 
-@dataclass
-class _Probes:
-    """What a shared sequence sent: its cell (the 201 body) and each request's position, by label,
-    among the sequence's exchanges (the replies are rebuilt from them in every check)."""
-
-    cell: dict[str, Any]
-    at: dict[str, int]
+def _replies(made: Made[dict[str, Any], Reply]) -> tuple[dict[str, Any], dict[str, Reply]]:
+    """A shared sequence as a check reads it: its cell (the 201 body) and its replies by label."""
+    return made.value, {label: made[label] for label in made.labels()}
 
 
-class _Recorder:
-    """Notes, by label, where each request of a sequence stands among the sequence's exchanges."""
-
-    def __init__(self, amp: Amp):
-        self.amp = amp
-        self.base = len(amp.evidence.exchanges)
-        self.at: dict[str, int] = {}
-
-    def __call__(self, label: str, reply: Reply) -> Reply:
-        mine = self.amp.evidence.exchanges[self.base :]
-        self.at[label] = next(i for i, exchange in enumerate(mine) if exchange is reply.exchange)
-        return reply
-
-
-def _probes(amp: Amp, name: str, make: Callable[[Amp], _Probes]) -> tuple[dict[str, Any], dict[str, Reply]]:
-    """The shared sequence ``name`` (sent once per run, shown as evidence in every check using it):
-    its cell and its replies by label."""
-    start = len(amp.evidence.exchanges)
-    made = amp.shared(name, make)
-    exchanges = amp.evidence.exchanges[start:]
-    return made.cell, {label: Reply(exchanges[at]) for label, at in made.at.items()}
+#: The module's shared sequences (each made by the first check that asks; the makers are defined below).
+MERGE_RULES: Step[Amp, dict[str, Any], Reply] = Step(
+    "patch:merge-rules", lambda amp, rec: _merge_probes(amp, rec), roles=("a",), reply=Reply
+)
+IMMUTABLE_PROBES: Step[Amp, dict[str, Any], Reply] = Step(
+    "patch:immutable", lambda amp, rec: _immutable_probes(amp, rec), roles=("a",), reply=Reply
+)
+MEMBER_PROBES: Step[Amp, dict[str, Any], Reply] = Step(
+    "patch:members", lambda amp, rec: _member_probes(amp, rec), roles=("a", "stranger"), reply=Reply
+)
+EXPIRY_PROBES: Step[Amp, dict[str, Any], Reply] = Step(
+    "patch:expiry", lambda amp, rec: _expiry_probes(amp, rec), roles=("a",), reply=Reply
+)
+TRANSITION_PROBES: Step[Amp, dict[str, Any], Reply] = Step(
+    "patch:transitions", lambda amp, rec: _transition_probes(amp, rec), roles=("a", "stranger"), reply=Reply
+)
 
 
 def _get(amp: Amp, cell_id: str) -> Reply:
@@ -146,12 +136,11 @@ STAMP_GAP = 1.1
 PROVENANCE_SENT = {"source_ref": "conv-2"}
 
 
-def _merge_probes(amp: Amp) -> _Probes:
+def _merge_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
     """A cell with every section set (the 201 body is the cell before any PATCH: a read then would
     show nothing more but its own access); then a content PATCH (text and metadata), a read, a
     scoring PATCH, an access_policy.public PATCH, a readable_by PATCH 1.1 s after the content PATCH, a
     read, and a metadata-only PATCH (content without text) last, whatever it does."""
-    record = _Recorder(amp)
     owner = amp.owner()
     cell = amp.create_cell(
         identity={"owner_id": owner, "session_id": "session-1"},
@@ -165,24 +154,24 @@ def _merge_probes(amp: Amp) -> _Probes:
         provenance={"source_type": "conversation", "source_ref": "conv-1", "extraction_method": "rule_based"},
     )
     cell_id = cell["id"]
-    record("content", _patch(amp, cell_id, {"content": {"text": MERGE_TEXT, "metadata": SENT_METADATA}}))
+    rec("content", _patch(amp, cell_id, {"content": {"text": MERGE_TEXT, "metadata": SENT_METADATA}}))
     stamped = time.monotonic()
-    record("read after content", _get(amp, cell_id))
-    record("scoring", _patch(amp, cell_id, {"scoring": {"importance": 0.9}}))
+    rec("read after content", _get(amp, cell_id))
+    rec("scoring", _patch(amp, cell_id, {"scoring": {"importance": 0.9}}))
     # one PATCH for two sections keeps the cell within five successful PATCHes
-    record("public", _patch(amp, cell_id, {"access_policy": {"public": True}, "provenance": PROVENANCE_SENT}))
+    rec("public", _patch(amp, cell_id, {"access_policy": {"public": True}, "provenance": PROVENANCE_SENT}))
     time.sleep(max(0.0, stamped + STAMP_GAP - time.monotonic()))
-    record("readable_by", _patch(amp, cell_id, {"access_policy": {"readable_by": [f"{owner}-b"]}}))
-    record("read after readable_by", _get(amp, cell_id))
-    record("metadata only", _patch(amp, cell_id, {"content": {"metadata": {"only": "metadata"}}}))
-    return _Probes(cell, record.at)
+    rec("readable_by", _patch(amp, cell_id, {"access_policy": {"readable_by": [f"{owner}-b"]}}))
+    rec("read after readable_by", _get(amp, cell_id))
+    rec("metadata only", _patch(amp, cell_id, {"content": {"metadata": {"only": "metadata"}}}))
+    return cell
 
 
 def _merge(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
-    return _probes(amp, "patch:merge-rules", _merge_probes)
+    return _replies(MERGE_RULES(amp))
 
 
-@check("AMP-PATCH-01")
+@check("AMP-PATCH-01", uses=(MERGE_RULES,))
 def test_patch_returns_the_complete_updated_cell(amp: Amp) -> None:
     """A valid PATCH answers 200 with the complete updated cell, and a GET agrees."""
     cell, got = _merge(amp)
@@ -201,7 +190,7 @@ def test_patch_returns_the_complete_updated_cell(amp: Amp) -> None:
     )
 
 
-@check("AMP-PATCH-02")
+@check("AMP-PATCH-02", uses=(MERGE_RULES,))
 def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
     """PATCH of content only leaves scoring, access_policy, provenance and identity untouched."""
     before, got = _merge(amp)  # the 201 body: the cell as stored before the PATCH
@@ -216,7 +205,7 @@ def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
         _same(amp, before, stored, section, back)
 
 
-@check("AMP-PATCH-03")
+@check("AMP-PATCH-03", uses=(MERGE_RULES,))
 def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
     """PATCH scoring.importance keeps confidence, decay_rate and access_count as stored."""
     _, got = _merge(amp)
@@ -231,7 +220,7 @@ def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
         _same(amp, before, updated, f"scoring.{key}", reply)
 
 
-@check("AMP-PATCH-03")
+@check("AMP-PATCH-03", uses=(MERGE_RULES,))
 def test_access_policy_keys_not_sent_keep_their_values(amp: Amp) -> None:
     """PATCH access_policy.public keeps readable_by and writable_by as stored."""
     _, got = _merge(amp)
@@ -245,7 +234,7 @@ def test_access_policy_keys_not_sent_keep_their_values(amp: Amp) -> None:
         _same(amp, before, updated, f"access_policy.{key}", reply)
 
 
-@check("AMP-PATCH-03", "AMP-PATCH-04")
+@check("AMP-PATCH-03", "AMP-PATCH-04", uses=(MERGE_RULES,))
 def test_provenance_keys_not_sent_keep_their_values(amp: Amp) -> None:
     """PATCH provenance.source_ref replaces it and keeps source_type and extraction_method as stored."""
     _, got = _merge(amp)
@@ -272,7 +261,7 @@ def test_provenance_keys_not_sent_keep_their_values(amp: Amp) -> None:
         )
 
 
-@check("AMP-PATCH-04")
+@check("AMP-PATCH-04", uses=(MERGE_RULES,))
 def test_sent_arrays_replace_the_stored_ones(amp: Amp) -> None:
     """A sent readable_by replaces the stored list as a whole (not appended)."""
     cell, got = _merge(amp)
@@ -286,7 +275,7 @@ def test_sent_arrays_replace_the_stored_ones(amp: Amp) -> None:
     amp.expect(value == [f"{owner}-b"], f"a GET shows readable_by [{owner}-b] (got {shown(value)})", back)
 
 
-@check("AMP-PATCH-05")
+@check("AMP-PATCH-05", uses=(MERGE_RULES,))
 def test_content_text_and_metadata_are_updated(amp: Amp) -> None:
     """PATCH content with text and metadata applies both (metadata merge or replace is reported)."""
     _, got = _merge(amp)
@@ -317,7 +306,7 @@ def test_content_text_and_metadata_are_updated(amp: Amp) -> None:
     amp.note(f"a metadata-only PATCH (content without text) answered {probe.status} (C-20)")
 
 
-@check("AMP-PATCH-06")
+@check("AMP-PATCH-06", uses=(MERGE_RULES,))
 def test_every_patch_stamps_last_updated_at(amp: Amp) -> None:
     """Each PATCH sets last_updated_at to the server's time: non-null, >= created_at, increasing."""
     cell, got = _merge(amp)
@@ -343,7 +332,7 @@ def test_every_patch_stamps_last_updated_at(amp: Amp) -> None:
     )
 
 
-@check("AMP-PATCH-07")
+@check("AMP-PATCH-07", uses=(MERGE_RULES,))
 def test_patch_is_not_an_access(amp: Amp) -> None:
     """A PATCH leaves access_count and last_accessed_at as they were."""
     before, got = _merge(amp)  # the 201 body: no access yet (access_count 0, last_accessed_at null)
@@ -357,11 +346,10 @@ def test_patch_is_not_an_access(amp: Amp) -> None:
 # PATCH-06, PATCH-08, PATCH-21: one cell, what a PATCH cannot change ----------------------------
 
 
-def _immutable_probes(amp: Amp) -> _Probes:
+def _immutable_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
     """A cell, then PATCHes sending identity members, lifecycle.created_at, lifecycle.last_updated_at
     and an empty body, a read, and last (a server applying it would move the cell) a PATCH sending
     id, amp_version and type, and a read."""
-    record = _Recorder(amp)
     cell = amp.create_cell(identity={"session_id": "session-1"})
     cell_id = cell["id"]
     other = amp.owner()  # run-scoped, so a server that applies it still keeps runs apart
@@ -372,30 +360,28 @@ def _immutable_probes(amp: Amp) -> _Probes:
         "session_id": f"{other}-session",
     }
     text = {"text": "patch with identity members"}
-    record("identity", _patch(amp, cell_id, {"content": text, "identity": identity}))
+    rec("identity", _patch(amp, cell_id, {"content": text, "identity": identity}))
     created_at = {"content": {"text": "older?"}, "lifecycle": {"created_at": "2020-01-01T00:00:00Z"}}
-    record("created_at", _patch(amp, cell_id, created_at))
+    rec("created_at", _patch(amp, cell_id, created_at))
     stamp = {"content": {"text": "updated"}, "lifecycle": {"last_updated_at": "2001-01-01T00:00:00Z"}}
-    record("last_updated_at", _patch(amp, cell_id, stamp))
-    record("empty", _patch(amp, cell_id, {}))
-    record("read", _get(amp, cell_id))
+    rec("last_updated_at", _patch(amp, cell_id, stamp))
+    rec("empty", _patch(amp, cell_id, {}))
+    rec("read", _get(amp, cell_id))
     try:
         unknown = amp.unknown_id()
     except NotEnoughAgents:  # the id's form needs the conventions, which need a second agent
-        return _Probes(cell, record.at)
+        return cell
     members = {"id": unknown, "amp_version": "9.9.9", "type": "episodic"}
-    record(
-        "id", _patch(amp, cell_id, {"content": {"text": "patch with id, amp_version and type"}, **members})
-    )
-    record("read after id", _get(amp, cell_id))
-    return _Probes(cell, record.at)
+    rec("id", _patch(amp, cell_id, {"content": {"text": "patch with id, amp_version and type"}, **members}))
+    rec("read after id", _get(amp, cell_id))
+    return cell
 
 
 def _immutable(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
-    return _probes(amp, "patch:immutable", _immutable_probes)
+    return _replies(IMMUTABLE_PROBES(amp))
 
 
-@check("AMP-PATCH-06")
+@check("AMP-PATCH-06", uses=(IMMUTABLE_PROBES,))
 def test_client_sent_last_updated_at_is_replaced_by_server_time(amp: Amp) -> None:
     """A client-sent lifecycle.last_updated_at is not stored: the server stamps its own time."""
     cell, got = _immutable(amp)
@@ -413,7 +399,7 @@ def test_client_sent_last_updated_at_is_replaced_by_server_time(amp: Amp) -> Non
     )
 
 
-@check("AMP-PATCH-08")
+@check("AMP-PATCH-08", uses=(IMMUTABLE_PROBES,))
 def test_identity_cannot_be_patched(amp: Amp) -> None:
     """identity members sent in a PATCH are ignored: 200, identity unchanged."""
     cell, got = _immutable(amp)
@@ -425,7 +411,7 @@ def test_identity_cannot_be_patched(amp: Amp) -> None:
     _same(amp, cell, read_back_of(amp, back), "identity", back)
 
 
-@check("AMP-PATCH-08")
+@check("AMP-PATCH-08", uses=(IMMUTABLE_PROBES,))
 def test_created_at_cannot_be_patched(amp: Amp) -> None:
     """A client-sent lifecycle.created_at is ignored: 200, created_at unchanged."""
     cell, got = _immutable(amp)
@@ -436,7 +422,7 @@ def test_created_at_cannot_be_patched(amp: Amp) -> None:
     _same(amp, cell, read_back_of(amp, back), "lifecycle.created_at", back)
 
 
-@check("AMP-PATCH-08")
+@check("AMP-PATCH-08", uses=(IMMUTABLE_PROBES,))
 def test_id_version_and_type_cannot_be_patched(amp: Amp) -> None:
     """id, amp_version and type sent in a PATCH are ignored: 200, values unchanged."""
     cell, got = _immutable(amp)
@@ -452,7 +438,7 @@ def test_id_version_and_type_cannot_be_patched(amp: Amp) -> None:
         _same(amp, cell, stored, key, back)
 
 
-@check("AMP-PATCH-21")
+@check("AMP-PATCH-21", uses=(IMMUTABLE_PROBES,))
 def test_empty_body_changes_nothing(amp: Amp) -> None:
     """An empty PATCH body {} is accepted and changes nothing but last_updated_at."""
     cell, got = _immutable(amp)
@@ -480,48 +466,60 @@ def test_empty_body_changes_nothing(amp: Amp) -> None:
 
 # PATCH-07, PATCH-09, PATCH-11, PATCH-12, PATCH-17: one cell, refusals first --------------------
 
+BAD_BODIES: tuple[dict[str, Any], ...] = (
+    {"scoring": {"importance": 2}},
+    {"scoring": {"confidence": -0.1}},
+    {"scoring": {"decay_rate": "fast"}},
+    {"access_policy": {"readable_by": [1]}},
+    {"access_policy": {"public": "yes please"}},
+    {"content": {"text": 42}},
+)
 
-def _member_probes(amp: Amp) -> _Probes:
+
+def _member_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
     """A cell; the PATCHes that must be refused with 422 (bad values, an unknown status), then one
-    read (the run's shared refusals, ``_shared_probes.refused_patches``: the error table judges two of
-    them); then a PATCH to the current status, one with unknown members and a read, and
+    read; then a PATCH to the current status, one with unknown members and a read, and
     PATCHes of access_count and last_accessed_at; then the cell archived, asked back to active by a
     stranger and without identity (both refused before any transition), deleted, read, and PATCHed."""
-    record = _Recorder(amp)
-    cell, refused, replies = refused_patches(amp)
-    if cell is None:  # a step, as amp.create_cell judges it
-        cell = amp.created_cell(replies[refused["create"]])
+    cell = amp.create_cell(
+        scoring={"importance": 0.6}, access_policy={"readable_by": ["amp-ct-reader-1"], "writable_by": []}
+    )
     cell_id = cell["id"]
-    for index, at in enumerate(refused["bad"]):
-        record(f"bad {index}", replies[at])
-    record("expired", replies[refused["expired"]])
-    record("read after the refusals", replies[refused["read"]])
-    record("same status", _patch(amp, cell_id, {"lifecycle": {"status": "active"}}))
-    record("unknown members", _patch(amp, cell_id, {"foo": 1, "content": {"text": "x", "bar": 2}}))
-    record("read after unknown members", _get(amp, cell_id))
-    record("access_count", _patch(amp, cell_id, {"scoring": {"access_count": 7}}))
+    refused = [*BAD_BODIES, {"lifecycle": {"status": "expired"}}]
+    client, path = amp.as_agent("a"), f"/memories/{cell_id}"
+    # sent together: each is refused with the cell unchanged, so none meets what another did
+    replies = amp.at_once(*(functools.partial(client.patch, path, body) for body in refused))
+    for index, reply in enumerate(replies[:-1]):
+        rec(f"bad {index}", reply)
+    rec("expired", replies[-1])
+    # one read shows both: the bad values touch no status, "expired" touches only the status
+    rec("read after the refusals", _get(amp, cell_id))
+    rec("same status", _patch(amp, cell_id, {"lifecycle": {"status": "active"}}))
+    rec("unknown members", _patch(amp, cell_id, {"foo": 1, "content": {"text": "x", "bar": 2}}))
+    rec("read after unknown members", _get(amp, cell_id))
+    rec("access_count", _patch(amp, cell_id, {"scoring": {"access_count": 7}}))
     accessed = {"lifecycle": {"last_accessed_at": "2001-01-01T00:00:00Z"}}
-    record("last_accessed_at", _patch(amp, cell_id, accessed))
+    rec("last_accessed_at", _patch(amp, cell_id, accessed))
     # archived: transitions asked without the right to ask (AMP-PATCH-20)
-    record("archive", _patch(amp, cell_id, {"lifecycle": {"status": "archived"}}))
+    rec("archive", _patch(amp, cell_id, {"lifecycle": {"status": "archived"}}))
     back_to_active = {"lifecycle": {"status": "active"}}
     if amp.optional_agent("stranger") is not None:  # without a second agent, PATCH-20 skips
-        record("stranger asks archived -> active", _patch(amp, cell_id, back_to_active, role="stranger"))
-    record("anonymous asks archived -> active", amp.anonymous().patch(f"/memories/{cell_id}", back_to_active))
+        rec("stranger asks archived -> active", _patch(amp, cell_id, back_to_active, role="stranger"))
+    rec("anonymous asks archived -> active", amp.anonymous().patch(f"/memories/{cell_id}", back_to_active))
     # deleted: PATCHes of a deleted cell (AMP-PATCH-19)
-    record("delete", amp.as_agent("a").delete(f"/memories/{cell_id}"))
-    record("read after delete", _get(amp, cell_id))
+    rec("delete", amp.as_agent("a").delete(f"/memories/{cell_id}"))
+    rec("read after delete", _get(amp, cell_id))
     # a content PATCH, not a status one: deleted -> active by PATCH is AMP-DEL-07's probe
-    record("content of a deleted cell", _patch(amp, cell_id, {"content": {"text": "back from the dead"}}))
-    record("read after the deleted PATCHes", _get(amp, cell_id))
-    return _Probes(cell, record.at)
+    rec("content of a deleted cell", _patch(amp, cell_id, {"content": {"text": "back from the dead"}}))
+    rec("read after the deleted PATCHes", _get(amp, cell_id))
+    return cell
 
 
 def _members(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
-    return _probes(amp, "patch:members", _member_probes)
+    return _replies(MEMBER_PROBES(amp))
 
 
-@check("AMP-PATCH-07")
+@check("AMP-PATCH-07", uses=(MEMBER_PROBES,))
 def test_client_cannot_write_access_fields(amp: Amp) -> None:
     """A PATCH cannot set access_count or last_accessed_at (C-21, C-22)."""
     _, got = _members(amp)
@@ -542,7 +540,7 @@ def test_client_cannot_write_access_fields(amp: Amp) -> None:
             )
 
 
-@check("AMP-PATCH-09")
+@check("AMP-PATCH-09", uses=(MEMBER_PROBES,))
 def test_unknown_patch_members_are_ignored(amp: Amp) -> None:
     """Unknown members in a PATCH body are ignored: 200, not stored, not echoed."""
     _, got = _members(amp)
@@ -560,7 +558,7 @@ def test_unknown_patch_members_are_ignored(amp: Amp) -> None:
         amp.expect(content.get("text") == "x", "content.text is 'x'", where)
 
 
-@check("AMP-PATCH-11")
+@check("AMP-PATCH-11", uses=(MEMBER_PROBES,))
 def test_setting_the_current_status_again_is_accepted(amp: Amp) -> None:
     """PATCH lifecycle.status 'active' on an active cell answers 200 and the cell stays active."""
     _, got = _members(amp)
@@ -570,7 +568,7 @@ def test_setting_the_current_status_again_is_accepted(amp: Amp) -> None:
     amp.expect(status == "active", f"lifecycle.status is still 'active' (got {shown(status)})", reply)
 
 
-@check("AMP-PATCH-12", "AMP-ERR-04")
+@check("AMP-PATCH-12", "AMP-ERR-04", uses=(MEMBER_PROBES,))
 def test_unknown_status_is_a_validation_error(amp: Amp) -> None:
     """PATCH lifecycle.status 'expired' (not a status) is 422 VALIDATION_ERROR; the cell stays active."""
     _, got = _members(amp)
@@ -578,7 +576,7 @@ def test_unknown_status_is_a_validation_error(amp: Amp) -> None:
     _expect_status_in(amp, got["read after the refusals"], "active")
 
 
-@check("AMP-PATCH-17", "AMP-ERR-04")
+@check("AMP-PATCH-17", "AMP-ERR-04", uses=(MEMBER_PROBES, TRANSITION_PROBES))
 def test_out_of_range_or_mistyped_values_are_refused(amp: Amp) -> None:
     """Out-of-range or wrongly typed values are 422 VALIDATION_ERROR and change nothing."""
     cell, got = _members(amp)
@@ -607,29 +605,28 @@ def test_out_of_range_or_mistyped_values_are_refused(amp: Amp) -> None:
 EXPIRY = "2030-01-01T00:00:00Z"
 
 
-def _expiry_probes(amp: Amp) -> _Probes:
+def _expiry_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
     """A cell; expires_at set, an invalid expires_at, a read (showing both), expires_at cleared; the manual
     active -> stale -> active writes; then PATCH to deleted and a read."""
-    record = _Recorder(amp)
     cell = amp.create_cell()
     cell_id = cell["id"]
-    record("set", _patch(amp, cell_id, {"lifecycle": {"expires_at": EXPIRY}}))
-    record("invalid", _patch(amp, cell_id, {"lifecycle": {"expires_at": "tomorrow"}}))
-    record("read after invalid", _get(amp, cell_id))
-    record("cleared", _patch(amp, cell_id, {"lifecycle": {"expires_at": None}}))
+    rec("set", _patch(amp, cell_id, {"lifecycle": {"expires_at": EXPIRY}}))
+    rec("invalid", _patch(amp, cell_id, {"lifecycle": {"expires_at": "tomorrow"}}))
+    rec("read after invalid", _get(amp, cell_id))
+    rec("cleared", _patch(amp, cell_id, {"lifecycle": {"expires_at": None}}))
     for target in ("stale", "active"):
-        record(target, _patch(amp, cell_id, {"lifecycle": {"status": target}}))
+        rec(target, _patch(amp, cell_id, {"lifecycle": {"status": target}}))
     # last: a server that grants it deletes the cell (AMP-PATCH-12)
-    record("to deleted", _patch(amp, cell_id, {"lifecycle": {"status": "deleted"}}))
-    record("read after to deleted", _get(amp, cell_id))
-    return _Probes(cell, record.at)
+    rec("to deleted", _patch(amp, cell_id, {"lifecycle": {"status": "deleted"}}))
+    rec("read after to deleted", _get(amp, cell_id))
+    return cell
 
 
 def _expiry(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
-    return _probes(amp, "patch:expiry", _expiry_probes)
+    return _replies(EXPIRY_PROBES(amp))
 
 
-@check("AMP-PATCH-14")
+@check("AMP-PATCH-14", uses=(EXPIRY_PROBES,))
 def test_expires_at_can_be_set(amp: Amp) -> None:
     """lifecycle.expires_at can be set and is echoed; an invalid date-time is 422 and changes nothing."""
     _, got = _expiry(amp)
@@ -648,7 +645,12 @@ def test_expires_at_can_be_set(amp: Amp) -> None:
     )
 
 
-@check("AMP-PATCH-14", level=SHOULD, stance="C-19: clearing with null is documented, not required")
+@check(
+    "AMP-PATCH-14",
+    level=SHOULD,
+    stance="C-19: clearing with null is documented, not required",
+    uses=(EXPIRY_PROBES,),
+)
 def test_expires_at_can_be_cleared(amp: Amp) -> None:
     """PATCH lifecycle.expires_at null clears a set expiry (C-19: warn only)."""
     _, got = _expiry(amp)
@@ -661,7 +663,7 @@ def test_expires_at_can_be_cleared(amp: Amp) -> None:
     )
 
 
-@check("AMP-PATCH-11")
+@check("AMP-PATCH-11", uses=(EXPIRY_PROBES,))
 def test_manual_active_stale_transitions_are_accepted(amp: Amp) -> None:
     """Manual active -> stale and stale -> active writes answer 200 with the new status."""
     _, got = _expiry(amp)
@@ -699,41 +701,40 @@ def _expect_text_not(amp: Amp, got: Reply, text: str, what: str, requirement: st
     )
 
 
-def _transition_probes(amp: Amp) -> _Probes:
+def _transition_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
     """One cell, sent content with an invalid importance, then content by a stranger, read, made stale by
     hand, archived (a status-only body), asked back to active and to stale (one read after both), sent
     content with a return to active, read, and last sent PATCH to deleted and read. A wrongly allowed
     transition comes after the probes it could disturb; each refusal is judged against the answer just
     before it."""
-    record = _Recorder(amp)
     cell = amp.create_cell(content={"text": "original"})
     cell_id = cell["id"]
     invalid = {"content": {"text": REFUSED_422_TEXT}, "scoring": {"importance": 2}}
-    record("refused 422", _patch(amp, cell_id, invalid))
+    rec("refused 422", _patch(amp, cell_id, invalid))
     edit = {"content": {"text": REFUSED_403_TEXT}}
     if amp.optional_agent("stranger") is not None:  # without a second agent, PATCH-13 skips
-        record("refused 403", _patch(amp, cell_id, edit, role="stranger"))
-    record("read after 422 and 403", _get(amp, cell_id))
-    record("stale", _make_stale(amp, cell_id))
-    record("archive the stale cell", _patch(amp, cell_id, {"lifecycle": {"status": "archived"}}))
+        rec("refused 403", _patch(amp, cell_id, edit, role="stranger"))
+    rec("read after 422 and 403", _get(amp, cell_id))
+    rec("stale", _make_stale(amp, cell_id))
+    rec("archive the stale cell", _patch(amp, cell_id, {"lifecycle": {"status": "archived"}}))
     for target in ("active", "stale"):
-        record(f"archived -> {target}", _patch(amp, cell_id, {"lifecycle": {"status": target}}))
+        rec(f"archived -> {target}", _patch(amp, cell_id, {"lifecycle": {"status": target}}))
     # one read shows both: either transition applied leaves the cell out of 'archived'
-    record("read after archived -> active and stale", _get(amp, cell_id))
+    rec("read after archived -> active and stale", _get(amp, cell_id))
     returned = {"content": {"text": REFUSED_409_TEXT}, "lifecycle": {"status": "active"}}
-    record("refused 409", _patch(amp, cell_id, returned))
-    record("read after 409", _get(amp, cell_id))
+    rec("refused 409", _patch(amp, cell_id, returned))
+    rec("read after 409", _get(amp, cell_id))
     # last: a server that grants it deletes the cell (AMP-PATCH-12)
-    record("archived -> deleted", _patch(amp, cell_id, {"lifecycle": {"status": "deleted"}}))
-    record("read after archived -> deleted", _get(amp, cell_id))
-    return _Probes(cell, record.at)
+    rec("archived -> deleted", _patch(amp, cell_id, {"lifecycle": {"status": "deleted"}}))
+    rec("read after archived -> deleted", _get(amp, cell_id))
+    return cell
 
 
 def _transitions(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
-    return _probes(amp, "patch:transitions", _transition_probes)
+    return _replies(TRANSITION_PROBES(amp))
 
 
-@check("AMP-PATCH-10")
+@check("AMP-PATCH-10", uses=(MEMBER_PROBES, TRANSITION_PROBES))
 def test_status_only_body_archives_the_cell(amp: Amp) -> None:
     """{"lifecycle":{"status":"archived"}} archives an active (or stale) cell; nothing else changes."""
     # an active cell: the members cell's archive, after its last answer that showed the whole cell
@@ -782,7 +783,7 @@ def _expect_status_in(amp: Amp, got: Reply, wanted: str) -> None:
     )
 
 
-@check("AMP-PATCH-12", "AMP-ERR-03")
+@check("AMP-PATCH-12", "AMP-ERR-03", uses=(TRANSITION_PROBES,))
 def test_archived_cell_cannot_return(amp: Amp) -> None:
     """archived -> active and archived -> stale are refused with 409 INVALID_TRANSITION."""
     _, got = _transitions(amp)
@@ -796,7 +797,7 @@ def test_archived_cell_cannot_return(amp: Amp) -> None:
     _expect_text_not(amp, got["read after 409"], REFUSED_409_TEXT, f"a PATCH of {what}", "AMP-PATCH-12")
 
 
-@check("AMP-PATCH-12", "AMP-ERR-03")
+@check("AMP-PATCH-12", "AMP-ERR-03", uses=(EXPIRY_PROBES, TRANSITION_PROBES))
 def test_patch_cannot_set_deleted(amp: Amp) -> None:
     """PATCH lifecycle.status 'deleted' is refused with 409 from active (or stale) and from archived."""
     _, expiry = _expiry(amp)
@@ -817,7 +818,7 @@ def test_patch_cannot_set_deleted(amp: Amp) -> None:
     _expect_status_in(amp, transitions["read after archived -> deleted"], status)
 
 
-@check("AMP-PATCH-13")
+@check("AMP-PATCH-13", uses=(TRANSITION_PROBES,))
 def test_refused_patch_applies_nothing(amp: Amp) -> None:
     """A PATCH refused with 409, 422 or 403 leaves every member of its body unapplied."""
     cell, got = _transitions(amp)
@@ -833,7 +834,7 @@ def test_refused_patch_applies_nothing(amp: Amp) -> None:
     _same(amp, read_back_of(amp, before), read_back_of(amp, back), "content.text", back)
 
 
-@check("AMP-ACL-02")
+@check("AMP-ACL-02", uses=(TRANSITION_PROBES,))
 def test_a_strangers_refused_patch_writes_nothing(amp: Amp) -> None:
     """A stranger's PATCH refused with 403 writes nothing: the write is refused, not only the answer."""
     _, got = _transitions(amp)
@@ -925,7 +926,7 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
 # PATCH-19, PATCH-20: the members cell, archived and then deleted -----------------------------
 
 
-@check("AMP-PATCH-19")
+@check("AMP-PATCH-19", uses=(MEMBER_PROBES,))
 def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
     """PATCH of a deleted cell is refused (unknown-id answer, or 409 where deleted cells stay readable)."""
     _, got = _members(amp)
@@ -951,7 +952,7 @@ def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
         expect_unknown_id_answer(amp, after, "GET of a deleted cell after the refused PATCH")
 
 
-@check("AMP-PATCH-20")
+@check("AMP-PATCH-20", uses=(MEMBER_PROBES,))
 def test_permission_is_checked_before_the_transition(amp: Amp) -> None:
     """A forbidden transition asked by a stranger is 403 (not 409); without identity it is 401."""
     _, got = _members(amp)

@@ -8,9 +8,10 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 
-from amp_conformance.engine.marking import check_by_nodeid
+from amp_conformance.engine.marking import check_by_nodeid, checks_of
 from amp_conformance.engine.parallel.roles import plain_nodeid
 from amp_conformance.engine.protocol import AnyProtocol as Protocol
+from amp_conformance.engine.spec import CheckSpec
 
 #: Where a check the registry does not know runs: one at a time, beside nothing (slower, never wrong).
 UNKNOWN_GROUP = "passes"
@@ -19,11 +20,15 @@ UNKNOWN_GROUP = "passes"
 def scope_finder(protocol: Protocol) -> Callable[[str], str]:
     """The work unit a node id (relative to the checks folder) belongs to in a parallel run: its serial
     group (``serial:passes``...: the protocol's :meth:`~Protocol.serial_group` of the check), else the
-    ``scope`` its ``@check`` names, else its module: a module's checks make their shared values in the
-    order a serial run does (units of one check were tried: a check that acts as another agent and
-    then adopts a value another worker made with other roles is refused, and the counts vary with the
-    schedule). Read from the check registry, without a collection. A node id the registry does not
-    know goes to the first serial group: slower, never wrong."""
+    unit of the shared steps it declares (``@check(uses=...)``: ``step:<name>``, every check of any
+    module linked to it through a step they use, so each step is made and used in the order a serial
+    run does; a step it only ``adopts`` links nothing), else the ``scope`` its ``@check`` names, else
+    its module: a module's checks make their shared values in the order a serial run does (units of
+    one check were tried: a check that acts as another agent and then adopts a value another worker
+    made with other roles is refused, and the counts vary with the schedule). Read from the check
+    registry, without a collection. A node id the registry does not know goes to the first serial
+    group: slower, never wrong."""
+    step_units: dict[str, str] = {}
 
     def scope_of(nodeid: str) -> str:
         nodeid = plain_nodeid(nodeid)
@@ -33,10 +38,37 @@ def scope_finder(protocol: Protocol) -> Callable[[str], str]:
         group = protocol.serial_group(spec)
         if group is not None:
             return f"serial:{group}"
+        if spec.uses:
+            if not step_units:  # the whole registry's steps, once a check declares one
+                step_units.update(step_unit_names(checks_of(protocol.name), protocol.serial_group))
+            return step_units[spec.uses[0]]
         path = nodeid.split("::", 1)[0]
         return f"{path}::{spec.scope}" if spec.scope else path
 
     return scope_of
+
+
+def step_unit_names(
+    specs: Iterable[CheckSpec], serial_group: Callable[[CheckSpec], str | None]
+) -> dict[str, str]:
+    """Each shared step's work unit: the steps one check (outside the serial groups) uses are one
+    unit, named ``step:`` and the first of them in registry order."""
+    parent: dict[str, str] = {}
+    seen: dict[str, int] = {}
+
+    def root(name: str) -> str:
+        seen.setdefault(name, len(seen))
+        while parent.setdefault(name, name) != name:
+            name = parent[name]
+        return name
+
+    for spec in specs:
+        if spec.uses and serial_group(spec) is None:
+            for name in spec.uses[1:]:
+                first, other = sorted((root(spec.uses[0]), root(name)), key=seen.__getitem__)
+                parent[other] = first  # the step seen first in registry order names the unit
+            root(spec.uses[0])
+    return {name: f"step:{root(name)}" for name in parent}
 
 
 def serial_check_finder(protocol: Protocol) -> Callable[[str], str | None]:
