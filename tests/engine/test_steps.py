@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from amp_conformance.engine import marking, parallel, registry
+from amp_conformance.engine.parallel import units as parallel_units
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed, ToolError
 from amp_conformance.engine.spec import CheckSpec
@@ -143,7 +144,7 @@ def test_checks_linked_through_a_step_are_one_unit_and_adopting_links_nothing() 
         _spec("fourth", uses=("c",), adopts=("a",)),  # reads a, made in a's unit: c stays its own
         _spec("serial", uses=("c", "a")),  # a serial group's check joins no unit
     ]
-    units = parallel.step_unit_names(specs, lambda spec: "passes" if spec.title == "serial" else None)
+    units = parallel_units.step_unit_names(specs, lambda spec: "passes" if spec.title == "serial" else None)
     assert units == {"a": "step:a", "b": "step:a", "c": "step:c"}
 
 
