@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from amp_conformance.engine import marking, parallel, registry
-from amp_conformance.engine.parallel import units as parallel_units
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed, ToolError
+from amp_conformance.engine.parallel import units as parallel_units
 from amp_conformance.engine.spec import CheckSpec
 from amp_conformance.engine.steps import Recorder, Step, declared, roles_of
 from amp_conformance.engine.vocabulary import Level
