@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import quote
 
 from amp_conformance.amp11.mcp import McpSession
@@ -76,12 +76,6 @@ class VerbResult:
             return f"{self.verb} over {self.channel}: {json.dumps(self.value, ensure_ascii=False)[:300]}"
         code = f" ({self.transport_code})" if self.transport_code is not None else ""
         return f"{self.verb} over {self.channel}: error {self.error_code!r}{code}"
-
-
-class Channel(Protocol):
-    name: str
-
-    def call(self, verb: str, arguments: dict[str, Any]) -> VerbResult: ...
 
 
 # -- MCP ------------------------------------------------------------------------------------------
