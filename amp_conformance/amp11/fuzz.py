@@ -38,7 +38,6 @@ from amp_conformance.amp11.schemas import VERBS, VERBS_FULL, output_problems, ve
 from amp_conformance.amp11.session import Amp11Session
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import ServerUnavailable, ToolError
-from amp_conformance.engine.progress import note_fuzz_requests
 
 SCOPE_MEMBERS: Final = ("scope", "agent_id")
 UNKNOWN_MEMBER: Final = "amp11_fuzz_unknown_member"
@@ -358,8 +357,10 @@ class VerbFuzzer:
         examples: int,
         seconds: float,
         scope: Callable[[], dict[str, str]] | None = None,
+        on_requests: Callable[[int], None] | None = None,
     ) -> None:
         self.session = session
+        self.on_requests = on_requests
         self.channel = channel
         self.run = FuzzRun(channel=channel, seed=seed)
         self.examples = max(1, examples)
@@ -382,7 +383,8 @@ class VerbFuzzer:
         finally:
             sent = self.session.requests - before
             self.run.examples += sent
-            note_fuzz_requests(sent)
+            if self.on_requests is not None:
+                self.on_requests(sent)
         if (
             self.channel == REST
             and verb in VERBS_FULL

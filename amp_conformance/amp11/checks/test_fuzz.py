@@ -53,6 +53,7 @@ def fuzz_run(amp11: Amp11, channel: str) -> FuzzRun:
             examples=options.fuzz_examples,
             seconds=options.fuzz_seconds / targeted,
             scope=lambda: amp11.scope("fuzz"),
+            on_requests=amp11.run.note_fuzz_requests,
         )
         cached = fuzzer.fuzz()
         _write_transcripts(amp11, cached)
@@ -208,6 +209,7 @@ def openapi_fuzz(amp11: Amp11) -> FuzzResult:
             request_timeout=options.timeout,
             transport=transport,
             owner_id=owner,
+            on_requests=amp11.run.note_fuzz_requests,
         )
         cached = run_fuzz(config)
         # schemathesis sends through its own client: its requests count where the run's count comes from
