@@ -1,4 +1,4 @@
-"""``amp11``: what an AMP v1.1 check works with — channels, fresh scopes, verb calls, and verdicts."""
+"""``Amp11Context`` (the v1.1 checks' ``amp`` fixture): channels, fresh scopes, verb calls, verdicts."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ STEP_REQUIREMENTS = {
 }
 
 
-class Amp11(CheckContext):
+class Amp11Context(CheckContext):
     """The per-check API of AMP v1.1: the engine's verdicts plus channels, scopes and verb calls.
     Every call made through it is recorded as the check's evidence."""
 

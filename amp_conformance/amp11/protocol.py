@@ -21,7 +21,7 @@ from amp_conformance.engine.protocol import Protocol
 
 if TYPE_CHECKING:  # loaded when a run of this protocol opens its session: the registry loads every
     # protocol's record (to find an id's catalogue), and an AMP v0.1.0 worker needs none of this
-    from amp_conformance.amp11.context import Amp11
+    from amp_conformance.amp11.context import Amp11Context
     from amp_conformance.amp11.session import Amp11Session, Amp11Target
     from amp_conformance.engine.run import Run
     from amp_conformance.engine.spec import CheckSpec
@@ -106,10 +106,10 @@ class Amp11Protocol(Protocol):
         target.cleanup = not options.keep_cells
         return Amp11Session(target, run)
 
-    def context(self, session: Amp11Session, spec: CheckSpec) -> Amp11:
-        from amp_conformance.amp11.context import Amp11
+    def context(self, session: Amp11Session, spec: CheckSpec) -> Amp11Context:
+        from amp_conformance.amp11.context import Amp11Context
 
-        return Amp11(session.run, spec, session)
+        return Amp11Context(session.run, spec, session)
 
     def server_errors(self, exchanges: Sequence[Exchange]) -> list[Exchange]:
         """HTTP 5xx answers other than 501 that are not a reported ``backend_error`` (§3.5 maps

@@ -56,7 +56,7 @@ class Created:
 
 
 class Amp11Session(ProtocolSession):
-    """The session-wide state behind the ``amp11`` fixture (the engine's protocol session)."""
+    """The session-wide state behind the checks' ``amp`` fixture (the engine's protocol session)."""
 
     def __init__(self, target: Amp11Target, run: Run | None = None):
         if run is not None:
@@ -64,7 +64,8 @@ class Amp11Session(ProtocolSession):
         self.target = target
         self.created: list[Created] = []
         self.backend_errors: list[VerbResult] = []  # every backend_error any check saw (AMP11-ERR-04)
-        #: per channel, a plain forced encode in the scope form (``Amp11.blocked_if_scope_form_refused``)
+        #: per channel, a plain forced encode in the scope form
+        #: (``Amp11Context.blocked_if_scope_form_refused``)
         self.scope_form_controls: dict[str, VerbResult] = {}
         self.cleanup_problems: list[str] = []
         self.cleanup_deleted = 0
