@@ -17,6 +17,7 @@ from amp_conformance.amp11.mcp import McpSession
 from amp_conformance.amp11.schemas import declared_schema_problems
 from amp_conformance.engine.client import Client, Reply
 from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.text import shown
 
 MCP = "mcp"
 REST = "rest"
@@ -75,7 +76,7 @@ class VerbResult:
         if self.ok:
             return f"{self.verb} over {self.channel}: {json.dumps(self.value, ensure_ascii=False)[:300]}"
         code = f" ({self.transport_code})" if self.transport_code is not None else ""
-        return f"{self.verb} over {self.channel}: error {self.error_code!r}{code}"
+        return f"{self.verb} over {self.channel}: error {shown(self.error_code)}{code}"
 
 
 # -- MCP ------------------------------------------------------------------------------------------

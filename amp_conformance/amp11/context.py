@@ -14,6 +14,7 @@ from amp_conformance.amp11.session import Amp11Session
 from amp_conformance.engine.context import CheckContext
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import CheckFailure
+from amp_conformance.engine.text import shown
 
 if TYPE_CHECKING:
     from amp_conformance.engine.run import Run
@@ -233,7 +234,9 @@ class Amp11Context(CheckContext):
         value = self.ok("amp.stats", {"scope": scope}, on=on, what="amp.stats (precondition)")
         count = value.get("memory_count")
         if type(count) is not int:
-            self.step_failed("amp.stats", f"amp.stats answered memory_count {count!r}, not an integer", None)
+            self.step_failed(
+                "amp.stats", f"amp.stats answered memory_count {shown(count)}, not an integer", None
+            )
         return count
 
     def export_rows(self, arguments: dict[str, Any], *, on: str) -> tuple[list[Any], dict[str, Any]]:
@@ -248,7 +251,9 @@ class Amp11Context(CheckContext):
                 try:
                     rows.append(json.loads(line))
                 except ValueError:
-                    self.step_failed("amp.export", f"MXF line {number} is not JSON: {line[:120]!r}", None)
+                    self.step_failed(
+                        "amp.export", f"MXF line {number} is not JSON: {shown(line[:120])}", None
+                    )
         return rows, value
 
     # -- expectations --------------------------------------------------------------------------------
@@ -276,7 +281,8 @@ class Amp11Context(CheckContext):
         )
         self.expect(
             result.error_code in wanted,
-            f"{what} over {result.channel}: expected amp_error_code {expectation}, got {result.error_code!r}"
+            f"{what} over {result.channel}: expected amp_error_code {expectation}, "
+            f"got {shown(result.error_code)}"
             + (f" ({'; '.join(result.problems)})" if result.problems else ""),
             result,
             expected=expectation,

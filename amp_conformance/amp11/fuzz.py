@@ -38,6 +38,7 @@ from amp_conformance.amp11.schemas import VERBS, VERBS_FULL, output_problems, ve
 from amp_conformance.amp11.session import Amp11Session
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import ServerUnavailable, ToolError
+from amp_conformance.engine.text import shown
 
 SCOPE_MEMBERS: Final = ("scope", "agent_id")
 UNKNOWN_MEMBER: Final = "amp11_fuzz_unknown_member"
@@ -95,9 +96,9 @@ class Finding:
         return [self.exchange.as_dict()]
 
     def describe(self) -> str:
-        shown = json.dumps(self.arguments)[:300]
+        arguments = json.dumps(self.arguments)[:300]
         cited = self.requirement or "(schema)"
-        line = f"- {cited} {self.verb} over {self.channel}: {self.message}\n    arguments: {shown}"
+        line = f"- {cited} {self.verb} over {self.channel}: {self.message}\n    arguments: {arguments}"
         frame = self.frame()
         if frame is not None:
             line += f"\n    frame: {json.dumps(frame)[:400]}"
@@ -213,7 +214,7 @@ def _error_problem(result: VerbResult) -> tuple[str, str] | None:
         if result.error_code is None:
             return "AMP11-ERR-06", f"HTTP {status} error body carries no AMP error code"
     if result.error_code not in ERROR_MAPPING:
-        return "AMP11-ERR-07", f"amp_error_code {result.error_code!r} is not one of §3.5"
+        return "AMP11-ERR-07", f"amp_error_code {shown(result.error_code)} is not one of §3.5"
     rpc_codes, status = ERROR_MAPPING[result.error_code]
     if result.channel == MCP and result.transport_code not in rpc_codes:
         return "AMP11-ERR-07", f"{result.error_code} came with JSON-RPC code {result.transport_code}"

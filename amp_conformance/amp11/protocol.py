@@ -18,6 +18,7 @@ import httpx
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.options import OptionSpec, SuiteOptions, UsageError
 from amp_conformance.engine.protocol import Protocol
+from amp_conformance.engine.text import shown
 
 if TYPE_CHECKING:  # loaded when a run of this protocol opens its session: the registry loads every
     # protocol's record (to find an id's catalogue), and an AMP v0.1.0 worker needs none of this
@@ -78,7 +79,7 @@ class Amp11Protocol(Protocol):
         if options.base_url:
             url = httpx.URL(options.base_url)
             if url.scheme not in ("http", "https") or not url.host:
-                raise UsageError(f"not an http(s) URL: {options.base_url!r}")
+                raise UsageError(f"not an http(s) URL: {shown(options.base_url)}")
 
     def parallel_problem(self, options: SuiteOptions, *, in_process: bool) -> str | None:
         return f"{self.name} runs use one worker (its MCP channel is a single process): drop -n/--workers"

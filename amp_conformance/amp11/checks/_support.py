@@ -11,6 +11,7 @@ from typing import Any
 from amp_conformance.amp11.channels import MCP
 from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.amp11.mcp import McpExchange, McpSession, McpTransportError
+from amp_conformance.engine.text import shown
 
 
 @contextmanager
@@ -46,7 +47,7 @@ def frame_problems(exchange: McpExchange) -> list[str]:
         return []
     problems = []
     if message.get("jsonrpc") != "2.0":
-        problems.append(f'`jsonrpc` is {message.get("jsonrpc")!r}, not "2.0"')
+        problems.append(f'`jsonrpc` is {shown(message.get("jsonrpc"))}, not "2.0"')
     reply_id = message.get("id")
     if type(reply_id) is not int or reply_id != exchange.rpc_id:
         problems.append(f"`id` is {json.dumps(reply_id)}, the request's id was {exchange.rpc_id}")

@@ -6,6 +6,7 @@ from typing import Any
 
 from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 
 @check("AMP11-COMPAT-01")
@@ -123,8 +124,8 @@ def test_visibility_values(amp: Amp11Context) -> None:
         answers += amp.recall(scope, "visibility values", on=channel)
         for value in answers:
             if "visibility" in value:
-                shown = value["visibility"]
-                amp.expect(shown in ("private", "shared"), f"over {channel}: visibility {shown!r}")
+                echoed = value["visibility"]
+                amp.expect(echoed in ("private", "shared"), f"over {channel}: visibility {shown(echoed)}")
 
 
 @check("AMP11-COMPAT-07")
@@ -133,13 +134,16 @@ def test_visibility_echo(amp: Amp11Context) -> None:
     visibility on any encode, so a v1.1-native encode may echo either value or none (conflict C11)."""
     for channel in amp.channels:
         for private, value in _legacy_encodes(amp, channel):
-            shown = value.get("visibility")
-            if private is None or shown is None:
-                amp.note(f"over {channel}: private={private} echoed visibility {shown!r} (§5 allows it)")
+            echoed = value.get("visibility")
+            if private is None or echoed is None:
+                amp.note(
+                    f"over {channel}: private={private} echoed visibility {shown(echoed)} (§5 allows it)"
+                )
                 continue
             wanted = "private" if private else "shared"
             amp.expect(
-                shown == wanted,
-                f"over {channel}: private={private} echoed visibility {shown!r}, contradicting the flag",
+                echoed == wanted,
+                f"over {channel}: private={private} echoed visibility {shown(echoed)}, "
+                "contradicting the flag",
                 expected=wanted,
             )

@@ -8,6 +8,7 @@ from amp_conformance.amp11.channels import MCP, REST
 from amp_conformance.amp11.checks._support import ndjson
 from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 PAIRS = ((MCP, REST), (REST, MCP))
 
@@ -28,7 +29,8 @@ def test_written_on_one_channel_read_on_the_other(amp: Amp11Context) -> None:
         for field in ("id", "content", "scope", "metadata", "status", "timestamp"):
             amp.expect(
                 read.get(field) == written.get(field),
-                f"{field} differs: {written.get(field)!r} over {writer}, {read.get(field)!r} over {reader}",
+                f"{field} differs: {shown(written.get(field))} over {writer}, "
+                f"{shown(read.get(field))} over {reader}",
             )
 
 
@@ -76,7 +78,7 @@ def test_same_error_on_both_channels(amp: Amp11Context) -> None:
         rest_answer = over_rest.error_code or (over_rest.value or {}).get("status")
         amp.expect(
             mcp_answer == rest_answer,
-            f"{verb}: {mcp_answer!r} over MCP but {rest_answer!r} over REST",
+            f"{verb}: {shown(mcp_answer)} over MCP but {shown(rest_answer)} over REST",
             over_rest,
         )
 
@@ -94,7 +96,7 @@ def test_pins_and_mxf_cross_channels(amp: Amp11Context) -> None:
         amp.ok("amp.pin", {"scope": scope, "id": memory_id}, on=writer)
         found = amp.find(scope, memory_id, token, on=reader)
         status = found.get("status") if found else "gone"
-        amp.expect(status == "pinned", f"pinned over {writer}, status {status!r} over {reader}")
+        amp.expect(status == "pinned", f"pinned over {writer}, status {shown(status)} over {reader}")
         rows, _ = amp.export_rows({"scope": scope}, on=writer)
         moved = [{**r, "scope": target} for r in rows if isinstance(r, dict)]
         for item in moved:

@@ -14,6 +14,7 @@ from amp_conformance.amp11.checks._support import annotations_of
 from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.engine.catalogue import MAY
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 #: Why these checks run below their rows' MUST: the tier is v1.2-draft, never part of a v1.1 verdict.
 DRAFT_STANCE = "draft tier: v1.2-draft additions are optional and never part of a v1.1 verdict"
@@ -31,7 +32,7 @@ def _need(amp: Amp11Context, verb: str) -> dict[str, Any]:
 def _annotations(amp: Amp11Context, verb: str, wanted: tuple[bool, ...]) -> None:
     annotations = annotations_of(_need(amp, verb))
     for hint, value in zip(HINTS, wanted, strict=True):
-        amp.expect(annotations.get(hint) is value, f"{verb} {hint} is {annotations.get(hint)!r}")
+        amp.expect(annotations.get(hint) is value, f"{verb} {hint} is {shown(annotations.get(hint))}")
 
 
 @check("AMP11-DRAFT-01", level=MAY, stance=DRAFT_STANCE)
@@ -76,7 +77,7 @@ def test_update_unknown_foreign_or_empty(amp: Amp11Context) -> None:
     for scope, target in ((owner, "amp11-never-issued"), (amp.scope("intruder"), memory_id)):
         result = amp.call("amp.update", {"scope": scope, "id": target, "content": "x"}, on=MCP)
         status = (result.value or {}).get("status") or result.error_code
-        amp.expect(status == "not_found", f"update of {target} from {scope} answered {status!r}", result)
+        amp.expect(status == "not_found", f"update of {target} from {scope} answered {shown(status)}", result)
     result = amp.call("amp.update", {"scope": owner, "id": memory_id, "content": ""}, on=MCP)
     amp.expect_error(result, "invalid_request", "update with empty content")
 

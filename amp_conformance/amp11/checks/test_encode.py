@@ -7,6 +7,7 @@ from typing import Any
 
 from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 
 @check("AMP11-ENC-01")
@@ -18,7 +19,9 @@ def test_forced_encode_stores(amp: Amp11Context) -> None:
         result = amp.call("amp.encode", arguments, on=channel)
         amp.expect(result.ok, result.describe(), result)
         value = result.value or {}
-        amp.expect(value.get("status") == "stored", f"over {channel}: status {value.get('status')!r}", result)
+        amp.expect(
+            value.get("status") == "stored", f"over {channel}: status {shown(value.get('status'))}", result
+        )
         memory_id = value.get("id")
         amp.expect(isinstance(memory_id, str) and memory_id, f"over {channel}: no id", result)
         amp.session.remember(channel, {"scope": scope, "id": memory_id})
@@ -36,7 +39,7 @@ def test_encode_status_and_id(amp: Amp11Context) -> None:
             status = value.get("status")
             amp.expect(
                 status in ("stored", "duplicate", "below_threshold", "queued"),
-                f"over {channel}: status {status!r}",
+                f"over {channel}: status {shown(status)}",
                 result,
             )
             if status != "below_threshold":
@@ -81,12 +84,12 @@ def test_empty_content_creates_nothing(amp: Amp11Context) -> None:
                 status = (result.value or {}).get("status")
                 amp.expect(
                     status == "below_threshold",
-                    f"over {channel}: content {content!r} answered status {status!r}",
+                    f"over {channel}: content {shown(content)} answered status {shown(status)}",
                     result,
                     expected="invalid_request or below_threshold",
                 )
             else:
-                amp.expect_error(result, "invalid_request", f"amp.encode with content {content!r}")
+                amp.expect_error(result, "invalid_request", f"amp.encode with content {shown(content)}")
         counted = amp.call("amp.stats", {"scope": scope}, on=channel)
         amp.blocked_if_scope_form_refused(counted)
         count = amp.count(scope, on=channel)
@@ -133,13 +136,14 @@ def test_stored_memory_is_recalled_active_with_source_and_time(amp: Amp11Context
         found = amp.find(scope, memory_id, token, on=channel)
         amp.expect(found is not None, f"over {channel}: the stored memory is not recalled")
         assert found is not None
-        amp.expect(found.get("status") == "active", f"over {channel}: status {found.get('status')!r}")
+        amp.expect(found.get("status") == "active", f"over {channel}: status {shown(found.get('status'))}")
         amp.expect(
             found.get("source") == source,
-            f"over {channel}: encoded with source {source!r}, recalled with {found.get('source')!r}",
+            f"over {channel}: encoded with source {shown(source)}, "
+            f"recalled with {shown(found.get('source'))}",
         )
         stamp = _parse_time(found.get("timestamp"))
-        amp.expect(stamp is not None, f"over {channel}: timestamp {found.get('timestamp')!r}")
+        amp.expect(stamp is not None, f"over {channel}: timestamp {shown(found.get('timestamp'))}")
         assert stamp is not None
         amp.expect(before <= stamp <= after, f"over {channel}: timestamp {stamp} is not the time of the call")
 
@@ -203,8 +207,8 @@ def _round_trip(amp: Amp11Context, content: str, requirement: str, **fields: Any
         assert found is not None
         amp.expect(
             found.get("content") == text,
-            f"over {channel}: content came back as {found.get('content')!r}, stored {text!r}",
-            expected=repr(text),
+            f"over {channel}: content came back as {shown(found.get('content'))}, stored {shown(text)}",
+            expected=shown(text),
         )
         if fields.get("metadata") is not None:
             metadata = found.get("metadata")
@@ -213,7 +217,8 @@ def _round_trip(amp: Amp11Context, content: str, requirement: str, **fields: Any
             for key, value in fields["metadata"].items():
                 amp.expect(
                     key in metadata and metadata[key] == value and type(metadata[key]) is type(value),
-                    f"over {channel}: metadata {key!r} came back as {metadata.get(key)!r}, stored {value!r}",
+                    f"over {channel}: metadata {shown(key)} came back as {shown(metadata.get(key))}, "
+                    f"stored {shown(value)}",
                 )
 
 

@@ -10,6 +10,7 @@ from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.amp11.schemas import definition_problems
 from amp_conformance.engine.client import Client
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 
 def _invalid_requests(amp: Amp11Context) -> list[tuple[str, dict[str, Any], str]]:
@@ -146,7 +147,7 @@ def test_codes_and_transport_always_agree(amp: Amp11Context) -> None:
             amp.expect(not problems, f"{result.verb} over {channel}: {'; '.join(problems)}", result)
             amp.expect(
                 result.error_code in ERROR_MAPPING or result.error_code in ("unauthorized", "forbidden"),
-                f"{result.verb} over {channel}: unknown amp_error_code {result.error_code!r}",
+                f"{result.verb} over {channel}: unknown amp_error_code {shown(result.error_code)}",
                 result,
             )
 
@@ -172,8 +173,8 @@ def test_rest_body_that_is_not_json_is_400(amp: Amp11Context) -> None:
     for body in (b"{not json", b"[1, 2, 3]", b'"a string"'):
         reply = client.request("POST", "/v1/memories", content=body, root=True)
         result = parse_rest_reply("amp.encode", reply)
-        amp.expect(reply.status == 400, f"body {body!r} answered HTTP {reply.status}, not 400", result)
-        amp.expect_error(result, "invalid_request", f"POST /v1/memories with body {body!r}")
+        amp.expect(reply.status == 400, f"body {shown(body)} answered HTTP {reply.status}, not 400", result)
+        amp.expect_error(result, "invalid_request", f"POST /v1/memories with body {shown(body)}")
 
 
 @check("AMP11-ERR-10")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from amp_conformance.amp11.channels import MCP
 from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 
 @check("AMP11-CONS-01")
@@ -18,7 +19,7 @@ def test_consolidate_answers_ok_or_queued(amp: Amp11Context) -> None:
             value = amp.ok("amp.consolidate", {"scope": scope, **extra}, on=channel)
             status = value.get("status")
             amp.expect(
-                status in ("ok", "queued"), f"over {channel}: {extra or 'no depth'} answered {status!r}"
+                status in ("ok", "queued"), f"over {channel}: {extra or 'no depth'} answered {shown(status)}"
             )
 
 
@@ -32,11 +33,12 @@ def test_consolidate_ok_counts_processed(amp: Amp11Context) -> None:
             amp.encode(scope, f"processed {number} {amp.token()}", on=channel)
         value = amp.ok("amp.consolidate", {"scope": scope, "depth": "full"}, on=channel)
         if value.get("status") != "ok":
-            amp.note(f"over {channel}: consolidate answered {value.get('status')!r}")
+            amp.note(f"over {channel}: consolidate answered {shown(value.get('status'))}")
             continue
         processed = value.get("memories_processed")
         amp.expect(
-            type(processed) is int and processed >= 0, f"over {channel}: memories_processed {processed!r}"
+            type(processed) is int and processed >= 0,
+            f"over {channel}: memories_processed {shown(processed)}",
         )
 
 
@@ -66,7 +68,8 @@ def test_consolidation_never_archives_a_pin(amp: Amp11Context) -> None:
         for memory_id in ids:
             amp.expect(
                 pinned.get(memory_id) == "pinned",
-                f"over {channel}: a pinned memory is {pinned.get(memory_id, 'gone')!r} after consolidation",
+                f"over {channel}: a pinned memory is {shown(pinned.get(memory_id, 'gone'))} "
+                "after consolidation",
             )
 
 
@@ -103,10 +106,12 @@ def test_pin_answers_pinned_and_sticks(amp: Amp11Context) -> None:
         token = amp.token()
         memory_id = amp.encode(scope, f"pin me {token}", on=channel)
         value = amp.ok("amp.pin", {"scope": scope, "id": memory_id}, on=channel)
-        amp.expect(value.get("status") == "pinned", f"over {channel}: pin answered {value.get('status')!r}")
+        amp.expect(
+            value.get("status") == "pinned", f"over {channel}: pin answered {shown(value.get('status'))}"
+        )
         found = amp.find(scope, memory_id, token, on=channel)
         status = found.get("status") if found else "gone"
-        amp.expect(status == "pinned", f"over {channel}: after pinning, status is {status!r}")
+        amp.expect(status == "pinned", f"over {channel}: after pinning, status is {shown(status)}")
 
 
 @check("AMP11-PIN-02")
@@ -118,7 +123,7 @@ def test_pin_unknown_id_is_not_found(amp: Amp11Context) -> None:
         amp.full_verb_answer(result)
         if result.ok:
             status = (result.value or {}).get("status")
-            amp.expect(status == "not_found", f"over {channel}: unknown id answered {status!r}", result)
+            amp.expect(status == "not_found", f"over {channel}: unknown id answered {shown(status)}", result)
             amp.note(f"over {channel}: unknown id answered in band (conflict C1)")
         else:
             amp.expect_error(result, "not_found", "pin of an unknown id")
@@ -135,7 +140,7 @@ def test_pinning_twice_changes_nothing(amp: Amp11Context) -> None:
         for attempt in (1, 2):
             value = amp.ok("amp.pin", {"scope": scope, "id": memory_id}, on=channel)
             status = value.get("status")
-            amp.expect(status == "pinned", f"over {channel}: pin #{attempt} answered {status!r}")
+            amp.expect(status == "pinned", f"over {channel}: pin #{attempt} answered {shown(status)}")
         amp.expect(amp.count(scope, on=channel) == 1, f"over {channel}: pinning twice changed the count")
 
 

@@ -9,6 +9,7 @@ from amp_conformance.amp11.checks._support import ndjson, row
 from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.amp11.schemas import definition_problems
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 MAX_PAGES = 20
 
@@ -81,8 +82,8 @@ def test_export_of_an_empty_scope(amp: Amp11Context) -> None:
             amp.note(f"over {channel}: an empty scope exports as not_found (conflict C7)")
             continue
         value = result.value or {}
-        amp.expect(value.get("count") == 0, f"over {channel}: count {value.get('count')!r}", result)
-        amp.expect(value.get("ndjson") == "", f"over {channel}: ndjson {value.get('ndjson')!r}", result)
+        amp.expect(value.get("count") == 0, f"over {channel}: count {shown(value.get('count'))}", result)
+        amp.expect(value.get("ndjson") == "", f"over {channel}: ndjson {shown(value.get('ndjson'))}", result)
         amp.expect("next_cursor" not in value, f"over {channel}: a cursor for an empty export", result)
 
 
@@ -205,7 +206,9 @@ def test_export_import_round_trip_between_scopes(amp: Amp11Context) -> None:
         landed = {r.get("content"): r for r in amp.recall(target, token, on=channel)}
         for original in moved:
             found = landed.get(original["content"])
-            amp.expect(found is not None, f"over {channel}: {original['content']!r} is not recalled in B")
+            amp.expect(
+                found is not None, f"over {channel}: {shown(original['content'])} is not recalled in B"
+            )
             assert found is not None
             got = found.get("metadata") or {}
             amp.expect(
@@ -258,8 +261,10 @@ def _only_error(amp: Amp11Context, channel: str, value: dict[str, Any], line: in
     assert isinstance(errors, list)
     first = errors[0] if isinstance(errors[0], dict) else {}
     code = first.get("amp_error_code")
-    amp.expect(code == "invalid_request", f"over {channel}: the failed row's code is {code!r}")
-    amp.expect(first.get("line") == line, f"over {channel}: failed line reported as {first.get('line')!r}")
+    amp.expect(code == "invalid_request", f"over {channel}: the failed row's code is {shown(code)}")
+    amp.expect(
+        first.get("line") == line, f"over {channel}: failed line reported as {shown(first.get('line'))}"
+    )
 
 
 @check("AMP11-IMP-05")
@@ -417,7 +422,11 @@ def test_imported_rows_keep_id_status_and_time(amp: Amp11Context) -> None:
         )
         amp.expect(found is not None, f"over {channel}: the imported row is not recalled")
         assert found is not None
-        amp.expect(found.get("id") == pinned["id"], f"over {channel}: id became {found.get('id')!r}")
-        amp.expect(found.get("status") == "pinned", f"over {channel}: status became {found.get('status')!r}")
+        amp.expect(found.get("id") == pinned["id"], f"over {channel}: id became {shown(found.get('id'))}")
+        amp.expect(
+            found.get("status") == "pinned", f"over {channel}: status became {shown(found.get('status'))}"
+        )
         stamp = str(found.get("timestamp", ""))
-        amp.expect(stamp.startswith("2025-01-02T03:04:05"), f"over {channel}: timestamp became {stamp!r}")
+        amp.expect(
+            stamp.startswith("2025-01-02T03:04:05"), f"over {channel}: timestamp became {shown(stamp)}"
+        )

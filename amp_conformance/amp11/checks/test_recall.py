@@ -7,6 +7,7 @@ from typing import Any
 from amp_conformance.amp11.channels import MCP
 from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 
 @check("AMP11-REC-01")
@@ -17,7 +18,7 @@ def test_recall_answers_a_results_list(amp: Amp11Context) -> None:
         amp.encode(scope, f"something {amp.token()}", on=channel)
         value = amp.ok("amp.recall", {"scope": scope, "query": amp.token()}, on=channel)
         results = value.get("results")
-        amp.expect(isinstance(results, list), f"over {channel}: `results` is {results!r}")
+        amp.expect(isinstance(results, list), f"over {channel}: `results` is {shown(results)}")
 
 
 @check("AMP11-REC-02")
@@ -186,7 +187,7 @@ def test_scores_are_non_negative(amp: Amp11Context) -> None:
         amp.encode(scope, f"score check {token}", on=channel)
         for result in amp.recall(scope, token, on=channel):
             score = result.get("score")
-            amp.expect(isinstance(score, int | float) and score >= 0, f"over {channel}: score {score!r}")
+            amp.expect(isinstance(score, int | float) and score >= 0, f"over {channel}: score {shown(score)}")
 
 
 # -- amp.forget ------------------------------------------------------------------------------------
@@ -201,7 +202,7 @@ def test_forget_answers_forgotten(amp: Amp11Context) -> None:
         result = amp.call("amp.forget", {"scope": scope, "id": memory_id}, on=channel)
         amp.expect(result.ok, result.describe(), result)
         status = (result.value or {}).get("status")
-        amp.expect(status == "forgotten", f"over {channel}: forget answered {status!r}", result)
+        amp.expect(status == "forgotten", f"over {channel}: forget answered {shown(status)}", result)
 
 
 @check("AMP11-FGT-02")
@@ -213,7 +214,7 @@ def test_forget_unknown_id_is_not_found(amp: Amp11Context) -> None:
             amp.blocked_if_scope_form_refused(result)
         if result.ok:
             status = (result.value or {}).get("status")
-            amp.expect(status == "not_found", f"over {channel}: unknown id answered {status!r}", result)
+            amp.expect(status == "not_found", f"over {channel}: unknown id answered {shown(status)}", result)
             amp.note(f"over {channel}: unknown id answered in band (status not_found) (conflict C1)")
         else:
             amp.expect_error(result, "not_found", "forget of an unknown id")
@@ -261,10 +262,12 @@ def test_stats_shape(amp: Amp11Context) -> None:
         amp.expect(result.ok, result.describe(), result)
         value = result.value or {}
         count = value.get("memory_count")
-        amp.expect(type(count) is int and count >= 0, f"over {channel}: memory_count {count!r}", result)
+        amp.expect(type(count) is int and count >= 0, f"over {channel}: memory_count {shown(count)}", result)
         if "unconsolidated_count" in value:
             other = value["unconsolidated_count"]
-            amp.expect(type(other) is int and other >= 0, f"over {channel}: unconsolidated_count {other!r}")
+            amp.expect(
+                type(other) is int and other >= 0, f"over {channel}: unconsolidated_count {shown(other)}"
+            )
         if "metadata" in value:
             amp.expect(isinstance(value["metadata"], dict), f"over {channel}: metadata is not an object")
 

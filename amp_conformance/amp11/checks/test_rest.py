@@ -9,6 +9,7 @@ from amp_conformance.amp11.checks._support import ndjson, row
 from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.engine.client import Client, Reply
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 
 def _client(amp: Amp11Context) -> Client:
@@ -113,7 +114,7 @@ def test_export_route_streams_ndjson_with_a_cursor_header(amp: Amp11Context) -> 
         amp.full_verb_answer(parse_rest_reply("amp.export", reply))
     amp.expect(reply.status == 200, f"export answered HTTP {reply.status}", reply.exchange)
     kind = reply.headers.get("content-type", "")
-    amp.expect("application/x-ndjson" in kind, f"export Content-Type is {kind!r}", reply.exchange)
+    amp.expect("application/x-ndjson" in kind, f"export Content-Type is {shown(kind)}", reply.exchange)
     lines = [line for line in reply.text.split("\n") if line.strip()]
     amp.expect(len(lines) == 2, f"page_size 2 answered {len(lines)} lines", reply.exchange)
     amp.expect(reply.headers.get("x-amp-next-cursor"), "no X-AMP-Next-Cursor with a row left", reply.exchange)
@@ -158,7 +159,7 @@ def test_json_responses_say_so(amp: Amp11Context) -> None:
         amp.session.remember(REST, {"scope": scope, "id": body["id"]})
     for reply in replies:
         kind = reply.headers.get("content-type", "")
-        amp.expect(kind.startswith("application/json"), f"Content-Type {kind!r}", reply.exchange)
+        amp.expect(kind.startswith("application/json"), f"Content-Type {shown(kind)}", reply.exchange)
 
 
 @check("AMP11-REST-11")

@@ -9,6 +9,7 @@ from amp_conformance.amp11.checks._support import ndjson, row
 from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.amp11.schemas import definition_problems, has_offset
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 Build = Callable[[Amp11Context, str, dict[str, str]], dict[str, object]]
 
@@ -159,7 +160,7 @@ def test_timestamps_carry_an_offset(amp: Amp11Context) -> None:
     amp.expect(
         not naive,
         "timestamps without a UTC offset: "
-        + ", ".join(f"{stamp!r} over {channel}" for channel, stamp in naive[:3])
+        + ", ".join(f"{shown(stamp)} over {channel}" for channel, stamp in naive[:3])
         + " (ISO 8601 allows it; amp.json's format date-time, RFC 3339, does not: conflict C12)",
         expected="a timestamp ending in Z or ±hh:mm",
     )

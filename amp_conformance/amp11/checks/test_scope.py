@@ -7,6 +7,7 @@ from typing import Any
 from amp_conformance.amp11.channels import REST, ROUTE_SCOPE_KEYS
 from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 
 def _every_verb(scope_part: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -169,7 +170,7 @@ def test_pin_from_another_scope_changes_nothing(amp: Amp11Context) -> None:
             amp.expect(found is not None, f"over {channel}: the memory is gone after a foreign pin")
             assert found is not None
             status = found.get("status")
-            amp.expect(status == "active", f"over {channel}: a pin from {intruder} made it {status!r}")
+            amp.expect(status == "active", f"over {channel}: a pin from {intruder} made it {shown(status)}")
 
 
 @check("AMP11-SCOPE-09")
@@ -278,5 +279,5 @@ def test_consolidate_leaves_other_scopes_alone(amp: Amp11Context) -> None:
             amp.expect(
                 after.get(memory_id) == "active",
                 f"over {channel}: consolidating another scope changed a bystander memory "
-                f"(status now {after.get(memory_id)!r})",
+                f"(status now {shown(after.get(memory_id))})",
             )

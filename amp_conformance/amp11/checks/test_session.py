@@ -12,6 +12,7 @@ from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.amp11.mcp import McpExchange, McpTransportError
 from amp_conformance.amp11.schemas import VERBS_CORE, VERBS_FULL
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 
 def _initialize(amp: Amp11Context) -> McpExchange:
@@ -62,7 +63,7 @@ def test_amp_version_names_1_1(amp: Amp11Context) -> None:
     version = amp.session.server_info.get("amp_version")
     if not isinstance(version, str):
         amp.skip("no amp_version declared (AMP11-INIT-02 reports it)")
-    amp.expect(version.startswith("1.1"), f"amp_version is {version!r}; this suite tests v1.1", exchange)
+    amp.expect(version.startswith("1.1"), f"amp_version is {shown(version)}; this suite tests v1.1", exchange)
 
 
 @check("AMP11-INIT-04")
@@ -115,8 +116,8 @@ def test_initialized_notification_gets_no_reply(amp: Amp11Context) -> None:
     listing = amp.session.tools_exchange  # the first request after the handshake
     assert listing is not None
     replies = [line for line in listing.stray if _is_reply_frame(line)]
-    shown = replies[0][:200] if replies else ""
-    amp.expect(not replies, f"a reply frame answered the notification: {shown}", listing)
+    first = replies[0][:200] if replies else ""
+    amp.expect(not replies, f"a reply frame answered the notification: {first}", listing)
     result = (listing.message or {}).get("result")
     tools = result.get("tools") if isinstance(result, dict) else None
     amp.expect(isinstance(tools, list), "tools/list failed after the handshake", listing)
@@ -154,7 +155,7 @@ def test_stdout_carries_only_json_rpc(amp: Amp11Context) -> None:
     session.call_tool("amp.stats", {"scope": amp.scope()}, log=amp.evidence.exchanges)
     for frame in session.frames:
         if frame.direction == "received" and frame.text.strip() and not frame.is_json:
-            amp.fail(f"stdout carried a line that is not JSON: {frame.text[:200]!r}", None)
+            amp.fail(f"stdout carried a line that is not JSON: {shown(frame.text[:200])}", None)
 
 
 @check("AMP11-INIT-09")

@@ -9,6 +9,7 @@ from amp_conformance.amp11.checks._support import annotations_of
 from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.amp11.schemas import VERBS, VERBS_CORE, VERBS_FULL, schema_problems
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 #: spec §3.4 verb table: readOnly, destructive, idempotent, openWorld
@@ -51,7 +52,7 @@ def test_full_verbs_are_listed_by_a_full_server(amp: Amp11Context) -> None:
     """A full server also lists amp.consolidate, amp.pin, amp.export and amp.import."""
     tools = _tools(amp)
     if amp.session.declared_level != "full":
-        amp.skip(f"the server declares level {amp.session.declared_level!r}, not full")
+        amp.skip(f"the server declares level {shown(amp.session.declared_level)}, not full")
     missing = [verb for verb in VERBS_FULL if verb not in tools]
     amp.expect(not missing, f"a full server does not list {', '.join(missing)}", amp.session.tools_exchange)
 
@@ -89,7 +90,7 @@ def _expect_annotations(amp: Amp11Context, verb: str) -> None:
         got = annotations.get(hint)
         amp.expect(
             got is wanted,
-            f"{verb} {hint} is {got!r}; the §3.4 table says {str(wanted).lower()}",
+            f"{verb} {hint} is {shown(got)}; the §3.4 table says {str(wanted).lower()}",
             amp.session.tools_exchange,
             expected=str(wanted).lower(),
         )
