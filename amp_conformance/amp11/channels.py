@@ -49,6 +49,27 @@ ROUTES = {
 NEXT_CURSOR_HEADER = "x-amp-next-cursor"
 
 
+class Value(dict[str, Any]):
+    """A verb's successful output that keeps the exchange it came from, so a check names the value it
+    judges as its evidence (``amp.expect(value.get("id"), message, value)``)."""
+
+    exchange: Exchange | None
+
+    def __init__(self, value: dict[str, Any], exchange: Exchange | None) -> None:
+        super().__init__(value)
+        self.exchange = exchange
+
+
+class Rows(list[Any]):
+    """Rows of one verb's output (recall results, export lines), with the exchange they came from."""
+
+    exchange: Exchange | None
+
+    def __init__(self, rows: list[Any], exchange: Exchange | None) -> None:
+        super().__init__(rows)
+        self.exchange = exchange
+
+
 class NotOnChannel(Exception):
     """The arguments cannot be expressed on this channel (a REST path needs an id, a query string
     cannot carry an object): the check skips that channel instead of sending something else."""

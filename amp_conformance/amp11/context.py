@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from amp_conformance.amp11.channels import ERROR_MAPPING, MCP, REST, NotOnChannel, VerbResult
+from amp_conformance.amp11.channels import ERROR_MAPPING, MCP, REST, NotOnChannel, Rows, Value, VerbResult
 from amp_conformance.amp11.schemas import VERBS_FULL, output_problems
 from amp_conformance.amp11.session import Amp11Session
 from amp_conformance.engine.context import CheckContext
@@ -41,6 +41,7 @@ class Amp11Context(CheckContext):
     Every call made through it is recorded as the check's evidence."""
 
     session: Amp11Session
+    explicit_evidence = True
 
     def __init__(self, run: Run, spec: CheckSpec, session: Amp11Session):
         super().__init__(run, spec, session)
@@ -101,11 +102,11 @@ class Amp11Context(CheckContext):
             self.judge_backend_error(result)
         return result
 
-    def ok(self, verb: str, arguments: dict[str, Any], *, on: str, what: str = "") -> dict[str, Any]:
+    def ok(self, verb: str, arguments: dict[str, Any], *, on: str, what: str = "") -> Value:
         """Call ``verb`` and insist on success (a precondition unless the check is about this call)."""
         return self.served(self.call(verb, arguments, on=on), what)
 
-    def served(self, result: VerbResult, what: str = "") -> dict[str, Any]:
+    def served(self, result: VerbResult, what: str = "") -> Value:
         """The value of a call the check needs to have succeeded before it can judge anything: a
         refusal is the verb's own requirement broken (the check citing it fails; any other is
         ``blocked`` under it), never a finding of a check whose assertion never ran (issue 20 §2)."""
@@ -117,7 +118,7 @@ class Amp11Context(CheckContext):
             label = f"{what}: " if what else ""
             self.step_failed(result.verb, f"{label}{result.describe()}", result)
         assert result.value is not None
-        return result.value
+        return Value(result.value, result.exchange)
 
     def blocked_if_scope_form_refused(self, result: VerbResult) -> None:
         """``result`` is an error the check did not expect: when this channel refuses even a plain
@@ -215,17 +216,17 @@ class Amp11Context(CheckContext):
             self.session.remember(on, {"scope": scope, "id": memory_id})
         return memory_id
 
-    def recall(self, scope: dict[str, Any], query: str, *, on: str, **fields: Any) -> list[dict[str, Any]]:
-        """Recall (a precondition): the results list."""
+    def recall(self, scope: dict[str, Any], query: str, *, on: str, **fields: Any) -> Rows:
+        """Recall (a precondition): the results list, each result carrying the recall's exchange."""
         value = self.ok("amp.recall", {"scope": scope, "query": query, "top_k": 50, **fields}, on=on)
         results = value.get("results")
         if not isinstance(results, list):
             self.step_failed("amp.recall", "amp.recall answered no `results` list", None)
-        return [r for r in results if isinstance(r, dict)]
+        return Rows([Value(r, value.exchange) for r in results if isinstance(r, dict)], value.exchange)
 
     def find(
         self, scope: dict[str, Any], memory_id: str, query: str, *, on: str, **fields: Any
-    ) -> dict[str, Any] | None:
+    ) -> Value | None:
         """The recall result with ``memory_id`` (querying ``query``), or None."""
         return next((r for r in self.recall(scope, query, on=on, **fields) if r.get("id") == memory_id), None)
 
@@ -239,11 +240,11 @@ class Amp11Context(CheckContext):
             )
         return count
 
-    def export_rows(self, arguments: dict[str, Any], *, on: str) -> tuple[list[Any], dict[str, Any]]:
+    def export_rows(self, arguments: dict[str, Any], *, on: str) -> tuple[Rows, Value]:
         """One export page: its parsed rows and the whole result (a precondition)."""
         value = self.ok("amp.export", arguments, on=on, what="amp.export")
         text = value.get("ndjson", "")
-        rows: list[Any] = []
+        rows = Rows([], value.exchange)
         if isinstance(text, str):
             for number, line in enumerate(text.split("\n"), start=1):
                 if not line.strip():
@@ -257,6 +258,12 @@ class Amp11Context(CheckContext):
         return rows, value
 
     # -- expectations --------------------------------------------------------------------------------
+
+    @property
+    def latest(self) -> Exchange | None:
+        """The exchange of the check's latest call, named as the evidence of a verdict about what a
+        helper returned without its exchange (``count``, ``find``, the ids of a recall)."""
+        return self.evidence.exchanges[-1] if self.evidence.exchanges else None
 
     def expect_valid(self, result: VerbResult) -> None:
         """The successful result validates against the verb's output schema (SCHEMA rows)."""

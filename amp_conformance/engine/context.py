@@ -70,6 +70,11 @@ def published_states(run: Run) -> list[Any]:
 class CheckContext:
     """The per-check API. Requests made through it are recorded as the check's evidence."""
 
+    explicit_evidence = False
+    """True for a context whose checks name what each ``expect`` judges: a call naming no evidence is
+    then refused (ToolError, passing or not), since its finding would show whatever was sent last."""
+    _unnamed: Any = object()  # expect's evidence when a call names none (None is named)
+
     def __init__(self, run: Run, spec: CheckSpec, session: Any):
         self.run = run
         self.info = spec
@@ -103,12 +108,19 @@ class CheckContext:
         self,
         condition: object,
         message: str,
-        evidence: object = None,
+        evidence: object = _unnamed,
         *,
         expected: str | None = None,
         requirement: str | None = None,
     ) -> None:
-        """Fail with ``message`` (the finding) unless ``condition`` is true."""
+        """Fail with ``message`` (the finding) unless ``condition`` is true; ``evidence`` is the reply,
+        result or exchange judged (unnamed: the check's last exchange, unless ``explicit_evidence``)."""
+        if evidence is self._unnamed:
+            if self.explicit_evidence:
+                raise ToolError(
+                    f"expect() names no evidence (the reply or result it judges): {message[:200]}"
+                )
+            evidence = None
         if not condition:
             self.fail(message, evidence, expected=expected, requirement=requirement)
 

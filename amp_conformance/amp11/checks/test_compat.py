@@ -19,19 +19,21 @@ def test_flat_agent_id_works_on_every_verb(amp: Amp11Context) -> None:
             "amp.encode", {"agent_id": agent, "content": f"legacy {token}", "force": True}, on=channel
         )
         memory_id = value.get("id")
-        amp.expect(isinstance(memory_id, str), f"over {channel}: a flat agent_id encode gave no id")
+        amp.expect(isinstance(memory_id, str), f"over {channel}: a flat agent_id encode gave no id", value)
         recalled = amp.ok("amp.recall", {"agent_id": agent, "query": token}, on=channel)
         ids = [r.get("id") for r in recalled.get("results") or [] if isinstance(r, dict)]
-        amp.expect(memory_id in ids, f"over {channel}: flat agent_id recall misses the memory")
+        amp.expect(memory_id in ids, f"over {channel}: flat agent_id recall misses the memory", recalled)
         stats = amp.ok("amp.stats", {"agent_id": agent}, on=channel)
-        amp.expect(stats.get("memory_count") == 1, f"over {channel}: flat agent_id stats {stats}")
+        amp.expect(stats.get("memory_count") == 1, f"over {channel}: flat agent_id stats {stats}", stats)
         for verb, extra in (("amp.pin", {"id": memory_id}), ("amp.export", {}), ("amp.consolidate", {})):
             result = amp.call(verb, {"agent_id": agent, **extra}, on=channel)
             if amp.full_verb_refused(result):
                 continue
             amp.expect(result.ok, f"flat agent_id: {result.describe()}", result)
         forgot = amp.ok("amp.forget", {"agent_id": agent, "id": memory_id}, on=channel)
-        amp.expect(forgot.get("status") == "forgotten", f"over {channel}: flat agent_id forget {forgot}")
+        amp.expect(
+            forgot.get("status") == "forgotten", f"over {channel}: flat agent_id forget {forgot}", forgot
+        )
 
 
 @check("AMP11-COMPAT-02")
@@ -46,10 +48,14 @@ def test_flat_and_scoped_forms_are_one_namespace(amp: Amp11Context) -> None:
         amp.session.remember(channel, {"scope": {"agent_id": agent}, "id": flat.get("id")})
         scoped = amp.encode({"agent_id": agent}, f"scoped {token}", on=channel)
         by_scope = {r.get("id") for r in amp.recall({"agent_id": agent}, token, on=channel)}
-        amp.expect(flat.get("id") in by_scope, f"over {channel}: scope {{agent_id}} misses the flat memory")
+        amp.expect(
+            flat.get("id") in by_scope,
+            f"over {channel}: scope {{agent_id}} misses the flat memory",
+            amp.latest,
+        )
         by_flat = amp.ok("amp.recall", {"agent_id": agent, "query": token, "top_k": 50}, on=channel)
         ids = {r.get("id") for r in by_flat.get("results") or [] if isinstance(r, dict)}
-        amp.expect(scoped in ids, f"over {channel}: a flat agent_id recall misses the scoped memory")
+        amp.expect(scoped in ids, f"over {channel}: a flat agent_id recall misses the scoped memory", by_flat)
 
 
 @check("AMP11-COMPAT-03")
@@ -84,7 +90,7 @@ def test_private_is_ignored_when_scope_is_present(amp: Amp11Context) -> None:
         memory_id = amp.encode(scope, f"scoped private {token}", on=channel, private=True)
         found = amp.find(scope, memory_id, token, on=channel)
         amp.expect(
-            found is not None, f"over {channel}: a scoped encode with private:true is not in its scope"
+            found is not None, f"over {channel}: a scoped encode with private:true is not in its scope", found
         )
 
 
@@ -102,7 +108,7 @@ def test_visibility_filter_is_parsed(amp: Amp11Context) -> None:
 
 def _legacy_encodes(amp: Amp11Context, channel: str) -> list[tuple[Any, dict[str, Any]]]:
     agent = amp.session.unique("legacy")
-    answers = []
+    answers: list[tuple[Any, dict[str, Any]]] = []
     for private in (True, False, None):
         arguments: dict[str, Any] = {"agent_id": agent, "content": f"echo {amp.token()}", "force": True}
         if private is not None:
@@ -125,7 +131,9 @@ def test_visibility_values(amp: Amp11Context) -> None:
         for value in answers:
             if "visibility" in value:
                 echoed = value["visibility"]
-                amp.expect(echoed in ("private", "shared"), f"over {channel}: visibility {shown(echoed)}")
+                amp.expect(
+                    echoed in ("private", "shared"), f"over {channel}: visibility {shown(echoed)}", amp.latest
+                )
 
 
 @check("AMP11-COMPAT-07")
@@ -145,5 +153,6 @@ def test_visibility_echo(amp: Amp11Context) -> None:
                 echoed == wanted,
                 f"over {channel}: private={private} echoed visibility {shown(echoed)}, "
                 "contradicting the flag",
+                amp.latest,
                 expected=wanted,
             )

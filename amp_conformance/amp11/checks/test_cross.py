@@ -24,13 +24,14 @@ def test_written_on_one_channel_read_on_the_other(amp: Amp11Context) -> None:
         memory_id = amp.encode(scope, f"crossing {token} ✓", on=writer, metadata=metadata)
         written = amp.find(scope, memory_id, token, on=writer)
         read = amp.find(scope, memory_id, token, on=reader)
-        amp.expect(read is not None, f"written over {writer}, not found over {reader}")
+        amp.expect(read is not None, f"written over {writer}, not found over {reader}", read)
         assert read is not None and written is not None
         for field in ("id", "content", "scope", "metadata", "status", "timestamp"):
             amp.expect(
                 read.get(field) == written.get(field),
                 f"{field} differs: {shown(written.get(field))} over {writer}, "
                 f"{shown(read.get(field))} over {reader}",
+                read,
             )
 
 
@@ -46,6 +47,7 @@ def test_forgotten_on_one_channel_gone_on_the_other(amp: Amp11Context) -> None:
         amp.expect(
             amp.find(scope, memory_id, token, on=reader) is None,
             f"forgotten over {writer}, still recalled over {reader}",
+            amp.latest,
         )
 
 
@@ -57,7 +59,9 @@ def test_stats_agree(amp: Amp11Context) -> None:
     amp.encode(scope, f"count mcp {amp.token()}", on=MCP)
     amp.encode(scope, f"count rest {amp.token()}", on=REST)
     over_mcp, over_rest = amp.count(scope, on=MCP), amp.count(scope, on=REST)
-    amp.expect(over_mcp == over_rest == 2, f"memory_count {over_mcp} over MCP, {over_rest} over REST")
+    amp.expect(
+        over_mcp == over_rest == 2, f"memory_count {over_mcp} over MCP, {over_rest} over REST", amp.latest
+    )
 
 
 @check("AMP11-XCH-04")
@@ -96,14 +100,16 @@ def test_pins_and_mxf_cross_channels(amp: Amp11Context) -> None:
         amp.ok("amp.pin", {"scope": scope, "id": memory_id}, on=writer)
         found = amp.find(scope, memory_id, token, on=reader)
         status = found.get("status") if found else "gone"
-        amp.expect(status == "pinned", f"pinned over {writer}, status {shown(status)} over {reader}")
+        amp.expect(status == "pinned", f"pinned over {writer}, status {shown(status)} over {reader}", found)
         rows, _ = amp.export_rows({"scope": scope}, on=writer)
         moved = [{**r, "scope": target} for r in rows if isinstance(r, dict)]
         for item in moved:
             amp.session.remember(reader, {"scope": target, "id": item.get("id")})
         value = amp.ok("amp.import", {"scope": target, "ndjson": ndjson(*moved)}, on=reader)
         amp.expect(
-            value.get("imported") == len(moved), f"exported over {writer}, imported over {reader}: {value}"
+            value.get("imported") == len(moved),
+            f"exported over {writer}, imported over {reader}: {value}",
+            value,
         )
         landed = amp.find(target, memory_id, token, on=writer)
-        amp.expect(landed is not None, f"imported over {reader}, not found over {writer}")
+        amp.expect(landed is not None, f"imported over {reader}, not found over {writer}", landed)

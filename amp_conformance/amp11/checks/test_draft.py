@@ -32,7 +32,9 @@ def _need(amp: Amp11Context, verb: str) -> dict[str, Any]:
 def _annotations(amp: Amp11Context, verb: str, wanted: tuple[bool, ...]) -> None:
     annotations = annotations_of(_need(amp, verb))
     for hint, value in zip(HINTS, wanted, strict=True):
-        amp.expect(annotations.get(hint) is value, f"{verb} {hint} is {shown(annotations.get(hint))}")
+        amp.expect(
+            annotations.get(hint) is value, f"{verb} {hint} is {shown(annotations.get(hint))}", amp.latest
+        )
 
 
 @check("AMP11-DRAFT-01", level=MAY, stance=DRAFT_STANCE)
@@ -55,17 +57,21 @@ def test_update_changes_content_and_merges_metadata(amp: Amp11Context) -> None:
         "metadata": {"drop": None, "new": 3},
     }
     value = amp.ok("amp.update", patch, on=MCP)
-    amp.expect(value.get("status") == "updated", f"update answered {value}")
+    amp.expect(value.get("status") == "updated", f"update answered {value}", value)
     found = amp.find(scope, memory_id, token, on=MCP)
     amp.expect(
-        found is not None and found.get("content") == f"after {token}", "the new content is not recalled"
+        found is not None and found.get("content") == f"after {token}",
+        "the new content is not recalled",
+        found,
     )
     assert found is not None
     # metadata admits backend keys of the server's own (additionalProperties: true): judge the keys sent
     merged = found.get("metadata")
     merged = merged if isinstance(merged, dict) else {}
     sent = {key: merged.get(key, "(absent)") for key in ("keep", "drop", "new") if key in merged}
-    amp.expect(sent == {"keep": 1, "new": 3}, f"the keys sent merged to {sent} (whole metadata {merged})")
+    amp.expect(
+        sent == {"keep": 1, "new": 3}, f"the keys sent merged to {sent} (whole metadata {merged})", found
+    )
 
 
 @check("AMP11-DRAFT-03", level=MAY, stance=DRAFT_STANCE)
@@ -103,16 +109,18 @@ def test_batch_encode_rows_in_order_with_partial_failure(amp: Amp11Context) -> N
     ]
     value = amp.ok("amp.batch_encode", {"scope": scope, "memories": memories}, on=MCP)
     results = value.get("results")
-    amp.expect(isinstance(results, list) and len(results) == 3, f"batch results {results}")
+    amp.expect(isinstance(results, list) and len(results) == 3, f"batch results {results}", value)
     assert isinstance(results, list)
     statuses = [r.get("status") if isinstance(r, dict) else None for r in results]
-    amp.expect(statuses[0] == statuses[2] == "stored", f"batch statuses {statuses}: the good rows")
-    amp.expect(statuses[1] == "invalid_request", f"batch statuses {statuses}: the empty entry")
+    amp.expect(statuses[0] == statuses[2] == "stored", f"batch statuses {statuses}: the good rows", value)
+    amp.expect(statuses[1] == "invalid_request", f"batch statuses {statuses}: the empty entry", value)
     for item in results:
         if isinstance(item, dict) and isinstance(item.get("id"), str):
             amp.session.remember(MCP, {"scope": scope, "id": item["id"]})
     recalled = {r.get("content"): r.get("id") for r in amp.recall(scope, token, on=MCP)}
-    amp.expect(recalled.get(f"batch zero {token}") == results[0].get("id"), "results[0] is not entry 0")
+    amp.expect(
+        recalled.get(f"batch zero {token}") == results[0].get("id"), "results[0] is not entry 0", amp.latest
+    )
 
 
 def _seed_tags(amp: Amp11Context, scope: dict[str, str], token: str) -> dict[str, str]:
@@ -138,13 +146,13 @@ def test_metadata_filters_compose_with_and(amp: Amp11Context) -> None:
     if not result.ok:
         amp.skip(f"metadata_filters (v1.2-draft) not supported: {result.describe()}")
     found = {r.get("id") for r in (result.value or {}).get("results") or [] if isinstance(r, dict)}
-    amp.expect(found == {ids["high"]}, f"eq alpha AND gte 0.5 returned {sorted(map(str, found))}")
+    amp.expect(found == {ids["high"]}, f"eq alpha AND gte 0.5 returned {sorted(map(str, found))}", result)
     missing = [{"key": "absent", "operator": "ne", "value": "x"}]
     result = amp.call(
         "amp.recall", {"scope": scope, "query": token, "filters": {"metadata_filters": missing}}, on=MCP
     )
     found = {r.get("id") for r in (result.value or {}).get("results") or [] if isinstance(r, dict)}
-    amp.expect(not found, "a filter on a missing key matched rows")
+    amp.expect(not found, "a filter on a missing key matched rows", result)
 
 
 @check("AMP11-DRAFT-07", level=MAY, stance=DRAFT_STANCE)

@@ -59,7 +59,7 @@ def test_stored_twice_means_two_ids(amp: Amp11Context) -> None:
             if isinstance(value.get("id"), str):
                 amp.session.remember(channel, {"scope": scope, "id": value["id"]})
         if all(v.get("status") == "stored" for v in results):
-            amp.expect(results[0]["id"] != results[1]["id"], f"over {channel}: both stores got one id")
+            amp.expect(results[0]["id"] != results[1]["id"], f"over {channel}: both stores got one id", value)
         else:
             amp.note(f"over {channel}: identical content answered {[v.get('status') for v in results]}")
 
@@ -93,7 +93,7 @@ def test_empty_content_creates_nothing(amp: Amp11Context) -> None:
         counted = amp.call("amp.stats", {"scope": scope}, on=channel)
         amp.blocked_if_scope_form_refused(counted)
         count = amp.count(scope, on=channel)
-        amp.expect(count == 0, f"over {channel}: empty content created {count} memories")
+        amp.expect(count == 0, f"over {channel}: empty content created {count} memories", amp.latest)
 
 
 @check("AMP11-ENC-06")
@@ -115,10 +115,12 @@ def test_below_threshold_stores_nothing(amp: Amp11Context) -> None:
             continue
         seen = True
         count = amp.count(scope, on=channel)
-        amp.expect(count == len(stored), f"over {channel}: {len(stored)} stored, memory_count {count}")
+        amp.expect(
+            count == len(stored), f"over {channel}: {len(stored)} stored, memory_count {count}", amp.latest
+        )
         mine = [r for r in amp.recall(scope, "ok the hmm a", on=channel) if r.get("scope") == scope]
         created = [r.get("content") for r in mine if r.get("id") not in stored]
-        amp.expect(not created, f"over {channel}: below_threshold content was stored: {created}")
+        amp.expect(not created, f"over {channel}: below_threshold content was stored: {created}", amp.latest)
     if not seen:
         amp.skip("the server stored every low-salience probe: no below_threshold to observe")
 
@@ -134,18 +136,23 @@ def test_stored_memory_is_recalled_active_with_source_and_time(amp: Amp11Context
         memory_id = amp.encode(scope, f"recall me {token}", on=channel, source=source)
         after = datetime.now(UTC) + timedelta(minutes=5)
         found = amp.find(scope, memory_id, token, on=channel)
-        amp.expect(found is not None, f"over {channel}: the stored memory is not recalled")
+        amp.expect(found is not None, f"over {channel}: the stored memory is not recalled", found)
         assert found is not None
-        amp.expect(found.get("status") == "active", f"over {channel}: status {shown(found.get('status'))}")
+        amp.expect(
+            found.get("status") == "active", f"over {channel}: status {shown(found.get('status'))}", found
+        )
         amp.expect(
             found.get("source") == source,
             f"over {channel}: encoded with source {shown(source)}, "
             f"recalled with {shown(found.get('source'))}",
+            found,
         )
         stamp = _parse_time(found.get("timestamp"))
-        amp.expect(stamp is not None, f"over {channel}: timestamp {shown(found.get('timestamp'))}")
+        amp.expect(stamp is not None, f"over {channel}: timestamp {shown(found.get('timestamp'))}", found)
         assert stamp is not None
-        amp.expect(before <= stamp <= after, f"over {channel}: timestamp {stamp} is not the time of the call")
+        amp.expect(
+            before <= stamp <= after, f"over {channel}: timestamp {stamp} is not the time of the call", found
+        )
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -167,7 +174,9 @@ def test_queued_encode_carries_event_id(amp: Amp11Context) -> None:
         if isinstance(value.get("id"), str):
             amp.session.remember(channel, {"scope": scope, "id": value["id"]})
         if value.get("status") == "queued":
-            amp.expect(isinstance(value.get("event_id"), str), f"over {channel}: queued without event_id")
+            amp.expect(
+                isinstance(value.get("event_id"), str), f"over {channel}: queued without event_id", value
+            )
             return
     amp.skip("the server never queued an encode")
 
@@ -203,22 +212,24 @@ def _round_trip(amp: Amp11Context, content: str, requirement: str, **fields: Any
         text = f"{token} {content}"
         memory_id = amp.encode(scope, text, on=channel, **fields)
         found = amp.find(scope, memory_id, token, on=channel)
-        amp.expect(found is not None, f"over {channel}: the memory is not recalled by its token")
+        amp.expect(found is not None, f"over {channel}: the memory is not recalled by its token", found)
         assert found is not None
         amp.expect(
             found.get("content") == text,
             f"over {channel}: content came back as {shown(found.get('content'))}, stored {shown(text)}",
+            found,
             expected=shown(text),
         )
         if fields.get("metadata") is not None:
             metadata = found.get("metadata")
-            amp.expect(isinstance(metadata, dict), f"over {channel}: no metadata came back")
+            amp.expect(isinstance(metadata, dict), f"over {channel}: no metadata came back", found)
             assert isinstance(metadata, dict)
             for key, value in fields["metadata"].items():
                 amp.expect(
                     key in metadata and metadata[key] == value and type(metadata[key]) is type(value),
                     f"over {channel}: metadata {shown(key)} came back as {shown(metadata.get(key))}, "
                     f"stored {shown(value)}",
+                    found,
                 )
 
 
@@ -299,10 +310,13 @@ def test_unicode_scope_values_round_trip_and_isolate(amp: Amp11Context) -> None:
         token = amp.token()
         memory_id = amp.encode(scope, f"unicode scope {token}", on=channel)
         found = amp.find(scope, memory_id, token, on=channel)
-        amp.expect(found is not None, f"over {channel}: not recalled under a unicode scope")
+        amp.expect(found is not None, f"over {channel}: not recalled under a unicode scope", found)
         assert found is not None
-        amp.expect(found.get("scope") == scope, f"over {channel}: scope came back as {found.get('scope')}")
+        amp.expect(
+            found.get("scope") == scope, f"over {channel}: scope came back as {found.get('scope')}", found
+        )
         amp.expect(
             amp.find(near, memory_id, token, on=channel) is None,
             f"over {channel}: a neighbouring unicode scope sees the memory",
+            amp.latest,
         )

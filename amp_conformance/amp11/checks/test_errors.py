@@ -184,7 +184,9 @@ def test_errors_do_not_break_the_session(amp: Amp11Context) -> None:
         for _result in _errors(amp, channel):
             value = amp.ok("amp.stats", {"scope": amp.scope()}, on=channel, what="a call after an error")
             amp.expect(
-                isinstance(value.get("memory_count"), int), f"over {channel}: stats broke after an error"
+                isinstance(value.get("memory_count"), int),
+                f"over {channel}: stats broke after an error",
+                value,
             )
 
 

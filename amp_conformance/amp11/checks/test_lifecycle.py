@@ -19,7 +19,9 @@ def test_consolidate_answers_ok_or_queued(amp: Amp11Context) -> None:
             value = amp.ok("amp.consolidate", {"scope": scope, **extra}, on=channel)
             status = value.get("status")
             amp.expect(
-                status in ("ok", "queued"), f"over {channel}: {extra or 'no depth'} answered {shown(status)}"
+                status in ("ok", "queued"),
+                f"over {channel}: {extra or 'no depth'} answered {shown(status)}",
+                value,
             )
 
 
@@ -39,6 +41,7 @@ def test_consolidate_ok_counts_processed(amp: Amp11Context) -> None:
         amp.expect(
             type(processed) is int and processed >= 0,
             f"over {channel}: memories_processed {shown(processed)}",
+            value,
         )
 
 
@@ -70,6 +73,7 @@ def test_consolidation_never_archives_a_pin(amp: Amp11Context) -> None:
                 pinned.get(memory_id) == "pinned",
                 f"over {channel}: a pinned memory is {shown(pinned.get(memory_id, 'gone'))} "
                 "after consolidation",
+                amp.latest,
             )
 
 
@@ -92,6 +96,7 @@ def test_archived_memories_stay_in_the_store(amp: Amp11Context) -> None:
             amp.expect(
                 memory_id in archived,
                 f"over {channel}: {memory_id} left default recall but is not found as archived",
+                amp.latest,
             )
     if not observed:
         amp.skip("consolidation archived nothing here, so there is nothing to look for")
@@ -107,11 +112,13 @@ def test_pin_answers_pinned_and_sticks(amp: Amp11Context) -> None:
         memory_id = amp.encode(scope, f"pin me {token}", on=channel)
         value = amp.ok("amp.pin", {"scope": scope, "id": memory_id}, on=channel)
         amp.expect(
-            value.get("status") == "pinned", f"over {channel}: pin answered {shown(value.get('status'))}"
+            value.get("status") == "pinned",
+            f"over {channel}: pin answered {shown(value.get('status'))}",
+            value,
         )
         found = amp.find(scope, memory_id, token, on=channel)
         status = found.get("status") if found else "gone"
-        amp.expect(status == "pinned", f"over {channel}: after pinning, status is {shown(status)}")
+        amp.expect(status == "pinned", f"over {channel}: after pinning, status is {shown(status)}", found)
 
 
 @check("AMP11-PIN-02")
@@ -140,8 +147,10 @@ def test_pinning_twice_changes_nothing(amp: Amp11Context) -> None:
         for attempt in (1, 2):
             value = amp.ok("amp.pin", {"scope": scope, "id": memory_id}, on=channel)
             status = value.get("status")
-            amp.expect(status == "pinned", f"over {channel}: pin #{attempt} answered {shown(status)}")
-        amp.expect(amp.count(scope, on=channel) == 1, f"over {channel}: pinning twice changed the count")
+            amp.expect(status == "pinned", f"over {channel}: pin #{attempt} answered {shown(status)}", value)
+        amp.expect(
+            amp.count(scope, on=channel) == 1, f"over {channel}: pinning twice changed the count", amp.latest
+        )
 
 
 @check("AMP11-PIN-04")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from amp_conformance.amp11.channels import Value
 from amp_conformance.amp11.checks._support import ndjson, row
 from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.amp11.schemas import definition_problems
@@ -24,8 +25,7 @@ def _imported(
     result = _import(amp, channel, scope, document, **policies)
     amp.full_verb_answer(result)
     amp.expect(result.ok, f"import ({policies or 'defaults'}): {result.describe()}", result)
-    value: dict[str, Any] = result.value or {}
-    return value
+    return Value(result.value or {}, result.exchange)
 
 
 def _counts(value: dict[str, Any]) -> tuple[Any, Any, Any]:
@@ -43,10 +43,12 @@ def test_export_emits_one_line_per_memory(amp: Amp11Context) -> None:
         scope = amp.scope()
         ids = {amp.encode(scope, f"export row {n} {amp.token()}", on=channel) for n in range(3)}
         rows, value = amp.export_rows({"scope": scope}, on=channel)
-        amp.expect(len(rows) == 3, f"over {channel}: 3 memories exported as {len(rows)} lines")
-        amp.expect(value.get("count") == len(rows), f"over {channel}: count {value.get('count')} != lines")
+        amp.expect(len(rows) == 3, f"over {channel}: 3 memories exported as {len(rows)} lines", rows)
+        amp.expect(
+            value.get("count") == len(rows), f"over {channel}: count {value.get('count')} != lines", rows
+        )
         exported = {r.get("id") for r in rows if isinstance(r, dict)}
-        amp.expect(exported == ids, f"over {channel}: exported ids differ from the stored ones")
+        amp.expect(exported == ids, f"over {channel}: exported ids differ from the stored ones", rows)
 
 
 @check("AMP11-EXP-02")
@@ -60,14 +62,16 @@ def test_mxf_rows_are_complete_memory_results(amp: Amp11Context) -> None:
         memory_id = amp.encode(scope, content, on=channel, metadata=metadata)
         rows, _ = amp.export_rows({"scope": scope}, on=channel)
         mine = [r for r in rows if isinstance(r, dict) and r.get("id") == memory_id]
-        amp.expect(len(mine) == 1, f"over {channel}: the memory is exported {len(mine)} times")
+        amp.expect(len(mine) == 1, f"over {channel}: the memory is exported {len(mine)} times", _)
         exported = mine[0]
         problems = definition_problems("MemoryResult", exported)
-        amp.expect(not problems, f"over {channel}: MXF row: {'; '.join(problems)}")
-        amp.expect(exported.get("scope") == scope, f"over {channel}: row scope {exported.get('scope')}")
-        amp.expect(exported.get("content") == content, f"over {channel}: row content differs")
+        amp.expect(not problems, f"over {channel}: MXF row: {'; '.join(problems)}", _)
+        amp.expect(exported.get("scope") == scope, f"over {channel}: row scope {exported.get('scope')}", _)
+        amp.expect(exported.get("content") == content, f"over {channel}: row content differs", _)
         got = exported.get("metadata") or {}
-        amp.expect(all(got.get(k) == v for k, v in metadata.items()), f"over {channel}: row metadata {got}")
+        amp.expect(
+            all(got.get(k) == v for k, v in metadata.items()), f"over {channel}: row metadata {got}", _
+        )
 
 
 @check("AMP11-EXP-03")
@@ -105,13 +109,13 @@ def test_page_size_caps_pages_and_cursor_marks_more(amp: Amp11Context) -> None:
             if cursor:
                 arguments["cursor"] = cursor
             rows, value = amp.export_rows(arguments, on=channel)
-            amp.expect(len(rows) <= 2, f"over {channel}: page_size 2 answered {len(rows)} rows")
+            amp.expect(len(rows) <= 2, f"over {channel}: page_size 2 answered {len(rows)} rows", rows)
             seen += len(rows)
             cursor = value.get("next_cursor")
             if seen < len(ids):
-                amp.expect(cursor, f"over {channel}: no cursor after {seen} of {len(ids)} rows")
+                amp.expect(cursor, f"over {channel}: no cursor after {seen} of {len(ids)} rows", rows)
             else:
-                amp.expect(not cursor, f"over {channel}: a cursor after the last row")
+                amp.expect(not cursor, f"over {channel}: a cursor after the last row", rows)
             if not cursor:
                 break
 
@@ -135,8 +139,10 @@ def test_cursors_visit_every_row_once(amp: Amp11Context) -> None:
                 break
         for memory_id in ids:
             times = visited.count(memory_id)
-            amp.expect(times == 1, f"over {channel}: row {memory_id} visited {times} times")
-        amp.expect(len(visited) == len(ids), f"over {channel}: {len(visited)} rows for {len(ids)} memories")
+            amp.expect(times == 1, f"over {channel}: row {memory_id} visited {times} times", rows)
+        amp.expect(
+            len(visited) == len(ids), f"over {channel}: {len(visited)} rows for {len(ids)} memories", rows
+        )
 
 
 @check("AMP11-EXP-06")
@@ -164,7 +170,7 @@ def test_export_honours_status_filter(amp: Amp11Context) -> None:
         amp.ok("amp.pin", {"scope": scope, "id": ids[0]}, on=channel, what="pinning (precondition)")
         rows, _ = amp.export_rows({"scope": scope, "filters": {"status": "pinned"}}, on=channel)
         exported = [r.get("id") for r in rows if isinstance(r, dict)]
-        amp.expect(exported == [ids[0]], f"over {channel}: a pinned-only export emitted {exported}")
+        amp.expect(exported == [ids[0]], f"over {channel}: a pinned-only export emitted {exported}", _)
 
 
 # -- import ----------------------------------------------------------------------------------------
@@ -197,24 +203,30 @@ def test_export_import_round_trip_between_scopes(amp: Amp11Context) -> None:
         for number in range(3):
             amp.encode(source, f"round trip {number} {token} ☕", on=channel, metadata=metadata)
         rows, _ = amp.export_rows({"scope": source}, on=channel)
-        amp.expect(len(rows) == 3, f"over {channel}: exported {len(rows)} of 3 rows")
+        amp.expect(len(rows) == 3, f"over {channel}: exported {len(rows)} of 3 rows", rows)
         moved = [{**r, "scope": target} for r in rows if isinstance(r, dict)]
         value = _imported(amp, channel, target, ndjson(*moved))
-        amp.expect(_counts(value)[0] == 3 and value.get("failed") == 0, f"over {channel}: import {value}")
+        amp.expect(
+            _counts(value)[0] == 3 and value.get("failed") == 0, f"over {channel}: import {value}", value
+        )
         for moved_row in moved:
             amp.session.remember(channel, {"scope": target, "id": moved_row["id"]})
         landed = {r.get("content"): r for r in amp.recall(target, token, on=channel)}
         for original in moved:
             found = landed.get(original["content"])
             amp.expect(
-                found is not None, f"over {channel}: {shown(original['content'])} is not recalled in B"
+                found is not None, f"over {channel}: {shown(original['content'])} is not recalled in B", found
             )
             assert found is not None
             got = found.get("metadata") or {}
             amp.expect(
-                all(got.get(k) == v for k, v in metadata.items()), f"over {channel}: metadata now {got}"
+                all(got.get(k) == v for k, v in metadata.items()),
+                f"over {channel}: metadata now {got}",
+                found,
             )
-            amp.expect(found.get("status") == original.get("status"), f"over {channel}: status changed")
+            amp.expect(
+                found.get("status") == original.get("status"), f"over {channel}: status changed", found
+            )
 
 
 @check("AMP11-IMP-03")
@@ -228,14 +240,18 @@ def test_skip_policy_is_idempotent(amp: Amp11Context) -> None:
         second = {**first, "content": f"second version {token}"}
         amp.session.remember(channel, {"scope": scope, "id": first["id"]})
         value = _imported(amp, channel, scope, ndjson(first))
-        amp.expect(_counts(value) == (1, 0, 0), f"over {channel}: first import {value}")
+        amp.expect(_counts(value) == (1, 0, 0), f"over {channel}: first import {value}", value)
         for policies in ({}, {"on_conflict": "skip"}):
             value = _imported(amp, channel, scope, ndjson(second), **policies)
             amp.expect(
-                _counts(value) == (0, 1, 0), f"over {channel}: re-import {policies or 'default'} {value}"
+                _counts(value) == (0, 1, 0),
+                f"over {channel}: re-import {policies or 'default'} {value}",
+                value,
             )
         contents = [r.get("content") for r in amp.recall(scope, token, on=channel)]
-        amp.expect(contents == [first["content"]], f"over {channel}: stored content now {contents}")
+        amp.expect(
+            contents == [first["content"]], f"over {channel}: stored content now {contents}", amp.latest
+        )
 
 
 @check("AMP11-IMP-04")
@@ -250,20 +266,26 @@ def test_overwrite_policy_replaces(amp: Amp11Context) -> None:
         amp.session.remember(channel, {"scope": scope, "id": first["id"]})
         _imported(amp, channel, scope, ndjson(first))
         value = _imported(amp, channel, scope, ndjson(second), on_conflict="overwrite")
-        amp.expect(_counts(value) == (1, 0, 0), f"over {channel}: overwrite counted {value}")
+        amp.expect(_counts(value) == (1, 0, 0), f"over {channel}: overwrite counted {value}", value)
         contents = [r.get("content") for r in amp.recall(scope, token, on=channel)]
-        amp.expect(contents == [second["content"]], f"over {channel}: content after overwrite {contents}")
+        amp.expect(
+            contents == [second["content"]], f"over {channel}: content after overwrite {contents}", amp.latest
+        )
 
 
 def _only_error(amp: Amp11Context, channel: str, value: dict[str, Any], line: int) -> None:
     errors = value.get("errors")
-    amp.expect(isinstance(errors, list) and errors, f"over {channel}: no `errors` list for a failed row")
+    amp.expect(
+        isinstance(errors, list) and errors, f"over {channel}: no `errors` list for a failed row", value
+    )
     assert isinstance(errors, list)
     first = errors[0] if isinstance(errors[0], dict) else {}
     code = first.get("amp_error_code")
-    amp.expect(code == "invalid_request", f"over {channel}: the failed row's code is {shown(code)}")
+    amp.expect(code == "invalid_request", f"over {channel}: the failed row's code is {shown(code)}", value)
     amp.expect(
-        first.get("line") == line, f"over {channel}: failed line reported as {shown(first.get('line'))}"
+        first.get("line") == line,
+        f"over {channel}: failed line reported as {shown(first.get('line'))}",
+        value,
     )
 
 
@@ -277,11 +299,11 @@ def test_row_of_another_scope_fails_in_both_remap_modes(amp: Amp11Context) -> No
         for remap in ("strict", "inherit"):
             intruder = row(claimed, f"wrong scope {remap} {token}")
             value = _imported(amp, channel, request, ndjson(intruder), scope_remap=remap)
-            amp.expect(_counts(value) == (0, 0, 1), f"over {channel}: {remap} counted {value}")
+            amp.expect(_counts(value) == (0, 0, 1), f"over {channel}: {remap} counted {value}", value)
             _only_error(amp, channel, value, 1)
         for scope in (claimed, request):
             stored = amp.recall(scope, token, on=channel)
-            amp.expect(not stored, f"over {channel}: the refused row was stored under {scope}")
+            amp.expect(not stored, f"over {channel}: the refused row was stored under {scope}", stored)
 
 
 @check("AMP11-IMP-06")
@@ -295,7 +317,7 @@ def test_strict_remap_fails_rows_missing_a_key(amp: Amp11Context) -> None:
             partial = row(agent_scope, f"partial scope {amp.token()}")
             value = _imported(amp, channel, request, ndjson(partial), **policies)
             amp.expect(
-                _counts(value) == (0, 0, 1), f"over {channel}: {policies or 'default'} counted {value}"
+                _counts(value) == (0, 0, 1), f"over {channel}: {policies or 'default'} counted {value}", value
             )
             _only_error(amp, channel, value, 1)
 
@@ -311,11 +333,13 @@ def test_inherit_remap_fills_missing_keys(amp: Amp11Context) -> None:
         partial = row(agent_scope, f"inherited scope {token}")
         amp.session.remember(channel, {"scope": request, "id": partial["id"]})
         value = _imported(amp, channel, request, ndjson(partial), scope_remap="inherit")
-        amp.expect(_counts(value) == (1, 0, 0), f"over {channel}: inherit counted {value}")
+        amp.expect(_counts(value) == (1, 0, 0), f"over {channel}: inherit counted {value}", value)
         found = amp.find(request, partial["id"], token, on=channel)
-        amp.expect(found is not None, f"over {channel}: the inherited row is not under the request scope")
+        amp.expect(
+            found is not None, f"over {channel}: the inherited row is not under the request scope", found
+        )
         assert found is not None
-        amp.expect(found.get("scope") == request, f"over {channel}: its scope is {found.get('scope')}")
+        amp.expect(found.get("scope") == request, f"over {channel}: its scope is {found.get('scope')}", found)
 
 
 @check("AMP11-IMP-08")
@@ -328,7 +352,7 @@ def test_bad_lines_fail_alone(amp: Amp11Context) -> None:
             good = row(scope, f"good line {amp.token()}")
             amp.session.remember(channel, {"scope": scope, "id": good["id"]})
             value = _imported(amp, channel, scope, ndjson(good, bad))
-            amp.expect(_counts(value) == (1, 0, 1), f"over {channel}: counts {value} for good + bad")
+            amp.expect(_counts(value) == (1, 0, 1), f"over {channel}: counts {value} for good + bad", value)
             _only_error(amp, channel, value, 2)
 
 
@@ -343,10 +367,12 @@ def test_fail_fast_stops_without_rollback(amp: Amp11Context) -> None:
         for memory in (first, third):
             amp.session.remember(channel, {"scope": scope, "id": memory["id"]})
         value = _imported(amp, channel, scope, ndjson(first, "not json", third), on_conflict="fail_fast")
-        amp.expect(_counts(value) == (1, 0, 1), f"over {channel}: fail_fast counted {value}")
+        amp.expect(_counts(value) == (1, 0, 1), f"over {channel}: fail_fast counted {value}", value)
         ids = {r.get("id") for r in amp.recall(scope, token, on=channel)}
-        amp.expect(first["id"] in ids, f"over {channel}: fail_fast rolled back the first row")
-        amp.expect(third["id"] not in ids, f"over {channel}: fail_fast processed a row after the failure")
+        amp.expect(first["id"] in ids, f"over {channel}: fail_fast rolled back the first row", amp.latest)
+        amp.expect(
+            third["id"] not in ids, f"over {channel}: fail_fast processed a row after the failure", amp.latest
+        )
 
 
 @check("AMP11-IMP-10")
@@ -369,7 +395,7 @@ def test_fail_atomic_rolls_back_or_is_not_supported(amp: Amp11Context) -> None:
         value = result.value or {}
         amp.expect(value.get("imported") == 0, f"over {channel}: fail_atomic counted {value}", result)
         stored = [r for r in amp.recall(scope, token, on=channel) if r.get("id") == good["id"]]
-        amp.expect(not stored, f"over {channel}: fail_atomic kept a row of a failed import")
+        amp.expect(not stored, f"over {channel}: fail_atomic kept a row of a failed import", amp.latest)
         amp.note(f"over {channel}: fail_atomic rolled back")
 
 
@@ -399,11 +425,11 @@ def test_import_counts_add_up(amp: Amp11Context) -> None:
         _imported(amp, channel, scope, ndjson(existing))
         value = _imported(amp, channel, scope, ndjson(existing, fresh, "{broken", "[1, 2]"))
         total = sum(v for v in _counts(value) if isinstance(v, int))
-        amp.expect(total == 4, f"over {channel}: counts {value} for 4 lines")
-        amp.expect(_counts(value) == (1, 1, 2), f"over {channel}: counts {value}")
+        amp.expect(total == 4, f"over {channel}: counts {value} for 4 lines", value)
+        amp.expect(_counts(value) == (1, 1, 2), f"over {channel}: counts {value}", value)
         lines = [e.get("line") for e in value.get("errors") or [] if isinstance(e, dict)]
         amp.expect(
-            sorted(lines, key=repr) == [3, 4], f"over {channel}: errors name lines {lines}, not [3, 4]"
+            sorted(lines, key=repr) == [3, 4], f"over {channel}: errors name lines {lines}, not [3, 4]", value
         )
 
 
@@ -420,13 +446,17 @@ def test_imported_rows_keep_id_status_and_time(amp: Amp11Context) -> None:
         found = next(
             (r for r in amp.recall(scope, token, on=channel) if r.get("content") == pinned["content"]), None
         )
-        amp.expect(found is not None, f"over {channel}: the imported row is not recalled")
+        amp.expect(found is not None, f"over {channel}: the imported row is not recalled", found)
         assert found is not None
-        amp.expect(found.get("id") == pinned["id"], f"over {channel}: id became {shown(found.get('id'))}")
         amp.expect(
-            found.get("status") == "pinned", f"over {channel}: status became {shown(found.get('status'))}"
+            found.get("id") == pinned["id"], f"over {channel}: id became {shown(found.get('id'))}", found
+        )
+        amp.expect(
+            found.get("status") == "pinned",
+            f"over {channel}: status became {shown(found.get('status'))}",
+            found,
         )
         stamp = str(found.get("timestamp", ""))
         amp.expect(
-            stamp.startswith("2025-01-02T03:04:05"), f"over {channel}: timestamp became {shown(stamp)}"
+            stamp.startswith("2025-01-02T03:04:05"), f"over {channel}: timestamp became {shown(stamp)}", found
         )

@@ -18,7 +18,7 @@ def test_recall_answers_a_results_list(amp: Amp11Context) -> None:
         amp.encode(scope, f"something {amp.token()}", on=channel)
         value = amp.ok("amp.recall", {"scope": scope, "query": amp.token()}, on=channel)
         results = value.get("results")
-        amp.expect(isinstance(results, list), f"over {channel}: `results` is {shown(results)}")
+        amp.expect(isinstance(results, list), f"over {channel}: `results` is {shown(results)}", value)
 
 
 @check("AMP11-REC-02")
@@ -32,10 +32,10 @@ def test_recall_honours_top_k(amp: Amp11Context) -> None:
         for top_k in (1, 3):
             value = amp.ok("amp.recall", {"scope": scope, "query": token, "top_k": top_k}, on=channel)
             got = len(value.get("results") or [])
-            amp.expect(got <= top_k, f"over {channel}: top_k {top_k} answered {got} results")
+            amp.expect(got <= top_k, f"over {channel}: top_k {top_k} answered {got} results", value)
         default = amp.ok("amp.recall", {"scope": scope, "query": token}, on=channel)
         got = len(default.get("results") or [])
-        amp.expect(got <= 10, f"over {channel}: no top_k answered {got} results (default 10)")
+        amp.expect(got <= 10, f"over {channel}: no top_k answered {got} results (default 10)", default)
 
 
 @check("AMP11-REC-03")
@@ -50,9 +50,11 @@ def test_results_are_ordered_by_score(amp: Amp11Context) -> None:
         results = amp.recall(scope, f"cats dogs birds fish {token}", on=channel)
         scores = [r.get("score") for r in results]
         numeric = [s for s in scores if isinstance(s, int | float)]
-        amp.expect(len(numeric) == len(scores), f"over {channel}: non-numeric scores {scores}")
+        amp.expect(len(numeric) == len(scores), f"over {channel}: non-numeric scores {scores}", results)
         amp.expect(
-            numeric == sorted(numeric, reverse=True), f"over {channel}: scores {numeric} not descending"
+            numeric == sorted(numeric, reverse=True),
+            f"over {channel}: scores {numeric} not descending",
+            results,
         )
 
 
@@ -76,9 +78,11 @@ def test_default_recall_excludes_archived(amp: Amp11Context) -> None:
         archived = _seed_archived(amp, channel, scope, token)
         results = amp.recall(scope, token, on=channel)
         statuses = [r.get("status") for r in results]
-        amp.expect("archived" not in statuses, f"over {channel}: default recall returned archived memories")
+        amp.expect(
+            "archived" not in statuses, f"over {channel}: default recall returned archived memories", results
+        )
         leaked = archived & {r.get("id") for r in results}
-        amp.expect(not leaked, f"over {channel}: archived ids {sorted(leaked)} in default recall")
+        amp.expect(not leaked, f"over {channel}: archived ids {sorted(leaked)} in default recall", results)
         observed = observed or bool(archived)
     if not observed:
         amp.note("no memory was archived by consolidation, so only the status field was checked")
@@ -95,7 +99,11 @@ def test_default_recall_includes_pinned(amp: Amp11Context) -> None:
         active = amp.encode(scope, f"active one {token}", on=channel)
         amp.ok("amp.pin", {"scope": scope, "id": pinned}, on=channel, what="pinning (precondition)")
         ids = {r.get("id") for r in amp.recall(scope, token, on=channel)}
-        amp.expect({pinned, active} <= ids, f"over {channel}: default recall misses the pinned or active one")
+        amp.expect(
+            {pinned, active} <= ids,
+            f"over {channel}: default recall misses the pinned or active one",
+            amp.latest,
+        )
 
 
 @check("AMP11-REC-06")
@@ -110,11 +118,13 @@ def test_status_filter(amp: Amp11Context) -> None:
         for status in ("active", "pinned", "archived"):
             results = amp.recall(scope, token, on=channel, filters={"status": status})
             wrong = [r.get("status") for r in results if r.get("status") != status]
-            amp.expect(not wrong, f"over {channel}: status filter {status} returned {wrong}")
+            amp.expect(not wrong, f"over {channel}: status filter {status} returned {wrong}", results)
         if pin.ok:
             pinned = amp.recall(scope, token, on=channel, filters={"status": "pinned"})
             amp.expect(
-                [r.get("id") for r in pinned] == [first], f"over {channel}: the pinned filter misses the pin"
+                [r.get("id") for r in pinned] == [first],
+                f"over {channel}: the pinned filter misses the pin",
+                pinned,
             )
 
 
@@ -135,6 +145,7 @@ def test_timestamp_filters(amp: Amp11Context) -> None:
             amp.expect(
                 (memory_id in ids) is present,
                 f"over {channel}: filters {filters} {'dropped' if present else 'kept'} the memory",
+                amp.latest,
             )
 
 
@@ -147,7 +158,9 @@ def test_source_filter(amp: Amp11Context) -> None:
         stated = amp.encode(scope, f"stated {token}", on=channel, source="user_stated")
         inferred = amp.encode(scope, f"inferred {token}", on=channel, source="inferred")
         ids = {r.get("id") for r in amp.recall(scope, token, on=channel, filters={"source": "inferred"})}
-        amp.expect(inferred in ids and stated not in ids, f"over {channel}: source filter returned {ids}")
+        amp.expect(
+            inferred in ids and stated not in ids, f"over {channel}: source filter returned {ids}", amp.latest
+        )
 
 
 @check("AMP11-REC-09")
@@ -187,7 +200,9 @@ def test_scores_are_non_negative(amp: Amp11Context) -> None:
         amp.encode(scope, f"score check {token}", on=channel)
         for result in amp.recall(scope, token, on=channel):
             score = result.get("score")
-            amp.expect(isinstance(score, int | float) and score >= 0, f"over {channel}: score {shown(score)}")
+            amp.expect(
+                isinstance(score, int | float) and score >= 0, f"over {channel}: score {shown(score)}", result
+            )
 
 
 # -- amp.forget ------------------------------------------------------------------------------------
@@ -239,11 +254,13 @@ def test_forgotten_memory_is_gone_everywhere(amp: Amp11Context) -> None:
         amp.ok("amp.forget", {"scope": scope, "id": memory_id}, on=channel)
         for filters in ({}, {"status": "active"}, {"status": "archived"}, {"status": "pinned"}):
             ids = {r.get("id") for r in amp.recall(scope, token, on=channel, filters=filters)}
-            amp.expect(memory_id not in ids, f"over {channel}: recall {filters} still returns it")
-        amp.expect(amp.count(scope, on=channel) == 0, f"over {channel}: stats still counts it")
+            amp.expect(memory_id not in ids, f"over {channel}: recall {filters} still returns it", amp.latest)
+        amp.expect(amp.count(scope, on=channel) == 0, f"over {channel}: stats still counts it", amp.latest)
         export = amp.call("amp.export", {"scope": scope}, on=channel)
         if export.ok:
-            amp.expect(memory_id not in str((export.value or {}).get("ndjson")), f"over {channel}: exported")
+            amp.expect(
+                memory_id not in str((export.value or {}).get("ndjson")), f"over {channel}: exported", export
+            )
         again = amp.call("amp.forget", {"scope": scope, "id": memory_id}, on=channel)
         gone = (again.value or {}).get("status") == "not_found" or again.error_code == "not_found"
         amp.expect(gone, f"over {channel}: a second forget answered {again.describe()}", again)
@@ -266,10 +283,14 @@ def test_stats_shape(amp: Amp11Context) -> None:
         if "unconsolidated_count" in value:
             other = value["unconsolidated_count"]
             amp.expect(
-                type(other) is int and other >= 0, f"over {channel}: unconsolidated_count {shown(other)}"
+                type(other) is int and other >= 0,
+                f"over {channel}: unconsolidated_count {shown(other)}",
+                result,
             )
         if "metadata" in value:
-            amp.expect(isinstance(value["metadata"], dict), f"over {channel}: metadata is not an object")
+            amp.expect(
+                isinstance(value["metadata"], dict), f"over {channel}: metadata is not an object", result
+            )
 
 
 @check("AMP11-STAT-02")
@@ -278,11 +299,13 @@ def test_stats_follows_encode_and_forget(amp: Amp11Context) -> None:
     for channel in amp.channels:
         scope = amp.scope()
         first = amp.encode(scope, f"count one {amp.token()}", on=channel, remember=False)
-        amp.expect(amp.count(scope, on=channel) == 1, f"over {channel}: one memory, count != 1")
+        amp.expect(amp.count(scope, on=channel) == 1, f"over {channel}: one memory, count != 1", amp.latest)
         amp.encode(scope, f"count two {amp.token()}", on=channel)
-        amp.expect(amp.count(scope, on=channel) == 2, f"over {channel}: two memories, count != 2")
+        amp.expect(amp.count(scope, on=channel) == 2, f"over {channel}: two memories, count != 2", amp.latest)
         amp.ok("amp.forget", {"scope": scope, "id": first}, on=channel)
-        amp.expect(amp.count(scope, on=channel) == 1, f"over {channel}: after a forget, count != 1")
+        amp.expect(
+            amp.count(scope, on=channel) == 1, f"over {channel}: after a forget, count != 1", amp.latest
+        )
 
 
 @check("AMP11-STAT-03")
@@ -295,9 +318,11 @@ def test_stats_changes_nothing(amp: Amp11Context) -> None:
         before = amp.recall(scope, token, on=channel)
         first = amp.ok("amp.stats", {"scope": scope}, on=channel)
         second = amp.ok("amp.stats", {"scope": scope}, on=channel)
-        amp.expect(first.get("memory_count") == second.get("memory_count"), f"over {channel}: counts differ")
+        amp.expect(
+            first.get("memory_count") == second.get("memory_count"), f"over {channel}: counts differ", second
+        )
         after = amp.recall(scope, token, on=channel)
         same = [(r.get("id"), r.get("status")) for r in before] == [
             (r.get("id"), r.get("status")) for r in after
         ]
-        amp.expect(same, f"over {channel}: recall changed after amp.stats")
+        amp.expect(same, f"over {channel}: recall changed after amp.stats", after)

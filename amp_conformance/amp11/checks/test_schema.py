@@ -114,7 +114,7 @@ def test_export_output_schema(amp: Amp11Context) -> None:
         rows, _ = amp.export_rows({"scope": scope}, on=channel)
         for item in rows:
             problems = definition_problems("MemoryResult", item)
-            amp.expect(not problems, f"over {channel}: MXF row: {'; '.join(problems)}")
+            amp.expect(not problems, f"over {channel}: MXF row: {'; '.join(problems)}", _)
 
 
 @check("AMP11-SCHEMA-08")
@@ -136,10 +136,10 @@ def test_memory_results_are_complete(amp: Amp11Context) -> None:
         scope = amp.scope()
         _seeded(amp, channel, scope)
         results = amp.recall(scope, "schema seed", on=channel)
-        amp.expect(results, f"over {channel}: nothing recalled to inspect")
+        amp.expect(results, f"over {channel}: nothing recalled to inspect", results)
         for item in results:
             problems = definition_problems("MemoryResult", item)
-            amp.expect(not problems, f"over {channel}: {'; '.join(problems)}")
+            amp.expect(not problems, f"over {channel}: {'; '.join(problems)}", item)
 
 
 @check("AMP11-SCHEMA-11")
@@ -162,5 +162,6 @@ def test_timestamps_carry_an_offset(amp: Amp11Context) -> None:
         "timestamps without a UTC offset: "
         + ", ".join(f"{shown(stamp)} over {channel}" for channel, stamp in naive[:3])
         + " (ISO 8601 allows it; amp.json's format date-time, RFC 3339, does not: conflict C12)",
+        item,
         expected="a timestamp ending in Z or ±hh:mm",
     )

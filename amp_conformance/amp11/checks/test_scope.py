@@ -67,7 +67,9 @@ def test_each_isolating_key_alone_is_a_scope(amp: Amp11Context) -> None:
             token = amp.token()
             memory_id = amp.encode(scope, f"isolating key {key} {token}", on=channel)
             found = amp.find(scope, memory_id, token, on=channel)
-            amp.expect(found is not None, f"over {channel}: a memory stored under {scope} is not recalled")
+            amp.expect(
+                found is not None, f"over {channel}: a memory stored under {scope} is not recalled", found
+            )
 
 
 @check("AMP11-SCOPE-04")
@@ -81,6 +83,7 @@ def test_recall_is_strict_and(amp: Amp11Context) -> None:
         amp.expect(
             amp.find(stored, memory_id, token, on=channel) is not None,
             f"over {channel}: the memory is not recalled under its own scope",
+            amp.latest,
         )
         others = [
             {"agent_id": agent, "user_id": amp.session.unique("other-user")},
@@ -92,6 +95,7 @@ def test_recall_is_strict_and(amp: Amp11Context) -> None:
             amp.expect(
                 leaked is None,
                 f"over {channel}: a memory stored under {stored} was returned to {query_scope}",
+                amp.latest,
             )
 
 
@@ -105,7 +109,9 @@ def test_refining_keys_narrow(amp: Amp11Context) -> None:
         token = amp.token()
         memory_id = amp.encode(first, f"refining {token}", on=channel)
         leaked = amp.find(second, memory_id, token, on=channel)
-        amp.expect(leaked is None, f"over {channel}: a memory of session S1 was returned to session S2")
+        amp.expect(
+            leaked is None, f"over {channel}: a memory of session S1 was returned to session S2", amp.latest
+        )
 
 
 @check("AMP11-SCOPE-06")
@@ -151,7 +157,9 @@ def test_forget_from_another_scope_changes_nothing(amp: Amp11Context) -> None:
             result = amp.call("amp.forget", {"scope": intruder, "id": memory_id}, on=channel)
             amp.expect(_not_found(result), f"forget from {intruder}: {result.describe()}", result)
             survived = amp.find(owner, memory_id, token, on=channel)
-            amp.expect(survived is not None, f"over {channel}: forget from {intruder} deleted the memory")
+            amp.expect(
+                survived is not None, f"over {channel}: forget from {intruder} deleted the memory", survived
+            )
 
 
 @check("AMP11-SCOPE-08")
@@ -167,10 +175,12 @@ def test_pin_from_another_scope_changes_nothing(amp: Amp11Context) -> None:
             amp.full_verb_answer(result)
             amp.expect(_not_found(result), f"pin from {intruder}: {result.describe()}", result)
             found = amp.find(owner, memory_id, token, on=channel)
-            amp.expect(found is not None, f"over {channel}: the memory is gone after a foreign pin")
+            amp.expect(found is not None, f"over {channel}: the memory is gone after a foreign pin", found)
             assert found is not None
             status = found.get("status")
-            amp.expect(status == "active", f"over {channel}: a pin from {intruder} made it {shown(status)}")
+            amp.expect(
+                status == "active", f"over {channel}: a pin from {intruder} made it {shown(status)}", found
+            )
 
 
 @check("AMP11-SCOPE-09")
@@ -181,12 +191,14 @@ def test_stats_counts_only_its_scope(amp: Amp11Context) -> None:
         others = others[:2]  # a narrower scope's rows may count in a broader one (conflict C9)
         amp.encode(mine, f"stats mine {amp.token()}", on=channel)
         before = amp.count(mine, on=channel)
-        amp.expect(before == 1, f"over {channel}: a scope holding one memory counts {before}")
+        amp.expect(before == 1, f"over {channel}: a scope holding one memory counts {before}", amp.latest)
         for other in others:
             amp.encode(other, f"stats other {amp.token()}", on=channel)
             after = amp.count(mine, on=channel)
             amp.expect(
-                after == before, f"over {channel}: memory_count moved to {after} after a write to {other}"
+                after == before,
+                f"over {channel}: memory_count moved to {after} after a write to {other}",
+                amp.latest,
             )
 
 
@@ -206,9 +218,11 @@ def test_export_emits_only_its_scope(amp: Amp11Context) -> None:
         }
         rows, _ = amp.export_rows({"scope": mine}, on=channel)
         ids = {row.get("id") for row in rows if isinstance(row, dict)}
-        amp.expect(own_id in ids, f"over {channel}: export misses the scope's own memory")
+        amp.expect(own_id in ids, f"over {channel}: export misses the scope's own memory", _)
         leaked = sorted(str(i) for i in ids & foreign)
-        amp.expect(not leaked, f"over {channel}: export of {mine} emitted rows of other scopes: {leaked}")
+        amp.expect(
+            not leaked, f"over {channel}: export of {mine} emitted rows of other scopes: {leaked}", rows
+        )
 
 
 @check("AMP11-SCOPE-11")
@@ -224,10 +238,12 @@ def test_results_carry_the_stored_scope(amp: Amp11Context) -> None:
         token = amp.token()
         memory_id = amp.encode(scope, f"scope echo {token}", on=channel)
         found = amp.find(scope, memory_id, token, on=channel)
-        amp.expect(found is not None, f"over {channel}: the memory is not recalled under its scope")
+        amp.expect(found is not None, f"over {channel}: the memory is not recalled under its scope", found)
         assert found is not None
         amp.expect(
-            found.get("scope") == scope, f"over {channel}: recalled scope {found.get('scope')} != {scope}"
+            found.get("scope") == scope,
+            f"over {channel}: recalled scope {found.get('scope')} != {scope}",
+            found,
         )
 
 
@@ -255,9 +271,9 @@ def test_a_new_scope_is_empty_not_an_error(amp: Amp11Context) -> None:
         scope = amp.scope("fresh")
         amp.blocked_if_scope_form_refused(amp.call("amp.recall", {"scope": scope, "query": "x"}, on=channel))
         results = amp.recall(scope, "anything at all", on=channel)
-        amp.expect(results == [], f"over {channel}: a fresh scope recalls {len(results)} memories")
+        amp.expect(results == [], f"over {channel}: a fresh scope recalls {len(results)} memories", results)
         count = amp.count(scope, on=channel)
-        amp.expect(count == 0, f"over {channel}: a fresh scope counts {count}")
+        amp.expect(count == 0, f"over {channel}: a fresh scope counts {count}", amp.latest)
 
 
 @check("AMP11-SCOPE-14")
@@ -280,4 +296,5 @@ def test_consolidate_leaves_other_scopes_alone(amp: Amp11Context) -> None:
                 after.get(memory_id) == "active",
                 f"over {channel}: consolidating another scope changed a bystander memory "
                 f"(status now {shown(after.get(memory_id))})",
+                amp.latest,
             )

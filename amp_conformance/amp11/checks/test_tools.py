@@ -70,7 +70,7 @@ def test_tool_entries_have_name_description_and_schema(amp: Amp11Context) -> Non
         problems = schema_problems(schema)
         amp.expect(not problems, f"{name} inputSchema: {'; '.join(problems)}", amp.session.tools_exchange)
         assert isinstance(schema, dict)
-        amp.expect(schema.get("type") == "object", f"{name} inputSchema is not type object")
+        amp.expect(schema.get("type") == "object", f"{name} inputSchema is not type object", amp.latest)
 
 
 @check("AMP11-TOOLS-04")
@@ -152,7 +152,7 @@ def test_input_schemas_offer_scope_and_flat_agent_id(amp: Amp11Context) -> None:
         properties = schema.get("properties") if isinstance(schema, dict) else None
         properties = properties if isinstance(properties, dict) else {}
         missing = [key for key in ("scope", "agent_id") if key not in properties]
-        amp.expect(not missing, f"{name} inputSchema does not declare {', '.join(missing)}")
+        amp.expect(not missing, f"{name} inputSchema does not declare {', '.join(missing)}", amp.latest)
 
 
 @check("AMP11-TOOLS-14")
