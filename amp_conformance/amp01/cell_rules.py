@@ -24,8 +24,6 @@ UPSTREAM_REQUIRED: Final = {
     "$.identity.owner_type": "AMP-CELL-01",
     "$.lifecycle.created_at": "AMP-CELL-01",
 }
-#: The objects whose every sub-field AMP-CELL-03 (a SHOULD) asks for.
-SHOULD_MEMBERS: Final = ("$.scoring", "$.access_policy", "$.provenance")
 #: A problem's path (longest matching prefix first) -> the requirement a wrong value breaks.
 BY_PATH: Final = (
     ("$.amp_version", "AMP-CELL-04"),

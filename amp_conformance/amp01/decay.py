@@ -22,10 +22,6 @@ ARCHIVE_AFTER_DAYS: Final = 30.0
 
 SECONDS_PER_DAY: Final = 86_400.0
 
-DEFAULT_IMPORTANCE: Final = 0.5
-DEFAULT_CONFIDENCE: Final = 1.0
-DEFAULT_DECAY_RATE: Final = 0.01
-
 
 def decay_score(importance: float, confidence: float, decay_rate: float, delta_days: float) -> float:
     """``importance × confidence × exp(−decay_rate × delta_days)``.

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import quote
 
 from amp_conformance.amp11.mcp import McpSession
 from amp_conformance.amp11.schemas import declared_schema_problems
 from amp_conformance.engine.client import Client, Reply
 from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.text import shown
 
 MCP = "mcp"
 REST = "rest"
@@ -48,6 +49,27 @@ ROUTES = {
 NEXT_CURSOR_HEADER = "x-amp-next-cursor"
 
 
+class Value(dict[str, Any]):
+    """A verb's successful output that keeps the exchange it came from, so a check names the value it
+    judges as its evidence (``amp.expect(value.get("id"), message, value)``)."""
+
+    exchange: Exchange | None
+
+    def __init__(self, value: dict[str, Any], exchange: Exchange | None) -> None:
+        super().__init__(value)
+        self.exchange = exchange
+
+
+class Rows(list[Any]):
+    """Rows of one verb's output (recall results, export lines), with the exchange they came from."""
+
+    exchange: Exchange | None
+
+    def __init__(self, rows: list[Any], exchange: Exchange | None) -> None:
+        super().__init__(rows)
+        self.exchange = exchange
+
+
 class NotOnChannel(Exception):
     """The arguments cannot be expressed on this channel (a REST path needs an id, a query string
     cannot carry an object): the check skips that channel instead of sending something else."""
@@ -75,13 +97,7 @@ class VerbResult:
         if self.ok:
             return f"{self.verb} over {self.channel}: {json.dumps(self.value, ensure_ascii=False)[:300]}"
         code = f" ({self.transport_code})" if self.transport_code is not None else ""
-        return f"{self.verb} over {self.channel}: error {self.error_code!r}{code}"
-
-
-class Channel(Protocol):
-    name: str
-
-    def call(self, verb: str, arguments: dict[str, Any]) -> VerbResult: ...
+        return f"{self.verb} over {self.channel}: error {shown(self.error_code)}{code}"
 
 
 # -- MCP ------------------------------------------------------------------------------------------

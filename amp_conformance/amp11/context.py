@@ -1,4 +1,4 @@
-"""``amp11``: what an AMP v1.1 check works with — channels, fresh scopes, verb calls, and verdicts."""
+"""``Amp11Context`` (the v1.1 checks' ``amp`` fixture): channels, fresh scopes, verb calls, verdicts."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from amp_conformance.amp11.channels import ERROR_MAPPING, MCP, REST, NotOnChannel, VerbResult
+from amp_conformance.amp11.channels import ERROR_MAPPING, MCP, REST, NotOnChannel, Rows, Value, VerbResult
 from amp_conformance.amp11.schemas import VERBS_FULL, output_problems
 from amp_conformance.amp11.session import Amp11Session
 from amp_conformance.engine.context import CheckContext
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import CheckFailure
+from amp_conformance.engine.text import shown
 
 if TYPE_CHECKING:
     from amp_conformance.engine.run import Run
@@ -35,9 +36,11 @@ STEP_REQUIREMENTS = {
 }
 
 
-class Amp11(CheckContext[Amp11Session]):
+class Amp11Context(CheckContext[Amp11Session]):
     """The per-check API of AMP v1.1: the engine's verdicts plus channels, scopes and verb calls.
     Every call made through it is recorded as the check's evidence."""
+
+    explicit_evidence = True
 
     def __init__(self, run: Run, spec: CheckSpec, session: Amp11Session):
         super().__init__(run, spec, session)
@@ -98,11 +101,11 @@ class Amp11(CheckContext[Amp11Session]):
             self.judge_backend_error(result)
         return result
 
-    def ok(self, verb: str, arguments: dict[str, Any], *, on: str, what: str = "") -> dict[str, Any]:
+    def ok(self, verb: str, arguments: dict[str, Any], *, on: str, what: str = "") -> Value:
         """Call ``verb`` and insist on success (a precondition unless the check is about this call)."""
         return self.served(self.call(verb, arguments, on=on), what)
 
-    def served(self, result: VerbResult, what: str = "") -> dict[str, Any]:
+    def served(self, result: VerbResult, what: str = "") -> Value:
         """The value of a call the check needs to have succeeded before it can judge anything: a
         refusal is the verb's own requirement broken (the check citing it fails; any other is
         ``blocked`` under it), never a finding of a check whose assertion never ran (issue 20 §2)."""
@@ -114,7 +117,7 @@ class Amp11(CheckContext[Amp11Session]):
             label = f"{what}: " if what else ""
             self.step_failed(result.verb, f"{label}{result.describe()}", result)
         assert result.value is not None
-        return result.value
+        return Value(result.value, result.exchange)
 
     def blocked_if_scope_form_refused(self, result: VerbResult) -> None:
         """``result`` is an error the check did not expect: when this channel refuses even a plain
@@ -212,17 +215,17 @@ class Amp11(CheckContext[Amp11Session]):
             self.session.remember(on, {"scope": scope, "id": memory_id})
         return memory_id
 
-    def recall(self, scope: dict[str, Any], query: str, *, on: str, **fields: Any) -> list[dict[str, Any]]:
-        """Recall (a precondition): the results list."""
+    def recall(self, scope: dict[str, Any], query: str, *, on: str, **fields: Any) -> Rows:
+        """Recall (a precondition): the results list, each result carrying the recall's exchange."""
         value = self.ok("amp.recall", {"scope": scope, "query": query, "top_k": 50, **fields}, on=on)
         results = value.get("results")
         if not isinstance(results, list):
             self.step_failed("amp.recall", "amp.recall answered no `results` list", None)
-        return [r for r in results if isinstance(r, dict)]
+        return Rows([Value(r, value.exchange) for r in results if isinstance(r, dict)], value.exchange)
 
     def find(
         self, scope: dict[str, Any], memory_id: str, query: str, *, on: str, **fields: Any
-    ) -> dict[str, Any] | None:
+    ) -> Value | None:
         """The recall result with ``memory_id`` (querying ``query``), or None."""
         return next((r for r in self.recall(scope, query, on=on, **fields) if r.get("id") == memory_id), None)
 
@@ -231,14 +234,16 @@ class Amp11(CheckContext[Amp11Session]):
         value = self.ok("amp.stats", {"scope": scope}, on=on, what="amp.stats (precondition)")
         count = value.get("memory_count")
         if type(count) is not int:
-            self.step_failed("amp.stats", f"amp.stats answered memory_count {count!r}, not an integer", None)
+            self.step_failed(
+                "amp.stats", f"amp.stats answered memory_count {shown(count)}, not an integer", None
+            )
         return count
 
-    def export_rows(self, arguments: dict[str, Any], *, on: str) -> tuple[list[Any], dict[str, Any]]:
+    def export_rows(self, arguments: dict[str, Any], *, on: str) -> tuple[Rows, Value]:
         """One export page: its parsed rows and the whole result (a precondition)."""
         value = self.ok("amp.export", arguments, on=on, what="amp.export")
         text = value.get("ndjson", "")
-        rows: list[Any] = []
+        rows = Rows([], value.exchange)
         if isinstance(text, str):
             for number, line in enumerate(text.split("\n"), start=1):
                 if not line.strip():
@@ -246,10 +251,18 @@ class Amp11(CheckContext[Amp11Session]):
                 try:
                     rows.append(json.loads(line))
                 except ValueError:
-                    self.step_failed("amp.export", f"MXF line {number} is not JSON: {line[:120]!r}", None)
+                    self.step_failed(
+                        "amp.export", f"MXF line {number} is not JSON: {shown(line[:120])}", None
+                    )
         return rows, value
 
     # -- expectations --------------------------------------------------------------------------------
+
+    @property
+    def latest(self) -> Exchange | None:
+        """The exchange of the check's latest call, named as the evidence of a verdict about what a
+        helper returned without its exchange (``count``, ``find``, the ids of a recall)."""
+        return self.evidence.exchanges[-1] if self.evidence.exchanges else None
 
     def expect_valid(self, result: VerbResult) -> None:
         """The successful result validates against the verb's output schema (SCHEMA rows)."""
@@ -274,7 +287,8 @@ class Amp11(CheckContext[Amp11Session]):
         )
         self.expect(
             result.error_code in wanted,
-            f"{what} over {result.channel}: expected amp_error_code {expectation}, got {result.error_code!r}"
+            f"{what} over {result.channel}: expected amp_error_code {expectation}, "
+            f"got {shown(result.error_code)}"
             + (f" ({'; '.join(result.problems)})" if result.problems else ""),
             result,
             expected=expectation,

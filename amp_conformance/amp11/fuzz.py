@@ -38,7 +38,7 @@ from amp_conformance.amp11.schemas import VERBS, VERBS_FULL, output_problems, ve
 from amp_conformance.amp11.session import Amp11Session
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import ServerUnavailable, ToolError
-from amp_conformance.engine.progress import note_fuzz_requests
+from amp_conformance.engine.text import shown
 
 SCOPE_MEMBERS: Final = ("scope", "agent_id")
 UNKNOWN_MEMBER: Final = "amp11_fuzz_unknown_member"
@@ -96,9 +96,9 @@ class Finding:
         return [self.exchange.as_dict()]
 
     def describe(self) -> str:
-        shown = json.dumps(self.arguments)[:300]
+        arguments = json.dumps(self.arguments)[:300]
         cited = self.requirement or "(schema)"
-        line = f"- {cited} {self.verb} over {self.channel}: {self.message}\n    arguments: {shown}"
+        line = f"- {cited} {self.verb} over {self.channel}: {self.message}\n    arguments: {arguments}"
         frame = self.frame()
         if frame is not None:
             line += f"\n    frame: {json.dumps(frame)[:400]}"
@@ -214,7 +214,7 @@ def _error_problem(result: VerbResult) -> tuple[str, str] | None:
         if result.error_code is None:
             return "AMP11-ERR-06", f"HTTP {status} error body carries no AMP error code"
     if result.error_code not in ERROR_MAPPING:
-        return "AMP11-ERR-07", f"amp_error_code {result.error_code!r} is not one of §3.5"
+        return "AMP11-ERR-07", f"amp_error_code {shown(result.error_code)} is not one of §3.5"
     rpc_codes, status = ERROR_MAPPING[result.error_code]
     if result.channel == MCP and result.transport_code not in rpc_codes:
         return "AMP11-ERR-07", f"{result.error_code} came with JSON-RPC code {result.transport_code}"
@@ -358,8 +358,10 @@ class VerbFuzzer:
         examples: int,
         seconds: float,
         scope: Callable[[], dict[str, str]] | None = None,
+        on_requests: Callable[[int], None] | None = None,
     ) -> None:
         self.session = session
+        self.on_requests = on_requests
         self.channel = channel
         self.run = FuzzRun(channel=channel, seed=seed)
         self.examples = max(1, examples)
@@ -382,7 +384,8 @@ class VerbFuzzer:
         finally:
             sent = self.session.requests - before
             self.run.examples += sent
-            note_fuzz_requests(sent)
+            if self.on_requests is not None:
+                self.on_requests(sent)
         if (
             self.channel == REST
             and verb in VERBS_FULL

@@ -26,6 +26,7 @@ from typing import Any
 
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import DeadlineExceeded, ServerUnavailable, TransportFailure
+from amp_conformance.engine.text import shown
 
 MCP_PROTOCOL_VERSION = "2025-03-26"
 MAX_LINE_BYTES = 8 * 1024 * 1024
@@ -95,13 +96,13 @@ class McpExchange(Exchange):
 
     def describe(self) -> str:
         """The frames, ``>`` sent and ``<`` received, for failure messages."""
-        shown = [f"> {_clip((self.request_body or b'').decode('utf-8', errors='replace'))}"]
-        shown += [f"< {_clip(line)}" for line in self.received]
+        lines = [f"> {_clip((self.request_body or b'').decode('utf-8', errors='replace'))}"]
+        lines += [f"< {_clip(line)}" for line in self.received]
         if self.error is not None:
-            shown.append(f"< (no reply: {self.error})")
+            lines.append(f"< (no reply: {self.error})")
         elif not self.received:
-            shown.append("< (nothing received)")
-        return "\n".join(shown)
+            lines.append("< (nothing received)")
+        return "\n".join(lines)
 
 
 def _clip(text: str, limit: int = 2000) -> str:
@@ -180,7 +181,7 @@ class McpSession:
                 start_new_session=True,
             )
         except (OSError, ValueError) as exc:
-            self.broken_reason = f"could not start {self.command_text!r}: {exc}"
+            self.broken_reason = f"could not start {shown(self.command_text)}: {exc}"
             raise McpTransportError(self.broken_reason, kind="start") from None
         assert self._process.stdout is not None and self._process.stderr is not None
         threading.Thread(target=self._pump_stdout, args=(self._process.stdout,), daemon=True).start()
@@ -479,7 +480,7 @@ class McpSession:
             text += " (the timeout: a server this slow needs a larger --timeout)"
         if exchange.stray:
             text += f"; stdout carried {len(exchange.stray)} line(s) that are not replies, first: "
-            text += repr(_clip(exchange.stray[0], 200))
+            text += shown(_clip(exchange.stray[0], 200))
         if not self.alive:
             text = self._exit_text(text)
         return text

@@ -23,7 +23,7 @@ from amp_conformance.engine.options import OptionSpec, OptionValues, SuiteOption
 
 if TYPE_CHECKING:  # loaded when a run of this protocol opens its session: the registry loads every
     # protocol's record (to find an id's catalogue), and an AMP v0.1.0 worker needs none of this
-    from amp_conformance.amp11.context import Amp11
+    from amp_conformance.amp11.context import Amp11Context
     from amp_conformance.amp11.session import Amp11Session, Amp11Target
     from amp_conformance.engine.run import Run
     from amp_conformance.engine.spec import CheckSpec
@@ -64,7 +64,7 @@ class Amp11Options:
         return {"keep_cells": self.keep_cells}
 
 
-class Amp11Protocol(HttpProtocol[Amp11Options, "Amp11Session", "Amp11"]):
+class Amp11Protocol(HttpProtocol[Amp11Options, "Amp11Session", "Amp11Context"]):
     """AMP v1.1: eight verbs as MCP tools over stdio and as REST routes (the REST base URL is
     optional: an MCP-only run has none)."""
 
@@ -125,10 +125,10 @@ class Amp11Protocol(HttpProtocol[Amp11Options, "Amp11Session", "Amp11"]):
         target.cleanup = not own.keep_cells
         return Amp11Session(target, run)
 
-    def context(self, session: Amp11Session, spec: CheckSpec) -> Amp11:
-        from amp_conformance.amp11.context import Amp11
+    def context(self, session: Amp11Session, spec: CheckSpec) -> Amp11Context:
+        from amp_conformance.amp11.context import Amp11Context
 
-        return Amp11(session.run, spec, session)
+        return Amp11Context(session.run, spec, session)
 
     def server_errors(self, exchanges: Sequence[Exchange]) -> list[Exchange]:
         """HTTP 5xx answers other than 501 that are not a reported ``backend_error`` (§3.5 maps

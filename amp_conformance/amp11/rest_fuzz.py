@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from amp_conformance.amp11.channels import SCOPE_KEYS
+from amp_conformance.engine.text import shown
 from amp_conformance.fuzz import FAIL, OFF, WARN, FuzzProfile, Policy
 
 API_PREFIX: Final = "/v1"
@@ -180,7 +181,7 @@ def ndjson_problems(text: str) -> list[str]:
             try:
                 json.loads(line)
             except ValueError:
-                problems.append(f"line {number} is not JSON: {line[:80]!r}")
+                problems.append(f"line {number} is not JSON: {shown(line[:80])}")
     return problems
 
 

@@ -15,7 +15,6 @@ from jsonschema.exceptions import SchemaError
 VERBS_CORE = ("amp.encode", "amp.recall", "amp.forget", "amp.stats")
 VERBS_FULL = ("amp.consolidate", "amp.pin", "amp.export", "amp.import")
 VERBS = VERBS_CORE + VERBS_FULL
-VERBS_DRAFT = ("amp.update", "amp.batch_encode")
 
 
 #: ``format`` as the checks judge it: ``date-time`` is an ISO 8601 date-time, with or without a UTC
@@ -75,11 +74,6 @@ def _problems(validator: Draft202012Validator, value: Any, limit: int) -> list[s
 def output_problems(verb: str, value: Any, limit: int = 5) -> list[str]:
     """Why ``value`` is not a valid result of ``verb`` (empty when it is)."""
     return _problems(_validator(verb, "output"), value, limit)
-
-
-def input_problems(verb: str, value: Any, limit: int = 5) -> list[str]:
-    """Why ``value`` is not a valid argument object of ``verb`` (the suite's own requests are checked too)."""
-    return _problems(_validator(verb, "input"), value, limit)
 
 
 def definition_problems(name: str, value: Any, limit: int = 5) -> list[str]:

@@ -56,8 +56,8 @@ class Created:
 
 
 class Amp11Session(HttpSession):
-    """The session-wide state behind the ``amp11`` fixture (the engine's protocol session): its MCP
-    process beside the HTTP layer's connection (made on first use, when the target has a base URL)."""
+    """The session-wide state behind the checks' ``amp`` fixture (the engine's protocol session): its
+    MCP process beside the HTTP layer's connection (made on first use, when the target has a base URL)."""
 
     def __init__(self, target: Amp11Target, run: Run | None = None):
         if run is not None:  # (a test may drive a session without a run)
@@ -66,7 +66,8 @@ class Amp11Session(HttpSession):
         self.target = target
         self.created: list[Created] = []
         self.backend_errors: list[VerbResult] = []  # every backend_error any check saw (AMP11-ERR-04)
-        #: per channel, a plain forced encode in the scope form (``Amp11.blocked_if_scope_form_refused``)
+        #: per channel, a plain forced encode in the scope form
+        #: (``Amp11Context.blocked_if_scope_form_refused``)
         self.scope_form_controls: dict[str, VerbResult] = {}
         self.cleanup_problems: list[str] = []
         self.cleanup_deleted = 0

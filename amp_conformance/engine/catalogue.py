@@ -85,11 +85,6 @@ class Catalogue:
     def __contains__(self, requirement_id: object) -> bool:
         return requirement_id in self.requirements
 
-    def strongest_level(self, requirement_ids: Iterable[str]) -> Level | None:
-        """The strongest level of the ids this catalogue has (None when it has none of them)."""
-        found = [r.level for rid in requirement_ids if (r := self.requirements.get(rid)) is not None]
-        return min(found, key=LEVELS.index) if found else None
-
     def expand_areas(self, names: str | Iterable[str]) -> set[str]:
         """``--only`` text (``"acl,crud"``) as area codes; an unknown name raises ValueError."""
         items = names.split(",") if isinstance(names, str) else list(names)

@@ -1,6 +1,6 @@
 """The check context: the verdict API every protocol's checks use, and shared steps.
 
-A protocol's context (``Amp``, ``Amp11``) subclasses :class:`CheckContext` and adds only its
+A protocol's context (``Amp``, ``Amp11Context``) subclasses :class:`CheckContext` and adds only its
 protocol's verbs. Findings: ``expect`` / ``fail`` name the requirement they break (``requirement=``)
 and are reported at its level; ``warn`` and ``note`` record and carry on; ``skip`` ends the check with
 a reason; a step the check depends on raises :class:`PreconditionFailed` (``precondition_failed``):
@@ -73,6 +73,11 @@ class CheckContext(Generic[SessionT]):
     """The per-check API, generic in its protocol's session (``class Amp(CheckContext[Amp01Session])``).
     Requests made through it are recorded as the check's evidence."""
 
+    explicit_evidence = False
+    """True for a context whose checks name what each ``expect`` judges: a call naming no evidence is
+    then refused (ToolError, passing or not), since its finding would show whatever was sent last."""
+    _unnamed: Any = object()  # expect's evidence when a call names none (None is named)
+
     def __init__(self, run: Run, spec: CheckSpec, session: SessionT):
         self.run = run
         self.info = spec
@@ -106,12 +111,19 @@ class CheckContext(Generic[SessionT]):
         self,
         condition: object,
         message: str,
-        evidence: object = None,
+        evidence: object = _unnamed,
         *,
         expected: str | None = None,
         requirement: str | None = None,
     ) -> None:
-        """Fail with ``message`` (the finding) unless ``condition`` is true."""
+        """Fail with ``message`` (the finding) unless ``condition`` is true; ``evidence`` is the reply,
+        result or exchange judged (unnamed: the check's last exchange, unless ``explicit_evidence``)."""
+        if evidence is self._unnamed:
+            if self.explicit_evidence:
+                raise ToolError(
+                    f"expect() names no evidence (the reply or result it judges): {message[:200]}"
+                )
+            evidence = None
         if not condition:
             self.fail(message, evidence, expected=expected, requirement=requirement)
 

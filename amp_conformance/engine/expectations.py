@@ -30,7 +30,6 @@ import pytest
 
 from amp_conformance.engine.resources import load_contract
 
-EXPECTABLE = ("fail", "warn", "error", "skip")
 #: Outcomes a baseline records: what makes a run fail or end incomplete (a blocked check never does:
 #: its root cause is the failure that counts).
 BASELINE_OUTCOMES = ("fail", "error")

@@ -25,21 +25,6 @@ from amp_conformance.engine.marking import check_info
 if TYPE_CHECKING:
     from amp_conformance.engine.run import Run
 
-_fuzz_requests = 0
-_fuzz_lock = threading.Lock()
-
-
-def note_fuzz_requests(count: int) -> None:
-    """Called by the fuzz driver as it goes: requests it sent (shown on the progress line)."""
-    global _fuzz_requests
-    with _fuzz_lock:
-        _fuzz_requests += count
-
-
-def fuzz_requests() -> int:
-    with _fuzz_lock:
-        return _fuzz_requests
-
 
 def _clock(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
@@ -108,7 +93,8 @@ class Progress:
         self.active = True
         self.total = total
         self.started = time.monotonic()
-        self._fuzz_at_start = fuzz_requests()
+        run = self.find_run(config)
+        self._fuzz_at_start = run.fuzz_requests if run is not None else 0
         self._thread = threading.Thread(target=self._tick, name="amp-progress", daemon=True)
         self._thread.start()
 
@@ -126,7 +112,7 @@ class Progress:
         sent = getattr(run, "requests_sent", None)
         if isinstance(sent, int):
             parts.append(f"{sent} requests")
-        fuzzed = fuzz_requests() - self._fuzz_at_start
+        fuzzed = (run.fuzz_requests if run is not None else 0) - self._fuzz_at_start
         if self.area == "fuzz" or fuzzed:
             parts.append(f"fuzzing: {fuzzed} requests")
         return "  ".join(parts)[: max(self._width - 1, 20)]

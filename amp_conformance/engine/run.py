@@ -11,6 +11,7 @@ one server never see each other's data.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import typing
 from abc import ABC, abstractmethod
@@ -105,6 +106,9 @@ class Run:
         self.worker_requests = 0
         """Requests the workers of a parallel run sent (their cleanup included); 0 in a serial run."""
         self.worker_cleanup_requests = 0
+        self.fuzz_requests = 0
+        """Requests the fuzz area sent so far (the progress line shows them while it runs)."""
+        self._fuzz_lock = threading.Lock()
         self.workers = 1
         self.preflight_problem: str | None = None
         """Why no check may run (nothing answers, or it is no server of the protocol); exit 2."""
@@ -131,6 +135,11 @@ class Run:
         """Every request the run sent, its workers' included."""
         own = self.session.requests if self.session is not None else 0
         return own + self.worker_requests
+
+    def note_fuzz_requests(self, count: int) -> None:
+        """Called by a fuzz driver as it goes, from the fuzz engine's threads too."""
+        with self._fuzz_lock:
+            self.fuzz_requests += count
 
     @property
     def cleanup_requests(self) -> int:

@@ -10,7 +10,6 @@ last :data:`LOG_TAIL_LINES` lines explain a server that would not start or died 
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import signal
 import socket
@@ -28,6 +27,7 @@ import httpx
 import pytest
 
 from amp_conformance.engine.outcomes import ToolError
+from amp_conformance.engine.text import printable
 
 if TYPE_CHECKING:
     from amp_conformance.engine.protocol import AnyProtocol
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 LOG_TAIL_LINES = 40
 STOP_GRACE_SECONDS = 5.0
 PORT_PLACEHOLDER = "{port}"
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 # Runs in its own session; blocks on a pipe from the suite. "stop" on the pipe means the suite
 # stopped the server itself; end of file without it means the suite died: stop the group then.
@@ -87,11 +86,6 @@ def parse_server_env(pairs: list[str]) -> dict[str, str]:
             raise ValueError(f"--server-env takes KEY=VALUE, got {pair!r}")
         env[key] = value
     return env
-
-
-def printable(text: str) -> str:
-    """Server output made safe for a terminal or a report: control characters shown as escapes."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def live_group_members(pgid: int) -> list[int]:

@@ -8,7 +8,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, Final
 
-from amp_conformance.engine.progress import note_fuzz_requests
 from amp_conformance.fuzz._model import FAIL, FuzzFinding, FuzzProfile
 
 _SECRET_HEADER: Final = re.compile(r"(key|token|secret|authorization|password|cookie)", re.IGNORECASE)
@@ -36,8 +35,17 @@ def leaf_count(value: Any) -> int:
 class Collector:
     """Thread-safe store of findings for one run (schemathesis checks run in worker threads)."""
 
-    def __init__(self, *, seed: int, origin: str, secrets: Mapping[str, str], profile: FuzzProfile) -> None:
+    def __init__(
+        self,
+        *,
+        seed: int,
+        origin: str,
+        secrets: Mapping[str, str],
+        profile: FuzzProfile,
+        on_requests: Callable[[int], None] | None = None,
+    ) -> None:
         self.seed = seed
+        self.on_requests = on_requests
         self.profile = profile
         self.origin = origin
         self.secrets = dict(secrets)
@@ -115,7 +123,8 @@ class Collector:
     def count(self, requests: int) -> None:
         with self._lock:
             self.examples += requests
-        note_fuzz_requests(requests)  # the progress line shows it while the fuzz area runs
+        if self.on_requests is not None:
+            self.on_requests(requests)
 
     def findings(self) -> list[FuzzFinding]:
         with self._lock:

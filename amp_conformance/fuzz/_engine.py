@@ -308,6 +308,7 @@ def run_fuzz(config: FuzzConfig) -> FuzzResult:
         origin=origin_of(config.base_url, config.profile.api_prefix),
         secrets=secret_headers(config.headers),
         profile=config.profile,
+        on_requests=config.on_requests,
     )
     # The promise is 2 * seconds of wall time; keep a little for assembling the result.
     hard_deadline = started + 2 * config.seconds - min(1.0, 0.1 * config.seconds)

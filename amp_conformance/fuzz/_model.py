@@ -140,6 +140,9 @@ class FuzzConfig:
     owner_id: str | None = None
     """The run's own owner (or scope) id, handed to the profile's ``isolate`` before every call, so a run
     writes only under its own id and never reads others' data."""
+    on_requests: Callable[[int], None] | None = None
+    """Called with the requests each step sent, as the run goes (``Run.note_fuzz_requests``: the
+    progress line shows them while the fuzz area runs)."""
 
 
 @dataclass(frozen=True)

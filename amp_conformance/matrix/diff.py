@@ -126,7 +126,7 @@ def _checks_line(item: Mapping[str, Any]) -> str:
 
 
 def render_text(diff: Mapping[str, Any]) -> str:
-    from amp_conformance.engine.server_process import printable
+    from amp_conformance.engine.text import printable
 
     lines = [_headline(diff)]
     for entry in diff["implementations"]:

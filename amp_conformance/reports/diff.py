@@ -237,7 +237,7 @@ def _arrow(old: object, new: object) -> str:
 
 
 def render_text(diff: Mapping[str, Any]) -> str:
-    from amp_conformance.engine.server_process import printable
+    from amp_conformance.engine.text import printable
 
     lines = [_headline(diff)]
     for key, title in _TITLES:

@@ -132,7 +132,7 @@ def test_the_v11_profile_reads_the_v11_error_body_and_documented_5xx() -> None:
     assert PROFILE.requirement_for("response_schema_conformance", 200) == "AMP11-REST-10"
     assert PROFILE.requirement_for("content_type_conformance", 400) == "AMP11-ERR-06"
     assert ndjson_problems('{"id": 1}\n\n{"id": 2}\n') == []
-    assert ndjson_problems('{"id": 1}\nnot json\n') == ["line 2 is not JSON: 'not json'"]
+    assert ndjson_problems('{"id": 1}\nnot json\n') == ['line 2 is not JSON: "not json"']
 
 
 def test_the_v11_profile_pins_every_scope_to_the_runs_own() -> None:

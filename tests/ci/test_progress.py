@@ -11,7 +11,10 @@ import termios
 
 import pytest
 
-from amp_conformance.engine.progress import Progress, note_fuzz_requests
+from amp_conformance.amp01.protocol import PROTOCOL
+from amp_conformance.engine.configuration import build_options
+from amp_conformance.engine.progress import Progress
+from amp_conformance.engine.run import Run
 from tests.ci.helpers import PYTHON, command_env, run_command
 
 ARGS = ["--app", "reference_server:create_app", "--only", "health,cap,read"]
@@ -72,10 +75,17 @@ def test_a_pipe_gets_none() -> None:
 
 
 def test_the_line_counts_fuzz_requests() -> None:
-    progress = Progress(lambda config: None)
+    """The count is the run's (Run.note_fuzz_requests), not a module's: two runs do not add up."""
+    run = Run(build_options({"amp_base_url": "http://127.0.0.1:9/amp/v1"}, PROTOCOL), PROTOCOL)
+    other = Run(build_options({"amp_base_url": "http://127.0.0.1:9/amp/v1"}, PROTOCOL), PROTOCOL)
+    progress = Progress(lambda config: run)
+    progress._config = object()  # type: ignore[assignment]  # as after _start: the line asks for its run
     progress.total, progress.done, progress.area = 10, 3, "fuzz"
     before = progress.line()
-    note_fuzz_requests(25)
+    other.note_fuzz_requests(7)
+    unchanged = progress.line()
+    run.note_fuzz_requests(25)
     after = progress.line()
-    assert before.startswith("AMP 3/10 checks  area fuzz")
-    assert "fuzzing: " in after and after != before
+    assert before.startswith("AMP 3/10 checks  area fuzz") and "fuzzing: 0 requests" in before
+    assert unchanged == before
+    assert "fuzzing: 25 requests" in after

@@ -40,6 +40,7 @@ def fuzz_result(amp: Amp) -> FuzzResult:
             app=amp.session.connection.app,
             allow_global_effects=amp.session.options.allow_global_effects,
             owner_id=amp.owner(),
+            on_requests=amp.run.note_fuzz_requests,
         )
         cached = run_fuzz(config)
         # schemathesis sends through its own client: count its requests where the run's count comes from

@@ -1,1 +1,1 @@
-"""The AMP v1.1 checks: plain pytest tests marked with ``@check("AMP11-...")`` using the ``amp11`` fixture."""
+"""The AMP v1.1 checks: plain pytest tests marked with ``@check("AMP11-...")`` using the ``amp`` fixture."""

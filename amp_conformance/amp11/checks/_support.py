@@ -9,34 +9,35 @@ from contextlib import contextmanager
 from typing import Any
 
 from amp_conformance.amp11.channels import MCP
-from amp_conformance.amp11.context import Amp11
+from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.amp11.mcp import McpExchange, McpSession, McpTransportError
+from amp_conformance.engine.text import shown
 
 
 @contextmanager
-def fresh_session(amp11: Amp11, *, initialize: bool = True) -> Iterator[McpSession]:
+def fresh_session(amp: Amp11Context, *, initialize: bool = True) -> Iterator[McpSession]:
     """A server process of this check's own (for probes that could disturb the shared session)."""
-    amp11.require(MCP)
-    target = amp11.session.target
+    amp.require(MCP)
+    target = amp.session.target
     assert target.mcp_command is not None
-    amp11.session.mcp()  # the shared session works, so a failure below is about a second process
+    amp.session.mcp()  # the shared session works, so a failure below is about a second process
     session = McpSession(target.mcp_command, timeout=target.timeout, env=target.env)
     try:
         try:
             session.start()
             if initialize:
-                session.initialize(log=amp11.evidence.exchanges)
+                session.initialize(log=amp.evidence.exchanges)
         except McpTransportError as exc:
             if exc.kind in ("exited", "start"):
-                amp11.skip(f"a second server process could not be started for this probe ({exc})")
+                amp.skip(f"a second server process could not be started for this probe ({exc})")
             raise
         yield session
     finally:
         session.close()
 
 
-def mcp_exchanges(amp11: Amp11) -> list[McpExchange]:
-    return [e for e in amp11.evidence.exchanges if isinstance(e, McpExchange)]
+def mcp_exchanges(amp: Amp11Context) -> list[McpExchange]:
+    return [e for e in amp.evidence.exchanges if isinstance(e, McpExchange)]
 
 
 def frame_problems(exchange: McpExchange) -> list[str]:
@@ -46,7 +47,7 @@ def frame_problems(exchange: McpExchange) -> list[str]:
         return []
     problems = []
     if message.get("jsonrpc") != "2.0":
-        problems.append(f'`jsonrpc` is {message.get("jsonrpc")!r}, not "2.0"')
+        problems.append(f'`jsonrpc` is {shown(message.get("jsonrpc"))}, not "2.0"')
     reply_id = message.get("id")
     if type(reply_id) is not int or reply_id != exchange.rpc_id:
         problems.append(f"`id` is {json.dumps(reply_id)}, the request's id was {exchange.rpc_id}")

@@ -6,14 +6,15 @@ from typing import Any
 
 from amp_conformance.amp11.channels import REST, parse_rest_reply
 from amp_conformance.amp11.checks._support import ndjson, row
-from amp_conformance.amp11.context import Amp11
+from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.engine.client import Client, Reply
 from amp_conformance.engine.marking import check
+from amp_conformance.engine.text import shown
 
 
-def _client(amp11: Amp11) -> Client:
-    amp11.require(REST)
-    return Client(amp11.session.connection(), log=amp11.evidence.exchanges, deadline=amp11.deadline)
+def _client(amp: Amp11Context) -> Client:
+    amp.require(REST)
+    return Client(amp.session.connection(), log=amp.evidence.exchanges, deadline=amp.deadline)
 
 
 ROUTE_VERBS = {
@@ -27,7 +28,7 @@ ROUTE_VERBS = {
 }
 
 
-def _served(amp11: Amp11, reply: Reply, route: str) -> dict[str, Any]:
+def _served(amp: Amp11Context, reply: Reply, route: str) -> dict[str, Any]:
     """The route answered 200 with a JSON object (not 404/405: the route exists where documented).
 
     A route that is there and answered an AMP error refused the verb itself: that is the verb's own
@@ -36,103 +37,97 @@ def _served(amp11: Amp11, reply: Reply, route: str) -> dict[str, Any]:
     if reply.status not in (200, 404, 405):
         result = parse_rest_reply(ROUTE_VERBS[route], reply)
         if result.error_key is not None:
-            amp11.served(result, route)
-    amp11.expect(reply.status == 200, f"{route} answered HTTP {reply.status}", reply.exchange, expected="200")
+            amp.served(result, route)
+    amp.expect(reply.status == 200, f"{route} answered HTTP {reply.status}", reply.exchange, expected="200")
     body = reply.json_object()
     return body
 
 
 @check("AMP11-REST-01")
-def test_encode_route(amp11: Amp11) -> None:
+def test_encode_route(amp: Amp11Context) -> None:
     """amp.encode is POST /v1/memories, answered 200 with an EncodeResponse."""
-    scope = amp11.scope()
-    reply = _client(amp11).post(
-        "/v1/memories", {"scope": scope, "content": "route", "force": True}, root=True
-    )
-    body = _served(amp11, reply, "POST /v1/memories")
-    amp11.expect(body.get("status") == "stored", f"encode body {body}", reply.exchange)
-    amp11.session.remember(REST, {"scope": scope, "id": body.get("id")})
+    scope = amp.scope()
+    reply = _client(amp).post("/v1/memories", {"scope": scope, "content": "route", "force": True}, root=True)
+    body = _served(amp, reply, "POST /v1/memories")
+    amp.expect(body.get("status") == "stored", f"encode body {body}", reply.exchange)
+    amp.session.remember(REST, {"scope": scope, "id": body.get("id")})
 
 
 @check("AMP11-REST-02")
-def test_recall_route(amp11: Amp11) -> None:
+def test_recall_route(amp: Amp11Context) -> None:
     """amp.recall is POST /v1/memories/recall, answered 200 with a RecallResponse."""
-    reply = _client(amp11).post("/v1/memories/recall", {"scope": amp11.scope(), "query": "route"}, root=True)
-    body = _served(amp11, reply, "POST /v1/memories/recall")
-    amp11.expect(isinstance(body.get("results"), list), f"recall body {body}", reply.exchange)
+    reply = _client(amp).post("/v1/memories/recall", {"scope": amp.scope(), "query": "route"}, root=True)
+    body = _served(amp, reply, "POST /v1/memories/recall")
+    amp.expect(isinstance(body.get("results"), list), f"recall body {body}", reply.exchange)
 
 
 @check("AMP11-REST-03")
-def test_forget_route(amp11: Amp11) -> None:
+def test_forget_route(amp: Amp11Context) -> None:
     """amp.forget is DELETE /v1/memories/{id} with the scope as query parameters."""
-    amp11.require(REST)
-    scope = amp11.scope()
-    memory_id = amp11.encode(scope, f"delete route {amp11.token()}", on=REST, remember=False)
-    reply = _client(amp11).delete(f"/v1/memories/{memory_id}", params=scope, root=True)
-    body = _served(amp11, reply, "DELETE /v1/memories/{id}")
-    amp11.expect(body.get("status") == "forgotten", f"forget body {body}", reply.exchange)
+    amp.require(REST)
+    scope = amp.scope()
+    memory_id = amp.encode(scope, f"delete route {amp.token()}", on=REST, remember=False)
+    reply = _client(amp).delete(f"/v1/memories/{memory_id}", params=scope, root=True)
+    body = _served(amp, reply, "DELETE /v1/memories/{id}")
+    amp.expect(body.get("status") == "forgotten", f"forget body {body}", reply.exchange)
 
 
 @check("AMP11-REST-04")
-def test_stats_route(amp11: Amp11) -> None:
+def test_stats_route(amp: Amp11Context) -> None:
     """amp.stats is GET /v1/memories/stats with the scope as query parameters."""
-    reply = _client(amp11).get("/v1/memories/stats", params=amp11.scope(), root=True)
-    body = _served(amp11, reply, "GET /v1/memories/stats")
-    amp11.expect(body.get("memory_count") == 0, f"stats body {body}", reply.exchange)
+    reply = _client(amp).get("/v1/memories/stats", params=amp.scope(), root=True)
+    body = _served(amp, reply, "GET /v1/memories/stats")
+    amp.expect(body.get("memory_count") == 0, f"stats body {body}", reply.exchange)
 
 
 @check("AMP11-REST-05")
-def test_pin_route(amp11: Amp11) -> None:
+def test_pin_route(amp: Amp11Context) -> None:
     """amp.pin is PUT /v1/memories/{id}/pin with the scope keys as a flat JSON body."""
-    amp11.require(REST)
-    scope = amp11.scope()
-    memory_id = amp11.encode(scope, f"pin route {amp11.token()}", on=REST)
-    reply = _client(amp11).request("PUT", f"/v1/memories/{memory_id}/pin", json_body=scope, root=True)
+    amp.require(REST)
+    scope = amp.scope()
+    memory_id = amp.encode(scope, f"pin route {amp.token()}", on=REST)
+    reply = _client(amp).request("PUT", f"/v1/memories/{memory_id}/pin", json_body=scope, root=True)
     result = parse_rest_reply("amp.pin", reply)
-    amp11.full_verb_answer(result)
-    body = _served(amp11, reply, "PUT /v1/memories/{id}/pin")
-    amp11.expect(body.get("status") == "pinned", f"pin body {body}", reply.exchange)
+    amp.full_verb_answer(result)
+    body = _served(amp, reply, "PUT /v1/memories/{id}/pin")
+    amp.expect(body.get("status") == "pinned", f"pin body {body}", reply.exchange)
 
 
 @check("AMP11-REST-06")
-def test_consolidate_route(amp11: Amp11) -> None:
+def test_consolidate_route(amp: Amp11Context) -> None:
     """amp.consolidate is POST /v1/memories/consolidate."""
-    reply = _client(amp11).post(
-        "/v1/memories/consolidate", {"scope": amp11.scope(), "depth": "light"}, root=True
-    )
-    amp11.full_verb_answer(parse_rest_reply("amp.consolidate", reply))
-    body = _served(amp11, reply, "POST /v1/memories/consolidate")
-    amp11.expect(body.get("status") in ("ok", "queued"), f"consolidate body {body}", reply.exchange)
+    reply = _client(amp).post("/v1/memories/consolidate", {"scope": amp.scope(), "depth": "light"}, root=True)
+    amp.full_verb_answer(parse_rest_reply("amp.consolidate", reply))
+    body = _served(amp, reply, "POST /v1/memories/consolidate")
+    amp.expect(body.get("status") in ("ok", "queued"), f"consolidate body {body}", reply.exchange)
 
 
 @check("AMP11-REST-07")
-def test_export_route_streams_ndjson_with_a_cursor_header(amp11: Amp11) -> None:
+def test_export_route_streams_ndjson_with_a_cursor_header(amp: Amp11Context) -> None:
     """amp.export is POST /v1/memories/export: NDJSON, with X-AMP-Next-Cursor while rows remain."""
-    amp11.require(REST)
-    scope = amp11.scope()
+    amp.require(REST)
+    scope = amp.scope()
     for number in range(3):
-        amp11.encode(scope, f"export route {number} {amp11.token()}", on=REST)
-    reply = _client(amp11).post("/v1/memories/export", {"scope": scope, "page_size": 2}, root=True)
+        amp.encode(scope, f"export route {number} {amp.token()}", on=REST)
+    reply = _client(amp).post("/v1/memories/export", {"scope": scope, "page_size": 2}, root=True)
     if reply.status != 200:
-        amp11.full_verb_answer(parse_rest_reply("amp.export", reply))
-    amp11.expect(reply.status == 200, f"export answered HTTP {reply.status}", reply.exchange)
+        amp.full_verb_answer(parse_rest_reply("amp.export", reply))
+    amp.expect(reply.status == 200, f"export answered HTTP {reply.status}", reply.exchange)
     kind = reply.headers.get("content-type", "")
-    amp11.expect("application/x-ndjson" in kind, f"export Content-Type is {kind!r}", reply.exchange)
+    amp.expect("application/x-ndjson" in kind, f"export Content-Type is {shown(kind)}", reply.exchange)
     lines = [line for line in reply.text.split("\n") if line.strip()]
-    amp11.expect(len(lines) == 2, f"page_size 2 answered {len(lines)} lines", reply.exchange)
-    amp11.expect(
-        reply.headers.get("x-amp-next-cursor"), "no X-AMP-Next-Cursor with a row left", reply.exchange
-    )
+    amp.expect(len(lines) == 2, f"page_size 2 answered {len(lines)} lines", reply.exchange)
+    amp.expect(reply.headers.get("x-amp-next-cursor"), "no X-AMP-Next-Cursor with a row left", reply.exchange)
 
 
 @check("AMP11-REST-08")
-def test_import_route_takes_ndjson_and_query_policies(amp11: Amp11) -> None:
+def test_import_route_takes_ndjson_and_query_policies(amp: Amp11Context) -> None:
     """amp.import is POST /v1/memories/import (NDJSON; scope and policies in the query); partial: 200."""
-    scope = amp11.scope()
+    scope = amp.scope()
 
-    good = row(scope, f"import route {amp11.token()}")
-    amp11.session.remember(REST, {"scope": scope, "id": good["id"]})
-    reply = _client(amp11).request(
+    good = row(scope, f"import route {amp.token()}")
+    amp.session.remember(REST, {"scope": scope, "id": good["id"]})
+    reply = _client(amp).request(
         "POST",
         "/v1/memories/import",
         content=ndjson(good, "not json").encode(),
@@ -140,20 +135,20 @@ def test_import_route_takes_ndjson_and_query_policies(amp11: Amp11) -> None:
         headers={"Content-Type": "application/x-ndjson"},
         root=True,
     )
-    amp11.full_verb_answer(parse_rest_reply("amp.import", reply))
-    body = _served(amp11, reply, "POST /v1/memories/import")
+    amp.full_verb_answer(parse_rest_reply("amp.import", reply))
+    body = _served(amp, reply, "POST /v1/memories/import")
     counts = (body.get("imported"), body.get("skipped"), body.get("failed"))
-    amp11.expect(counts == (1, 0, 1), f"import counts {counts} for a good and a bad line", reply.exchange)
+    amp.expect(counts == (1, 0, 1), f"import counts {counts} for a good and a bad line", reply.exchange)
 
 
 @check("AMP11-REST-09")
-def test_json_responses_say_so(amp11: Amp11) -> None:
+def test_json_responses_say_so(amp: Amp11Context) -> None:
     """JSON responses (every verb but export, and errors) carry Content-Type application/json."""
-    client = _client(amp11)
-    scope = amp11.scope()
+    client = _client(amp)
+    scope = amp.scope()
     replies = [
         client.post(
-            "/v1/memories", {"scope": scope, "content": f"typed {amp11.token()}", "force": True}, root=True
+            "/v1/memories", {"scope": scope, "content": f"typed {amp.token()}", "force": True}, root=True
         ),
         client.post("/v1/memories/recall", {"scope": scope, "query": "typed"}, root=True),
         client.get("/v1/memories/stats", params=scope, root=True),
@@ -161,16 +156,16 @@ def test_json_responses_say_so(amp11: Amp11) -> None:
     ]
     body = replies[0].json() if replies[0].status == 200 else {}
     if isinstance(body, dict) and isinstance(body.get("id"), str):
-        amp11.session.remember(REST, {"scope": scope, "id": body["id"]})
+        amp.session.remember(REST, {"scope": scope, "id": body["id"]})
     for reply in replies:
         kind = reply.headers.get("content-type", "")
-        amp11.expect(kind.startswith("application/json"), f"Content-Type {kind!r}", reply.exchange)
+        amp.expect(kind.startswith("application/json"), f"Content-Type {shown(kind)}", reply.exchange)
 
 
 @check("AMP11-REST-11")
-def test_malformed_requests_never_draw_a_5xx(amp11: Amp11) -> None:
+def test_malformed_requests_never_draw_a_5xx(amp: Amp11Context) -> None:
     """Malformed requests on every route are answered below 500 (or 501), never with a crash."""
-    client = _client(amp11)
+    client = _client(amp)
     probes: list[tuple[str, str, Any]] = [
         ("POST", "/v1/memories", b"\xff\xfe not utf-8"),
         (
@@ -188,7 +183,7 @@ def test_malformed_requests_never_draw_a_5xx(amp11: Amp11) -> None:
     ]
     for method, path, body in probes:
         reply = client.request(method, path, content=body, root=True)
-        amp11.expect(
+        amp.expect(
             reply.status < 500 or reply.status == 501,
             f"{method} {path[:60]} answered HTTP {reply.status}",
             reply.exchange,
