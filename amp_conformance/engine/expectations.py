@@ -40,11 +40,14 @@ _TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n"
 
 
 class Judged(Protocol):
-    """What the functions below need of a check's result (``engine.run.Judged`` has it)."""
+    """What the functions below need of a check's result (``engine.verdict.CheckResult`` has it)."""
 
-    nodeid: str
-    outcome: str
-    expectation: dict[str, Any] | None
+    @property
+    def nodeid(self) -> str: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def expectation(self) -> Mapping[str, Any] | None: ...
 
 
 class ExpectationsError(ValueError):
