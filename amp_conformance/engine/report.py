@@ -21,7 +21,7 @@ from amp_conformance.engine.expectations import unexpected_passes
 from amp_conformance.engine.outcomes import BLOCKED, ERROR, FAIL, OUTCOMES, SKIP, WARN
 from amp_conformance.engine.registry import level_of, requirement
 from amp_conformance.engine.verdict import resolve
-from amp_conformance.engine.vocabulary import LEVELS, Level
+from amp_conformance.engine.vocabulary import LEVELS, Level, Outcome
 
 MUST = Level.MUST
 
@@ -86,7 +86,9 @@ def summarise(run: Run) -> dict[str, Any]:
         "verdict": verdict(run),
         "expected_failures": sum(1 for r in expected if r.expectation and r.expectation.get("met")),
         "unexpected_passes": sum(
-            1 for r in expected if r.expectation and not r.expectation.get("met") and r.outcome == "pass"
+            1
+            for r in expected
+            if r.expectation and not r.expectation.get("met") and r.outcome == Outcome.PASS
         ),
     }
 
