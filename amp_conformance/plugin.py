@@ -413,26 +413,16 @@ def pytest_runtest_makereport(
         return report
     context = item.stash.get(CONTEXT_KEY, None)
     evidence: Evidence | None = context.evidence if context is not None else None
-    result = CheckResult(
-        nodeid=plain_nodeid(item.nodeid),
-        name=item.name,
-        title=info.title,
-        requirements=info.requirements,
-        level=info.level,
-        area=info.area,
-        outcome=Outcome.PASS,
-        duration=report.duration,
-        requests=run.active_session.requests - context.requests_at_start if context is not None else None,
-        notes=tuple(evidence.notes) if evidence is not None else (),
-        exchanges=tuple(evidence.exchanges) if evidence is not None else (),
-    )
     raised = _raised(call.excinfo, report, context)
     verdict = judge(
-        result,
         info,
-        evidence.warnings if evidence is not None else (),
+        evidence,
         raised,
         run.facts(),
+        nodeid=plain_nodeid(item.nodeid),
+        name=item.name,
+        duration=report.duration,
+        requests=run.active_session.requests - context.requests_at_start if context is not None else None,
         in_call=report.when == "call",
     )
     result = verdict.result

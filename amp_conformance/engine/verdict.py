@@ -15,8 +15,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from amp_conformance.engine.exchange import Exchange
-from amp_conformance.engine.outcomes import CheckFailure, NotApplicable, PreconditionFailed, ToolError, Warn
+from amp_conformance.engine.outcomes import (
+    CheckFailure,
+    Evidence,
+    NotApplicable,
+    PreconditionFailed,
+    ToolError,
+)
 from amp_conformance.engine.spec import CheckSpec
 from amp_conformance.engine.vocabulary import Level, Outcome
 
@@ -189,20 +197,24 @@ def _server_error_finding(spec: CheckSpec, exchanges: Sequence[Exchange], facts:
 
 
 def judge(
-    result: CheckResult,
     spec: CheckSpec,
-    warnings: Sequence[Warn],
+    evidence: Evidence | None,
     raised: BaseException | Skipped | None,
     facts: RunFacts,
     *,
+    nodeid: str,
+    name: str,
+    duration: float = 0.0,
+    requests: int | None = None,
     in_call: bool = True,
 ) -> Verdict:
     """Turn what happened into one outcome: pass, fail, warn, skip, error or blocked.
 
-    ``result`` is the check's record so far (names, exchanges, notes, duration, requests; outcome
-    pass); ``warnings``: what the check recorded with ``warn``; ``raised``: what it ended with
-    (already reattributed by its context); ``in_call``: it ended in the check's own body (a bare
-    ``AssertionError`` elsewhere is no finding)."""
+    ``evidence``: what the check saw and said (None when it never got its context); ``raised``: what
+    it ended with (already reattributed by its context); ``in_call``: it ended in the check's own body
+    (a bare ``AssertionError`` elsewhere is no finding). ``nodeid``, ``name``, ``duration`` and
+    ``requests`` are carried into the result as they are."""
+    evidence = evidence or Evidence()
     found = [
         Finding(
             w.message,
@@ -210,21 +222,32 @@ def judge(
             finding_level(spec, w.requirements, facts.level_of),
             exchange=w.exchange,
         )
-        for w in warnings
+        for w in evidence.warnings
     ]
+    result = CheckResult(
+        nodeid=nodeid,
+        name=name,
+        title=spec.title,
+        requirements=spec.requirements,
+        level=spec.level,
+        area=spec.area,
+        outcome=Outcome.PASS,
+        duration=duration,
+        notes=tuple(evidence.notes),
+        exchanges=tuple(evidence.exchanges),
+        requests=requests,
+    )
     server_error = _server_error_finding(spec, result.exchanges, facts)
     if server_error is not None:
         found.append(server_error)
-    result = dataclasses.replace(result, warnings=tuple(found), outcome=Outcome.PASS, level=Level(spec.level))
+    result = dataclasses.replace(result, warnings=tuple(found))
     last = result.exchanges[-1] if result.exchanges else None
     if isinstance(raised, NotApplicable):
         return Verdict(dataclasses.replace(result, outcome=Outcome.SKIP, message=str(raised)))
     if isinstance(raised, Skipped):
         return Verdict(dataclasses.replace(result, outcome=Outcome.SKIP, message=raised.reason))
-    if raised is not None and _is_pytest_skip(raised):
-        return Verdict(
-            dataclasses.replace(result, outcome=Outcome.SKIP, message=str(getattr(raised, "msg", raised)))
-        )
+    if isinstance(raised, pytest.skip.Exception):
+        return Verdict(dataclasses.replace(result, outcome=Outcome.SKIP, message=str(raised.msg)))
     if raised is None:
         if not found:
             return Verdict(result)
@@ -278,12 +301,6 @@ def judge(
     return Verdict(
         dataclasses.replace(result, outcome=Outcome.ERROR, message=f"{kind}{raised}", failing_exchange=last)
     )
-
-
-def _is_pytest_skip(raised: BaseException) -> bool:
-    import pytest  # the engine's only pytest word here: a check's skip is pytest's exception
-
-    return isinstance(raised, pytest.skip.Exception)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import pytest
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import (
     CheckFailure,
+    Evidence,
     NotApplicable,
     PreconditionFailed,
     ServerUnavailable,
@@ -76,8 +77,18 @@ def verdict_of(
     name: str = "test_a",
     in_call: bool = True,
 ) -> Verdict:
-    check = check or spec()
-    return judge(record(name, check, exchanges), check, warnings, raised, facts, in_call=in_call)
+    evidence = Evidence(exchanges=list(exchanges), warnings=list(warnings), notes=["a note"])
+    return judge(
+        check or spec(),
+        evidence,
+        raised,
+        facts,
+        nodeid=f"test_t.py::{name}",
+        name=name,
+        duration=0.5,
+        requests=len(exchanges),
+        in_call=in_call,
+    )
 
 
 def test_a_check_result_is_frozen() -> None:
@@ -87,9 +98,18 @@ def test_a_check_result_is_frozen() -> None:
     assert isinstance(result.exchanges, tuple) and isinstance(result.warnings, tuple)
 
 
-def test_a_plain_ending_passes() -> None:
-    verdict = verdict_of(None)
+def test_a_plain_ending_passes_with_what_the_check_saw() -> None:
+    verdict = verdict_of(None, exchanges=[exchange(200)])
     assert verdict.result.outcome is Outcome.PASS and verdict.reports == () and verdict.root_step is None
+    result = verdict.result
+    assert (result.nodeid, result.title, result.level, result.duration, result.requests) == (
+        "test_t.py::test_a",
+        "a check",
+        Level.MUST,
+        0.5,
+        1,
+    )
+    assert result.notes == ("a note",) and len(result.exchanges) == 1
 
 
 def test_a_failure_of_a_must_check_fails_with_its_evidence() -> None:
