@@ -425,11 +425,11 @@ def pytest_runtest_makereport(
         requests=run.active_session.requests - context.requests_at_start if context is not None else None,
         in_call=report.when == "call",
     )
-    result = verdict.result
     expectation = item.stash.get(EXPECTATION_KEY, None)
     if expectation is not None:
-        result = dataclasses.replace(result, expectation=expectation.as_report(result.outcome))
-    run.record(verdict)
+        met = expectation.as_report(verdict.result.outcome)
+        verdict = dataclasses.replace(verdict, result=dataclasses.replace(verdict.result, expectation=met))
+    result = run.record(verdict)
     _translate(report, result, raised)
     report.user_properties.append(("amp_protocol", run.options.protocol))
     report.user_properties.append(("amp_requirements", ",".join(info.requirements)))
