@@ -17,6 +17,7 @@ from amp_conformance.engine.outcomes import (
     ServerUnavailable,
     Warn,
 )
+from amp_conformance.engine.parallel import result_from_wire, result_to_wire
 from amp_conformance.engine.spec import CheckSpec
 from amp_conformance.engine.verdict import (
     CheckResult,
@@ -264,3 +265,17 @@ def test_a_finding_crosses_processes_as_its_report_entry() -> None:
     entry = finding.as_report()
     back = Finding.from_report(entry)
     assert back.as_report() == entry and back.curl() == entry["curl"] and back.level is Level.MUST
+
+
+def test_a_result_with_findings_and_a_root_step_crosses_from_worker_to_controller() -> None:
+    """The wire keeps its shape (warnings as their report entries, the root step as a dict) and the
+    controller gets typed, frozen records back."""
+    sent = verdict_of(broken_step(), exchanges=[exchange(500)])
+    wire = result_to_wire(sent.result, sent.root_step)
+    assert wire["root_step"] == {"requirement": "T-SHOULD", "step": "create", "level": "MUST"}
+    assert wire["warnings"] == [finding.as_report() for finding in sent.result.warnings]
+    assert type(wire["outcome"]) is str and type(wire["warnings"][0]["level"]) is str
+    back, root_step = result_from_wire(wire, None)
+    assert root_step == sent.root_step and back.outcome is Outcome.WARN and back.level is Level.SHOULD
+    assert [f.as_report() for f in back.warnings] == wire["warnings"]
+    assert back.warnings[0].curl() == sent.result.warnings[0].curl()
