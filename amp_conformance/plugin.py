@@ -2,8 +2,8 @@
 
 It acts when given a target for the chosen protocol (``--amp-protocol``, default: the registry's): a base
 URL, or whatever the protocol accepts (``--amp-mcp-command``; AMP v1.1 self-tests its bundled server
-with no target). The protocol is found in the registry; this module names none. Each result is
-classified as pass / fail / warn / skip / error / blocked and the reports are written.
+with no target). The protocol is found in the registry; this module names none. Each check's verdict
+is the engine's (``engine.verdict.judge``); the plugin shows it to pytest and writes the reports.
 """
 
 from __future__ import annotations
