@@ -31,4 +31,3 @@ class Level(StrEnum):
 
 OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)
 LEVELS: tuple[Level, ...] = tuple(Level)
-
