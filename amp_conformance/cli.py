@@ -41,6 +41,7 @@ from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.protocol import AnyProtocol, protocol_option_error
 from amp_conformance.engine.report import verdict
 from amp_conformance.engine.run import Run
+from amp_conformance.engine.vocabulary import Level
 from amp_conformance.fuzz.options import NO_FUZZ
 from amp_conformance.plugin import INTERRUPTED_BY, HttpOverride, active_run, all_option_specs
 
@@ -336,7 +337,7 @@ def _bounded_workers(workers: int | str, values: dict[str, Any], protocol: AnyPr
     asked = (os.cpu_count() or 1) if workers == "auto" else int(workers)
     narrowed = (
         any(values.get(name) for name in ("amp_only", "amp_check", "amp_rerun_failed"))
-        or str(values.get("amp_level") or "MAY").upper() != "MAY"
+        or str(values.get("amp_level") or Level.MAY).upper() != Level.MAY
     )
     if not narrowed and asked <= MAX_WORKERS:
         return max(1, asked)

@@ -2,8 +2,8 @@
 
 It acts when given a target for the chosen protocol (``--amp-protocol``, default: the registry's): a base
 URL, or whatever the protocol accepts (``--amp-mcp-command``; AMP v1.1 self-tests its bundled server
-with no target). The protocol is found in the registry; this module names none. Each result is
-classified as pass / fail / warn / skip / error / blocked and the reports are written.
+with no target). The protocol is found in the registry; this module names none. Each check's verdict
+is the engine's (``engine.verdict.judge``); the plugin shows it to pytest and writes the reports.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import pytest
 from amp_conformance.engine import forkserver, interrupt, registry
 from amp_conformance.engine.configuration import build_options
 from amp_conformance.engine.context import CheckContext, published_states
-from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.expectations import (
     Expectation,
     Expectations,
@@ -33,17 +32,9 @@ from amp_conformance.engine.expectations import (
 from amp_conformance.engine.marking import MARK, check_info
 from amp_conformance.engine.options import OPTION_SPECS, OptionSpec, OptionValues, UsageError
 from amp_conformance.engine.outcomes import (
-    BLOCKED,
-    ERROR,
-    FAIL,
-    PASS,
-    SKIP,
-    WARN,
     CheckFailure,
     Evidence,
     NotApplicable,
-    PreconditionFailed,
-    ToolError,
 )
 from amp_conformance.engine.parallel import (
     BRIEFING_PATH_KEY,
@@ -70,8 +61,8 @@ from amp_conformance.engine.report import (
 )
 from amp_conformance.engine.run import CheckResult, Run
 from amp_conformance.engine.shared_store import SharedStore
-from amp_conformance.engine.spec import CheckSpec
-from amp_conformance.engine.vocabulary import Level
+from amp_conformance.engine.verdict import Skipped, judge
+from amp_conformance.engine.vocabulary import Outcome
 from amp_conformance.fuzz.options import FUZZ_OPTIONS
 
 RUN_KEY = pytest.StashKey[Run]()
@@ -443,166 +434,69 @@ def pytest_runtest_makereport(
         return report
     context = item.stash.get(CONTEXT_KEY, None)
     evidence: Evidence | None = context.evidence if context is not None else None
-    result = CheckResult(
+    raised = _raised(call.excinfo, report, context)
+    verdict = judge(
+        info,
+        evidence,
+        raised,
+        run.facts(),
         nodeid=plain_nodeid(item.nodeid),
         name=item.name,
-        title=info.title,
-        requirements=info.requirements,
-        level=str(info.level),
-        area=info.area,
-        outcome=str(PASS),
         duration=report.duration,
+        requests=run.active_session.requests - context.requests_at_start if context is not None else None,
+        in_call=report.when == "call",
     )
-    if context is not None:
-        result.requests = run.active_session.requests - context.requests_at_start
-    if evidence is not None:
-        result.exchanges = list(evidence.exchanges)
-        result.warnings = [
-            _warning_entry(run, w.message, w.requirements, w.exchange, info) for w in evidence.warnings
-        ]
-        result.notes = list(evidence.notes)
-    _server_errors(run, result, info)
-    _classify(run, info, result, call.excinfo, report, context)
-    result.outcome, result.level = str(result.outcome), str(result.level)
     expectation = item.stash.get(EXPECTATION_KEY, None)
     if expectation is not None:
-        result.expectation = expectation.as_report(result.outcome)
+        met = expectation.as_report(verdict.result.outcome)
+        verdict = dataclasses.replace(verdict, result=dataclasses.replace(verdict.result, expectation=met))
+    result = run.record(verdict)
+    _translate(report, result, raised)
     report.user_properties.append(("amp_protocol", run.options.protocol))
     report.user_properties.append(("amp_requirements", ",".join(info.requirements)))
-    report.user_properties.append(("amp_level", result.level))
-    report.user_properties.append(("amp_outcome", result.outcome))
-    run.results[result.nodeid] = result
+    report.user_properties.append(("amp_level", str(result.level)))
+    report.user_properties.append(("amp_outcome", str(result.outcome)))
     if is_worker(item.config):
         setattr(report, RESULT_ATTRIBUTE, result_to_wire(result, run.root_steps.get(result.nodeid)))
     return report
 
 
-def _server_errors(run: Run, result: CheckResult, info: CheckSpec) -> None:
-    """Every server error a check saw is a warning under the protocol's server-error requirement,
-    whatever the check asserts (an HTTP 5xx; a protocol may count more)."""
-    requirement = run.protocol.server_error_requirement
-    if requirement is None:
-        return
-    server_errors = run.protocol.server_errors(result.exchanges)
-    if server_errors:
-        first = server_errors[0]
-        result.warnings.append(
-            _warning_entry(
-                run,
-                f"{first.method} {first.url} answered {first.status}, a server error "
-                f"({len(server_errors)} in this check)",
-                (requirement,),
-                first,
-                info,
-            )
-        )
-
-
-def _warning_entry(
-    run: Run, message: str, requirements: tuple[str, ...], exchange: Exchange | None, info: CheckSpec
-) -> dict[str, Any]:
-    return {
-        "message": message,
-        "requirements": list(requirements),
-        "level": _finding_level(info.level, info.requirements, requirements),
-        "curl": exchange.curl() if exchange else None,
-        "exchange": exchange.as_dict() if exchange else None,
-    }
-
-
-def _finding_level(spec_level: str, own: tuple[str, ...], finding: tuple[str, ...]) -> str:
-    """A finding about the check's own ids has the check's level (the catalogue's, or the stance it
-    names); a finding about other ids has theirs."""
-    if set(finding) <= set(own):
-        return str(spec_level)
-    return str(registry.level_of(finding, default=spec_level))
-
-
-def _classify(
-    run: Run,
-    info: CheckSpec,
-    result: CheckResult,
+def _raised(
     excinfo: pytest.ExceptionInfo[BaseException] | None,
     report: pytest.TestReport,
     context: CheckContext[Any] | None,
-) -> None:
-    """Turn what happened into one outcome: pass, fail, warn, skip, error or blocked."""
+) -> BaseException | Skipped | None:
+    """What the check ended with, as the verdict reads it: a failure as the root cause its context
+    says it stands for, a skip pytest made without an exception (a marker) as its reason."""
     error = excinfo.value if excinfo is not None else None
     if isinstance(error, CheckFailure) and context is not None:
-        error = context.reattribute(error)
-    if isinstance(error, NotApplicable):
-        result.outcome = SKIP
-        result.message = str(error)
-        _as_skipped(report, result.message)
-        return
+        return context.reattribute(error)
     if error is None and report.skipped:
-        result.outcome = SKIP
         longrepr = report.longrepr
-        result.message = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
-        result.message = result.message.removeprefix("Skipped: ")
-        return
-    if error is None or isinstance(error, pytest.skip.Exception):
-        if isinstance(error, pytest.skip.Exception):
-            result.outcome = SKIP
-            result.message = str(error.msg)
-            return
-        if result.warnings:
-            first = result.warnings[0]
-            result.outcome = WARN
-            result.message = first["message"]
-            result.finding_requirements = tuple(first["requirements"])
-            result.level = first["level"]
-        return
-    if isinstance(error, PreconditionFailed) and error.requirement not in info.requirements:
-        reporter = run.root_causes.get(error.requirement)
-        asked = error.requirement in run.selected_requirements
-        if reporter is not None or asked:
-            result.outcome = BLOCKED
-            result.blocked_by = {"requirement": error.requirement, "step": error.step, "check": reporter}
-            result.message = error.message
-            result.failing_exchange = error.exchange or _last_exchange(result)
-            _as_skipped(report, f"blocked by {error.requirement} ({error.step})")
-            return
-        # no selected check asks about the broken step: this check reports the root cause, once
-        run.root_steps[result.nodeid] = {
-            "requirement": error.requirement,
-            "step": error.step,
-            "level": info.level,
-        }
-    if isinstance(error, CheckFailure) or (type(error) is AssertionError and report.when == "call"):
-        failure = error
-        exchange = failure.exchange if isinstance(failure, CheckFailure) else None
-        result.failing_exchange = exchange or _last_exchange(result)
-        result.message = failure.message if isinstance(failure, CheckFailure) else str(failure)
-        result.expected = failure.expected if isinstance(failure, CheckFailure) else None
-        named = failure.requirements if isinstance(failure, CheckFailure) else ()
-        result.finding_requirements = named or info.requirements
-        result.level = _finding_level(info.level, info.requirements, result.finding_requirements)
-        for rid in result.finding_requirements:
-            run.root_causes.setdefault(rid, result.nodeid)
-        if result.level == Level.MUST:
-            result.outcome = FAIL
-            report.longrepr = render_failure(result, expected=result.expected)
-        else:
-            result.outcome = WARN
-            report.outcome = "passed"
-            report.longrepr = None
-            result.warnings.insert(
-                0,
-                _warning_entry(
-                    run, result.message, result.finding_requirements, result.failing_exchange, info
-                ),
-            )
-        return
-    result.outcome = ERROR
-    kind = "" if isinstance(error, ToolError) else f"{type(error).__name__} in the check: "
-    result.message = f"{kind}{error}"
-    result.failing_exchange = _last_exchange(result)
-    report.longrepr = render_failure(result)
+        reason = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
+        return Skipped(reason.removeprefix("Skipped: "))
+    return error
 
 
-def _last_exchange(result: CheckResult) -> Exchange | None:
-    return result.exchanges[-1] if result.exchanges else None
+def _translate(
+    report: pytest.TestReport, result: CheckResult, raised: BaseException | Skipped | None
+) -> None:
+    """The verdict as pytest shows it: outcomes that are no verdict on the server as skips, a SHOULD
+    finding as a pass, a failure or an error with the suite's own text."""
+    if result.outcome == Outcome.SKIP:
+        if isinstance(raised, NotApplicable):
+            _as_skipped(report, result.message)
+    elif result.outcome == Outcome.BLOCKED:
+        assert result.blocked_by is not None
+        blocked = result.blocked_by
+        _as_skipped(report, f"blocked by {blocked['requirement']} ({blocked['step']})")
+    elif result.outcome == Outcome.FAIL:
+        report.longrepr = render_failure(result, expected=result.expected)
+    elif result.outcome == Outcome.WARN and raised is not None:
+        report.outcome = "passed"
+        report.longrepr = None
+    elif result.outcome == Outcome.ERROR:
+        report.longrepr = render_failure(result)
 
 
 def _as_skipped(report: pytest.TestReport, reason: str) -> None:
@@ -625,9 +519,9 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
 
 def _teststatus(report: pytest.TestReport) -> tuple[str, str, str] | None:
     outcome = dict(report.user_properties).get("amp_outcome")
-    if outcome == WARN:
+    if outcome == Outcome.WARN:
         return "warned", "W", "WARN"
-    if outcome == ERROR:
+    if outcome == Outcome.ERROR:
         return "error", "E", "ERROR"
     return None
 

@@ -20,6 +20,7 @@ from amp_conformance.engine.options import (
     unwritable,
 )
 from amp_conformance.engine.protocol import AnyProtocol
+from amp_conformance.engine.vocabulary import Level, Outcome
 from amp_conformance.fuzz.options import fuzz_settings
 
 #: Report options that accept ``-`` (standard output), one at a time.
@@ -77,7 +78,7 @@ def check_names_of(values: dict[str, Any], protocol: AnyProtocol) -> frozenset[s
         try:
             document = json.loads(Path(report).read_text(encoding="utf-8"))
             checks = document["checks"]
-            failed = [c for c in checks if c.get("outcome") in ("fail", "error", "blocked")]
+            failed = [c for c in checks if c.get("outcome") in (Outcome.FAIL, Outcome.ERROR, Outcome.BLOCKED)]
             names.update(str(c.get("id")) for c in failed)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise UsageError(f"--rerun-failed {report}: not a JSON report of this tool ({exc})") from None
@@ -102,7 +103,7 @@ def selection_of(values: dict[str, Any], protocol: AnyProtocol) -> Selection:
     area_words = [w for w in words if w.upper() not in known]
     try:
         areas = frozenset(protocol.catalogue.expand_areas(area_words)) if area_words else None
-        levels = frozenset(levels_up_to(values.get("amp_level") or "MAY"))
+        levels = frozenset(levels_up_to(values.get("amp_level") or Level.MAY))
     except ValueError as exc:
         raise UsageError(f"{exc}; or a requirement id of {protocol.name} (--list shows them)") from None
     if only is not None and not words:

@@ -29,10 +29,11 @@ from typing import Any, Protocol
 import pytest
 
 from amp_conformance.engine.resources import load_contract
+from amp_conformance.engine.vocabulary import Outcome
 
 #: Outcomes a baseline records: what makes a run fail or end incomplete (a blocked check never does:
 #: its root cause is the failure that counts).
-BASELINE_OUTCOMES = ("fail", "error")
+BASELINE_OUTCOMES = (Outcome.FAIL, Outcome.ERROR)
 _HEADER = re.compile(r"^\s*\[\[\s*expect\s*\]\]")
 #: Run-specific text in a finding (the server's address, the run's namespace, ids the server made)
 #: that would make every re-baseline a noisy diff: each is replaced by a stable placeholder.
@@ -45,11 +46,14 @@ _TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n"
 
 
 class Judged(Protocol):
-    """What the functions below need of a check's result (``engine.run.Judged`` has it)."""
+    """What the functions below need of a check's result (``engine.verdict.CheckResult`` has it)."""
 
-    nodeid: str
-    outcome: str
-    expectation: dict[str, Any] | None
+    @property
+    def nodeid(self) -> str: ...
+    @property
+    def outcome(self) -> str: ...
+    @property
+    def expectation(self) -> Mapping[str, Any] | None: ...
 
 
 class ExpectationsError(ValueError):
@@ -92,7 +96,7 @@ class Expectation:
 
 def unexpected_pass(expected: Expectation, actual: str) -> bool:
     """A check expected to fail, warn or error that passed."""
-    return actual == "pass" and expected.outcome != "skip"
+    return actual == Outcome.PASS and expected.outcome != Outcome.SKIP
 
 
 @dataclass
@@ -244,12 +248,12 @@ def xfail_marker(expectation: Expectation, *, strict: bool) -> pytest.MarkDecora
     """pytest's own ``xfail`` for a check expected to fail or error, so pytest and JUnit show it as
     xfailed (and a pass as XPASS, a failure under ``strict``). A check expected to warn or skip gets
     none: neither fails a pytest run."""
-    if expectation.outcome not in ("fail", "error"):
+    if expectation.outcome not in (Outcome.FAIL, Outcome.ERROR):
         return None
     reason = f"expected {expectation.outcome}: {expectation.reason}"
     if expectation.link:
         reason += f" ({expectation.link})"
-    raises = AssertionError if expectation.outcome == "fail" else None  # a CheckFailure is one
+    raises = AssertionError if expectation.outcome == Outcome.FAIL else None  # a CheckFailure is one
     return pytest.mark.xfail(strict=strict, reason=reason, raises=raises)
 
 
@@ -257,7 +261,7 @@ def unexpected_passes(results: Iterable[Judged]) -> list[Judged]:
     return [
         r
         for r in results
-        if r.expectation is not None and not r.expectation.get("met") and r.outcome == "pass"
+        if r.expectation is not None and not r.expectation.get("met") and r.outcome == Outcome.PASS
     ]
 
 

@@ -20,7 +20,8 @@ from amp_conformance._version import __version__
 from amp_conformance.engine.expectations import unexpected_passes
 from amp_conformance.engine.outcomes import BLOCKED, ERROR, FAIL, OUTCOMES, SKIP, WARN
 from amp_conformance.engine.registry import level_of, requirement
-from amp_conformance.engine.vocabulary import LEVELS, Level
+from amp_conformance.engine.verdict import resolve
+from amp_conformance.engine.vocabulary import LEVELS, Level, Outcome
 
 MUST = Level.MUST
 
@@ -59,25 +60,9 @@ def render_failure(result: CheckResult, *, expected: str | None = None) -> str:
 def resolve_blocked(run: Run) -> None:
     """Point every blocked check at the check that reports its root cause. A root cause that no check
     reported (the check asking about it passed, or was not run) is reported by its first blocked check,
-    so a broken step is never silent and never counted twice."""
-    for result in run.results.values():
-        if result.outcome == FAIL or result.outcome == WARN:
-            for rid in result.finding_requirements:
-                run.root_causes.setdefault(rid, result.nodeid)
-    for result in run.results.values():
-        if result.outcome != BLOCKED or result.blocked_by is None:
-            continue
-        rid = result.blocked_by["requirement"]
-        reporter = run.root_causes.get(rid)
-        if reporter is not None and run.results.get(reporter, result).outcome in (FAIL, WARN):
-            result.blocked_by["check"] = reporter
-            continue
-        # nothing else reports it: this check does
-        result.outcome = FAIL if level_of((rid,)) == MUST else WARN
-        result.finding_requirements = (rid,)
-        result.level = level_of((rid,))
-        result.blocked_by = None
-        run.root_causes[rid] = result.nodeid
+    so a broken step is never silent and never counted twice (``verdict.resolve``)."""
+    resolution = resolve(run.results, level_of, root_causes=run.root_causes)
+    run.results, run.root_causes = resolution.results, resolution.root_causes
 
 
 def summarise(run: Run) -> dict[str, Any]:
@@ -101,7 +86,9 @@ def summarise(run: Run) -> dict[str, Any]:
         "verdict": verdict(run),
         "expected_failures": sum(1 for r in expected if r.expectation and r.expectation.get("met")),
         "unexpected_passes": sum(
-            1 for r in expected if r.expectation and not r.expectation.get("met") and r.outcome == "pass"
+            1
+            for r in expected
+            if r.expectation and not r.expectation.get("met") and r.outcome == Outcome.PASS
         ),
     }
 
@@ -196,7 +183,7 @@ def _check_entry(result: CheckResult, render: Callable[[Exchange], dict[str, Any
         "expectation": result.expectation,
         "duration_seconds": round(result.duration, 4),
         "requests": result.requests,
-        "warnings": result.warnings,
+        "warnings": [finding.as_report() for finding in result.warnings],
         "notes": result.notes,
         "curl": failing.curl() if failing is not None and shows_curl else None,
         "exchanges": [render(exchange) for exchange in result.exchanges],
@@ -364,11 +351,11 @@ def render_summary(run: Run) -> str:
         lines += ["", "warnings:"]
         for result in warned:
             for warning in result.warnings[:1]:
-                ids = ",".join(warning.get("requirements") or result.requirements)
-                level = warning.get("level") or result.level
-                lines.append(f"  WARN  {ids} ({level}) {_one_line(warning.get('message', result.message))}")
-                if warning.get("curl"):
-                    lines.append(f"        reproduce: {_one_line(warning['curl'], 400)}")
+                ids = ",".join(warning.requirements or result.requirements)
+                lines.append(f"  WARN  {ids} ({warning.level}) {_one_line(warning.message)}")
+                curl = warning.curl()
+                if curl:
+                    lines.append(f"        reproduce: {_one_line(curl, 400)}")
     skipped = [r for r in results if r.outcome == SKIP]
     if skipped:
         lines += ["", "skipped:"]

@@ -16,7 +16,6 @@ import time
 import typing
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from importlib import resources
@@ -27,6 +26,10 @@ from ulid import ULID
 
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.options import OptionSpec, OptionValues, SuiteOptions
+from amp_conformance.engine.registry import level_of
+from amp_conformance.engine.verdict import CheckResult, RootStep, RunFacts, Verdict
+
+__all__ = ["CheckResult", "Run"]
 
 if TYPE_CHECKING:
     import httpx
@@ -36,35 +39,6 @@ if TYPE_CHECKING:
     from amp_conformance.engine.replay import ReplayContext
     from amp_conformance.engine.shared_store import SharedStore
     from amp_conformance.engine.spec import CheckSpec
-
-
-@dataclass
-class CheckResult:
-    """One check's outcome, as the report and the terminal summary show it."""
-
-    nodeid: str
-    name: str
-    title: str
-    requirements: tuple[str, ...]
-    level: str
-    area: str
-    outcome: str
-    message: str = ""
-    duration: float = 0.0
-    warnings: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    exchanges: list[Exchange] = field(default_factory=list)
-    failing_exchange: Exchange | None = None
-    finding_requirements: tuple[str, ...] = ()
-    """The ids the fail or warn is about (the check's own unless the finding named others)."""
-    expected: str | None = None
-    """What the check expected, when a failure said so."""
-    requests: int | None = None
-    """Requests the check sent itself (None when its protocol does not count them)."""
-    blocked_by: dict[str, Any] | None = None
-    """For ``blocked``: ``{"requirement", "step", "check"}``, the root cause and the check reporting it."""
-    expectation: dict[str, Any] | None = None
-    """Set when an expectations file named this check: ``{"outcome", "reason", "link", "met"}``."""
 
 
 class Run:
@@ -100,9 +74,9 @@ class Run:
         about is reported by the first check it blocks, so a narrow selection still sees it."""
         self.root_causes: dict[str, str] = {}
         """Root-cause requirement -> the check that reports it as a failure."""
-        self.root_steps: dict[str, dict[str, str]] = {}
+        self.root_steps: dict[str, RootStep] = {}
         """Check -> the broken step it reported as its own failure because no selected check asks
-        about it (``{"requirement", "step", "level"}``)."""
+        about it."""
         self.worker_requests = 0
         """Requests the workers of a parallel run sent (their cleanup included); 0 in a serial run."""
         self.worker_cleanup_requests = 0
@@ -123,6 +97,26 @@ class Run:
         self.rendered_exchanges: dict[tuple[Any, ...], dict[str, Any]] = {}
         """Exchanges as the JSON report shows them, by their recorded fields (``report.prerender``:
         a parallel run's controller renders each check's as it arrives, not all at the end)."""
+
+    def facts(self) -> RunFacts:
+        """What of the run a check's verdict depends on (``verdict.judge``)."""
+        return RunFacts(
+            selected_requirements=frozenset(self.selected_requirements),
+            root_causes=self.root_causes,
+            server_error_requirement=self.protocol.server_error_requirement,
+            server_errors=self.protocol.server_errors,
+            level_of=level_of,
+        )
+
+    def record(self, verdict: Verdict) -> CheckResult:
+        """Keep a check's verdict: its result and the root causes it reports."""
+        result = verdict.result
+        self.results[result.nodeid] = result
+        for rid in verdict.reports:
+            self.root_causes.setdefault(rid, result.nodeid)
+        if verdict.root_step is not None:
+            self.root_steps[result.nodeid] = verdict.root_step
+        return result
 
     @property
     def active_session(self) -> ProtocolSession:

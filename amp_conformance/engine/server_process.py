@@ -9,6 +9,7 @@ last :data:`LOG_TAIL_LINES` lines explain a server that would not start or died 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import signal
@@ -368,8 +369,8 @@ class ServerWatch:
             report.longrepr += "\n" + block
         run = self.find_run(self._config) if self._config is not None else None
         result = run.results.get(report.nodeid) if run is not None else None
-        if result is not None:
-            result.message += "\n" + block
+        if result is not None and run is not None:
+            run.results[report.nodeid] = dataclasses.replace(result, message=result.message + "\n" + block)
 
 
 Runner = Callable[[dict[str, Any], httpx.Client | None, list[object]], int]

@@ -31,9 +31,3 @@ class Level(StrEnum):
 
 OUTCOMES: tuple[Outcome, ...] = tuple(Outcome)
 LEVELS: tuple[Level, ...] = tuple(Level)
-
-
-def strongest(levels: list[str] | tuple[str, ...]) -> Level | None:
-    """The strongest of ``levels`` (None for none)."""
-    known = [Level(level) for level in levels]
-    return min(known, key=LEVELS.index) if known else None

@@ -67,7 +67,7 @@ class Collector:
         for result in run.results.values():
             entry = Outcome(result.name, result.requirements, words.get(result.outcome, result.outcome))
             entry.message = result.message
-            entry.warnings = [str(w.get("message", "")) for w in result.warnings]
+            entry.warnings = [w.message for w in result.warnings]
             entry.notes = list(result.notes)
             entry.blocked_by = result.blocked_by
             self.results[result.name] = entry

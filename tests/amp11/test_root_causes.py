@@ -55,6 +55,6 @@ def test_a_broken_step_fails_its_requirement_once_and_blocks_the_rest() -> None:
         assert outcome.blocked_by is not None and outcome.blocked_by["requirement"] == "AMP11-STAT-01", name
         assert outcome.blocked_by["check"] == "test_recall.py::test_stats_shape", name
     run = collector.run
-    warned = [w for r in run.results.values() for w in r.warnings if "server error" in w["message"]]
+    warned = [w for r in run.results.values() for w in r.warnings if "server error" in w.message]
     assert warned, "the 500 was not reported"
-    assert {rid for w in warned for rid in w["requirements"]} == {"AMP11-REST-11"}
+    assert {rid for w in warned for rid in w.requirements} == {"AMP11-REST-11"}

@@ -30,6 +30,7 @@ from amp_conformance.engine.parallel.units import read_work_units
 from amp_conformance.engine.report import prerender
 from amp_conformance.engine.run import Run
 from amp_conformance.engine.shared_store import mark_done
+from amp_conformance.engine.verdict import RootStep
 
 
 class Controller:
@@ -44,7 +45,7 @@ class Controller:
         file's path, or (without a file) the whole briefing."""
         self.deferred = Briefing()
         self.order: list[str] = []
-        self.root_steps: dict[str, dict[str, str]] = {}
+        self.root_steps: dict[str, RootStep] = {}
         self.missing: list[str] = []
         """Checks a worker was given and never reported (it died with them)."""
         self._counted: dict[str, int] = {}
@@ -129,7 +130,7 @@ class Controller:
         self._counted[worker] = self._counted.get(worker, 0) + (result.requests or 0)
         self.run.worker_requests += result.requests or 0
         self.run.selected_requirements.update(result.requirements)
-        if isinstance(root_step, dict):
+        if root_step is not None:
             self.root_steps[result.nodeid] = root_step
 
     @pytest.hookimpl(optionalhook=True)

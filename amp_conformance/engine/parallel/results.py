@@ -4,18 +4,20 @@ controller folds what came back into one run, as a serial run would have made it
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from amp_conformance.engine.exchange import Exchange, exchange_from_wire, exchange_to_wire
-from amp_conformance.engine.outcomes import BLOCKED, WARN
 from amp_conformance.engine.parallel.roles import plain_nodeid
+from amp_conformance.engine.registry import level_of
 from amp_conformance.engine.replay import ReplayContext
 from amp_conformance.engine.run import CheckResult, Run
+from amp_conformance.engine.verdict import Finding, RootStep, resolve
 
 # what crosses -------------------------------------------------------------------------------------
 
 
-def result_to_wire(result: CheckResult, root_step: dict[str, str] | None) -> dict[str, Any]:
+def result_to_wire(result: CheckResult, root_step: RootStep | None) -> dict[str, Any]:
     """A worker's check result as plain data (bytes, strings, numbers, lists and dicts), with the
     broken step it reported as its own failure (``root_step``), which the controller may fold into an
     earlier reporter, as a serial run would have."""
@@ -26,17 +28,23 @@ def result_to_wire(result: CheckResult, root_step: dict[str, str] | None) -> dic
             value = [exchange_to_wire(e) for e in value]
         elif field.name == "failing_exchange":
             value = _index_of(result, value)
+        elif field.name == "warnings":
+            value = [finding.as_report() for finding in value]
         elif isinstance(value, tuple):
             value = list(value)
         elif isinstance(value, str):
             value = str(value)  # an Outcome or Level member as the plain string it stands for
+        elif isinstance(value, Mapping):
+            value = dict(value)
         data[field.name] = value
     data["nodeid"] = plain_nodeid(result.nodeid)
-    data["root_step"] = root_step
+    data["root_step"] = root_step.as_wire() if root_step is not None else None
     return data
 
 
-def result_from_wire(data: dict[str, Any], replay: ReplayContext | None) -> tuple[CheckResult, Any]:
+def result_from_wire(
+    data: dict[str, Any], replay: ReplayContext | None
+) -> tuple[CheckResult, RootStep | None]:
     """The check result a worker sent, and its ``root_step``."""
     exchanges = [exchange_from_wire(e, replay) for e in data.get("exchanges", [])]
     values: dict[str, Any] = {}
@@ -48,10 +56,11 @@ def result_from_wire(data: dict[str, Any], replay: ReplayContext | None) -> tupl
             value = exchanges
         elif field.name == "failing_exchange":
             value = _exchange_at(exchanges, value, replay)
-        elif field.name in ("requirements", "finding_requirements"):
-            value = tuple(value)
+        elif field.name == "warnings":
+            value = [Finding.from_report(entry) for entry in value]
         values[field.name] = value
-    return CheckResult(**values), data.get("root_step")
+    step = data.get("root_step")
+    return CheckResult(**values), RootStep.from_wire(step) if isinstance(step, dict) else None
 
 
 def _index_of(result: CheckResult, exchange: Exchange | None) -> int | dict[str, Any] | None:
@@ -88,26 +97,14 @@ def merge_worker_output(run: Run, output: dict[str, Any], *, counted: int = 0) -
     run.active_session.merge_worker_summary(counts)  # cleanup, and whether the server went away
 
 
-def fold_root_steps(run: Run, root_steps: dict[str, dict[str, str]], order: list[str]) -> None:
+def fold_root_steps(run: Run, root_steps: Mapping[str, RootStep], order: list[str]) -> None:
     """Workers decide alone whether a broken step nobody asks about is theirs to report; a serial run
-    lets only the first check (in collection order) report it and blocks the others under it."""
-    reporter: dict[str, str] = {}
-    for nodeid in order:
-        step = root_steps.get(nodeid)
-        result = run.results.get(nodeid)
-        if step is None or result is None:
-            continue
-        requirement = step["requirement"]
-        first = reporter.setdefault(requirement, nodeid)
-        if first == nodeid:
-            continue
-        if result.outcome == WARN and result.warnings:
-            result.warnings.pop(0)  # the finding it reported, now its root cause's
-        result.outcome = BLOCKED
-        result.blocked_by = {"requirement": requirement, "step": step["step"], "check": first}
-        result.finding_requirements = ()
-        result.level = step["level"]
-        result.expected = None
+    lets only the first check (in collection order) report it and blocks the others under it
+    (``verdict.resolve``)."""
+    resolution = resolve(
+        run.results, level_of, root_causes=run.root_causes, root_steps=root_steps, order=order
+    )
+    run.results, run.root_causes = resolution.results, resolution.root_causes
 
 
 def in_collection_order(run: Run, order: list[str]) -> None:
