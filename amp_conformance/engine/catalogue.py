@@ -82,6 +82,12 @@ class Catalogue:
     def get(self, requirement_id: str) -> Requirement | None:
         return self.requirements.get(requirement_id)
 
+    def level_of(self, requirement_ids: Iterable[str], default: str = Level.MAY) -> str:
+        """The strongest level among ``requirement_ids`` in this catalogue (``default`` when none is
+        known)."""
+        found = [r.level for rid in requirement_ids if (r := self.requirements.get(rid)) is not None]
+        return min(found, key=LEVELS.index) if found else default
+
     def __contains__(self, requirement_id: object) -> bool:
         return requirement_id in self.requirements
 

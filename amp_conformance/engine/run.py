@@ -26,7 +26,6 @@ from ulid import ULID
 
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.options import OptionSpec, OptionValues, SuiteOptions
-from amp_conformance.engine.registry import level_of
 from amp_conformance.engine.verdict import CheckResult, RootStep, RunFacts, Verdict
 
 __all__ = ["CheckResult", "Run"]
@@ -105,7 +104,7 @@ class Run:
             root_causes=self.root_causes,
             server_error_requirement=self.protocol.server_error_requirement,
             server_errors=self.protocol.server_errors,
-            level_of=level_of,
+            level_of=self.protocol.catalogue.level_of,
         )
 
     def record(self, verdict: Verdict) -> CheckResult:
