@@ -81,6 +81,8 @@ class Amp01Protocol(Protocol):
     checks_package: ClassVar[str] = "amp_conformance.amp01.checks"
     catalogue_package: ClassVar[str] = "amp_conformance.amp01"
     server_error_requirement: ClassVar[str | None] = "AMP-ERR-07"
+    label: ClassVar[str] = "AMP 0.1.0"
+    claims: ClassVar[tuple[str, str] | None] = ("/spec", "spec")
     options: ClassVar[tuple[OptionSpec, ...]] = (
         OptionSpec("admin-token", "admin token for POST /lifecycle/run (never printed)"),
         OptionSpec(

@@ -58,6 +58,8 @@ class Amp11Protocol(Protocol):
     catalogue_package: ClassVar[str] = "amp_conformance.amp11"
     server_error_requirement: ClassVar[str | None] = "AMP11-REST-11"
     self_test_in_plugin: ClassVar[bool] = True
+    label: ClassVar[str] = "AMP 1.1"
+    claims: ClassVar[tuple[str, str] | None] = ("initialize", "server_info")
     options: ClassVar[tuple[OptionSpec, ...]] = (
         OptionSpec("mcp-command", "amp-1.1: the MCP server command (stdio); the suite starts and stops it"),
     )

@@ -80,6 +80,7 @@ class ToyProtocol(Protocol):
     title: ClassVar[str] = "Toy KV"
     checks_package: ClassVar[str] = "toy_protocol.checks"
     catalogue_package: ClassVar[str] = "toy_protocol"
+    label: ClassVar[str] = "Toy KV 0.1"
 
     def context(self, session: ToySession, spec: CheckSpec) -> ToyContext:
         return ToyContext(session.run, spec, session)
