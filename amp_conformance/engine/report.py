@@ -26,13 +26,15 @@ from amp_conformance.engine.report_model import (
     Catalogue,
     Check,
     Cleanup,
-    Exchange as ExchangeEntry,
     Expectation,
     Finding,
     Report,
     Requests,
     RunInfo,
     Summary,
+)
+from amp_conformance.engine.report_model import (
+    Exchange as ExchangeEntry,
 )
 from amp_conformance.engine.vocabulary import LEVELS, Level, Outcome
 

@@ -26,7 +26,15 @@ LEVEL_ORDER: tuple[Level, ...] = LEVELS
 #: The outcome a requirement no check cited has in a grid.
 UNCOVERED = "uncovered"
 #: How bad an outcome is for a requirement: the worst outcome of the checks citing it wins.
-SEVERITY: Mapping[str, int] = {UNCOVERED: 0, "skip": 1, "pass": 2, "warn": 3, "blocked": 4, "error": 5, "fail": 6}
+SEVERITY: Mapping[str, int] = {
+    UNCOVERED: 0,
+    "skip": 1,
+    "pass": 2,
+    "warn": 3,
+    "blocked": 4,
+    "error": 5,
+    "fail": 6,
+}
 #: Outcomes that pass a check (a warning is a pass with a SHOULD/MAY finding).
 PASSED = frozenset({Outcome.PASS, Outcome.WARN})
 #: Outcomes that fall short of a verdict or fail it.
@@ -421,10 +429,9 @@ class Report:
         if not isinstance(data, dict):
             raise ReportError("not an amp-conformance JSON report (not a JSON object)")
         version = data.get("report_version")
-        if not isinstance(version, str) or version.partition(".")[0] != REPORT_VERSION.partition(".")[0]:
-            raise ReportError(
-                f"report_version {version!r} is not one this tool reads ({REPORT_VERSION.partition('.')[0]}.x)"
-            )
+        major = REPORT_VERSION.partition(".")[0]
+        if not isinstance(version, str) or version.partition(".")[0] != major:
+            raise ReportError(f"report_version {version!r} is not one this tool reads ({major}.x)")
         error = next(iter(_validator().iter_errors(data)), None)
         if error is not None:
             where = "/".join(str(p) for p in error.instance_path) or "the document"
@@ -441,7 +448,9 @@ class Report:
             catalogue=Catalogue.from_json(data["catalogue"]),
             summary=Summary.from_json(data["summary"]),
             checks=tuple(Check.from_json(c) for c in data["checks"]),
-            cleanup=Cleanup(data["cleanup"]["attempted"], data["cleanup"]["deleted"], tuple(data["cleanup"]["problems"])),
+            cleanup=Cleanup(
+                data["cleanup"]["attempted"], data["cleanup"]["deleted"], tuple(data["cleanup"]["problems"])
+            ),
             expectations=data["expectations"],
         )
 

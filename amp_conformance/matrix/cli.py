@@ -77,10 +77,8 @@ def _line(result: RunResult) -> str:
     impl = result.implementation
     if result.report is None:
         return f"{impl.name}: could not start (exit {result.exit_code}): {result.problem}"
-    from amp_conformance.reports.markdown import must_tally
-
-    passed, total = must_tally(result.report)
-    verdict = str((result.report.get("summary") or {}).get("verdict", "?")).upper()
+    passed, total = result.report.must_tally()
+    verdict = result.report.verdict.upper()
     timing = f"exit {result.exit_code}, {result.duration_seconds:.1f} s"
     return f"{impl.name}: {verdict} MUST {passed}/{total} ({timing})"
 
