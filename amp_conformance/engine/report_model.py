@@ -44,7 +44,8 @@ Json = dict[str, Any]
 
 
 class ReportError(ValueError):
-    """A document that is not a report this version of the suite reads: one line saying why."""
+    """A document that is not a report this version of the suite reads: one line saying why, to
+    follow the document's name (``r.json is not ...``)."""
 
 
 @cache
@@ -427,15 +428,16 @@ class Report:
     def from_json(cls, data: object) -> Report:
         """The report ``data`` holds; :class:`ReportError` (one line) for anything else."""
         if not isinstance(data, dict):
-            raise ReportError("not an amp-conformance JSON report (not a JSON object)")
+            raise ReportError("is not an amp-conformance JSON report (not a JSON object)")
         version = data.get("report_version")
         major = REPORT_VERSION.partition(".")[0]
         if not isinstance(version, str) or version.partition(".")[0] != major:
-            raise ReportError(f"report_version {version!r} is not one this tool reads ({major}.x)")
+            raise ReportError(f"has report_version {version!r}; this tool reads report_version {major}.x")
         error = next(iter(_validator().iter_errors(data)), None)
         if error is not None:
             where = "/".join(str(p) for p in error.instance_path) or "the document"
-            raise ReportError(f"not a valid report_version {version} report: at {where}: {error.message}")
+            said = " ".join(f"at {where}: {error.message}".split())  # one line, whatever the keys hold
+            raise ReportError(f"is not a valid report_version {version} report: {said[:300]}")
         return cls(
             report_version=version,
             protocol=data["protocol"],

@@ -156,7 +156,7 @@ def _read_report(path: Path) -> tuple[Report | None, str | None]:
     try:
         return Report.from_json(json.loads(text)), None
     except ValueError as exc:  # ReportError is one
-        return None, f"{path.name}: {exc}"
+        return None, f"{path.name} {exc}"
 
 
 def run_one(impl: Implementation, config: MatrixConfig, options: RunOptions, reports: Path) -> RunResult:

@@ -52,7 +52,7 @@ def load_report(path: str) -> Report:
     try:
         return Report.from_json(document)
     except ReportError as exc:
-        raise ReportInputError(f"{path}: {exc}") from None
+        raise ReportInputError(f"{path} {exc}") from None
 
 
 def write_page(page: str, path: Path) -> None:

@@ -190,7 +190,7 @@ def read_reports(
         try:
             read.append(Report.from_json(document))
         except ReportError as exc:
-            raise DiffInputError(f"{path}: {exc}") from None
+            raise DiffInputError(f"{path} {exc}") from None
     return read[0], read[1]
 
 
