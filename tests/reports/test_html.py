@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amp_conformance.cli import main
+from amp_conformance.engine.report_model import Report, ReportError
 from amp_conformance.reports import render_diff_html, render_html
 from amp_conformance.reports.cli import report_main
 from amp_conformance.reports.html import MAX_PAGE_BYTES
 from amp_conformance.reports.html_diff import minimal_diff
 from amp_conformance.reports.html_model import read_catalogue
-from amp_conformance.engine.report_model import Report, ReportError
 from tests.reports.builder import complete
 from tests.suite.inprocess import run_against_reference
 
