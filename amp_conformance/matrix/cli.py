@@ -19,13 +19,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from amp_conformance.engine.vocabulary import LEVELS
 from amp_conformance.matrix.config import ConfigError, Implementation, load_config
 from amp_conformance.matrix.report import build_matrix, exit_code, relative_ref
 from amp_conformance.matrix.running import RunOptions, RunResult, run_matrix
 
 PROG = "amp-conformance matrix"
 EXIT_USAGE = 2
-_LEVELS = ("MUST", "SHOULD", "MAY")
+_LEVELS = tuple(LEVELS)
 
 
 def _parser() -> argparse.ArgumentParser:

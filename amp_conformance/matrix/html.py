@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from amp_conformance.engine.report_model import Report
+from amp_conformance.engine.report_model import LEVEL_ORDER, Report
 from amp_conformance.reports.html_assets import CSS, content_security_policy
 from amp_conformance.reports.html_check import expectation_block, message_block, warnings_block
 from amp_conformance.reports.html_evidence import (
@@ -323,7 +323,7 @@ def _filters(matrix: Mapping[str, Any]) -> str:
     )
     levels = "".join(
         f'<label><input type="checkbox" name="level" value="{lv}" checked> {lv}</label>'
-        for lv in ("MUST", "SHOULD", "MAY")
+        for lv in LEVEL_ORDER
     )
     return (
         '<form id="mfilters" role="search" aria-label="Filter requirements" hidden>'
