@@ -17,6 +17,7 @@ from amp_conformance._version import __version__
 from amp_conformance.engine import registry
 from amp_conformance.engine.protocol import Protocol
 from amp_conformance.engine.report_model import Report
+from amp_conformance.engine.vocabulary import Outcome
 from amp_conformance.matrix.running import RunOptions, RunResult, log_tail
 from amp_conformance.reports.html_model import UNCOVERED, Check, as_dict, read_checks, requirement_outcomes
 
@@ -25,9 +26,9 @@ NOT_STARTED = "not-started"
 _MESSAGE_CHARS = 600
 #: A row is "mixed" when some cell passes and some falls short; "nobody passes" when no cell passes
 #: and some cell reached a bad verdict (a candidate problem of the spec rather than of the servers).
-PASSING = frozenset({"pass"})
-SHORT = frozenset({"fail", "warn"})
-BAD = frozenset({"fail", "warn", "blocked", "error"})
+PASSING = frozenset({Outcome.PASS})
+SHORT = frozenset({Outcome.FAIL, Outcome.WARN})
+BAD = frozenset({Outcome.FAIL, Outcome.WARN, Outcome.BLOCKED, Outcome.ERROR})
 
 
 def _record(protocol: str) -> Protocol | None:

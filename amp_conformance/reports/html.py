@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from amp_conformance.engine.report_model import Report, as_report
+from amp_conformance.engine.vocabulary import Outcome
 from amp_conformance.reports.html_assets import CSS, JS, content_security_policy
 from amp_conformance.reports.html_check import (
     LIST_ITEMS,
@@ -330,8 +331,8 @@ def _attention(checks: list[Check]) -> str:
         return ""
     known = [c for c in flagged if _known_gap(c)]
     flagged = [c for c in flagged if not _known_gap(c)]
-    serious = "".join(_attention_item(c) for c in flagged if c.outcome != "warn" and not _unmet(c))
-    warned = [c for c in flagged if c.outcome == "warn" and not _unmet(c)]
+    serious = "".join(_attention_item(c) for c in flagged if c.outcome != Outcome.WARN and not _unmet(c))
+    warned = [c for c in flagged if c.outcome == Outcome.WARN and not _unmet(c)]
     parts = ['<section aria-labelledby="h-attention"><h2 id="h-attention">Needs attention</h2>']
     if surprises:  # new failures and unexpected passes first: what an expectations file did not foresee
         items = "".join(_attention_item(c) for c in surprises)

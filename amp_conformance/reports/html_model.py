@@ -17,7 +17,6 @@ from amp_conformance.engine.report_model import (
     SEVERITY,
     UNCOVERED,
     Catalogue,
-    Counts,
     Report,
     as_report,
     count,
@@ -34,15 +33,12 @@ __all__ = [
     "Check",
     "as_dict",
     "as_list",
-    "as_number",
     "as_text",
     "level_counts",
     "read_catalogue",
     "read_checks",
     "requirement_outcomes",
-    "summary_counts",
     "texts",
-    "verdict_of",
 ]
 
 #: Outcomes shown expanded by default.
@@ -63,12 +59,6 @@ def as_text(value: object, default: str = "") -> str:
     if value is None:
         return default
     return value if isinstance(value, str) else str(value)
-
-
-def as_number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
 
 
 def texts(value: object) -> list[str]:
@@ -146,12 +136,3 @@ def level_counts(checks: Iterable[Check]) -> dict[Level, dict[Outcome, int]]:
     for check in checks:
         by_level.setdefault(check.level, []).append(check.outcome)
     return {level: count(by_level[level]) for level in LEVEL_ORDER if level in by_level}
-
-
-def summary_counts(report: Report | Mapping[str, Any], checks: list[Check] | None = None) -> Counts:
-    """Counts by outcome as the report states them."""
-    return as_report(report).summary.outcomes
-
-
-def verdict_of(report: Report | Mapping[str, Any], checks: list[Check] | None = None) -> str:
-    return as_report(report).verdict
