@@ -322,8 +322,7 @@ def _filters(matrix: Mapping[str, Any]) -> str:
         )
     )
     levels = "".join(
-        f'<label><input type="checkbox" name="level" value="{lv}" checked> {lv}</label>'
-        for lv in LEVEL_ORDER
+        f'<label><input type="checkbox" name="level" value="{lv}" checked> {lv}</label>' for lv in LEVEL_ORDER
     )
     return (
         '<form id="mfilters" role="search" aria-label="Filter requirements" hidden>'
