@@ -127,7 +127,7 @@ class Protocol(ABC):
     self_test_in_plugin: ClassVar[bool] = False
     """The plugin acts on ``--amp-protocol NAME`` alone (it can start the bundled server itself)."""
     label: ClassVar[str] = ""
-    """Short name for badges and matrix columns (``AMP 0.1.0``); empty: the :attr:`title`."""
+    """Short name for badges and matrix columns (a name and version); empty: the :attr:`title`."""
     claims: ClassVar[tuple[str, str] | None] = None
     """What the server says of itself: (where it says it, the report's ``server`` member holding it),
     as ``("/spec", "spec")``; None: nothing."""
