@@ -344,7 +344,7 @@ def render_summary(run: Run) -> str:
     summary = summarise(run)
     results = list(run.results.values())
     session = run.active_session
-    lines = ["", f"AMP conformance of {session.target_label} (run {run.id}, {run.protocol.title})"]
+    lines = ["", f"{run.protocol.title} conformance of {session.target_label} (run {run.id})"]
     lines += session.summary_lines()
     lines += ["", _row("area", dict(zip(OUTCOMES, OUTCOMES, strict=True)))]
     names = run.protocol.catalogue.areas
