@@ -84,6 +84,8 @@ class Amp01Protocol(HttpProtocol[Amp01Options, Amp01Session, Amp]):
     base_url_option: ClassVar[OptionSpec] = OptionSpec(
         "base-url", "URL of the AMP server, with or without /amp/v1 (enables the suite)"
     )
+    label: ClassVar[str] = "AMP 0.1.0"
+    claims: ClassVar[tuple[str, str] | None] = ("/spec", "spec")
     options: ClassVar[tuple[OptionSpec, ...]] = (
         OptionSpec("admin-token", "admin token for POST /lifecycle/run (never printed)"),
         OptionSpec(

@@ -75,6 +75,8 @@ class Amp11Protocol(HttpProtocol[Amp11Options, "Amp11Session", "Amp11Context"]):
     server_error_requirement: ClassVar[str | None] = "AMP11-REST-11"
     self_test_in_plugin: ClassVar[bool] = True
     base_url_required: ClassVar[bool] = False
+    label: ClassVar[str] = "AMP 1.1"
+    claims: ClassVar[tuple[str, str] | None] = ("initialize", "server_info")
     options: ClassVar[tuple[OptionSpec, ...]] = (
         OptionSpec("mcp-command", "amp-1.1: the MCP server command (stdio); the suite starts and stops it"),
         OptionSpec(

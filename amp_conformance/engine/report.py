@@ -20,6 +20,22 @@ from amp_conformance._version import __version__
 from amp_conformance.engine.expectations import unexpected_passes
 from amp_conformance.engine.outcomes import BLOCKED, ERROR, FAIL, OUTCOMES, SKIP, WARN
 from amp_conformance.engine.registry import level_of, requirement
+from amp_conformance.engine.report_model import (
+    REPORT_VERSION,
+    BlockedBy,
+    Catalogue,
+    Check,
+    Cleanup,
+    Expectation,
+    Finding,
+    Report,
+    Requests,
+    RunInfo,
+    Summary,
+)
+from amp_conformance.engine.report_model import (
+    Exchange as ExchangeEntry,
+)
 from amp_conformance.engine.verdict import resolve
 from amp_conformance.engine.vocabulary import LEVELS, Level, Outcome
 
@@ -28,8 +44,6 @@ MUST = Level.MUST
 if TYPE_CHECKING:
     from amp_conformance.engine.exchange import Exchange
     from amp_conformance.engine.run import CheckResult, Run
-
-REPORT_VERSION = "2.0"
 
 
 def _requirement_line(rid: str, level: str | None = None) -> str:
@@ -165,29 +179,52 @@ def prerender(run: Run, result: CheckResult) -> None:
             render(exchange)
 
 
-def _check_entry(result: CheckResult, render: Callable[[Exchange], dict[str, Any]]) -> dict[str, Any]:
+def _check_entry(result: CheckResult, render: Callable[[Exchange], ExchangeEntry]) -> Check:
     failing = result.failing_exchange
     shows_curl = result.outcome in (FAIL, ERROR, BLOCKED, WARN)
-    return {
-        "id": result.nodeid,
-        "name": result.name,
-        "title": result.title,
-        "requirements": list(result.requirements),
-        "level": result.level,
-        "area": result.area,
-        "outcome": result.outcome,
-        "message": result.message,
-        "expected": result.expected,
-        "finding_requirements": list(result.finding_requirements),
-        "blocked_by": result.blocked_by,
-        "expectation": result.expectation,
-        "duration_seconds": round(result.duration, 4),
-        "requests": result.requests,
-        "warnings": [finding.as_report() for finding in result.warnings],
-        "notes": result.notes,
-        "curl": failing.curl() if failing is not None and shows_curl else None,
-        "exchanges": [render(exchange) for exchange in result.exchanges],
-    }
+    blocked, expectation = result.blocked_by, result.expectation
+    return Check(
+        id=result.nodeid,
+        name=result.name,
+        title=result.title,
+        requirements=tuple(result.requirements),
+        level=Level(result.level),
+        area=result.area,
+        outcome=Outcome(result.outcome),
+        message=result.message,
+        expected=result.expected,
+        finding_requirements=tuple(result.finding_requirements),
+        blocked_by=BlockedBy(blocked["requirement"], blocked["step"], blocked["check"])
+        if blocked is not None
+        else None,
+        expectation=Expectation(
+            expectation["outcome"], expectation["reason"], expectation.get("link"), expectation["met"]
+        )
+        if expectation is not None
+        else None,
+        duration_seconds=round(result.duration, 4),
+        requests=result.requests,
+        warnings=tuple(Finding.from_json(warning.as_report()) for warning in result.warnings),
+        notes=tuple(result.notes),
+        curl=failing.curl() if failing is not None and shows_curl else None,
+        exchanges=tuple(render(exchange) for exchange in result.exchanges),
+    )
+
+
+class _Entries:
+    """Each rendered exchange as the model's entry, made once (a shared step's exchanges are in the
+    evidence of every check that used it)."""
+
+    def __init__(self, render: _ExchangeRenderer) -> None:
+        self._render = render
+        self._made: dict[int, tuple[dict[str, Any], ExchangeEntry]] = {}
+
+    def __call__(self, exchange: Exchange) -> ExchangeEntry:
+        rendered = self._render(exchange)
+        found = self._made.get(id(rendered))
+        if found is None or found[0] is not rendered:
+            found = self._made[id(rendered)] = (rendered, ExchangeEntry.from_json(rendered))
+        return found[1]
 
 
 def replay_note(app: str, base_url: str | None) -> str:
@@ -201,7 +238,8 @@ def replay_note(app: str, base_url: str | None) -> str:
     )
 
 
-def build_report(run: Run) -> dict[str, Any]:
+def build_report(run: Run) -> Report:
+    """The run's report, as the model (:meth:`Report.to_json` is the JSON written)."""
     finished = run.finished_monotonic or time.monotonic()
     blocks = run.active_session.report_blocks()
     total = run.requests_sent or sum(len(r.exchanges) for r in run.results.values())
@@ -209,38 +247,39 @@ def build_report(run: Run) -> dict[str, Any]:
     server.setdefault("unavailable", run.broken_reason)
     if run.options.app:
         server["replay_note"] = replay_note(run.options.app, run.options.base_url)
-    render = _ExchangeRenderer(run.rendered_exchanges)
-    return {
-        "report_version": REPORT_VERSION,
-        "protocol": run.protocol.name,
-        "tool": {"name": "amp-conformance", "version": __version__},
-        "run": {
-            "id": str(run.id),
-            "started_at": run.started_at.isoformat().replace("+00:00", "Z"),
-            "finished_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
-            "duration_seconds": round(finished - run.started_monotonic, 3),
-            "options": run.options.public_view(),
-            "requests": {
-                "checks": total - run.cleanup_requests,
-                "cleanup": run.cleanup_requests,
-                "total": total,
-            },
-            "workers": run.workers,
-        },
-        "server": server,
-        "conventions": blocks.get("conventions"),
-        "catalogue": run.protocol.catalogue.as_report(),
-        "summary": summarise(run),
-        "checks": [_check_entry(result, render) for result in run.results.values()],
-        "cleanup": dict(blocks.get("cleanup") or {"attempted": 0, "deleted": 0, "problems": []}),
-        "expectations": run.expectations_report,
-    }
+    render = _Entries(_ExchangeRenderer(run.rendered_exchanges))
+    cleanup = dict(blocks.get("cleanup") or {"attempted": 0, "deleted": 0, "problems": []})
+    protocol = run.protocol
+    return Report(
+        report_version=REPORT_VERSION,
+        protocol=protocol.name,
+        protocol_title=protocol.title,
+        protocol_label=protocol.label or protocol.title,
+        tool_version=__version__,
+        run=RunInfo(
+            id=str(run.id),
+            started_at=run.started_at.isoformat().replace("+00:00", "Z"),
+            finished_at=datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            duration_seconds=round(finished - run.started_monotonic, 3),
+            options=run.options.public_view(),
+            requests=Requests(total - run.cleanup_requests, run.cleanup_requests, total),
+            workers=run.workers,
+        ),
+        server=server,
+        conventions=blocks.get("conventions"),
+        catalogue=Catalogue.from_json(protocol.catalogue.as_report()),
+        summary=Summary.from_json(summarise(run)),
+        checks=tuple(_check_entry(result, render) for result in run.results.values()),
+        cleanup=Cleanup(cleanup["attempted"], cleanup["deleted"], tuple(cleanup["problems"])),
+        expectations=run.expectations_report,
+    )
 
 
-def report_text(document: dict[str, Any]) -> str:
+def report_text(report: Report | dict[str, Any]) -> str:
     """The JSON report as written: indented, with each check's entry on one line of its own (the
     checks are most of the document, and ``json`` indents only in pure Python, several times slower
     than its compact C encoder; a check per line also diffs well)."""
+    document = report.to_json() if isinstance(report, Report) else report
     checks = document.get("checks")
     if not isinstance(checks, list) or not checks:
         return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
@@ -250,7 +289,7 @@ def report_text(document: dict[str, Any]) -> str:
     return head.replace(f'"{marker}"', f"[\n  {lines}\n ]", 1) + "\n"
 
 
-def write_json_report(run: Run, path: Path, document: dict[str, Any] | None = None) -> None:
+def write_json_report(run: Run, path: Path, document: Report | None = None) -> None:
     """Write the JSON report (``-`` is standard output); ``document``: the one already built."""
     text = report_text(document if document is not None else build_report(run))
     if str(path) == "-":
@@ -292,7 +331,7 @@ def render_summary(run: Run) -> str:
     summary = summarise(run)
     results = list(run.results.values())
     session = run.active_session
-    lines = ["", f"AMP conformance of {session.target_label} (run {run.id}, {run.protocol.title})"]
+    lines = ["", f"{run.protocol.title} conformance of {session.target_label} (run {run.id})"]
     lines += session.summary_lines()
     lines += ["", _row("area", dict(zip(OUTCOMES, OUTCOMES, strict=True)))]
     names = run.protocol.catalogue.areas

@@ -273,6 +273,11 @@ class Protocol(ABC, Generic[OptionsT, SessionT, ContextT]):
     """The requirement a 5xx (or its protocol's equivalent) breaks, whatever check saw it."""
     self_test_in_plugin: ClassVar[bool] = False
     """The plugin acts on ``--amp-protocol NAME`` alone (it can start the bundled server itself)."""
+    label: ClassVar[str] = ""
+    """Short name for badges and matrix columns (a name and version); empty: the :attr:`title`."""
+    claims: ClassVar[tuple[str, str] | None] = None
+    """What the server says of itself: (where it says it, the report's ``server`` member holding it),
+    as ``("/spec", "spec")``; None: nothing."""
 
     @property
     def transport_options(self) -> tuple[OptionSpec, ...]:

@@ -3,8 +3,7 @@
 The engine names no protocol: a :class:`FuzzProfile` (``FuzzConfig.profile``) gives it the protocol's
 route prefix, its bundled contract, which checks run at which severity citing which requirement ids
 (the policy), how its error envelope looks, and how a run keeps to its own data (``isolate``,
-``created_id``). ``amp_conformance.amp01.fuzz_profile`` and ``amp_conformance.amp11.rest_fuzz`` are the
-two profiles.
+``created_id``). Each protocol package with a REST contract builds its own profile beside its checks.
 
 :func:`run_fuzz` loads the contract (the profile's bundled one by default) and runs the schemathesis
 engine against the server: the examples, coverage and fuzzing phases in positive and negative generation

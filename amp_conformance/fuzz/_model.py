@@ -48,10 +48,10 @@ def _never(*_: Any) -> bool:
 class FuzzProfile:
     """What a protocol tells the engine (which imports no protocol): where its routes live, which checks
     run at which severity citing which of its requirements, how its error bodies look, and how a run
-    keeps to its own data. ``amp01.fuzz_profile`` and ``amp11.rest_fuzz`` build one each."""
+    keeps to its own data. Each protocol package with a REST contract builds one."""
 
     api_prefix: str
-    """Path prefix of the protocol's routes (``/amp/v1``, ``/v1``); 404s outside it are routing's."""
+    """Path prefix of the protocol's routes (``/v1``, say); 404s outside it are routing's."""
     policy: Policy
     """Which checks run at which severity, and the requirement each finding counts against."""
     load_contract: Callable[[], Mapping[str, Any]]

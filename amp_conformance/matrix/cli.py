@@ -19,13 +19,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from amp_conformance.engine.vocabulary import LEVELS
 from amp_conformance.matrix.config import ConfigError, Implementation, load_config
 from amp_conformance.matrix.report import build_matrix, exit_code, relative_ref
 from amp_conformance.matrix.running import RunOptions, RunResult, run_matrix
 
 PROG = "amp-conformance matrix"
 EXIT_USAGE = 2
-_LEVELS = ("MUST", "SHOULD", "MAY")
+_LEVELS = tuple(LEVELS)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,10 +78,8 @@ def _line(result: RunResult) -> str:
     impl = result.implementation
     if result.report is None:
         return f"{impl.name}: could not start (exit {result.exit_code}): {result.problem}"
-    from amp_conformance.reports.markdown import must_tally
-
-    passed, total = must_tally(result.report)
-    verdict = str((result.report.get("summary") or {}).get("verdict", "?")).upper()
+    passed, total = result.report.must_tally()
+    verdict = result.report.verdict.upper()
     timing = f"exit {result.exit_code}, {result.duration_seconds:.1f} s"
     return f"{impl.name}: {verdict} MUST {passed}/{total} ({timing})"
 

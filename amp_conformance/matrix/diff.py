@@ -1,7 +1,7 @@
 """What changed between two matrices, per implementation (``amp-conformance matrix diff``).
 
 Implementations are matched by name; each pair's checks are compared by
-:func:`amp_conformance.reports.diff.diff_reports` (the single-run diff: a regression is a check that
+:func:`amp_conformance.reports.diff.diff_checks` (the single-run diff: a regression is a check that
 passed or warned and now fails, errors or is blocked). An implementation that ran before and now
 cannot start is a regression too; one that now starts again is a fix.
 """
@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from amp_conformance.reports.diff import diff_reports
-from amp_conformance.reports.html_model import as_dict, as_list, as_text
+from amp_conformance.engine.report_model import Check
+from amp_conformance.engine.vocabulary import Level, Outcome
+from amp_conformance.reports.diff import diff_checks
+from amp_conformance.reports.html_model import as_dict, as_list, as_text, texts
 from amp_conformance.reports.markdown import md_cell
 
 MATRIX_DIFF_VERSION = "1.0"
@@ -40,17 +42,35 @@ def load_matrix(path: str) -> dict[str, Any]:
     return document
 
 
-def _as_report(impl: Mapping[str, Any]) -> dict[str, Any]:
-    """The slice of a run's report that the single-run diff reads, from a matrix entry."""
-    return {
-        "report_version": "2.0",
-        "protocol": impl.get("protocol"),
-        "run": {"id": impl.get("run_id")},
-        "server": {"spec": impl.get("claims") if impl.get("claims_source") == "/spec" else None},
-        "summary": {"verdict": impl.get("verdict")},
-        "conventions": {k: {"value": v} for k, v in as_dict(impl.get("conventions")).items()},
-        "checks": [as_dict(c) for c in as_list(impl.get("checks"))],
-    }
+def _checks(impl: Mapping[str, Any]) -> list[Check]:
+    """A matrix entry's checks as the report model's (what the single-run diff compares: the
+    matrix keeps each check's outcome and ids, the evidence stays in the run's own report)."""
+    checks = []
+    for item in as_list(impl.get("checks")):
+        entry = as_dict(item)
+        checks.append(
+            Check(
+                id=as_text(entry.get("id")),
+                name=as_text(entry.get("name")),
+                title=as_text(entry.get("title")),
+                requirements=tuple(texts(entry.get("requirements"))),
+                level=Level(entry.get("level", Level.MAY)),
+                area=as_text(entry.get("area")),
+                outcome=Outcome(entry.get("outcome", Outcome.ERROR)),
+                message=as_text(entry.get("message")),
+                expected=None,
+                finding_requirements=tuple(texts(entry.get("finding_requirements"))),
+                blocked_by=None,
+                expectation=None,
+                duration_seconds=0.0,
+                requests=None,
+                warnings=(),
+                notes=(),
+                curl=None,
+                exchanges=(),
+            )
+        )
+    return checks
 
 
 def diff_matrices(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
@@ -86,7 +106,9 @@ def diff_matrices(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, A
             entry["status"] = "changed" if was.get("started") != now.get("started") else "unchanged"
             entries.append(entry)
             continue
-        single = diff_reports(_as_report(was), _as_report(now))
+        single = diff_checks(
+            _checks(was), _checks(now), as_dict(was.get("conventions")), as_dict(now.get("conventions"))
+        )
         for key in ("regressions", "fixes", "changed", "requirements", "conventions"):
             entry[key] = single[key]
         entry["new_checks"] = len(single["new"])

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from amp_conformance.engine.report_model import LEVEL_ORDER, Report
 from amp_conformance.reports.html_assets import CSS, content_security_policy
 from amp_conformance.reports.html_check import expectation_block, message_block, warnings_block
 from amp_conformance.reports.html_evidence import (
@@ -48,7 +49,6 @@ MAX_PAGE_BYTES = 8_000_000
 _SCALES = (1.0, 0.5, 0.2, 0.0)
 #: Characters of evidence per implementation, for checks shown open and for the others.
 _OPEN_EVIDENCE, _CLOSED_EVIDENCE = 300_000, 60_000
-_PROTOCOL_NAMES = {"amp-0.1": "AMP v0.1.0", "amp-1.1": "AMP v1.1 (smriti-memcore)"}
 _VERDICT_WORD = {"pass": "PASS", "fail": "FAIL", "incomplete": "INCOMPLETE", "not-started": "DID NOT START"}
 _WORD = {UNCOVERED: "not covered"}
 _PATTERN_WORD = {
@@ -159,7 +159,7 @@ def _grid(
     for requirement in requirements:
         by_area.setdefault(as_text(requirement.get("area"), "other"), []).append(requirement)
     order = [a for a in areas if a in by_area] + [a for a in by_area if a not in areas]
-    name = _PROTOCOL_NAMES.get(protocol, protocol)
+    name = as_text(block.get("title")) or protocol
     heads = "".join(_column_head(n, impl, links) for n, impl in columns)
     parts = [
         f'<section class="proto" data-protocol="{esc(protocol)}" aria-labelledby="h-{esc(protocol)}">',
@@ -203,20 +203,20 @@ class _Render:
 
 
 def _blocked(check: Check, render: _Render) -> str:
-    blocked = as_dict(check.raw.get("blocked_by"))
-    if not blocked:
+    blocked = check.entry.blocked_by
+    if blocked is None:
         return ""
-    by = as_text(blocked.get("check"))
+    by = blocked.check or ""
     target = render.anchors.get(by)
     name = f'<a href="#{target}">{esc(by)}</a>' if target else esc(by or "an earlier step")
-    rid = f" (requirement {esc(blocked.get('requirement'))})" if blocked.get("requirement") else ""
-    step = f" at step: {esc(blocked.get('step'))}" if blocked.get("step") else ""
+    rid = f" (requirement {esc(blocked.requirement)})" if blocked.requirement else ""
+    step = f" at step: {esc(blocked.step)}" if blocked.step else ""
     return f'<p class="blocked">Blocked by {name}{rid}{step}.</p>'
 
 
 def _check(check: Check, render: _Render, impl_name: str) -> str:
     """One check with its evidence: the single-run page's view, with ids unique per implementation."""
-    raw = check.raw
+    entry = check.entry
     limits, budget = render.open if check.outcome in OPEN_OUTCOMES else render.closed
     prefix = f"i{render.number}"
     targets = "".join(
@@ -238,19 +238,16 @@ def _check(check: Check, render: _Render, impl_name: str) -> str:
     ]
     if check.cites:
         parts.append(f'<p class="ids">Cites {esc(", ".join(check.cites))}</p>')
-    curl = as_text(raw.get("curl"))
-    if curl:
-        parts.append(f"<h4>Reproduce</h4>{copyable(curl, 'curl', render.ids)}")
-    parts.append(findings_block(raw, check.message, limits, render.ids))
+    if entry.curl:
+        parts.append(f"<h4>Reproduce</h4>{copyable(entry.curl, 'curl', render.ids)}")
+    parts.append(findings_block(check.message, limits, render.ids))
     parts.append(warnings_block(check, render.ids))
-    parts.append(exchanges_section(raw, limits, render.ids, budget))
+    parts.append(exchanges_section(entry, limits, render.ids, budget))
     parts.append("</div></details>")
     return "".join(parts)
 
 
-def _evidence(
-    implementations: list[dict[str, Any]], reports: Mapping[str, Mapping[str, Any]], scale: float
-) -> str:
+def _evidence(implementations: list[dict[str, Any]], reports: Mapping[str, Report], scale: float) -> str:
     ids = Ids()
     parts = [
         '<section id="evidence" aria-labelledby="h-evidence"><h2 id="h-evidence">Checks and evidence</h2>',
@@ -299,7 +296,7 @@ def _header(matrix: Mapping[str, Any]) -> str:
     ]
     legend = "".join(f"<li>{_badge(o)}</li>" for o in (*OUTCOME_ORDER, UNCOVERED))
     return (
-        f'<header><h1>AMP conformance matrix</h1><p class="lede">{esc(matrix.get("title"))}</p>'
+        f'<header><h1>Conformance matrix</h1><p class="lede">{esc(matrix.get("title"))}</p>'
         '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts) + "</dl>"
         "<p>Each row is a requirement of the catalogue, each column an implementation (headed by its "
         "verdict, MUST score, conventions and claims); a cell shows the worst outcome of that "
@@ -325,8 +322,7 @@ def _filters(matrix: Mapping[str, Any]) -> str:
         )
     )
     levels = "".join(
-        f'<label><input type="checkbox" name="level" value="{lv}" checked> {lv}</label>'
-        for lv in ("MUST", "SHOULD", "MAY")
+        f'<label><input type="checkbox" name="level" value="{lv}" checked> {lv}</label>' for lv in LEVEL_ORDER
     )
     return (
         '<form id="mfilters" role="search" aria-label="Filter requirements" hidden>'
@@ -340,11 +336,11 @@ def _filters(matrix: Mapping[str, Any]) -> str:
 
 def render_matrix_html(
     matrix: Mapping[str, Any],
-    reports: Mapping[str, Mapping[str, Any]],
+    reports: Mapping[str, Report],
     *,
     links: Mapping[str, str] | None = None,
 ) -> str:
-    """The matrix page. ``reports``: slug -> that run's JSON report (the evidence); ``links``: slug ->
+    """The matrix page. ``reports``: slug -> that run's report (the evidence); ``links``: slug ->
     the href of that implementation's own page (a site), shown on its column's name."""
     implementations = [as_dict(i) for i in as_list(matrix.get("implementations"))]
     numbered = list(enumerate(implementations))
@@ -359,7 +355,7 @@ def render_matrix_html(
         )
         for protocol, block in as_dict(matrix.get("protocols")).items()
     )
-    title = f"AMP conformance matrix: {as_text(matrix.get('title'))}"
+    title = f"Conformance matrix: {as_text(matrix.get('title'))}"
     head = _header(matrix) + "<main>" + _filters(matrix) + grids
     page = ""
     for scale in _SCALES:

@@ -14,66 +14,85 @@ from pathlib import Path
 from typing import Any
 
 from amp_conformance._version import __version__
+from amp_conformance.engine import registry
+from amp_conformance.engine.protocol import AnyProtocol as Protocol
+from amp_conformance.engine.report_model import Report
+from amp_conformance.engine.vocabulary import Outcome
 from amp_conformance.matrix.running import RunOptions, RunResult, log_tail
-from amp_conformance.reports.html_model import (
-    UNCOVERED,
-    as_dict,
-    read_catalogue,
-    read_checks,
-    requirement_outcomes,
-    summary_counts,
-    texts,
-    verdict_of,
-)
-from amp_conformance.reports.markdown import must_tally
+from amp_conformance.reports.html_model import UNCOVERED, Check, as_dict, read_checks, requirement_outcomes
 
 MATRIX_VERSION = "1.0"
 NOT_STARTED = "not-started"
 _MESSAGE_CHARS = 600
 #: A row is "mixed" when some cell passes and some falls short; "nobody passes" when no cell passes
 #: and some cell reached a bad verdict (a candidate problem of the spec rather than of the servers).
-PASSING = frozenset({"pass"})
-SHORT = frozenset({"fail", "warn"})
-BAD = frozenset({"fail", "warn", "blocked", "error"})
+PASSING = frozenset({Outcome.PASS})
+SHORT = frozenset({Outcome.FAIL, Outcome.WARN})
+BAD = frozenset({Outcome.FAIL, Outcome.WARN, Outcome.BLOCKED, Outcome.ERROR})
+
+
+def _record(protocol: str) -> Protocol | None:
+    """The installed protocol record called ``protocol`` (None when none is: the column's own
+    report then says what it can)."""
+    try:
+        return registry.get(protocol)
+    except (KeyError, ImportError, TypeError):
+        return None
+
+
+def protocol_title(protocol: str, report: Report | None = None) -> str:
+    """The protocol's human name: its report's, else its installed record's, else its name."""
+    if report is not None:
+        return report.title
+    record = _record(protocol)
+    return record.title if record is not None else protocol
 
 
 def packaged_catalogue(protocol: str) -> dict[str, Any]:
     """The installed suite's catalogue block for ``protocol`` (when no run of it wrote a report)."""
-    from amp_conformance.engine import registry
-
+    record = _record(protocol)
     try:
-        return registry.get(protocol).catalogue.as_report()
+        block: dict[str, Any] = record.catalogue.as_report() if record is not None else {}
     except (FileNotFoundError, KeyError, ValueError):
-        return {"protocol": protocol, "areas": {}, "requirements": []}
+        block = {}
+    return {
+        "protocol": protocol,
+        "title": protocol_title(protocol),
+        "areas": block.get("areas", {}),
+        "requirements": [
+            {key: r[key] for key in ("id", "level", "title", "area")} for r in block.get("requirements", [])
+        ],
+    }
 
 
-def claims_of(report: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None]:
-    """What the server claims about itself: ``/spec`` (AMP v0.1.0) or ``initialize``'s serverInfo."""
-    server = as_dict(report.get("server"))
-    if report.get("protocol") == "amp-1.1":
-        info = server.get("server_info")
-        return "initialize", info if isinstance(info, dict) else None
-    spec = server.get("spec")
-    return "/spec", spec if isinstance(spec, dict) else None
+def claims_source(protocol: str) -> str | None:
+    """Where the protocol's servers say what they are (its record's :attr:`Protocol.claims`)."""
+    record = _record(protocol)
+    return record.claims[0] if record is not None and record.claims else None
 
 
-def conventions_of(report: Mapping[str, Any]) -> dict[str, str | None]:
-    conventions = report.get("conventions")
+def claims_of(report: Report) -> tuple[str | None, dict[str, Any] | None]:
+    """What the server claims about itself, as its protocol's record says where to read it."""
+    record = _record(report.protocol)
+    if record is None or record.claims is None:
+        return None, None
+    source, member = record.claims
+    claims = report.server_object(member)
+    return source, dict(claims) if claims is not None else None
+
+
+def conventions_of(report: Report) -> dict[str, str | None]:
     found: dict[str, str | None] = {}
-    if isinstance(conventions, dict):
-        for name, entry in conventions.items():
-            if name == "problems":
-                continue
-            value = entry.get("value") if isinstance(entry, dict) else entry
-            found[str(name)] = value if isinstance(value, str) or value is None else str(value)
-    declared = as_dict(report.get("server")).get("declared_level")
+    for name, value in report.convention_values.items():
+        found[str(name)] = value if isinstance(value, str) or value is None else str(value)
+    declared = report.server.get("declared_level")
     if isinstance(declared, str):
         found["declared_level"] = declared
     return found
 
 
-def _check_entry(check: Any) -> dict[str, Any]:
-    blocked = as_dict(check.raw.get("blocked_by"))
+def _check_entry(check: Check) -> dict[str, Any]:
+    entry = check.entry
     message = check.message
     return {
         "id": check.id,
@@ -82,10 +101,10 @@ def _check_entry(check: Any) -> dict[str, Any]:
         "level": check.level,
         "area": check.area,
         "outcome": check.outcome,
-        "requirements": check.requirements,
-        "finding_requirements": texts(check.raw.get("finding_requirements")),
-        "cites": check.cites,
-        "blocked_by": blocked.get("requirement") if isinstance(blocked.get("requirement"), str) else None,
+        "requirements": list(check.requirements),
+        "finding_requirements": list(entry.finding_requirements),
+        "cites": list(check.cites),
+        "blocked_by": entry.blocked_by.requirement if entry.blocked_by is not None else None,
         "message": message if len(message) <= _MESSAGE_CHARS else message[:_MESSAGE_CHARS] + "...",
     }
 
@@ -110,7 +129,7 @@ def implementation_entry(result: RunResult, report_ref: str | None) -> dict[str,
         "must": {"passed": 0, "total": 0},
         "outcomes": None,
         "conventions": {},
-        "claims_source": "initialize" if impl.protocol == "amp-1.1" else "/spec",
+        "claims_source": claims_source(impl.protocol),
         "claims": None,
         "requirements": {},
         "checks": [],
@@ -120,13 +139,13 @@ def implementation_entry(result: RunResult, report_ref: str | None) -> dict[str,
         entry["log_tail"] = log_tail(result)
         return entry
     checks = read_checks(report)
-    passed, total = must_tally(report)
+    passed, total = report.must_tally()
     source, claims = claims_of(report)
     entry.update(
-        run_id=as_dict(report.get("run")).get("id"),
-        verdict=verdict_of(report, checks),
+        run_id=report.run.id,
+        verdict=report.verdict,
         must={"passed": passed, "total": total},
-        outcomes=summary_counts(report, checks),
+        outcomes=dict(report.summary.outcomes),
         conventions=conventions_of(report),
         claims_source=source,
         claims=claims,
@@ -169,10 +188,11 @@ def build_matrix(
         protocol = result.implementation.protocol
         if protocol in protocols or result.report is None:
             continue
-        catalogue = read_catalogue(result.report)
+        catalogue = result.report.catalogue
         protocols[protocol] = {
             "protocol": protocol,
-            "areas": catalogue.areas,
+            "title": protocol_title(protocol, result.report),
+            "areas": dict(catalogue.areas),
             "requirements": [
                 {"id": r.id, "level": r.level, "title": r.title, "area": r.area}
                 for r in catalogue.requirements

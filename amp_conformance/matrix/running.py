@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from amp_conformance.engine.report_model import Report
 from amp_conformance.matrix.config import Implementation, MatrixConfig
 
 #: Lines of a run's log kept when it could not start.
@@ -47,7 +48,7 @@ class RunResult:
     duration_seconds: float
     report_path: Path
     log_path: Path
-    report: dict[str, Any] | None
+    report: Report | None
     problem: str | None
 
     @property
@@ -55,25 +56,29 @@ class RunResult:
         return self.report is not None
 
 
-def _variable(agent: str) -> str:
-    return "AMP_API_KEY_" + re.sub(r"[^A-Z0-9]", "_", agent.upper())
+def _variable(*words: str) -> str:
+    return "AMP_" + "_".join(re.sub(r"[^A-Z0-9]", "_", word.upper()) for word in words)
+
+
+#: Protocol options named so hold secrets (an admin token, API keys): printed commands show them as
+#: shell variables, as curl lines do.
+SECRET_OPTION = re.compile(r"(token|key|secret|password)$")
 
 
 def suite_arguments(impl: Implementation, options: RunOptions, json_path: Path) -> list[str]:
     """The ``amp-conformance`` arguments of one implementation's run."""
     args = ["--protocol", impl.protocol]
-    for kind in ("base-url", "server-cmd", "mcp-command", "app"):
-        if kind in impl.targets:
-            # {python}: the interpreter running the matrix (so a file works from any virtual environment)
-            args += [f"--{kind}", impl.targets[kind].replace("{python}", shlex.quote(sys.executable))]
-    if impl.admin_token is not None:
-        args += ["--admin-token", impl.admin_token]
-    if impl.allow_global_effects:
-        args.append("--allow-global-effects")
-    for agent, key in impl.api_keys.items():
-        args += ["--api-key", f"{agent}={key}"]
-    if impl.api_keys_file:
-        args += ["--api-keys-file", impl.api_keys_file]
+    for kind, target in impl.targets.items():
+        # {python}: the interpreter running the matrix (so a file works from any virtual environment)
+        args += [f"--{kind}", target.replace("{python}", shlex.quote(sys.executable))]
+    for name, value in impl.options.items():
+        if value is True:
+            args.append(f"--{name}")
+        elif isinstance(value, list):
+            for item in value:
+                args += [f"--{name}", str(item)]
+        elif value is not False and value is not None:
+            args += [f"--{name}", str(value)]
     if impl.expectations:
         args += ["--expectations", impl.expectations]
     if impl.startup_timeout is not None:
@@ -102,10 +107,15 @@ def _own_areas(only: str, protocol: str) -> str:
 def secrets_of(impl: Implementation) -> dict[str, str]:
     """Secret value -> the shell variable a printed command shows instead (as curl lines do)."""
     found: dict[str, str] = {}
-    if impl.admin_token:
-        found[impl.admin_token] = "AMP_ADMIN_TOKEN"
-    for agent, key in impl.api_keys.items():
-        found.setdefault(key, _variable(agent))
+    for name, value in impl.options.items():
+        if not SECRET_OPTION.search(name):
+            continue
+        if isinstance(value, str) and value:
+            found.setdefault(value, _variable(name))
+        for item in value if isinstance(value, list) else []:
+            agent, _, secret = str(item).partition("=")
+            if secret:
+                found.setdefault(secret, _variable(name, agent))
     return found
 
 
@@ -137,12 +147,16 @@ def _problem(log: str, exit_code: int) -> str:
     return lines[-1] if lines else f"amp-conformance exited {exit_code} and wrote no report"
 
 
-def _read_report(path: Path) -> dict[str, Any] | None:
+def _read_report(path: Path) -> tuple[Report | None, str | None]:
+    """The run's report, validated once (None and why, when it wrote none or an unreadable one)."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return document if isinstance(document, dict) and isinstance(document.get("checks"), list) else None
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None, None
+    try:
+        return Report.from_json(json.loads(text)), None
+    except ValueError as exc:  # ReportError is one
+        return None, f"{path.name} {exc}"
 
 
 def run_one(impl: Implementation, config: MatrixConfig, options: RunOptions, reports: Path) -> RunResult:
@@ -164,9 +178,8 @@ def run_one(impl: Implementation, config: MatrixConfig, options: RunOptions, rep
             check=False,
         )
     duration = time.monotonic() - started
-    report = _read_report(report_path)
-    problem = None
-    if report is None:
+    report, problem = _read_report(report_path)
+    if report is None and problem is None:
         text = log_path.read_text(encoding="utf-8", errors="replace")
         problem = _problem(text, completed.returncode)
     return RunResult(

@@ -17,19 +17,30 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from amp_conformance.engine import registry
+from amp_conformance.engine.report_model import Report
 from amp_conformance.matrix.config import ConfigError
 from amp_conformance.matrix.running import RunResult
-from amp_conformance.reports.badge import COLOURS, LABELS, badge
+from amp_conformance.reports.badge import COLOURS, NO_REPORT, badge
 from amp_conformance.reports.html import render_html
 from amp_conformance.reports.html_model import as_dict, as_list, as_text
 
 
-def implementation_badge(impl: Mapping[str, Any], report: Mapping[str, Any] | None) -> dict[str, Any]:
+def protocol_label(protocol: str) -> str:
+    """The badge label of a column with no report: its installed protocol record's, else its name."""
+    try:
+        record = registry.get(protocol)
+    except (KeyError, ImportError, TypeError):
+        return protocol
+    return record.label or record.title
+
+
+def implementation_badge(impl: Mapping[str, Any], report: Report | None) -> dict[str, Any]:
     """The shields endpoint JSON of one column (``contract/badge.schema.json``, as ``--badge`` writes
     it; the file is named by the implementation's slug)."""
-    label = LABELS.get(as_text(impl.get("protocol")), LABELS["amp-0.1"])
     if report is None:
-        return {"schemaVersion": 1, "label": label, "message": "MUST 0/0", "color": "lightgrey"}
+        label = protocol_label(as_text(impl.get("protocol")))
+        return {"schemaVersion": 1, "label": label, "message": "MUST 0/0", "color": NO_REPORT}
     document = badge(report)
     document["color"] = COLOURS.get(as_text(impl.get("verdict")), document["color"])
     return document
@@ -43,9 +54,7 @@ def _write(path: Path, text: str) -> None:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
-def write_badges(
-    matrix: Mapping[str, Any], reports: Mapping[str, Mapping[str, Any]], directory: Path
-) -> None:
+def write_badges(matrix: Mapping[str, Any], reports: Mapping[str, Report], directory: Path) -> None:
     for impl in (as_dict(i) for i in as_list(matrix.get("implementations"))):
         slug = as_text(impl.get("slug"))
         document = implementation_badge(impl, reports.get(slug))
@@ -56,7 +65,7 @@ def write_site(matrix: dict[str, Any], results: list[RunResult], directory: Path
     """Write the site (see the module docstring) from a matrix and its runs."""
     from amp_conformance.matrix.html import render_matrix_html
 
-    reports: dict[str, dict[str, Any]] = {}
+    reports: dict[str, Report] = {}
     links: dict[str, str] = {}
     site_matrix = json.loads(json.dumps(matrix))
     for result, impl in zip(results, site_matrix["implementations"], strict=True):

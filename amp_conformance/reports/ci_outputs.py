@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from amp_conformance.engine.expectations import write_baseline
+from amp_conformance.engine.report_model import Report, as_report
 from amp_conformance.reports.badge import write_badge
 from amp_conformance.reports.github import publish
 from amp_conformance.reports.markdown import write_markdown
@@ -24,7 +25,7 @@ def ci_outputs_wanted(
 
 
 def write_ci_outputs(
-    report: Mapping[str, Any],
+    report: Report | Mapping[str, Any],
     markdown: Path | None = None,
     badge: Path | None = None,
     baseline: Path | None = None,
@@ -33,14 +34,16 @@ def write_ci_outputs(
     emit: Callable[[str], None] | None = None,
 ) -> list[str]:
     """Write what was asked for; returns problems (one line each: the run then exits 2)."""
+    report = as_report(report)
     problems: list[str] = []
     if markdown is not None and (problem := write_markdown(report, markdown)):
         problems.append(problem)
     if badge is not None and (problem := write_badge(report, badge)):
         problems.append(problem)
     if baseline is not None:
-        checks = report.get("checks")  # no run id in the file: a re-baseline diffs only on findings
-        if problem := write_baseline(checks if isinstance(checks, list) else [], baseline):
+        # no run id in the file: a re-baseline diffs only on findings
+        checks = [check.to_json() for check in report.checks]
+        if problem := write_baseline(checks, baseline):
             problems.append(problem)
     problems += publish(report, environ) if emit is None else publish(report, environ, emit)
     return problems

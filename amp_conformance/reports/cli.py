@@ -12,8 +12,8 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from amp_conformance.engine.report_model import Report, ReportError
 from amp_conformance.reports.html import render_diff_html, render_html
 
 EXIT_OK, EXIT_USAGE = 0, 2
@@ -38,8 +38,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def load_report(path: str) -> dict[str, Any]:
-    """A JSON report from ``path`` ('-' reads stdin); ReportInputError says why it cannot be used."""
+def load_report(path: str) -> Report:
+    """A JSON report from ``path`` ('-' reads stdin), validated once; ReportInputError says why it
+    cannot be used."""
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -48,9 +49,10 @@ def load_report(path: str) -> dict[str, Any]:
         document = json.loads(text)
     except ValueError as exc:
         raise ReportInputError(f"{path} is not JSON: {exc}") from None
-    if not isinstance(document, dict) or not isinstance(document.get("checks"), list):
-        raise ReportInputError(f"{path} is not an amp-conformance JSON report (no 'checks' list)")
-    return document
+    try:
+        return Report.from_json(document)
+    except ReportError as exc:
+        raise ReportInputError(f"{path} {exc}") from None
 
 
 def write_page(page: str, path: Path) -> None:
@@ -89,7 +91,7 @@ def report_main(argv: Sequence[str]) -> int:
     return EXIT_USAGE if problems else EXIT_OK
 
 
-def _other_formats(report: dict[str, Any], namespace: argparse.Namespace) -> list[str]:
+def _other_formats(report: Report, namespace: argparse.Namespace) -> list[str]:
     from amp_conformance.reports.badge import write_badge
     from amp_conformance.reports.junit import write_junit
     from amp_conformance.reports.markdown import write_markdown

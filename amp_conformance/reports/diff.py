@@ -15,15 +15,21 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from amp_conformance.engine.report_model import (
+    BAD,
+    PASSED,
+    SEVERITY,
+    UNCOVERED,
+    Check,
+    Report,
+    ReportError,
+    as_report,
+)
+from amp_conformance.engine.vocabulary import Outcome
 from amp_conformance.reports.markdown import md_cell
 
 DIFF_VERSION = "1.0"
 KNOWN_MAJORS = frozenset({"1", "2"})
-PASSED = frozenset({"pass", "warn"})
-BAD = frozenset({"fail", "error", "blocked"})
-#: The worst outcome of the checks citing a requirement is the requirement's outcome.
-SEVERITY = {"uncovered": 0, "skip": 1, "pass": 2, "warn": 3, "blocked": 4, "error": 5, "fail": 6}
-UNCOVERED = "uncovered"
 LISTS = ("regressions", "fixes", "changed", "new", "removed", "requirements", "conventions", "spec")
 
 
@@ -35,48 +41,30 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _ids(value: object) -> list[str]:
-    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
-
-
-def _checks(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    checks: dict[str, dict[str, Any]] = {}
-    for entry in report.get("checks") or []:
-        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
-            checks[entry["id"]] = entry
-    return checks
-
-
-def _entry(check_id: str, check: Mapping[str, Any], old: str | None, new: str | None) -> dict[str, Any]:
+def _entry(check_id: str, check: Check, old: str | None, new: str | None) -> dict[str, Any]:
     return {
         "id": check_id,
-        "title": _text(check.get("title")),
-        "requirements": _ids(check.get("requirements")),
-        "level": _text(check.get("level")) or None,
+        "title": check.title,
+        "requirements": list(check.requirements),
+        "level": check.level or None,
         "old": old,
         "new": new,
-        "message": _text(check.get("message")) if new in BAD else None,
+        "message": check.message if new in BAD else None,
     }
 
 
-def requirement_outcomes(checks: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+def requirement_outcomes(checks: Iterable[Check]) -> dict[str, str]:
     """Each cited requirement's outcome: the worst of its checks. A failing or warning check counts
     against the requirements its finding is about (``finding_requirements``) when it names them, and
     as a pass for its other requirements."""
     outcomes: dict[str, str] = {}
     for check in checks:
-        outcome = _text(check.get("outcome"))
-        if outcome not in SEVERITY:
-            continue
-        cited = _ids(check.get("requirements"))
-        about = set(_ids(check.get("finding_requirements"))) if outcome in ("fail", "warn") else set()
+        outcome = check.outcome
+        cited = list(check.requirements)
+        about = set(check.finding_requirements) if outcome in (Outcome.FAIL, Outcome.WARN) else set()
         for rid in cited + sorted(about - set(cited)):
-            this = outcome if not about or rid in about else "pass"
-            if SEVERITY[this] > SEVERITY.get(outcomes.get(rid, UNCOVERED), 0):
+            this: str = outcome if not about or rid in about else Outcome.PASS
+            if SEVERITY[this] > SEVERITY[outcomes.get(rid, UNCOVERED)]:
                 outcomes[rid] = this
     return outcomes
 
@@ -101,43 +89,33 @@ def _changed_values(old: object, new: object) -> list[dict[str, Any]]:
     ]
 
 
-def _conventions(report: Mapping[str, Any]) -> dict[str, Any]:
-    """Convention name -> value (the detected behaviour; the source text is not compared)."""
-    conventions = _dict(report.get("conventions"))
+def _run_info(report: Report) -> dict[str, Any]:
     return {
-        name: entry.get("value") if isinstance(entry, dict) else entry
-        for name, entry in conventions.items()
-        if name != "problems"
+        "report_version": report.report_version,
+        "protocol": report.protocol or None,
+        "run_id": report.run.id or None,
+        "started_at": report.run.started_at or None,
+        "base_url": report.base_url or None,
+        "verdict": report.verdict or None,
     }
 
 
-def _run_info(report: Mapping[str, Any]) -> dict[str, Any]:
-    run, server, summary = _dict(report.get("run")), _dict(report.get("server")), _dict(report.get("summary"))
-    return {
-        "report_version": _text(report.get("report_version")),
-        "protocol": _text(report.get("protocol")) or None,
-        "run_id": _text(run.get("id")) or None,
-        "started_at": _text(run.get("started_at")) or None,
-        "base_url": _text(server.get("base_url")) or None,
-        "verdict": _text(summary.get("verdict")) or None,
-    }
-
-
-def diff_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """What changed from the run ``old`` to the run ``new`` (see ``contract/diff.schema.json``)."""
-    before, after = _checks(old), _checks(new)
-    diff: dict[str, Any] = {
-        "diff_version": DIFF_VERSION,
-        "runs": {"old": _run_info(old), "new": _run_info(new)},
-    }
+def diff_checks(
+    old_checks: Iterable[Check],
+    new_checks: Iterable[Check],
+    old_conventions: Mapping[str, Any],
+    new_conventions: Mapping[str, Any],
+) -> dict[str, list[dict[str, Any]]]:
+    """The lists of :func:`diff_reports` that checks and conventions give (all but ``spec``)."""
+    before, after = {c.id: c for c in old_checks}, {c.id: c for c in new_checks}
     lists: dict[str, list[dict[str, Any]]] = {key: [] for key in LISTS}
     for check_id, check in after.items():
-        outcome = _text(check.get("outcome"))
+        outcome = check.outcome
         previous = before.get(check_id)
         if previous is None:
             lists["new"].append(_entry(check_id, check, None, outcome))
             continue
-        was = _text(previous.get("outcome"))
+        was = previous.outcome
         if was == outcome:
             continue
         entry = _entry(check_id, check, was, outcome)
@@ -149,16 +127,25 @@ def diff_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, An
             lists["changed"].append(entry)
     for check_id, check in before.items():
         if check_id not in after:
-            lists["removed"].append(_entry(check_id, check, _text(check.get("outcome")), None))
+            lists["removed"].append(_entry(check_id, check, check.outcome, None))
     was_req, now_req = requirement_outcomes(before.values()), requirement_outcomes(after.values())
     for rid in sorted(set(was_req) | set(now_req)):
-        was, now = was_req.get(rid, UNCOVERED), now_req.get(rid, UNCOVERED)
-        if was != now:
-            lists["requirements"].append({"id": rid, "old": was, "new": now})
-    lists["conventions"] = _changed_values(_conventions(old), _conventions(new))
-    lists["spec"] = _changed_values(
-        _dict(old.get("server")).get("spec"), _dict(new.get("server")).get("spec")
-    )
+        old_outcome, new_outcome = was_req.get(rid, UNCOVERED), now_req.get(rid, UNCOVERED)
+        if old_outcome != new_outcome:
+            lists["requirements"].append({"id": rid, "old": old_outcome, "new": new_outcome})
+    lists["conventions"] = _changed_values(old_conventions, new_conventions)
+    return lists
+
+
+def diff_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, Any]) -> dict[str, Any]:
+    """What changed from the run ``old`` to the run ``new`` (see ``contract/diff.schema.json``)."""
+    old, new = as_report(old), as_report(new)
+    diff: dict[str, Any] = {
+        "diff_version": DIFF_VERSION,
+        "runs": {"old": _run_info(old), "new": _run_info(new)},
+    }
+    lists = diff_checks(old.checks, new.checks, old.convention_values, new.convention_values)
+    lists["spec"] = _changed_values(old.server.get("spec"), new.server.get("spec"))
     diff.update(lists)
     diff["regressed"] = bool(lists["regressions"])
     diff["counts"] = {key: len(items) for key, items in lists.items()}
@@ -193,15 +180,30 @@ def load_report(path: str) -> dict[str, Any]:
     return document
 
 
+def read_reports(
+    old: Mapping[str, Any], new: Mapping[str, Any], old_path: str, new_path: str
+) -> tuple[Report, Report]:
+    """The two documents as reports (:func:`comparable` first); DiffInputError names the bad one."""
+    comparable(old, new, old_path, new_path)
+    read: list[Report] = []
+    for document, path in ((old, old_path), (new, new_path)):
+        try:
+            read.append(Report.from_json(document))
+        except ReportError as exc:
+            raise DiffInputError(f"{path} {exc}") from None
+    return read[0], read[1]
+
+
 def comparable(old: Mapping[str, Any], new: Mapping[str, Any], old_path: str, new_path: str) -> None:
-    """DiffInputError unless the two reports share a report_version major and a protocol."""
+    """DiffInputError unless the two reports share a report_version major and a protocol (asked of
+    the documents before they are read as reports, so the reason is the mismatch)."""
     if _major(old) != _major(new):
         raise DiffInputError(
             f"{old_path} is report_version {old.get('report_version')} and {new_path} is "
             f"{new.get('report_version')}: only reports of one major version can be compared "
             "(rerun the older one with this version of the suite)"
         )
-    old_protocol, new_protocol = old.get("protocol") or "amp-0.1", new.get("protocol") or "amp-0.1"
+    old_protocol, new_protocol = old.get("protocol"), new.get("protocol")
     if old_protocol != new_protocol:
         raise DiffInputError(
             f"{old_path} is a run of {old_protocol} and {new_path} of {new_protocol}: nothing to compare"

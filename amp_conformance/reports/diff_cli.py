@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from amp_conformance.reports.diff import DiffInputError, comparable, diff_reports, load_report, render
+from amp_conformance.reports.diff import DiffInputError, diff_reports, load_report, read_reports, render
 from amp_conformance.reports.html import render_diff_html
 
 PROG = "amp-conformance diff"
@@ -44,8 +44,9 @@ def diff_main(argv: Sequence[str]) -> int:
     """Entry point of the ``diff`` subcommand; returns the exit code."""
     namespace = _parser().parse_args(list(argv))
     try:
-        old, new = load_report(namespace.old), load_report(namespace.new)
-        comparable(old, new, namespace.old, namespace.new)
+        old, new = read_reports(
+            load_report(namespace.old), load_report(namespace.new), namespace.old, namespace.new
+        )
         diff = diff_reports(old, new)
         text = render(diff, namespace.format)
         if namespace.output:

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from amp_conformance.engine.report_model import Report, as_report
+from amp_conformance.engine.vocabulary import Outcome
 from amp_conformance.reports.markdown import write_markdown
 
 
@@ -23,43 +25,25 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _ids(check: Mapping[str, Any]) -> list[str]:
-    for key in ("finding_requirements", "requirements"):
-        value = check.get(key)
-        ids = [r for r in value if isinstance(r, str)] if isinstance(value, list) else []
-        if ids:
-            return ids
-    return []
-
-
-def _expected(check: Mapping[str, Any]) -> bool:
-    expectation = check.get("expectation")
-    return isinstance(expectation, dict) and bool(expectation.get("met"))
-
-
-def annotation_lines(report: Mapping[str, Any]) -> Iterator[str]:
+def annotation_lines(report: Report | Mapping[str, Any]) -> Iterator[str]:
     """One ``::error`` line per MUST failure not listed as expected, one ``::warning`` per SHOULD (or
     MAY) finding and per expectation not met (an unexpected pass, for one)."""
-    checks = report.get("checks")
-    for check in checks if isinstance(checks, list) else []:
-        if not isinstance(check, dict):
-            continue
-        ids = " ".join(_ids(check)) or "AMP"
-        title = f"{ids} {check.get('title') or check.get('id') or ''}".strip()
-        expectation = check.get("expectation")
-        if check.get("outcome") == "fail" and check.get("level") == "MUST" and not _expected(check):
-            message = str(check.get("message") or "")
-            if check.get("curl"):
-                message += f"\nreproduce: {check['curl']}"
+    model = as_report(report)
+    for check in model.checks:
+        ids = " ".join(check.about) or model.protocol
+        title = f"{ids} {check.title}".strip()
+        if check.counts_as_must_failure:
+            message = check.message
+            if check.curl:
+                message += f"\nreproduce: {check.curl}"
             yield f"::error title={escape_property(title)}::{escape_data(message)}"
-        elif isinstance(expectation, dict) and not expectation.get("met"):
-            message = f"expected {expectation.get('outcome')}, got {check.get('outcome')}: {check.get('id')}"
+        elif check.expectation is not None and not check.expectation.met:
+            message = f"expected {check.expectation.outcome}, got {check.outcome}: {check.id}"
             yield f"::warning title={escape_property(title)}::{escape_data(message)}"
-        elif check.get("outcome") == "warn" and not _expected(check):
-            level = check.get("level") or "SHOULD"
-            message = f"{level}: {check.get('message') or ''}"
-            if check.get("curl"):
-                message += f"\nreproduce: {check['curl']}"
+        elif check.outcome == Outcome.WARN and not check.expected_gap:
+            message = f"{check.level}: {check.message}"
+            if check.curl:
+                message += f"\nreproduce: {check.curl}"
             yield f"::warning title={escape_property(title)}::{escape_data(message)}"
 
 
@@ -68,13 +52,14 @@ def _print_line(line: str) -> None:
 
 
 def publish(
-    report: Mapping[str, Any],
+    report: Report | Mapping[str, Any],
     environ: Mapping[str, str] | None = None,
     emit: Callable[[str], None] = _print_line,
 ) -> list[str]:
     """Under GitHub Actions: append the summary to ``$GITHUB_STEP_SUMMARY`` and ``emit`` the
     annotations, one whole line each (a workflow command is read only at the start of a line: the
     plugin emits them after pytest's own output). Returns problems (one line each) instead of raising."""
+    report = as_report(report)
     env = os.environ if environ is None else environ
     problems: list[str] = []
     summary_path = env.get("GITHUB_STEP_SUMMARY")

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from amp_conformance.engine.report_model import Report, as_report
+from amp_conformance.engine.vocabulary import Outcome
 from amp_conformance.reports.html_assets import CSS, JS, content_security_policy
 from amp_conformance.reports.html_check import (
     LIST_ITEMS,
@@ -38,16 +40,11 @@ from amp_conformance.reports.html_model import (
     UNCOVERED,
     Catalogue,
     Check,
-    as_dict,
-    as_number,
     as_text,
     level_counts,
-    read_catalogue,
     read_checks,
     requirement_outcomes,
-    summary_counts,
     texts,
-    verdict_of,
 )
 from amp_conformance.reports.output import write_report_file
 
@@ -92,34 +89,33 @@ def _page(title: str, body: str) -> str:
     return page.encode("utf-8", "replace").decode("utf-8")
 
 
-def _facts(report: Mapping[str, Any]) -> str:
-    run = as_dict(report.get("run"))
-    server = as_dict(report.get("server"))
-    tool = as_dict(report.get("tool"))
-    requests = as_dict(run.get("requests"))
-    duration = as_number(run.get("duration_seconds"))
+def _facts(report: Report) -> str:
+    run = report.run
     rows = [
-        ("Server", as_text(server.get("target") or server.get("base_url"), "(unknown)")),
-        ("Protocol", as_text(report.get("protocol"), "amp-0.1")),
-        ("Run id", as_text(run.get("id"), "-")),
-        ("Started", as_text(run.get("started_at"), "-")),
-        ("Duration", f"{duration:.1f} s" if duration is not None else "-"),
-        ("Tool", f"{as_text(tool.get('name'), 'amp-conformance')} {as_text(tool.get('version'), '?')}"),
-        ("Report version", as_text(report.get("report_version"), "?")),
+        ("Server", report.target or "(unknown)"),
+        (
+            "Protocol",
+            f"{report.title} ({report.protocol})" if report.title != report.protocol else report.protocol,
+        ),
+        ("Run id", run.id),
+        ("Started", run.started_at),
+        ("Duration", f"{run.duration_seconds:.1f} s"),
+        ("Tool", f"amp-conformance {report.tool_version}"),
+        ("Report version", report.report_version),
     ]
-    scope = _scope(as_dict(run.get("options")))
+    scope = _scope(run.options)
     if scope:
         rows.append(("Scope", scope))
-    if requests:
-        rows.append(("Requests", ", ".join(f"{as_text(k)} {as_text(v)}" for k, v in requests.items())))
-    if run.get("workers") is not None:
-        rows.append(("Workers", as_text(run.get("workers"))))
-    if server.get("unavailable"):
-        rows.append(("Server unavailable", as_text(server.get("unavailable"))))
-    if server.get("spec_error"):
-        rows.append(("/spec problem", as_text(server.get("spec_error"))))
-    if server.get("replay_note"):
-        rows.append(("Curl lines", as_text(server.get("replay_note"))))
+    requests = run.requests.to_json()
+    rows.append(("Requests", ", ".join(f"{k} {v}" for k, v in requests.items())))
+    rows.append(("Workers", str(run.workers)))
+    for member, label in (
+        ("unavailable", "Server unavailable"),
+        ("spec_error", "/spec problem"),
+        ("replay_note", "Curl lines"),
+    ):
+        if text := report.server_text(member):
+            rows.append((label, text))
     return '<dl class="facts">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows) + "</dl>"
 
 
@@ -163,9 +159,9 @@ def _flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
     ]
 
 
-def _claims(report: Mapping[str, Any]) -> str:
-    spec = as_dict(report.get("server")).get("spec")
-    if not isinstance(spec, dict) or not spec:
+def _claims(report: Report) -> str:
+    spec = report.server_object("spec")
+    if not spec:
         return '<h3>/spec claims</h3><p class="none">The server\'s /spec could not be read.</p>'
     rows = _flatten(spec)
     items = "".join(f"<li><code>{esc(k)}</code>: {esc(v[:200])}</li>" for k, v in rows[:80])
@@ -173,9 +169,9 @@ def _claims(report: Mapping[str, Any]) -> str:
     return f'<h3>/spec claims</h3><ul class="claims">{items}</ul>{more}'
 
 
-def _conventions(report: Mapping[str, Any]) -> str:
-    conventions = report.get("conventions")
-    if not isinstance(conventions, dict) or not conventions:
+def _conventions(report: Report) -> str:
+    conventions = report.conventions
+    if not conventions:
         return '<h3>Conventions</h3><p class="none">No convention was detected in this run.</p>'
     items = []
     for name, entry in conventions.items():
@@ -190,9 +186,9 @@ def _conventions(report: Mapping[str, Any]) -> str:
     return f"<h3>Conventions detected</h3><ul>{''.join(items)}</ul>"
 
 
-def _counts(report: Mapping[str, Any], checks: list[Check]) -> str:
-    counts = summary_counts(report, checks)
-    outcomes = [o for o in OUTCOME_ORDER if o in counts] + [o for o in counts if o not in OUTCOME_ORDER]
+def _counts(report: Report, checks: list[Check]) -> str:
+    counts = report.summary.outcomes
+    outcomes = OUTCOME_ORDER
     head = "".join(f"<th scope=col>{_badge(o)}</th>" for o in outcomes)
     total_cells = "".join(f'<td data-count="{esc(o)}">{counts[o]}</td>' for o in outcomes)
     rows = [f"<tr><th scope=row>all checks</th>{total_cells}<td>{sum(counts.values())}</td></tr>"]
@@ -206,22 +202,20 @@ def _counts(report: Mapping[str, Any], checks: list[Check]) -> str:
     )
 
 
-def _header(report: Mapping[str, Any], checks: list[Check]) -> str:
-    verdict = verdict_of(report, checks)
+def _header(report: Report, checks: list[Check]) -> str:
+    verdict = report.verdict
     text = _VERDICT_TEXT.get(verdict, verdict)
-    summary = as_dict(report.get("summary"))
+    summary = report.summary
     extras = []
-    for key, label in (
-        ("expected_failures", "expected failures"),
-        ("unexpected_passes", "unexpected passes"),
+    for number, label in (
+        (summary.expected_failures, "expected failures"),
+        (summary.unexpected_passes, "unexpected passes"),
     ):
-        value = summary.get(key)
-        number = len(value) if isinstance(value, list) else value
-        if isinstance(number, int) and number:
+        if number:
             extras.append(f"{number} {label}")
     extra = f" <span>({esc(', '.join(extras))})</span>" if extras else ""
     return (
-        "<header><h1>AMP conformance report</h1>"
+        f"<header><h1>{esc(report.title)} conformance report</h1>"
         f'<p><span class="verdict v-{esc(verdict)}">Verdict: {esc(text)}</span>{extra}</p>'
         f'<div class="overview"><div>{_facts(report)}{_counts(report, checks)}</div>'
         f'<div class="side">{_conventions(report)}{_claims(report)}</div></div></header>'
@@ -308,8 +302,8 @@ def _filters(catalogue: Catalogue, checks: list[Check]) -> str:
 def _attention_item(check: Check) -> str:
     variant = check.name.partition("[")[2].rstrip("]")
     label = f"{check.title} [{variant}]" if variant else check.title
-    blocked = as_dict(check.raw.get("blocked_by"))
-    why = f" (blocked by {esc(blocked.get('requirement') or blocked.get('check'))})" if blocked else ""
+    blocked = check.entry.blocked_by
+    why = f" (blocked by {esc(blocked.requirement or blocked.check)})" if blocked else ""
     return (
         f'<li>{_badge(check.outcome)} <a href="#{check.anchor}">{esc(label)}</a>{why} '
         f'<span class="ids">{esc(", ".join(check.requirements))} ({esc(check.level)})</span></li>'
@@ -318,13 +312,12 @@ def _attention_item(check: Check) -> str:
 
 def _known_gap(check: Check) -> bool:
     """A failure (or other outcome) the expectations file foresaw."""
-    return bool(as_dict(check.raw.get("expectation")).get("met"))
+    return check.entry.expected_gap
 
 
 def _unmet(check: Check) -> bool:
     """An outcome the expectations file did not foresee (an unexpected pass, a different failure)."""
-    expectation = as_dict(check.raw.get("expectation"))
-    return bool(expectation) and not expectation.get("met")
+    return check.entry.unmet_expectation
 
 
 def _attention(checks: list[Check]) -> str:
@@ -338,8 +331,8 @@ def _attention(checks: list[Check]) -> str:
         return ""
     known = [c for c in flagged if _known_gap(c)]
     flagged = [c for c in flagged if not _known_gap(c)]
-    serious = "".join(_attention_item(c) for c in flagged if c.outcome != "warn" and not _unmet(c))
-    warned = [c for c in flagged if c.outcome == "warn" and not _unmet(c)]
+    serious = "".join(_attention_item(c) for c in flagged if c.outcome != Outcome.WARN and not _unmet(c))
+    warned = [c for c in flagged if c.outcome == Outcome.WARN and not _unmet(c)]
     parts = ['<section aria-labelledby="h-attention"><h2 id="h-attention">Needs attention</h2>']
     if surprises:  # new failures and unexpected passes first: what an expectations file did not foresee
         items = "".join(_attention_item(c) for c in surprises)
@@ -375,14 +368,14 @@ def _requirement_list(check: Check, known: Mapping[str, Any]) -> str:
 
 
 def _blocked(check: Check, anchors: Mapping[str, str]) -> str:
-    blocked = check.raw.get("blocked_by")
-    if not isinstance(blocked, dict):
+    blocked = check.entry.blocked_by
+    if blocked is None:
         return ""
-    by = as_text(blocked.get("check"))
+    by = blocked.check or ""
     target = anchors.get(by)
     name = f'<a href="#{target}">{esc(by)}</a>' if target else esc(by or "an earlier step")
-    requirement = f" (requirement {esc(blocked.get('requirement'))})" if blocked.get("requirement") else ""
-    step = f" at step: {esc(blocked.get('step'))}" if blocked.get("step") else ""
+    requirement = f" (requirement {esc(blocked.requirement)})" if blocked.requirement else ""
+    step = f" at step: {esc(blocked.step)}" if blocked.step else ""
     return f'<p class="blocked">Blocked by {name}{requirement}{step}.</p>'
 
 
@@ -400,12 +393,12 @@ class _Render:
 
 
 def _check(check: Check, render: _Render) -> str:
-    raw = check.raw
+    entry = check.entry
     limits, budget = render.open if check.outcome in OPEN_OUTCOMES else render.closed
     targets = "".join(f'<span id="r-{esc(rid)}"></span>' for rid in check.cites if rid not in render.first)
     render.first.update(check.cites)
     searchable = " ".join([check.id, check.title, *check.cites]).lower()
-    duration = as_number(raw.get("duration_seconds"))
+    duration = float(entry.duration_seconds)
     opened = " open" if check.outcome in OPEN_OUTCOMES else ""
     parts = [
         f'<details class="check o-{esc(check.outcome)}" id="{check.anchor}"{opened} '
@@ -416,23 +409,21 @@ def _check(check: Check, render: _Render) -> str:
         f'<span class="t">{esc(check.title)}</span> '
         f'<span class="ids">{esc(", ".join(check.requirements))}</span></summary>',
         '<div class="check-body">',
-        f'<p class="cid">Check <code>{esc(check.id)}</code> · area {esc(check.area)}'
-        f"{f' · {duration:g} s' if duration is not None else ''}</p>",
+        f'<p class="cid">Check <code>{esc(check.id)}</code> · area {esc(check.area)} · {duration:g} s</p>',
         message_block(check),
         _blocked(check, render.anchors),
         expectation_block(check),
         _requirement_list(check, render.known),
     ]
-    curl = as_text(raw.get("curl"))
-    if curl:
-        parts.append(f"<h4>Reproduce</h4>{copyable(curl, 'curl', render.ids)}")
-    parts.append(findings_block(raw, check.message, limits, render.ids))
+    if entry.curl:
+        parts.append(f"<h4>Reproduce</h4>{copyable(entry.curl, 'curl', render.ids)}")
+    parts.append(findings_block(check.message, limits, render.ids))
     parts.append(warnings_block(check, render.ids))
-    notes = texts(raw.get("notes"))
+    notes = entry.notes
     if notes:
         items = "".join(f"<li>{esc(cut(n, NOTE_CHARS)[0])}</li>" for n in notes[:LIST_ITEMS])
         parts.append(f"<h4>Notes</h4><ul>{items}</ul>")
-    parts.append(exchanges_section(raw, limits, render.ids, budget))
+    parts.append(exchanges_section(entry, limits, render.ids, budget))
     parts.append("</div></details>")
     return "".join(parts)
 
@@ -457,37 +448,30 @@ def _checks(catalogue: Catalogue, checks: list[Check], scale: float) -> str:
     return "".join(parts)
 
 
-def _footer(report: Mapping[str, Any]) -> str:
-    cleanup = as_dict(report.get("cleanup"))
-    parts = []
-    if cleanup:
-        problems = texts(cleanup.get("problems"))
-        trouble = f", {len(problems)} problem(s) (not counted against the server)" if problems else ""
+def _footer(report: Report) -> str:
+    cleanup = report.cleanup
+    problems = cleanup.problems
+    trouble = f", {len(problems)} problem(s) (not counted against the server)" if problems else ""
+    parts = [
+        f"<p>Cleanup: {esc(cleanup.attempted)} attempted, {esc(cleanup.deleted)} deleted{trouble}.</p>",
+        *(f'<pre class="msg">{esc(p)}</pre>' for p in problems[:20]),
+    ]
+    if report.expectations:
+        stale = texts(report.expectations.get("stale"))
         parts.append(
-            f"<p>Cleanup: {esc(cleanup.get('attempted', '-'))} attempted, "
-            f"{esc(cleanup.get('deleted', '-'))} deleted{trouble}.</p>"
-        )
-        parts += [f'<pre class="msg">{esc(p)}</pre>' for p in problems[:20]]
-    expectations = as_dict(report.get("expectations"))
-    if expectations:
-        stale = texts(expectations.get("stale"))
-        parts.append(
-            f"<p>Expectations file: <code>{esc(expectations.get('file'))}</code>; "
+            f"<p>Expectations file: <code>{esc(report.expectations.get('file'))}</code>; "
             f"stale entries: {esc(', '.join(stale) or 'none')}.</p>"
         )
-    if not parts:
-        return ""
     return f'<section aria-labelledby="h-run"><h2 id="h-run">Run housekeeping</h2>{"".join(parts)}</section>'
 
 
-def render_html(report: Mapping[str, Any]) -> str:
-    """The HTML page of one JSON report (v2.0; v1.0 reports use the packaged catalogue)."""
-    catalogue = read_catalogue(report)
+def render_html(report: Report | Mapping[str, Any]) -> str:
+    """The HTML page of one report."""
+    report = as_report(report)
+    catalogue = report.catalogue
     checks = read_checks(report)
-    verdict = verdict_of(report, checks)
-    block = as_dict(report.get("server"))
-    server = as_text(block.get("target") or block.get("base_url"), "unknown server")
-    title = f"AMP conformance: {verdict.upper()} · {server}"
+    server = report.target or "unknown server"
+    title = f"{report.title} conformance: {report.verdict.upper()} · {server}"
     head = _header(report, checks) + "<main>" + _attention(checks) + _filters(catalogue, checks)
     head += _grid(catalogue, checks)
     page = ""
@@ -499,18 +483,17 @@ def render_html(report: Mapping[str, Any]) -> str:
 
 
 def render_diff_html(
-    old: Mapping[str, Any], new: Mapping[str, Any], diff: Mapping[str, Any] | None = None
+    old: Report | Mapping[str, Any], new: Report | Mapping[str, Any], diff: Mapping[str, Any] | None = None
 ) -> str:
     """The page of what changed between two runs, regressions first.
 
-    ``diff`` is the diff dict to show (the ``amp-conformance diff`` one); without it a minimal diff
-    is computed here (:func:`amp_conformance.reports.html_diff.minimal_diff`).
+    ``diff`` is the diff dict to show; without it, the ``amp-conformance diff`` one of the two.
     """
     from amp_conformance.reports.html_diff import render_diff_page
 
     return render_diff_page(old, new, diff)
 
 
-def write_html_report(report: Mapping[str, Any], path: Path) -> str | None:
+def write_html_report(report: Report | Mapping[str, Any], path: Path) -> str | None:
     """Write the page of ``report`` to ``path``; a one-line reason when it cannot be written."""
     return write_report_file(path, render_html(report), "the HTML report")

@@ -5,7 +5,7 @@ message and warnings quote the server)."""
 from __future__ import annotations
 
 from amp_conformance.reports.html_evidence import Ids, bounded_pre, copyable, esc
-from amp_conformance.reports.html_model import Check, as_dict, as_list, as_text, texts
+from amp_conformance.reports.html_model import Check
 
 #: Characters of a message, of a note or warning, and how many warnings or notes one check shows.
 MESSAGE_CHARS, NOTE_CHARS, LIST_ITEMS = 20_000, 2_000, 20
@@ -13,31 +13,28 @@ MESSAGE_CHARS, NOTE_CHARS, LIST_ITEMS = 20_000, 2_000, 20
 
 def expectation_block(check: Check) -> str:
     """The outcome the expectations file held the check to, and whether it was met."""
-    expectation = check.raw.get("expectation")
-    if not isinstance(expectation, dict):
+    expectation = check.entry.expectation
+    if expectation is None:
         return ""
-    met = expectation.get("met")
-    state = {True: "met", False: "not met"}.get(met, "") if isinstance(met, bool) else ""
-    link = as_text(expectation.get("link"))
+    state = "met" if expectation.met else "not met"
     # Shown as text, not a hyperlink: the page points at nothing outside itself.
-    link_html = f" (see {esc(link)})" if link else ""
+    link_html = f" (see {esc(expectation.link)})" if expectation.link else ""
     return (
-        f"<p>Expected outcome: <strong>{esc(expectation.get('outcome'))}</strong>"
-        f"{' (' + state + ')' if state else ''}: {esc(expectation.get('reason'))}{link_html}</p>"
+        f"<p>Expected outcome: <strong>{esc(expectation.outcome)}</strong>"
+        f" ({state}): {esc(expectation.reason)}{link_html}</p>"
     )
 
 
 def warnings_block(check: Check, ids: Ids) -> str:
     """The SHOULD/MAY findings of a check, each with its ids and curl line (bounded in number)."""
     items = []
-    warnings = as_list(check.raw.get("warnings"))
-    for item in warnings[:LIST_ITEMS]:
-        warning = as_dict(item)
-        rids = texts(warning.get("requirements"))
+    warnings = check.entry.warnings
+    for warning in warnings[:LIST_ITEMS]:
+        rids = warning.requirements
         about = f' <span class="ids">({esc(", ".join(rids))})</span>' if rids else ""
-        curl = as_text(warning.get("curl"))
+        curl = warning.curl
         items.append(
-            f"<li>{bounded_pre(as_text(warning.get('message')), NOTE_CHARS, 'msg')}{about}"
+            f"<li>{bounded_pre(warning.message, NOTE_CHARS, 'msg')}{about}"
             f"{copyable(curl, 'curl', ids) if curl else ''}</li>"
         )
     more = len(warnings) - LIST_ITEMS
@@ -60,7 +57,7 @@ def message_block(check: Check) -> str:
     """The finding as "expected / got" when the check said what it expected, else the message."""
     if not check.message:
         return ""
-    expected = as_text(check.raw.get("expected"))
+    expected = check.entry.expected
     got = bounded_pre(check.message, MESSAGE_CHARS, "msg")
     if expected:
         want = bounded_pre(expected, MESSAGE_CHARS, "msg")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from amp_conformance.engine.report_model import Report, as_report
 from amp_conformance.reports.html_assets import CSS, content_security_policy
 from amp_conformance.reports.html_evidence import cut, esc
 from amp_conformance.reports.html_model import (
@@ -35,13 +36,14 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, str]:
 
 
 def _entry(
-    check_id: str, title: str, requirements: list[str], old: str | None, new: str | None
+    check_id: str, title: str, requirements: tuple[str, ...], old: str | None, new: str | None
 ) -> dict[str, Any]:
-    return {"id": check_id, "title": title, "requirements": requirements, "old": old, "new": new}
+    return {"id": check_id, "title": title, "requirements": list(requirements), "old": old, "new": new}
 
 
-def minimal_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+def minimal_diff(old: Report | Mapping[str, Any], new: Report | Mapping[str, Any]) -> dict[str, Any]:
     """Check and requirement transitions between two reports, and changed conventions and claims."""
+    old, new = as_report(old), as_report(new)
     before = {c.id: c for c in read_checks(old)}
     after = {c.id: c for c in read_checks(new)}
     diff: dict[str, list[dict[str, Any]]] = {
@@ -82,8 +84,8 @@ def minimal_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, An
         if was != now:
             diff["requirements"].append({"id": rid, "old": was, "new": now})
     for key, target in (("conventions", "conventions"), ("spec", "spec")):
-        source_old = old.get(key) if key == "conventions" else as_dict(old.get("server")).get("spec")
-        source_new = new.get(key) if key == "conventions" else as_dict(new.get("server")).get("spec")
+        source_old = old.conventions if key == "conventions" else old.server_object("spec")
+        source_new = new.conventions if key == "conventions" else new.server_object("spec")
         flat_old, flat_new = _flatten(source_old), _flatten(source_new)
         for name in sorted(set(flat_old) | set(flat_new)):
             if flat_old.get(name) != flat_new.get(name):
@@ -91,12 +93,10 @@ def minimal_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, An
     return diff
 
 
-def _diff_of(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``amp-conformance diff`` dict when that command is installed, else :func:`minimal_diff`."""
-    try:
-        from amp_conformance.reports.diff import diff_reports
-    except ImportError:
-        return minimal_diff(old, new)
+def _diff_of(old: Report, new: Report) -> dict[str, Any]:
+    """The ``amp-conformance diff`` dict of the two reports."""
+    from amp_conformance.reports.diff import diff_reports
+
     return diff_reports(old, new)
 
 
@@ -132,25 +132,24 @@ def _table(title: str, rows: list[Any], *, outcomes: bool = True) -> str:
     return f"<h2>{esc(title)} ({len(rows)})</h2>{table}"
 
 
-def _run_line(label: str, report: Mapping[str, Any]) -> str:
-    run = as_dict(report.get("run"))
-    verdict = as_text(as_dict(report.get("summary")).get("verdict"), "?")
-    server = as_text(as_dict(report.get("server")).get("base_url"), "?")
+def _run_line(label: str, report: Report) -> str:
+    server = report.base_url or "?"
     return (
-        f"<dt>{esc(label)}</dt><dd>run {esc(run.get('id', '?'))} of {esc(server)} at "
-        f"{esc(run.get('started_at', '?'))}: verdict {esc(verdict)}</dd>"
+        f"<dt>{esc(label)}</dt><dd>run {esc(report.run.id)} of {esc(server)} at "
+        f"{esc(report.run.started_at)}: verdict {esc(report.verdict)}</dd>"
     )
 
 
 def render_diff_page(
-    old: Mapping[str, Any], new: Mapping[str, Any], diff: Mapping[str, Any] | None = None
+    old: Report | Mapping[str, Any], new: Report | Mapping[str, Any], diff: Mapping[str, Any] | None = None
 ) -> str:
     """The diff page of ``diff`` (by default the ``amp-conformance diff`` one of the two reports)."""
+    old, new = as_report(old), as_report(new)
     data = dict(diff) if diff is not None else _diff_of(old, new)
     regressions = as_list(data.get("regressions"))
     verdict = "regressed" if regressions else "no regression"
     body = [
-        "<header><h1>AMP conformance: what changed</h1>",
+        f"<header><h1>{esc(new.title)} conformance: what changed</h1>",
         f'<p><span class="verdict v-{"fail" if regressions else "pass"}">{esc(verdict.upper())}: '
         f"{len(regressions)} regression(s)</span></p>",
         f'<dl class="facts">{_run_line("Before", old)}{_run_line("After", new)}</dl></header><main>',
@@ -170,7 +169,7 @@ def render_diff_page(
         f'<meta http-equiv="Content-Security-Policy" content="{esc(csp)}">'
         '<meta name="referrer" content="no-referrer">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>AMP conformance diff: {esc(verdict)}</title><style>{CSS}</style></head>\n"
+        f"<title>{esc(new.title)} conformance diff: {esc(verdict)}</title><style>{CSS}</style></head>\n"
         f"<body>{''.join(body)}</body></html>\n"
     )
     return page.encode("utf-8", "replace").decode("utf-8")

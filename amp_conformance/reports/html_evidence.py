@@ -12,9 +12,9 @@ import json
 import re
 from dataclasses import dataclass
 from itertools import count
-from typing import Any
 
-from amp_conformance.reports.html_model import as_dict, as_list, as_number, as_text
+from amp_conformance.engine.report_model import Check, Exchange
+from amp_conformance.reports.html_model import as_list, as_text
 
 
 def esc(value: object) -> str:
@@ -117,49 +117,43 @@ def _headers(value: object, limits: Limits) -> str:
     return f'<table class="headers">{"".join(rows)}</table>{tail}'
 
 
-def exchange_block(
-    exchange: dict[str, Any], number: int, limits: Limits, ids: Ids, *, about: bool = False
-) -> str:
+def exchange_block(exchange: Exchange, number: int, limits: Limits, ids: Ids, *, about: bool = False) -> str:
     """One request and its response; ``about`` marks the exchange the finding is about (open)."""
-    method = as_text(exchange.get("method"), "?")
-    url = as_text(exchange.get("url"))
-    status = exchange.get("status")
-    error = as_text(exchange.get("error"))
-    elapsed = as_number(exchange.get("elapsed_ms"))
+    status, error = exchange.status, exchange.error
     outcome = f"status {esc(status)}" if status is not None else f"no response ({esc(error or 'unknown')})"
-    timing = f" · {elapsed:g} ms" if elapsed is not None else ""
+    timing = f" · {float(exchange.elapsed_ms):g} ms"
     marker = ' <strong class="about">the exchange this finding is about</strong>' if about else ""
     parts = [
         f'<details class="exchange"{" open" if about else ""}>',
-        f"<summary>#{number} <code>{esc(method)} {esc(url)}</code> → {outcome}{timing}{marker}</summary>",
+        f"<summary>#{number} <code>{esc(exchange.method)} {esc(exchange.url)}</code> → "
+        f"{outcome}{timing}{marker}</summary>",
         '<div class="exchange-body"><h5>Request</h5>',
-        _headers(exchange.get("request_headers"), limits),
+        _headers(exchange.request_headers, limits),
     ]
-    if exchange.get("request_body") not in (None, ""):
-        parts.append(bounded_pre(pretty_body(exchange.get("request_body")), limits.body_chars, "body"))
+    if exchange.request_body not in (None, ""):
+        parts.append(bounded_pre(pretty_body(exchange.request_body), limits.body_chars, "body"))
     parts += [f"<h5>Response: {outcome}</h5>"]
     if error:
         parts.append(f'<p class="error-text">Transport error: {esc(error)}</p>')
     if status is not None:
-        parts.append(_headers(exchange.get("response_headers"), limits))
-        body = pretty_body(exchange.get("response_body"))
+        parts.append(_headers(exchange.response_headers, limits))
+        body = pretty_body(exchange.response_body)
         parts.append(
             bounded_pre(body, limits.body_chars, "body") if body else '<p class="none">(empty body)</p>'
         )
-    curl = as_text(exchange.get("curl"))
-    if curl:
-        parts.append(copyable(curl, "curl", ids))
+    if exchange.curl:
+        parts.append(copyable(exchange.curl, "curl", ids))
     parts.append("</div></details>")
     return "".join(parts)
 
 
-def exchanges_section(check: dict[str, Any], limits: Limits, ids: Ids, budget: Budget) -> str:
+def exchanges_section(check: Check, limits: Limits, ids: Ids, budget: Budget) -> str:
     """Every exchange of a check, bounded; the one the finding is about comes first and open."""
-    exchanges = [as_dict(e) for e in as_list(check.get("exchanges"))]
+    exchanges = check.exchanges
     if not exchanges:
         return ""
-    failing_curl = as_text(check.get("curl"))
-    about = next((i for i, e in enumerate(exchanges) if failing_curl and e.get("curl") == failing_curl), None)
+    failing_curl = check.curl
+    about = next((i for i, e in enumerate(exchanges) if failing_curl and e.curl == failing_curl), None)
     order = list(range(len(exchanges)))
     if about is not None:
         order.remove(about)
@@ -186,24 +180,12 @@ def reproductions(message: str) -> list[str]:
     return _REPRODUCE.findall(message)
 
 
-def findings_block(check: dict[str, Any], message: str, limits: Limits, ids: Ids) -> str:
-    """Fuzz findings: structured ones (a ``findings`` list) or those written into the message."""
-    rows = []
-    for item in as_list(check.get("findings"))[: limits.exchanges]:
-        finding = as_dict(item)
-        head = " ".join(
-            esc(finding.get(key)) for key in ("requirement", "operation") if finding.get(key) is not None
-        )
-        seed = f" · seed {esc(finding.get('seed'))}" if finding.get("seed") is not None else ""
-        status = f" · status {esc(finding.get('status'))}" if finding.get("status") is not None else ""
-        body = f"<p><strong>{head}</strong>{status}{seed}: {esc(finding.get('message'))}</p>"
-        curl = as_text(finding.get("curl") or finding.get("reproduction"))
-        rows.append(f"<li>{body}{copyable(curl, 'reproduction', ids) if curl else ''}</li>")
-    if not rows:
-        for number, curl in enumerate(reproductions(message)[: limits.exchanges], start=1):
-            rows.append(
-                f"<li><p>Finding {number}: reproduction</p>{copyable(curl, 'reproduction', ids)}</li>"
-            )
+def findings_block(message: str, limits: Limits, ids: Ids) -> str:
+    """Fuzz findings: the ``reproduce: curl ...`` lines written into the message, with their seeds."""
+    rows = [
+        f"<li><p>Finding {number}: reproduction</p>{copyable(curl, 'reproduction', ids)}</li>"
+        for number, curl in enumerate(reproductions(message)[: limits.exchanges], start=1)
+    ]
     if not rows:
         return ""
     seeds = sorted(set(_SEED.findall(message)))

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from amp_conformance.engine.report_model import Check, Report, as_report
+from amp_conformance.engine.vocabulary import Outcome
 from amp_conformance.reports.output import write_report_file
 
 
@@ -25,95 +27,78 @@ def _text(value: Any) -> str:
     return "".join(c if c in "\t\n\r" or ord(c) >= 0x20 else f"\\x{ord(c):02x}" for c in text)
 
 
-def _ids(check: Mapping[str, Any], key: str) -> list[str]:
-    value = check.get(key)
-    return [str(v) for v in value] if isinstance(value, list) else []
+def suite_name(report: Report) -> str:
+    target = report.base_url or report.target or "the bundled server"
+    return f"amp-conformance {report.protocol} {target}".replace("  ", " ")
 
 
-def _met(check: Mapping[str, Any]) -> bool:
-    expectation = check.get("expectation")
-    return isinstance(expectation, dict) and bool(expectation.get("met"))
-
-
-def suite_name(report: Mapping[str, Any]) -> str:
-    server = report.get("server") if isinstance(report.get("server"), dict) else {}
-    target = (server or {}).get("base_url") or (server or {}).get("target") or "the bundled server"
-    return f"amp-conformance {report.get('protocol') or ''} {target}".replace("  ", " ")
-
-
-def _testcase(check: Mapping[str, Any]) -> tuple[ET.Element, str]:
-    outcome = str(check.get("outcome") or "")
-    name = str(check.get("name") or check.get("id") or "")
+def _testcase(check: Check) -> tuple[ET.Element, str]:
+    outcome = check.outcome
     case = ET.Element(
         "testcase",
         {
-            "classname": f"amp.{check.get('area') or 'check'}",
-            "name": name,
-            "file": str(check.get("id") or "").split("::", 1)[0],
-            "time": f"{float(check.get('duration_seconds') or 0):.3f}",
+            "classname": f"amp.{check.area or 'check'}",
+            "name": check.name,
+            "file": check.id.split("::", 1)[0],
+            "time": f"{check.duration_seconds:.3f}",
         },
     )
     properties = ET.SubElement(case, "properties")
     pairs = [
-        ("amp_requirements", ",".join(_ids(check, "requirements"))),
-        ("amp_level", str(check.get("level") or "")),
-        ("amp_outcome", outcome),
-        ("amp_title", _text(check.get("title"))),
+        ("amp_requirements", ",".join(check.requirements)),
+        ("amp_level", str(check.level)),
+        ("amp_outcome", str(outcome)),
+        ("amp_title", _text(check.title)),
     ]
-    if _ids(check, "finding_requirements"):
-        pairs.append(("amp_finding_requirements", ",".join(_ids(check, "finding_requirements"))))
-    warnings = [w for w in check.get("warnings") or [] if isinstance(w, dict)]
-    for warning in warnings:
-        ids = ",".join(str(r) for r in warning.get("requirements") or [])
-        pairs.append(("amp_warning", _text(f"{ids} ({warning.get('level')}): {warning.get('message')}")))
+    if check.finding_requirements:
+        pairs.append(("amp_finding_requirements", ",".join(check.finding_requirements)))
+    for warning in check.warnings:
+        ids = ",".join(warning.requirements)
+        pairs.append(("amp_warning", _text(f"{ids} ({warning.level}): {warning.message}")))
     for key, value in pairs:
         ET.SubElement(properties, "property", {"name": key, "value": value})
-    message = _text(check.get("message"))
+    message = _text(check.message)
     detail = [message]
-    if check.get("expected") is not None:
-        detail.append(f"expected: {_text(check.get('expected'))}")
-    if check.get("curl"):
-        detail.append(f"reproduce: {_text(check.get('curl'))}")
+    if check.expected is not None:
+        detail.append(f"expected: {_text(check.expected)}")
+    if check.curl:
+        detail.append(f"reproduce: {_text(check.curl)}")
     kind = "pass"
-    if outcome == "fail" and not _met(check):
+    if outcome == Outcome.FAIL and not check.expected_gap:
         kind = "failure"
-        element = ET.SubElement(
-            case, "failure", {"message": message, "type": str(check.get("level") or "MUST")}
-        )
+        element = ET.SubElement(case, "failure", {"message": message, "type": str(check.level)})
         element.text = "\n".join(detail)
-    elif outcome == "error" and not _met(check):
+    elif outcome == Outcome.ERROR and not check.expected_gap:
         kind = "error"
         element = ET.SubElement(case, "error", {"message": message, "type": "no verdict"})
         element.text = "\n".join(detail)
-    elif outcome in ("fail", "error"):  # expected by the expectations file: a known gap
+    elif outcome in (Outcome.FAIL, Outcome.ERROR):  # expected by the expectations file: a known gap
         kind = "skipped"
-        reason = (check.get("expectation") or {}).get("reason") or ""
+        reason = check.expectation.reason if check.expectation is not None else ""
         ET.SubElement(case, "skipped", {"message": _text(f"expected {outcome}: {reason}".rstrip(": "))})
-    elif outcome == "blocked":
+    elif outcome == Outcome.BLOCKED:
         kind = "skipped"
-        blocked = check.get("blocked_by") if isinstance(check.get("blocked_by"), dict) else {}
-        why = f"blocked by {(blocked or {}).get('requirement')} ({(blocked or {}).get('step')})"
+        blocked = check.blocked_by
+        why = f"blocked by {blocked.requirement if blocked else None} ({blocked.step if blocked else None})"
         ET.SubElement(case, "skipped", {"message": _text(why)})
-    elif outcome == "skip":
+    elif outcome == Outcome.SKIP:
         kind = "skipped"
         ET.SubElement(case, "skipped", {"message": message or "skipped"})
-    if warnings:
+    if check.warnings:
         out = ET.SubElement(case, "system-out")
         lines = []
-        for warning in warnings:
-            ids = ",".join(str(r) for r in warning.get("requirements") or [])
-            lines.append(f"WARN {ids} ({warning.get('level')}): {warning.get('message')}")
-            if warning.get("curl"):
-                lines.append(f"  reproduce: {warning.get('curl')}")
+        for warning in check.warnings:
+            ids = ",".join(warning.requirements)
+            lines.append(f"WARN {ids} ({warning.level}): {warning.message}")
+            if warning.curl:
+                lines.append(f"  reproduce: {warning.curl}")
         out.text = _text("\n".join(lines))
     return case, kind
 
 
-def render_junit(report: Mapping[str, Any]) -> str:
-    checks = [c for c in report.get("checks") or [] if isinstance(c, dict)]
-    run = report.get("run") if isinstance(report.get("run"), dict) else {}
-    summary = report.get("summary") if isinstance(report.get("summary"), dict) else {}
-    cases = [_testcase(c) for c in checks]
+def render_junit(report: Report | Mapping[str, Any]) -> str:
+    report = as_report(report)
+    cases = [_testcase(c) for c in report.checks]
     counts = {k: sum(1 for _, kind in cases if kind == k) for k in ("failure", "error", "skipped")}
     attributes = {
         "name": suite_name(report),
@@ -121,8 +106,8 @@ def render_junit(report: Mapping[str, Any]) -> str:
         "failures": str(counts["failure"]),
         "errors": str(counts["error"]),
         "skipped": str(counts["skipped"]),
-        "time": f"{float((run or {}).get('duration_seconds') or 0):.3f}",
-        "timestamp": str((run or {}).get("started_at") or ""),
+        "time": f"{report.run.duration_seconds:.3f}",
+        "timestamp": report.run.started_at,
     }
     # <testsuites> carries only what Jenkins' schema allows there (contract/junit.xsd)
     root = ET.Element(
@@ -131,9 +116,9 @@ def render_junit(report: Mapping[str, Any]) -> str:
     suite = ET.SubElement(root, "testsuite", attributes)
     properties = ET.SubElement(suite, "properties")
     for key, value in (
-        ("amp_protocol", report.get("protocol")),
-        ("amp_run_id", (run or {}).get("id")),
-        ("amp_verdict", (summary or {}).get("verdict")),
+        ("amp_protocol", report.protocol),
+        ("amp_run_id", report.run.id),
+        ("amp_verdict", report.verdict),
     ):
         ET.SubElement(properties, "property", {"name": key, "value": _text(value)})
     for case, _ in cases:
@@ -142,6 +127,6 @@ def render_junit(report: Mapping[str, Any]) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def write_junit(report: Mapping[str, Any], path: Path) -> str | None:
+def write_junit(report: Report | Mapping[str, Any], path: Path) -> str | None:
     """Write the JUnit file; a one-line reason when the path cannot be written."""
     return write_report_file(path, render_junit(report), "the JUnit report")

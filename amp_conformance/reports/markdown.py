@@ -15,11 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from amp_conformance.engine.report_model import BAD, OUTCOME_ORDER, Check, Counts, Report, as_report
+from amp_conformance.engine.vocabulary import Level
 from amp_conformance.reports.output import write_report_file
 
-OUTCOMES = ("pass", "fail", "warn", "skip", "error", "blocked")
-BAD = ("fail", "error", "blocked")
-LEVELS = ("MUST", "SHOULD", "MAY")
 MAX_DETAILS = 100
 _PUNCTUATION = frozenset(string.punctuation) - frozenset("&<>\"'")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
@@ -31,17 +30,18 @@ def html_escape(value: object) -> str:
     return html.escape(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text), quote=True)
 
 
-def md_escape(value: object) -> str:
+def md_escape(value: object, *, keep: str = "") -> str:
     """Inline Markdown text that renders as exactly these characters: HTML specials as entities,
     every other ASCII punctuation mark backslash-escaped (so no emphasis, link, code span or table
-    cell border can start), line breaks as spaces."""
+    cell border can start), line breaks as spaces. ``keep``: punctuation left as it is (for text
+    inside a line, where it starts nothing: ``.`` and ``-`` in a heading)."""
     text = value if isinstance(value, str) else "" if value is None else str(value)
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", " ").replace("\n", " "))
     out: list[str] = []
     for char in text:
         if char in "&<>\"'":
             out.append(html.escape(char, quote=True))
-        elif char in _PUNCTUATION:
+        elif char in _PUNCTUATION and char not in keep:
             out.append("\\" + char)
         else:
             out.append(char)
@@ -53,83 +53,33 @@ def md_cell(value: object, absent: str = "(absent)") -> str:
     return absent if value is None else md_escape(value)
 
 
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def _titles(report: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
-    """Requirement id -> (level, title), from the report's catalogue or the packaged one."""
-    found: dict[str, tuple[str, str]] = {}
-    for entry in _list(_dict(report.get("catalogue")).get("requirements")):
-        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
-            found[entry["id"]] = (str(entry.get("level") or ""), str(entry.get("title") or ""))
-    if not found:
-        try:
-            from amp_conformance.engine import registry
-
-            packaged = registry.get(str(report.get("protocol") or registry.DEFAULT_PROTOCOL)).catalogue
-            found = {rid: (str(r.level), r.title) for rid, r in packaged.requirements.items()}
-        except (ImportError, OSError, ValueError, KeyError):
-            pass
-    return found
-
-
-def _area_names(report: Mapping[str, Any]) -> dict[str, str]:
-    """Area code -> name, from the report's catalogue or its protocol's packaged one."""
-    names = _dict(_dict(report.get("catalogue")).get("areas"))
-    if names:
-        return {str(k): str(v) for k, v in names.items()}
-    try:
-        from amp_conformance.engine import registry
-
-        return dict(registry.get(str(report.get("protocol") or registry.DEFAULT_PROTOCOL)).catalogue.areas)
-    except (ImportError, OSError, ValueError, KeyError):
-        return {}
-
-
-def _about(check: Mapping[str, Any]) -> list[str]:
-    """The requirement ids a failing check's finding is about."""
-    ids = [r for r in _list(check.get("finding_requirements")) if isinstance(r, str)]
-    return ids or [r for r in _list(check.get("requirements")) if isinstance(r, str)]
-
-
-def _expected(check: Mapping[str, Any]) -> bool:
-    expectation = check.get("expectation")
-    return isinstance(expectation, dict) and bool(expectation.get("met"))
-
-
-def must_tally(report: Mapping[str, Any]) -> tuple[int, int]:
+def must_tally(report: Report | Mapping[str, Any]) -> tuple[int, int]:
     """(MUST checks that passed, MUST checks that ran to a verdict or errored); skips do not count."""
-    musts = [
-        c
-        for c in _list(report.get("checks"))
-        if isinstance(c, dict) and c.get("level") == "MUST" and c.get("outcome") != "skip"
+    return as_report(report).must_tally()
+
+
+def _table(
+    title: str, rows: Mapping[str, Counts] | Mapping[Level, Counts], names: Mapping[str, str] | None = None
+) -> list[str]:
+    header = " | ".join(OUTCOME_ORDER)
+    lines = [
+        f"### {title}",
+        "",
+        f"| {title.split()[-1]} | {header} |",
+        "|---" * (len(OUTCOME_ORDER) + 1) + "|",
     ]
-    return sum(1 for c in musts if c.get("outcome") in ("pass", "warn")), len(musts)
-
-
-def _table(title: str, rows: Mapping[str, Any], names: Mapping[str, str] | None = None) -> list[str]:
-    lines = [f"### {title}", "", f"| {title.split()[-1]} | {' | '.join(OUTCOMES)} |", "|---" * 7 + "|"]
     for key, counts in rows.items():
-        label = md_escape(f"{key} ({names[key]})" if names and key in names else key)
-        lines.append(f"| {label} | " + " | ".join(str(_count(_dict(counts).get(o))) for o in OUTCOMES) + " |")
+        label = md_escape(f"{key} ({names[key]})" if names and key in names else str(key))
+        lines.append(f"| {label} | " + " | ".join(str(counts[o]) for o in OUTCOME_ORDER) + " |")
     return [*lines, ""]
 
 
-def _failing_requirements(report: Mapping[str, Any], failures: list[dict[str, Any]]) -> list[str]:
-    titles = _titles(report)
+def _failing_requirements(report: Report, failures: list[Check]) -> list[str]:
+    titles = {r.id: (str(r.level), r.title) for r in report.catalogue.requirements}
     by_requirement: dict[str, list[str]] = {}
     for check in failures:
-        for rid in _about(check):
-            by_requirement.setdefault(rid, []).append(str(check.get("name") or check.get("id") or "?"))
+        for rid in check.about:
+            by_requirement.setdefault(rid, []).append(check.name)
     if not by_requirement:
         return []
     lines = [
@@ -145,23 +95,19 @@ def _failing_requirements(report: Mapping[str, Any], failures: list[dict[str, An
     return [*lines, ""]
 
 
-def _details(check: Mapping[str, Any]) -> list[str]:
-    outcome = str(check.get("outcome") or "?").upper()
-    ids = ", ".join(_about(check))
-    summary = f"{outcome} {ids} ({check.get('level') or '?'}): {check.get('title') or check.get('id') or ''}"
+def _details(check: Check) -> list[str]:
+    summary = f"{check.outcome.upper()} {', '.join(check.about)} ({check.level}): {check.title}"
     # One line: a blank line would end the HTML block and let the rest be read as Markdown.
     lines = [f"<details><summary>{html_escape(' '.join(summary.split()))}</summary>", ""]
-    lines.append(f"**check** {md_escape(check.get('id'))}  ")
-    lines.append(f"**found** {md_escape(check.get('message'))}")
-    expectation = check.get("expectation")
-    if isinstance(expectation, dict):
+    lines.append(f"**check** {md_escape(check.id)}  ")
+    lines.append(f"**found** {md_escape(check.message)}")
+    if check.expectation is not None:
         lines += [
             "",
-            f"**expected** {md_escape(expectation.get('outcome'))}: {md_escape(expectation.get('reason'))}",
+            f"**expected** {md_escape(check.expectation.outcome)}: {md_escape(check.expectation.reason)}",
         ]
-    curl = check.get("curl")
-    if isinstance(curl, str) and curl:
-        lines += ["", f"<pre>{html_escape(curl)}</pre>"]
+    if check.curl:
+        lines += ["", f"<pre>{html_escape(check.curl)}</pre>"]
     return [*lines, "", "</details>", ""]
 
 
@@ -172,33 +118,31 @@ _VERDICTS = {
 }
 
 
-def render_markdown_summary(report: Mapping[str, Any]) -> str:
-    """The Markdown summary of one JSON report (v1.0 or v2.0)."""
-    summary = _dict(report.get("summary"))
-    verdict = str(summary.get("verdict") or "incomplete")
-    server = _dict(report.get("server"))
-    run = _dict(report.get("run"))
-    passed, musts = must_tally(report)
+def render_markdown_summary(report: Report | Mapping[str, Any]) -> str:
+    """The Markdown summary of one report."""
+    report = as_report(report)
+    summary = report.summary
+    passed, musts = report.must_tally()
+    verdict = _VERDICTS.get(summary.verdict) or md_escape(summary.verdict)
     lines = [
-        f"## AMP conformance: {_VERDICTS.get(verdict) or md_escape(verdict)}",
+        f"## {md_escape(report.title, keep='.-')} conformance: {verdict}",
         "",
-        f"Server {md_escape(server.get('base_url'))}, run {md_escape(run.get('id'))}, "
-        f"{md_escape(run.get('duration_seconds'))} s. MUST checks passed: **{passed}/{musts}**.",
+        f"Server {md_escape(report.target)}, run {md_escape(report.run.id)}, "
+        f"{md_escape(report.run.duration_seconds)} s. MUST checks passed: **{passed}/{musts}**.",
         "",
     ]
-    expected, unexpected = _count(summary.get("expected_failures")), _count(summary.get("unexpected_passes"))
+    expected, unexpected = summary.expected_failures, summary.unexpected_passes
     if expected or unexpected:
         lines += [f"Expected failures: {expected}. Unexpected passes: {unexpected}.", ""]
-    if server.get("unavailable"):
-        lines += [f"Server unavailable: {md_escape(server.get('unavailable'))}", ""]
-    if server.get("replay_note"):
-        lines += [f"Curl lines: {md_escape(server.get('replay_note'))}", ""]
-    lines += _table("By area", _dict(summary.get("by_area")), _area_names(report))
-    lines += _table("By level", _dict(summary.get("by_level")))
-    checks = [c for c in _list(report.get("checks")) if isinstance(c, dict)]
-    bad = [c for c in checks if c.get("outcome") in BAD]
-    failures = [c for c in bad if not _expected(c)]  # new failures: what needs attention
-    expected_failures = [c for c in bad if _expected(c)]
+    if unavailable := report.server_text("unavailable"):
+        lines += [f"Server unavailable: {md_escape(unavailable)}", ""]
+    if note := report.server_text("replay_note"):
+        lines += [f"Curl lines: {md_escape(note)}", ""]
+    lines += _table("By area", summary.by_area, report.catalogue.areas)
+    lines += _table("By level", summary.by_level)
+    bad = [c for c in report.checks if c.outcome in BAD]
+    failures = [c for c in bad if not c.expected_gap]  # new failures: what needs attention
+    expected_failures = [c for c in bad if c.expected_gap]
     lines += _failing_requirements(report, failures)
     if failures:
         heading = "New failures and errors" if expected_failures else "Failures and errors"
@@ -207,14 +151,13 @@ def render_markdown_summary(report: Mapping[str, Any]) -> str:
             lines += _details(check)
         if len(failures) > MAX_DETAILS:
             lines += [f"... and {len(failures) - MAX_DETAILS} more: see the JSON report.", ""]
-    unmet = [c for c in checks if isinstance(c.get("expectation"), dict) and not _expected(c)]
+    unmet = [c for c in report.checks if c.unmet_expectation]
     if unmet:
         lines += [f"### Expectations not met ({len(unmet)})", ""]
         for check in unmet:
-            wanted = md_escape(check["expectation"].get("outcome"))
-            lines.append(
-                f"- {md_escape(check.get('id'))}: expected {wanted}, got {md_escape(check.get('outcome'))}"
-            )
+            assert check.expectation is not None
+            wanted = md_escape(check.expectation.outcome)
+            lines.append(f"- {md_escape(check.id)}: expected {wanted}, got {md_escape(check.outcome)}")
         lines.append("")
     if expected_failures:  # known gaps: a section of their own, collapsed
         lines += [
@@ -223,24 +166,23 @@ def render_markdown_summary(report: Mapping[str, Any]) -> str:
             "",
         ]
         for check in expected_failures:
-            reason = _dict(check.get("expectation")).get("reason")
+            reason = check.expectation.reason if check.expectation is not None else ""
             because = f": {md_escape(reason)}" if reason else ""
-            title = md_escape(check.get("title") or check.get("id"))
-            lines.append(f"- {md_escape(', '.join(_about(check)))} {title}{because}")
+            lines.append(f"- {md_escape(', '.join(check.about))} {md_escape(check.title)}{because}")
         lines += ["", "</details>", ""]
-    stale = _list(_dict(report.get("expectations")).get("stale"))
+    stale = report.stale_expectations
     if stale:
         lines += [f"### Stale expectations ({len(stale)})", ""]
         lines += ["They match no check of the run: a typo, or a check that was renamed or removed.", ""]
         for entry in stale:
-            item = _dict(entry)
+            item = entry if isinstance(entry, dict) else {}
             where = f" (line {md_escape(item.get('line'))})" if item.get("line") else ""
             lines.append(f"- {md_escape(item.get('target') or entry)}{where}")
         lines.append("")
     return "\n".join(lines)
 
 
-def write_markdown(report: Mapping[str, Any], path: Path, *, append: bool = False) -> str | None:
+def write_markdown(report: Report | Mapping[str, Any], path: Path, *, append: bool = False) -> str | None:
     """Write (or append) the summary (``-``: standard output); a one-line reason when the path cannot
     be written."""
     if str(path) == "-":

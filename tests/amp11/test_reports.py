@@ -25,7 +25,7 @@ def test_an_mcp_only_report_names_the_mcp_command(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert f"AMP conformance of MCP: {command}" in done.stdout
+    assert f"AMP v1.1 conformance of MCP: {command}" in done.stdout
     assert "127.0.0.1:9" not in done.stdout
     server = json.loads(report.read_text())["server"]
     assert server["base_url"] is None

@@ -90,6 +90,6 @@ def test_the_workflow_command_runs_against_the_reference_server(tmp_path: Path) 
     assert report["summary"]["expected_failures"] == 1
     for name in ("amp-junit.xml", "amp-summary.md", "amp-badge.json"):
         assert (tmp_path / name).stat().st_size > 0
-    assert "## AMP conformance" in summary.read_text()
+    assert "## AMP v0.1.0 conformance" in summary.read_text()
     assert "::error" not in result.stdout  # the only failure was expected
     assert marked_processes(marker) == []

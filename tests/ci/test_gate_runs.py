@@ -69,7 +69,7 @@ def test_a_failing_run_shows_each_failure_once_and_q_has_no_progress_letters(tmp
 def test_markdown_on_standard_output(tmp_path: Path) -> None:
     result = _run(["--no-fuzz", "--only", "health", "--markdown", "-"], tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("## AMP conformance: PASS"), result.stdout[:500]
+    assert result.stdout.startswith("## AMP v0.1.0 conformance: PASS"), result.stdout[:500]
     assert "verdict: PASS" in result.stderr  # the rest of the run's output goes to standard error
     assert not (tmp_path / "-").exists()
 

@@ -42,5 +42,5 @@ def test_an_interrupted_run_is_incomplete_in_every_output(tmp_path: Path) -> Non
     report = json.loads(paths["r.json"].read_text())
     validate(report, "report.schema.json")
     assert report["summary"]["outcomes"]["pass"] == 3 and report["summary"]["verdict"] == "incomplete"
-    assert paths["s.md"].read_text().startswith("## AMP conformance: INCOMPLETE")
+    assert paths["s.md"].read_text().startswith("## AMP v0.1.0 conformance: INCOMPLETE")
     assert json.loads(paths["b.json"].read_text())["color"] == "orange"

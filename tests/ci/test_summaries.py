@@ -29,14 +29,14 @@ def _hostile(report: dict[str, Any]) -> dict[str, Any]:
     failing["title"] = HOSTILE
     failing["curl"] = "curl http://x/" + HOSTILE
     evil["server"]["base_url"] = HOSTILE
-    evil["run"]["id"] = HOSTILE
+    evil["server"]["unavailable"] = HOSTILE  # a report is validated when read: run ids are ULIDs
     return evil
 
 
 def test_the_summary_has_verdict_tables_and_each_failure(fault_report: dict[str, Any]) -> None:
     text = render_markdown_summary(fault_report)
     failures = [c for c in fault_report["checks"] if c["outcome"] == "fail"]
-    assert text.startswith("## AMP conformance: FAIL")
+    assert text.startswith("## AMP v0.1.0 conformance: FAIL")
     assert "### By area" in text and "### By level" in text and "| MUST |" in text
     about = {rid for c in failures for rid in c.get("finding_requirements") or c["requirements"]}
     assert FAULT_REQUIREMENT in about
@@ -51,7 +51,7 @@ def test_the_summary_has_verdict_tables_and_each_failure(fault_report: dict[str,
 def test_a_clean_summary_says_pass(clean_report: dict[str, Any]) -> None:
     text = render_markdown_summary(clean_report)
     passed, total = must_tally(clean_report)
-    assert text.startswith("## AMP conformance: PASS")
+    assert text.startswith("## AMP v0.1.0 conformance: PASS")
     assert f"**{passed}/{total}**" in text and passed == total > 0
     assert "<details>" not in text
 
@@ -85,7 +85,9 @@ def test_the_badge_is_valid_endpoint_json(
             "message": f"MUST {passed}/{total}",
             "color": colour,
         }
-    assert badge({"checks": [], "summary": {"verdict": "incomplete"}})["color"] == "orange"
+    incomplete = copy.deepcopy(clean_report)
+    incomplete["summary"]["verdict"] = "incomplete"
+    assert badge(incomplete)["color"] == "orange"
     assert write_badge(clean_report, tmp_path / "badge.json" / "under-a-file") is not None
 
 
@@ -117,7 +119,7 @@ def test_publish_appends_the_step_summary_and_prints_annotations(
     out = capsys.readouterr().out
     assert out.count("::error title=") == len([c for c in fault_report["checks"] if c["outcome"] == "fail"])
     text = summary.read_text()
-    assert text.startswith("earlier step\n## AMP conformance: FAIL")
+    assert text.startswith("earlier step\n## AMP v0.1.0 conformance: FAIL")
     assert publish(fault_report, {}) == [] and capsys.readouterr().out == ""
 
 

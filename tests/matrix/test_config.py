@@ -30,7 +30,7 @@ base-url = "http://127.0.0.1:1"
             "not a target of amp-0.1",
         ),
         ('[[implementation]]\nname = "a"\nprotocol = "amp-0.1"\nserver-cmd = "srv"\n', "needs {port}"),
-        (GOOD + "allow-global-effects = true\n", "needs an admin-token"),
+        (GOOD + "allow-global-effects = true\n", "needs --admin-token"),
         (GOOD + "environment = { A = 1 }\n", "table of strings"),
         ('tittle = "x"\n' + GOOD, "unknown top-level key 'tittle'"),
         ("title = 'x'\n", "no implementation"),

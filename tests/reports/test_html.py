@@ -17,11 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amp_conformance.cli import main
+from amp_conformance.engine.report_model import Report, ReportError
 from amp_conformance.reports import render_diff_html, render_html
 from amp_conformance.reports.cli import report_main
 from amp_conformance.reports.html import MAX_PAGE_BYTES
 from amp_conformance.reports.html_diff import minimal_diff
 from amp_conformance.reports.html_model import read_catalogue
+from tests.reports.builder import complete
 from tests.suite.inprocess import run_against_reference
 
 HOSTILE = '<script>alert(1)</script><img src=x onerror=alert(2)><a href="javascript:alert(3)">x</a>"\'&'
@@ -101,7 +103,7 @@ def report(checks: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
         "report_version": "1.0",
         "tool": {"name": "amp-conformance", "version": "0.1.0"},
-        "run": {"id": "01RUN", "started_at": "2026-01-01T00:00:00Z", "duration_seconds": 1.0},
+        "run": {"started_at": "2026-01-01T00:00:00Z", "duration_seconds": 1.0},
         "server": {"base_url": "http://127.0.0.1:9/amp/v1", "spec": {"amp_version": "0.1.0"}},
         "conventions": None,
         "summary": {
@@ -113,7 +115,7 @@ def report(checks: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
         "cleanup": {"attempted": 0, "deleted": 0, "problems": []},
     }
     data.update(extra)
-    return data
+    return complete(data)
 
 
 def hostile_report() -> dict[str, Any]:
@@ -124,17 +126,19 @@ def hostile_report() -> dict[str, Any]:
     failing = check("fail", message=HOSTILE, curl=bad["curl"], exchanges=[bad, exchange(body=HOSTILE)])
     failing["title"] = HOSTILE
     failing["notes"] = [HOSTILE]
-    failing["warnings"] = [{"message": HOSTILE, "requirements": [HOSTILE], "curl": HOSTILE}]
-    failing["blocked_by"] = {"check": HOSTILE, "requirement": HOSTILE, "step": HOSTILE}
+    # ids, outcomes and counts are the tool's own (a report is validated when read): the server's
+    # text is everywhere else
+    failing["warnings"] = [{"message": HOSTILE, "requirements": ["AMP-READ-03"], "curl": HOSTILE}]
+    failing["blocked_by"] = {"check": HOSTILE, "requirement": "AMP-READ-03", "step": HOSTILE}
     failing["expectation"] = {
-        "outcome": HOSTILE,
+        "outcome": "fail",
         "reason": HOSTILE,
         "link": "javascript:alert(5)",
         "met": False,
     }
-    failing["findings"] = [{"requirement": HOSTILE, "seed": HOSTILE, "curl": HOSTILE, "message": HOSTILE}]
+    failing["expected"] = HOSTILE
     return report(
-        [failing, check("pass", outcome_note=HOSTILE)],
+        [failing, check("pass", notes=[HOSTILE])],
         server={
             "base_url": HOSTILE,
             "spec": {HOSTILE: HOSTILE},
@@ -142,7 +146,7 @@ def hostile_report() -> dict[str, Any]:
             "unavailable": HOSTILE,
         },
         conventions={HOSTILE: {"value": HOSTILE, "source": HOSTILE}, "problems": [HOSTILE]},
-        cleanup={"attempted": HOSTILE, "deleted": 0, "problems": [HOSTILE]},
+        cleanup={"attempted": 0, "deleted": 0, "problems": [HOSTILE]},
         expectations={"file": HOSTILE, "stale": [HOSTILE]},
     )
 
@@ -187,7 +191,7 @@ def test_grid_lists_the_catalogue_and_colours_by_the_worst_outcome() -> None:
     data = report(checks)
     page = Page(render_html(data))
     cells = page.with_class("req")
-    catalogue = read_catalogue(data)  # a v1.0 report: the packaged catalogue
+    catalogue = read_catalogue(data)  # the packaged catalogue, as the report carries it
     assert len(catalogue.requirements) >= 100
     assert len(cells) == len(catalogue.requirements)
     by_id = {c["id"]: c for c in cells}
@@ -224,7 +228,7 @@ def test_a_v2_report_uses_its_own_catalogue() -> None:
     blocked = check(
         "blocked", "AMP11-MEM-02", blocked_by={"check": data["checks"][0]["id"], "step": "create"}
     )
-    data["checks"].append(blocked)
+    data["checks"].append(complete({"checks": [blocked]})["checks"][0])
     text = render_html(data)
     cells = Page(text).with_class("req")
     assert [c["data-outcome"] for c in cells] == ["fail", "blocked"]
@@ -289,11 +293,19 @@ REPORT_KEYS = ["run", "server", "conventions", "summary", "catalogue", "cleanup"
     check_fields=st.dictionaries(st.sampled_from(CHECK_KEYS), JSON_VALUES, max_size=6),
     report_fields=st.dictionaries(st.sampled_from(REPORT_KEYS), JSON_VALUES, max_size=4),
 )
-def test_odd_reports_still_render(check_fields: dict[str, Any], report_fields: dict[str, Any]) -> None:
-    entry = check("fail")
-    entry.update(check_fields)
-    data = report([entry, check_fields])
+def test_odd_reports_are_refused_in_one_line_or_render(
+    check_fields: dict[str, Any], report_fields: dict[str, Any]
+) -> None:
+    """A hand-edited report is read once, by the model: refused with one line saying where, or (when
+    the schema takes it) rendered like any other."""
+    data = report([check("fail")])
+    data["checks"][0].update(check_fields)
     data.update(report_fields)
+    try:
+        Report.from_json(data)
+    except ReportError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(("is not", "has report_version"))
+        return
     assert_inert(Page(render_html(data)))
 
 

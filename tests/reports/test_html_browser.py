@@ -301,7 +301,7 @@ def test_the_page_loads_with_the_network_blocked(visit: Any, failing: Report, ho
     for report in (failing, hostile):
         seen = visit(report.page)
         seen.page.wait_for_load_state("networkidle")
-        assert seen.page.locator("h1").inner_text() == "AMP conformance report"
+        assert seen.page.locator("h1").inner_text() == "AMP v0.1.0 conformance report"
         assert seen.outside == [], seen.outside
         # The script ran (filters shown) although nothing could be fetched.
         assert seen.page.locator("#filters").is_visible()

@@ -13,6 +13,7 @@ import xmlschema
 from amp_conformance.cli import main
 from amp_conformance.reports.junit import render_junit
 from tests.ci.helpers import validate
+from tests.reports.builder import complete
 
 #: The structure Jenkins' and GitLab's readers take (the file says where each rule comes from).
 JUNIT_SCHEMA = xmlschema.XMLSchema(
@@ -96,7 +97,7 @@ def test_the_live_junit_file_is_valid_against_the_schema_ci_readers_take(live: d
         ("skip", {"message": ""}),
         (
             "warn",
-            {"warnings": [{"requirements": ["AMP-X-1"], "level": "SHOULD", "message": "w", "curl": "c"}]},
+            {"warnings": [{"requirements": ["AMP-X-01"], "level": "SHOULD", "message": "w", "curl": "c"}]},
         ),
     ],
 )
@@ -104,7 +105,7 @@ def test_every_outcome_renders_valid_junit(outcome: str, extra: dict[str, object
     check = {"id": "t.py::t", "name": "t", "area": "read", "outcome": outcome, "level": "MUST"}
     check.update(extra)
     report = {"protocol": "amp-0.1", "server": {"base_url": "http://x"}, "checks": [check], "run": {}}
-    JUNIT_SCHEMA.validate(render_junit(report))
+    JUNIT_SCHEMA.validate(render_junit(complete(report)))
 
 
 def test_the_schema_refuses_what_jenkins_would_not_read() -> None:
@@ -132,7 +133,7 @@ def test_a_promoted_root_cause_is_a_failure() -> None:
         "warnings": [],
     }
     report = {"protocol": "amp-0.1", "server": {"base_url": "http://x"}, "checks": [check], "run": {}}
-    suite = next(iter(junitparser.JUnitXml.fromstring(render_junit(report))))
+    suite = next(iter(junitparser.JUnitXml.fromstring(render_junit(complete(report)))))
     case = next(iter(suite))
     assert [type(r).__name__ for r in case.result] == ["Failure"]
 

@@ -52,6 +52,7 @@ class ToyProtocol(HttpProtocol[None, ToySession, ToyContext]):
     title: ClassVar[str] = "Toy KV"
     checks_package: ClassVar[str] = "toy_protocol.checks"
     catalogue_package: ClassVar[str] = "toy_protocol"
+    label: ClassVar[str] = "Toy KV 0.1"
 
     def parse_options(self, values: OptionValues) -> None:
         return None
