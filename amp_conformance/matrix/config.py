@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shlex
+import sys
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -222,11 +224,17 @@ def _implementation(
     )
 
 
+def _as_run(value: Any) -> Any:
+    """A value as the run receives it: ``{python}`` is the interpreter running the matrix."""
+    return value.replace("{python}", shlex.quote(sys.executable)) if isinstance(value, str) else value
+
+
 def _check_options(protocol: Protocol, options: Mapping[str, Any], where: str, directory: Path) -> None:
     """The protocol's own judgement of its options (as its run would judge them, from the file's
     folder where the run starts): its one-line reason as the file's problem."""
     values = {
-        spec.dest: options.get(spec.name, spec.kwargs.get("default")) for spec in protocol.declared_options
+        spec.dest: _as_run(options.get(spec.name, spec.kwargs.get("default")))
+        for spec in protocol.declared_options
     }
     try:
         with contextlib.chdir(directory):
