@@ -41,21 +41,116 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def test_the_version_is_defined_once() -> None:
-    """`amp_conformance/_version.py` is the one version source: pyproject names it, never a literal."""
+def test_the_version_comes_from_git_tags_alone() -> None:
+    """hatch-vcs derives it from the tags; no source file carries it (the file it writes is ignored)."""
     import importlib.metadata
+    import re
 
     from amp_conformance._version import __version__
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert "version" not in project["project"], "pyproject.toml carries a literal version"
     assert "version" in project["project"]["dynamic"]
-    assert project["tool"]["hatch"]["version"]["path"] == "amp_conformance/_version.py"
+    assert project["tool"]["hatch"]["version"]["source"] == "vcs"
+    assert any(r.startswith("hatch-vcs") for r in project["build-system"]["requires"])
+    written = project["tool"]["hatch"]["build"]["hooks"]["vcs"]["version-file"]
+    ignored = subprocess.run(["git", "check-ignore", "-q", written], cwd=REPO, timeout=30)
+    assert ignored.returncode == 0, f"{written} is not ignored by git"
+    tracked = subprocess.run(
+        ["git", "ls-files", "--", "*.py", "*.toml", "*.cfg"], cwd=REPO, capture_output=True, text=True
+    ).stdout.split()
+    assert written not in tracked
+    source = (REPO / "amp_conformance" / "_version.py").read_text()
+    assert not re.search(r"""["']\d+\.\d+""", source), "_version.py carries a version literal"
     assert importlib.metadata.version("amp-conformance") == __version__
 
 
+def _build(tree: Path, out: Path, *what: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "build", *what, "--outdir", str(out), str(tree)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def _version_printed(site: Path) -> list[str]:
+    """``amp-conformance --version`` run from an unpacked or ``--target`` install (its lines)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AMP_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "amp_conformance", "--version"],
+        cwd=site.parent,
+        env={**env, "PYTHONPATH": str(site)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+@pytest.mark.slow
+def test_a_tag_gives_the_sdist_and_wheel_their_version_and_the_command_prints_it(tmp_path: Path) -> None:
+    """A release: tag v9.8.7, build (the wheel from the sdist, as `python -m build` does), and both the
+    wheel and `pip install .` from the unpacked sdist (no .git) print 9.8.7 with the catalogues."""
+    import tarfile
+
+    from tests.checkout import copy_checkout
+
+    tree = copy_checkout(tmp_path / "clone", tag="v9.8.7")
+    _build(tree, tmp_path / "dist")
+    assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == [
+        "amp_conformance-9.8.7-py3-none-any.whl",
+        "amp_conformance-9.8.7.tar.gz",
+    ]
+    site = tmp_path / "wheel"
+    with zipfile.ZipFile(tmp_path / "dist" / "amp_conformance-9.8.7-py3-none-any.whl") as archive:
+        archive.extractall(site)
+    printed = _version_printed(site)
+    assert printed[0] == "amp-conformance 9.8.7"
+    from amp_conformance.engine import registry
+
+    for protocol in registry.protocols():
+        line = f"  {protocol.name}: {protocol.title} catalogue, {len(protocol.catalogue.requirements)} "
+        assert any(shown.startswith(line) for shown in printed), (line, printed)
+
+    with tarfile.open(tmp_path / "dist" / "amp_conformance-9.8.7.tar.gz") as archive:
+        archive.extractall(tmp_path / "unpacked", filter="data")
+    (unpacked,) = (tmp_path / "unpacked").iterdir()
+    assert not (unpacked / ".git").exists()
+    target = tmp_path / "from-sdist"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(unpacked)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert install.returncode == 0, install.stderr[-3000:]
+    assert _version_printed(target)[0] == "amp-conformance 9.8.7"
+
+
+@pytest.mark.slow
+def test_a_clone_without_tags_still_builds(tmp_path: Path) -> None:
+    """CI's fresh clone may have no tags: the build still works, with a development version."""
+    from tests.checkout import copy_checkout
+
+    tree = copy_checkout(tmp_path / "clone")
+    _build(tree, tmp_path / "dist", "--wheel")
+    (wheel,) = (tmp_path / "dist").glob("amp_conformance-*.whl")
+    version = wheel.name.split("-")[1]
+    assert ".dev" in version, wheel.name
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(tmp_path / "site")
+    assert _version_printed(tmp_path / "site")[0] == f"amp-conformance {version.replace('_', '+')}"
+
+
 def test_the_wheel_carries_the_package_version(installed: Path) -> None:
-    from amp_conformance._version import __version__
+    """The metadata and the version file hatch-vcs wrote into the wheel agree (the editable install's
+    version may be older than the tree: it was computed when it was installed)."""
+    namespace: dict[str, object] = {}
+    exec((installed / "amp_conformance" / "_vcs_version.py").read_text(), namespace)
+    __version__ = namespace["__version__"]
 
     (dist_info,) = installed.glob("*.dist-info")
     assert dist_info.name == f"amp_conformance-{__version__}.dist-info"
