@@ -92,8 +92,9 @@ def _version_printed(site: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_a_tag_gives_the_sdist_and_wheel_their_version_and_the_command_prints_it(tmp_path: Path) -> None:
-    """A release: tag v9.8.7, build (the wheel from the sdist, as `python -m build` does), and both the
-    wheel and `pip install .` from the unpacked sdist (no .git) print 9.8.7 with the catalogues."""
+    """A release: tag v9.8.7, build (the wheel from the sdist, as `python -m build` does), and the wheel,
+    `pip install .` from the unpacked sdist and from a `git archive` (no .git in either) print 9.8.7,
+    with the catalogues."""
     import tarfile
 
     from tests.checkout import copy_checkout
@@ -122,6 +123,32 @@ def test_a_tag_gives_the_sdist_and_wheel_their_version_and_the_command_prints_it
     target = tmp_path / "from-sdist"
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(unpacked)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert install.returncode == 0, install.stderr[-3000:]
+    assert _version_printed(target)[0] == "amp-conformance 9.8.7"
+
+    # `git archive`, as a GitHub tarball (how the runner fetches the action, then pip-installs it): no
+    # .git, the version comes from .git_archival.txt (export-subst)
+    archive_tar = tmp_path / "archive.tar"
+    subprocess.run(["git", "archive", "-o", str(archive_tar), "v9.8.7"], cwd=tree, check=True, timeout=120)
+    with tarfile.open(archive_tar) as archive:
+        archive.extractall(tmp_path / "archived", filter="data")
+    target = tmp_path / "from-archive"
+    install = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(tmp_path / "archived"),
+        ],
         capture_output=True,
         text=True,
         timeout=600,
