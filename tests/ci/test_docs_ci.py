@@ -171,6 +171,15 @@ def test_the_install_and_build_lines_work_against_the_local_checkout(tmp_path: P
     bin_dir = tmp_path / "venv" / "bin"
     env = {k: v for k, v in command_env().items() if not k.startswith(("AMP_", "PYTHON", "VIRTUAL_ENV"))}
     env["PATH"] = f"{bin_dir}:{env['PATH']}"
+    # a current pip, as CI images and .ci/run have (the pip Python 3.11 bundles refuses a file: URL here)
+    upgrade = subprocess.run(
+        [str(bin_dir / "python"), "-m", "pip", "install", "-q", "--upgrade", "pip"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert upgrade.returncode == 0, upgrade.stderr[-3000:]
     install = subprocess.run(
         [str(bin_dir / "pip"), "install", "-q", requirement],
         capture_output=True,
