@@ -65,6 +65,24 @@ def test_the_version_comes_from_git_tags_alone() -> None:
     assert importlib.metadata.version("amp-conformance") == __version__
 
 
+def test_version_names_each_registered_protocols_catalogue() -> None:
+    """`--version`: the tool's version, then one line per registered protocol: its name, title and the
+    size of the catalogue it checks."""
+    from amp_conformance._version import __version__
+    from amp_conformance.engine import registry
+
+    result = subprocess.run(
+        [sys.executable, "-m", "amp_conformance", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0 and result.stderr == ""
+    expected = [f"amp-conformance {__version__}"] + [
+        f"  {p.name}: {p.title} catalogue, {len(p.catalogue.requirements)} requirements"
+        for p in registry.protocols()
+    ]
+    assert result.stdout.splitlines() == expected
+    assert len(expected) >= 3  # amp-0.1 and amp-1.1 at least
+
+
 def _build(tree: Path, out: Path, *what: str) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "build", *what, "--outdir", str(out), str(tree)],
