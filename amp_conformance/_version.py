@@ -1,18 +1,14 @@
-"""The package's version, from git tags alone: hatch-vcs writes ``_vcs_version.py`` (ignored by git) at
-build and install time; a tree imported without being installed falls back to the installed metadata."""
+"""The package's version: the installed distribution's, which hatch-vcs derives from the git tags at
+build time (no file carries it). Nothing is written into the source tree, so a build never leaves the
+tree disagreeing with the installed metadata; a tree imported without being installed is 0+unknown."""
 
 from __future__ import annotations
 
-import importlib
+from importlib.metadata import PackageNotFoundError, version
 
-try:  # imported by name: the file exists only once built, and mypy needs no stub for it
-    __version__: str = importlib.import_module("amp_conformance._vcs_version").__version__
-except ImportError:  # not built here (a source tree on the path, an install made before hatch-vcs)
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        __version__ = version("amp-conformance")
-    except PackageNotFoundError:
-        __version__ = "0+unknown"
+try:
+    __version__ = version("amp-conformance")
+except PackageNotFoundError:  # a source tree on the path, never installed
+    __version__ = "0+unknown"
 
 __all__ = ["__version__"]
