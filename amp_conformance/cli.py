@@ -105,6 +105,26 @@ SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
 }
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the tool's version and the catalogue of each registered protocol it checks (read
+    only when asked, so an ordinary run loads no catalogue for it)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and the catalogues checked")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        lines = [f"{PROG} {__version__}"]
+        for name in registry.names():
+            try:
+                protocol = registry.get(name)
+                size = len(protocol.catalogue.requirements)
+                lines.append(f"  {name}: {protocol.title} catalogue, {size} requirements")
+            except Exception as error:  # a broken third-party protocol must not hide the version
+                lines.append(f"  {name}: cannot be loaded ({error})")
+        sys.stdout.write("\n".join(lines) + "\n")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -132,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--list-protocols", action="store_true", help="list the installed protocols")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="show each check as it runs")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress line, less output")
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     return parser
 
 
