@@ -84,7 +84,7 @@ class Joined:
 def _comparable(matrix: dict[str, Any]) -> dict[str, Any]:
     """``matrix`` without what may differ between two makings of it (:data:`MATRIX_ASIDE`,
     :data:`COLUMN_ASIDE`): a copy."""
-    document = json.loads(json.dumps(matrix))
+    document: dict[str, Any] = json.loads(json.dumps(matrix))
     for key in MATRIX_ASIDE:
         document.pop(key)
     for column in document["implementations"]:
