@@ -3,7 +3,7 @@ elsewhere, joined) and ``amp-conformance matrix diff OLD.json NEW.json``.
 
 Exit codes of a matrix: 0 every implementation passes; 1 some implementation fails a MUST; 2 a bad
 implementations file (one line, nothing run), or no MUST failure but some implementation could not
-start or reached no verdict.
+start, reached no verdict or has an unusable saved report.
 """
 
 from __future__ import annotations
@@ -139,7 +139,10 @@ def _config(namespace: argparse.Namespace) -> MatrixConfig:
         config = load_config(Path(namespace.file))
     else:
         config = MatrixConfig(Path(os.curdir) / "reports", "Conformance matrix", [])
-    saved = [saved_implementation(path, str(path)) for path in report_files(namespace.reports or [])]
+    files, left_out = report_files(namespace.reports or [])
+    for path in left_out:
+        print(f"{PROG}: left out {path}: a JSON document that is no run report", file=sys.stderr)
+    saved = [saved_implementation(path, str(path)) for path in files]
     title = namespace.title if namespace.title is not None else config.title
     return MatrixConfig(config.path, title, [*config.implementations, *saved])
 

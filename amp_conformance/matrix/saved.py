@@ -24,22 +24,36 @@ VERDICT_EXIT = {"pass": 0, "fail": 1}
 UNREADABLE_EXIT = 2
 
 
-def report_files(arguments: Sequence[str]) -> list[Path]:
-    """The report files ``--reports`` names: each a file, or a folder whose ``*.json`` files (at any
-    depth, sorted) are reports (a CI job's downloaded artifacts: ``reports/<job>/<name>.json``)."""
+def report_files(arguments: Sequence[str]) -> tuple[list[Path], list[Path]]:
+    """(the report files ``--reports`` names, the files of its folders left out). Each argument is a
+    file, or a folder whose ``*.json`` files at any depth, sorted, are reports (a CI job's downloaded
+    artifacts: ``reports/<job>/<name>.json``), except JSON documents that do not claim to be one (no
+    ``report_version``: a matrix report, a badge from an earlier join)."""
     files: list[Path] = []
+    left_out: list[Path] = []
     for argument in arguments:
         path = Path(argument)
         if path.is_dir():
             found = sorted(p for p in path.rglob("*.json") if p.is_file())
-            if not found:
-                raise ConfigError(f"--reports {argument}: the folder holds no .json file")
-            files += found
+            kept = [p for p in found if not _other_document(p)]
+            if not kept:
+                raise ConfigError(f"--reports {argument}: the folder holds no JSON report")
+            files += kept
+            left_out += [p for p in found if p not in kept]
         elif path.exists():
             files.append(path)
         else:
             raise ConfigError(f"--reports {argument}: no such file or folder")
-    return files
+    return files, left_out
+
+
+def _other_document(path: Path) -> bool:
+    """A JSON object with no ``report_version``: some other document, not a report gone wrong."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # unreadable: a column that says so
+    return isinstance(document, dict) and "report_version" not in document
 
 
 def read_saved(path: Path) -> tuple[Report | None, str | None, str | None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -230,12 +231,22 @@ def test_an_unusable_or_incomplete_report_is_a_column_that_says_so(
 
 
 def test_a_folder_of_reports_and_report_entries_beside_live_targets(joined: Joined) -> None:
-    folder = run_matrix_command(["--reports", "saved", "--json", "folder.json"], joined.directory)
+    ci = joined.directory / "ci"  # as a CI job downloads artifacts: a folder per job, and some other JSON
+    for name in RUNS:
+        (ci / f"amp-report-{name}").mkdir(parents=True)
+        shutil.copy(joined.directory / "saved" / f"{name}.json", ci / f"amp-report-{name}")
+    shutil.copy(joined.directory / "joined.json", ci / "matrix.json")
+    folder = run_matrix_command(
+        ["--reports", "ci", "--json", "folder.json", "--title", "CI <ecosystem>"], joined.directory
+    )
     matrix = json.loads((joined.directory / "folder.json").read_text(encoding="utf-8"))
     assert sorted(i["name"] for i in matrix["implementations"]) == sorted(RUNS), folder.stdout
+    assert folder.returncode == 1 and "left out ci/matrix.json" in folder.stderr
+    assert matrix["title"] == "CI <ecosystem>"
     (joined.directory / "mixed.toml").write_text(
         'title = "mixed"\n[[implementation]]\nname = "theirs"\nreport = "saved/amp11.json"\n'
         'description = "made in their CI"\n'
+        '[[implementation]]\nname = "wrong protocol"\nprotocol = "amp-0.1"\nreport = "saved/amp11.json"\n'
         '[[implementation]]\nname = "never starts"\nprotocol = "amp-0.1"\n'
         "server-cmd = \"{python} -c 'raise SystemExit(3)' {port}\"\nstartup-timeout = 5\n",
         encoding="utf-8",
@@ -248,9 +259,11 @@ def test_a_folder_of_reports_and_report_entries_beside_live_targets(joined: Join
     columns = [(i["name"], i["protocol"], i["verdict"]) for i in mixed["implementations"]]
     assert columns == [
         ("theirs", "amp-1.1", "pass"),
+        ("wrong protocol", "amp-0.1", "not-started"),
         ("never starts", "amp-0.1", "not-started"),
         ("reference", "amp-0.1", "pass"),
     ]
+    assert "is a report of protocol amp-1.1, not amp-0.1" in mixed["implementations"][1]["problem"]
     assert mixed["title"] == "mixed" and mixed["implementations"][0]["description"] == "made in their CI"
 
 
