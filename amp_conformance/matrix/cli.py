@@ -142,7 +142,7 @@ def _config(namespace: argparse.Namespace) -> MatrixConfig:
     files, left_out = report_files(namespace.reports or [])
     for path in left_out:
         print(f"{PROG}: left out {path}: a JSON document that is no run report", file=sys.stderr)
-    saved = [saved_implementation(path, str(path)) for path in files]
+    saved = [saved_implementation(path) for path in files]
     title = namespace.title if namespace.title is not None else config.title
     return MatrixConfig(config.path, title, [*config.implementations, *saved])
 

@@ -75,19 +75,9 @@ def read_saved(path: Path) -> tuple[Report | None, str | None, str | None]:
         return None, f"{path.name} {exc}", hint
 
 
-def saved_implementation(
-    path: Path, shown: str, name: str | None = None, description: str = ""
-) -> Implementation:
-    """A column reading ``path`` (``shown``: the path as given); its name and slug are set by
-    :func:`saved_results`."""
-    return Implementation(
-        name=name or "",
-        protocol="",
-        targets={REPORT_KIND: shown},
-        slug="",
-        description=description,
-        report=str(path),
-    )
+def saved_implementation(path: Path) -> Implementation:
+    """The column of ``path`` given to ``--reports`` (named by :func:`name_columns`)."""
+    return Implementation(name="", protocol="", targets={REPORT_KIND: str(path)}, slug="", report=str(path))
 
 
 def _name_of(impl: Implementation, report: Report | None) -> str:

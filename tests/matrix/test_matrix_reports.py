@@ -219,6 +219,7 @@ def test_an_unusable_or_incomplete_report_is_a_column_that_says_so(
         and "report_version '3.0'" in columns["future"]["problem"]
     )
     assert columns["future"]["protocol"] == "amp-0.1"  # the grid its document names
+    assert columns["future"]["log_tail"] is None  # a saved run left no log here
     assert "is not JSON" in columns["not-json"]["problem"] and not columns["not-json"]["started"]
     assert "future: unusable report" in done.stdout and "incomplete: INCOMPLETE" in done.stdout
     # beside a failing column the matrix exits 1, never 0
@@ -346,3 +347,20 @@ def test_the_joined_page_renders_in_a_browser(browser: Any, joined: Joined, unus
     assert any("unusable report" in h and "future" in h for h in heads), heads
     assert any("INCOMPLETE" in h and "incomplete" in h for h in heads), heads
     seen.page.context.close()
+
+
+def test_the_gitlab_recipes_pages_job_joins_its_reports_folder(joined: Joined) -> None:
+    """The ``pages`` job's line as written, on the folder its jobs leave (``reports/NAME.json``)."""
+    yaml = pytest.importorskip("yaml")
+    recipe = yaml.safe_load((ROOT / "examples/ci/gitlab-matrix.gitlab-ci.yml").read_text(encoding="utf-8"))
+    line = next(line for line in recipe["pages"]["script"] if "matrix --reports" in line)
+    job = joined.directory / "gitlab"
+    shutil.copytree(joined.directory / "saved", job / "reports")
+    bin_dir = Path(sys.executable).parent  # amp-conformance as the job's pip install puts it on PATH
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(
+        ["bash", "-e", "-c", line], cwd=job, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr  # exit 1 (a MUST failure) is let through
+    assert "no-access-count: FAIL" in done.stdout
+    assert (job / "public" / "index.html").is_file() and (job / "public" / "amp11.html").is_file()
