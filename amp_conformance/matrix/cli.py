@@ -1,8 +1,9 @@
-"""``amp-conformance matrix IMPLEMENTATIONS.toml`` and ``amp-conformance matrix diff OLD.json NEW.json``.
+"""``amp-conformance matrix IMPLEMENTATIONS.toml``, ``matrix --reports A.json B.json DIR ...`` (runs made
+elsewhere, joined) and ``amp-conformance matrix diff OLD.json NEW.json``.
 
 Exit codes of a matrix: 0 every implementation passes; 1 some implementation fails a MUST; 2 a bad
 implementations file (one line, nothing run), or no MUST failure but some implementation could not
-start or reached no verdict.
+start, reached no verdict or has an unusable saved report.
 """
 
 from __future__ import annotations
@@ -20,9 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from amp_conformance.engine.vocabulary import LEVELS
-from amp_conformance.matrix.config import ConfigError, Implementation, load_config
+from amp_conformance.matrix.config import REPORT_KIND, ConfigError, Implementation, MatrixConfig, load_config
 from amp_conformance.matrix.report import build_matrix, exit_code, relative_ref
 from amp_conformance.matrix.running import RunOptions, RunResult, run_matrix
+from amp_conformance.matrix.saved import (
+    name_columns,
+    report_files,
+    saved_implementation,
+    saved_options,
+    saved_result,
+)
 
 PROG = "amp-conformance matrix"
 EXIT_USAGE = 2
@@ -37,7 +45,15 @@ def _parser() -> argparse.ArgumentParser:
         "side: a requirement x implementation grid. 'matrix diff OLD.json NEW.json' compares two "
         "matrices. See docs/matrix.md.",
     )
-    parser.add_argument("file", metavar="IMPLEMENTATIONS.toml")
+    parser.add_argument("file", metavar="IMPLEMENTATIONS.toml", nargs="?")
+    parser.add_argument(
+        "--reports",
+        nargs="+",
+        metavar="PATH",
+        help="saved JSON reports of runs made elsewhere (files, or folders of them), each a column "
+        "(after the file's implementations, if one is given)",
+    )
+    parser.add_argument("--title", help="the page's title (default: the file's, else 'Conformance matrix')")
     parser.add_argument("--jobs", type=int, default=2, metavar="N", help="runs at once (default 2)")
     parser.add_argument("--only", metavar="AREAS", help="areas for every run (as amp-conformance --only)")
     parser.add_argument("--level", type=str.upper, choices=_LEVELS, help="level for every run")
@@ -76,10 +92,14 @@ def _reports_dir(namespace: argparse.Namespace) -> tuple[Path, bool]:
 
 def _line(result: RunResult) -> str:
     impl = result.implementation
+    if result.report is None and impl.report is not None:
+        return f"{impl.name}: unusable report: {result.problem}"
     if result.report is None:
         return f"{impl.name}: could not start (exit {result.exit_code}): {result.problem}"
     passed, total = result.report.must_tally()
     verdict = result.report.verdict.upper()
+    if impl.report is not None:
+        return f"{impl.name}: {verdict} MUST {passed}/{total} (saved report {impl.targets[REPORT_KIND]})"
     timing = f"exit {result.exit_code}, {result.duration_seconds:.1f} s"
     return f"{impl.name}: {verdict} MUST {passed}/{total} ({timing})"
 
@@ -111,27 +131,59 @@ def _outputs(namespace: argparse.Namespace, matrix: dict[str, Any], results: lis
         print(f"site: {Path(namespace.site) / 'index.html'}")
 
 
+def _config(namespace: argparse.Namespace) -> MatrixConfig:
+    """The implementations file's columns, then those of ``--reports`` (read when the matrix is built)."""
+    if namespace.file is None and not namespace.reports:
+        raise ConfigError("give an IMPLEMENTATIONS.toml, --reports PATH ..., or both")
+    if namespace.file is not None:
+        config = load_config(Path(namespace.file))
+    else:
+        config = MatrixConfig(Path(os.curdir) / "reports", "Conformance matrix", [])
+    files, left_out = report_files(namespace.reports or [])
+    for path in left_out:
+        print(f"{PROG}: left out {path}: a JSON document that is no run report", file=sys.stderr)
+    saved = [saved_implementation(path) for path in files]
+    title = namespace.title if namespace.title is not None else config.title
+    return MatrixConfig(config.path, title, [*config.implementations, *saved])
+
+
+def _check_only(namespace: argparse.Namespace, live: list[Implementation]) -> None:
+    if not live:
+        given = [flag for flag, value in (("--only", namespace.only), ("--level", namespace.level)) if value]
+        given += ["--no-fuzz"] if namespace.no_fuzz else []
+        if given:  # a saved run chose its own; saying otherwise would misstate the page
+            raise ConfigError(
+                f"{given[0]} applies to the runs a matrix starts; these reports' runs chose their own"
+            )
+        return
+    if namespace.only is None:
+        return
+    from amp_conformance.engine import registry
+
+    known: set[str] = set()
+    for protocol in {
+        impl.protocol for impl in live
+    }:  # a name no protocol of the matrix knows is a usage error
+        catalogue = registry.get(protocol).catalogue
+        known |= {*catalogue.areas, *catalogue.aliases}
+    unknown = [n for n in namespace.only.split(",") if n.strip() and n.strip().lower() not in known]
+    if unknown:
+        raise ConfigError(f"unknown area {unknown[0]!r}; known areas: {', '.join(sorted(known))}")
+
+
 def run_main(argv: Sequence[str]) -> int:
     namespace = _parser().parse_args(list(argv))
     try:
         if namespace.jobs < 1:
             raise ConfigError("--jobs must be 1 or more")
-        config = load_config(Path(namespace.file))
-        if namespace.only is not None:  # a name no protocol of the matrix knows is a usage error
-            from amp_conformance.engine import registry
-
-            known: set[str] = set()
-            for protocol in {impl.protocol for impl in config.implementations}:
-                catalogue = registry.get(protocol).catalogue
-                known |= {*catalogue.areas, *catalogue.aliases}
-            unknown = [n for n in namespace.only.split(",") if n.strip() and n.strip().lower() not in known]
-            if unknown:
-                raise ConfigError(f"unknown area {unknown[0]!r}; known areas: {', '.join(sorted(known))}")
+        config = _config(namespace)
+        live = [impl for impl in config.implementations if impl.report is None]
+        _check_only(namespace, live)
     except (ConfigError, ValueError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     options = RunOptions(only=namespace.only, level=namespace.level, no_fuzz=namespace.no_fuzz)
-    reports, temporary = _reports_dir(namespace)
+    reports, temporary = _reports_dir(namespace) if live else (Path(os.curdir), False)
     total = len(config.implementations)
     done: list[RunResult] = []
 
@@ -144,27 +196,45 @@ def run_main(argv: Sequence[str]) -> int:
         if not namespace.quiet:
             print(f"[{len(done)}/{total}] {_line(result)}", flush=True)
 
-    print(f"{PROG}: {total} implementation(s), {namespace.jobs} at a time; reports in {reports}", flush=True)
+    saved_count = total - len(live)
+    running = (
+        f"{len(live)} to run, {namespace.jobs} at a time; reports in {reports}" if live else "none to run"
+    )
+    print(f"{PROG}: {total} implementation(s) ({running}; {saved_count} saved report(s))", flush=True)
     started_at, clock = _now(), time.monotonic()
     try:
-        results = run_matrix(
-            config, options, reports, jobs=namespace.jobs, on_start=started, on_done=finished
+        ran = iter(
+            run_matrix(
+                MatrixConfig(config.path, config.title, live),
+                options,
+                reports,
+                jobs=namespace.jobs,
+                on_start=started,
+                on_done=finished,
+            )
+            if live
+            else []
+        )
+        results = name_columns(
+            [next(ran) if impl.report is None else saved_result(impl) for impl in config.implementations]
         )
         duration = time.monotonic() - clock
         base = Path(namespace.json).parent if namespace.json else Path(namespace.site or os.curdir)
         refs = {
-            r.implementation.slug: (None if temporary else relative_ref(r.report_path, base))
+            r.implementation.slug: (
+                None if temporary and r.implementation.report is None else relative_ref(r.report_path, base)
+            )
             for r in results
             if r.report is not None
         }
         matrix = build_matrix(
             config.title,
             results,
-            options,
+            options if live else saved_options(results),
             started_at=started_at,
             finished_at=_now(),
             duration_seconds=duration,
-            jobs=namespace.jobs,
+            jobs=namespace.jobs if live else 1,
             report_refs=refs,
         )
         _outputs(namespace, matrix, results)

@@ -8,6 +8,7 @@ name = "reference"                 # unique; the column's heading
 protocol = "NAME"                  # any registered protocol (amp-conformance --list-protocols)
 server-cmd = "{python} -m my_server --port {port}"   # or base-url, app, or a target option of the protocol
 expectations = "gaps.toml"         # optional; also startup-timeout = 30, description = "..."
+# or, for a run made elsewhere: report = "their-report.json" (no target; name and protocol optional)
 environment = { MY_SETTING = "x" }   # optional: the run's (and so the server's)
 # and the protocol's own options, by their command names: KEY = "VALUE" (a flag: KEY = true; a
 # repeatable AGENT=VALUE option KEY: KEYs = { agent = "VALUE" })
@@ -37,6 +38,10 @@ from amp_conformance.engine.protocol import AnyProtocol as Protocol
 
 #: The targets every protocol's run takes (the engine's and the command's own options).
 COMMON_TARGETS = ("base-url", "server-cmd", "app")
+#: The key (and the target kind) of a column read from a saved JSON report instead of run.
+REPORT_KIND = "report"
+#: Keys of a column read from a saved report.
+REPORT_KEYS = frozenset({"name", "protocol", "description", REPORT_KIND})
 #: Keys of every implementation, whatever its protocol.
 COMMON_KEYS = frozenset(
     {"name", "protocol", "description", "expectations", "environment", "startup-timeout", *COMMON_TARGETS}
@@ -64,6 +69,8 @@ class Implementation:
     startup_timeout: float | None = None
     options: dict[str, Any] = field(default_factory=dict)
     """The protocol's own options, by their command names (a repeatable one as a list of items)."""
+    report: str | None = None
+    """A saved JSON report this column reads instead of running (``matrix.saved``)."""
 
     @property
     def target_kind(self) -> str:
@@ -164,6 +171,39 @@ def _option_value(spec: OptionSpec, value: object, where: str) -> Any:
     return value
 
 
+def _saved(
+    entry: Mapping[str, Any], where: str, taken: set[str], names: set[str], directory: Path
+) -> Implementation:
+    """An entry naming a saved report: checked here, read when the matrix is built (an unreadable
+    report is a column that says so, not a bad file)."""
+    unknown = sorted(set(entry) - REPORT_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: {unknown[0]} does not go with report (a saved run: {', '.join(sorted(REPORT_KEYS))})"
+        )
+    for key in set(entry) & REPORT_KEYS:
+        if not isinstance(entry[key], str) or not entry[key].strip():
+            raise ConfigError(f"{where}: {key} must be a non-empty string")
+    if "protocol" in entry:
+        _protocol(entry, where)
+    name = entry.get("name")
+    if name is not None:
+        if not _NAME.match(name):
+            raise ConfigError(f"{where}: name must be 1 to 80 printable characters")
+        if name in names:
+            raise ConfigError(f"{where}: the name {name!r} is used twice")
+        names.add(name)
+    shown = entry[REPORT_KIND]
+    return Implementation(
+        name=name or "",
+        protocol=entry.get("protocol", ""),
+        targets={REPORT_KIND: shown},
+        slug=slugify(name, taken) if name is not None else "",
+        description=entry.get("description", ""),
+        report=str(directory / shown),
+    )
+
+
 def _implementation(
     entry: object, number: int, taken: set[str], names: set[str], directory: Path
 ) -> Implementation:
@@ -171,6 +211,8 @@ def _implementation(
         raise ConfigError(f"implementation {number} is not a table ([[implementation]])")
     raw_name = entry.get("name")
     where = f"implementation {number}" + (f" ({raw_name!r})" if isinstance(raw_name, str) else "")
+    if REPORT_KIND in entry:
+        return _saved(entry, where, taken, names, directory)
     protocol = _protocol(entry, where)
     own = options_table(protocol)
     targets_of_protocol = (*COMMON_TARGETS, *target_options(protocol))

@@ -97,10 +97,12 @@ def _column_head(number: int, impl: Mapping[str, Any], links: Mapping[str, str])
     name = esc(impl.get("name"))
     href = links.get(as_text(impl.get("slug")))
     title = f'<a href="{esc(href)}">{name}</a>' if href else name
+    saved = as_dict(impl.get("target")).get("kind") == "report"  # a column read from a saved report
+    word = "NO VERDICT" if saved and not impl.get("started") else _VERDICT_WORD.get(verdict, verdict)
     parts = [
         f'<th scope="col" class="col" id="col-{number}" data-col="{number}">',
         f'<div class="cname">{title}</div>',
-        f'<div class="cverdict v-{esc(verdict)}">{esc(_VERDICT_WORD.get(verdict, verdict))}</div>',
+        f'<div class="cverdict v-{esc(verdict)}">{esc(word)}</div>',
     ]
     if impl.get("started"):
         must = as_dict(impl.get("must"))
@@ -118,8 +120,9 @@ def _column_head(number: int, impl: Mapping[str, Any], links: Mapping[str, str])
             f"<p>{source} claims</p><ul>{claim_items or '<li>not read</li>'}</ul></details>"
         )
     else:
+        why = "unusable report" if saved else f"could not start (exit {esc(impl.get('exit_code'))})"
         parts.append(
-            f'<div class="cproblem">could not start (exit {esc(impl.get("exit_code"))})</div>'
+            f'<div class="cproblem">{why}</div>'
             f'<details class="cmore"><summary>why</summary><pre class="msg">{esc(impl.get("problem"))}</pre>'
             f'<pre class="msg">{esc(cut(as_text(impl.get("log_tail")), 4000)[0])}</pre></details>'
         )

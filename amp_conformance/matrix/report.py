@@ -136,7 +136,7 @@ def implementation_entry(result: RunResult, report_ref: str | None) -> dict[str,
     }
     report = result.report
     if report is None:
-        entry["log_tail"] = log_tail(result)
+        entry["log_tail"] = log_tail(result) if impl.report is None else None  # a saved one has no log
         return entry
     checks = read_checks(report)
     passed, total = report.must_tally()

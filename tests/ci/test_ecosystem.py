@@ -299,16 +299,6 @@ def test_the_gitlab_recipe_runs_a_parallel_matrix_and_a_pages_job() -> None:
     assert str(recipe["include"][0]["remote"]).endswith("/ci/gitlab/amp-conformance.gitlab-ci.yml")
 
 
-def _matrix_takes_reports() -> bool:
-    help_text = subprocess.run(
-        [sys.executable, "-m", "amp_conformance", "matrix", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout
-    return "--reports " in help_text or "--reports\n" in help_text
-
-
 def _with_matrix(value: str, entry: dict[str, Any]) -> str:
     """``${{ matrix.KEY }}`` replaced by the entry's value, as the runner does."""
     return re.sub(r"\$\{\{ matrix\.([a-z-]+) \}\}", lambda m: str(entry[m.group(1)]), value)
@@ -330,8 +320,6 @@ def test_the_github_recipe_runs_here_job_by_job_and_joins_into_a_site(tmp_path: 
         artifact = tmp_path / "reports" / f"amp-report-{entry['name']}"
         artifact.mkdir(parents=True)
         shutil.copy(job / f"{entry['name']}.json", artifact)
-    if not _matrix_takes_reports():
-        pytest.skip("amp-conformance matrix has no --reports yet (issue 41 item 1): the jobs ran, no join")
     join = next(s["run"] for s in workflow["jobs"]["join"]["steps"] if "matrix --reports" in s.get("run", ""))
     result = subprocess.run(
         ["bash", "-e", "-c", join],
