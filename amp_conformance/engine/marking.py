@@ -29,9 +29,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 MARK = "amp"
 
 
-CheckInfo = CheckSpec  # the name the checks' helpers used before the registry
-
-
 def check(
     *requirements: str,
     level: str | None = None,
@@ -110,7 +107,7 @@ def _title(obj: object, fallback: str) -> str:
     return doc.splitlines()[0].strip() if doc else fallback
 
 
-def check_info(item: pytest.Item) -> CheckSpec | None:
+def spec_of(item: pytest.Item) -> CheckSpec | None:
     """The check a collected item is, or None for a test that is not a check."""
     marker = item.get_closest_marker(MARK)
     if marker is None:
