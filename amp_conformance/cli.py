@@ -24,11 +24,11 @@ import pytest
 
 from amp_conformance._version import __version__
 from amp_conformance.engine import registry
+from amp_conformance.engine.check_registry import checks_of
 from amp_conformance.engine.configuration import build_options, check_names_of, selection_of, selects
 from amp_conformance.engine.exits import run_exit_handlers
 from amp_conformance.engine.http import BASE_URL
 from amp_conformance.engine.interrupt import hold_until_the_session
-from amp_conformance.engine.marking import checks_of
 from amp_conformance.engine.options import (
     COMMAND_OPTION_SPECS,
     OptionValues,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from amp_conformance.engine import marking, parallel, registry
+from amp_conformance.engine import check_registry, marking, parallel, registry
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed, ToolError
 from amp_conformance.engine.parallel import units as parallel_units
@@ -127,7 +127,7 @@ def test_checks_sharing_a_step_are_one_work_unit_across_modules() -> None:
 
         protocol = registry.get("amp-0.1")
         unit_of = parallel.scope_finder(protocol)
-        users = [spec for spec in marking.checks_of(protocol.name) if POLICY_CELL.name in spec.uses]
+        users = [spec for spec in check_registry.checks_of(protocol.name) if POLICY_CELL.name in spec.uses]
     assert {spec.nodeid.split("::")[0] for spec in users} == {"test_access.py", "test_identity.py"}
     assert {unit_of(spec.nodeid) for spec in users} == {f"step:{POLICY_CELL.name}"}
 
