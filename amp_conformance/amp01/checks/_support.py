@@ -22,6 +22,7 @@ from amp_conformance.engine.client import Reply
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed, ToolError
 from amp_conformance.engine.registry import level_of
 from amp_conformance.engine.steps import Recorder
+from amp_conformance.engine.text import shown as shown  # the checks import it from here too
 
 T = TypeVar("T")
 
@@ -31,14 +32,6 @@ T = TypeVar("T")
 SKEW = timedelta(seconds=120)
 
 #: Missing members that are a SHOULD (AMP-CELL-03), not a schema failure (see the schema's $comment).
-
-
-def shown(value: Any) -> str:
-    """A value as a message shows it: its JSON spelling (null, true, "text"), never Python's."""
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=False)
-    except (TypeError, ValueError):
-        return str(value)
 
 
 def member(cell: Mapping[str, Any], path: str) -> Any:
