@@ -277,12 +277,14 @@ def run_suite(
 
 
 def list_checks(protocol: str = registry.DEFAULT_PROTOCOL) -> list[dict[str, Any]]:
-    """Every check with its requirement ids, level, area and title (validated by list.schema.json),
-    read from the check registry (no pytest collection)."""
+    """Every check with its requirement ids, the shared steps it uses (only when it declares some),
+    level, area and title (validated by list.schema.json), read from the check registry (no pytest
+    collection)."""
     return [
         {
             "id": spec.nodeid,
             "requirements": list(spec.requirements),
+            **({"uses": list(spec.uses)} if spec.uses else {}),
             "level": str(spec.level),
             "area": spec.area,
             "title": spec.title,
@@ -316,7 +318,8 @@ def _print_list(fmt: str, values: dict[str, Any]) -> None:
         return
     for entry in checks:
         name = entry["id"].rsplit("::", 1)[-1]
-        print(f"{entry['level']:<7}{entry['area']:<7}{name}")
+        uses = f"   uses: {', '.join(entry['uses'])}" if entry.get("uses") else ""
+        print(f"{entry['level']:<7}{entry['area']:<7}{name}{uses}")
         print(f"{'':<14}{', '.join(entry['requirements'])}: {entry['title']}")
     print(f"{len(checks)} checks")
 
