@@ -24,11 +24,11 @@ import pytest
 
 from amp_conformance._version import __version__
 from amp_conformance.engine import registry
+from amp_conformance.engine.check_registry import checks_of
 from amp_conformance.engine.configuration import build_options, check_names_of, selection_of, selects
 from amp_conformance.engine.exits import run_exit_handlers
 from amp_conformance.engine.http import BASE_URL
 from amp_conformance.engine.interrupt import hold_until_the_session
-from amp_conformance.engine.marking import checks_of
 from amp_conformance.engine.options import (
     COMMAND_OPTION_SPECS,
     OptionValues,
@@ -277,12 +277,14 @@ def run_suite(
 
 
 def list_checks(protocol: str = registry.DEFAULT_PROTOCOL) -> list[dict[str, Any]]:
-    """Every check with its requirement ids, level, area and title (validated by list.schema.json),
-    read from the check registry (no pytest collection)."""
+    """Every check with its requirement ids, the shared steps it uses (only when it declares some),
+    level, area and title (validated by list.schema.json), read from the check registry (no pytest
+    collection)."""
     return [
         {
             "id": spec.nodeid,
             "requirements": list(spec.requirements),
+            **({"uses": list(spec.uses)} if spec.uses else {}),
             "level": str(spec.level),
             "area": spec.area,
             "title": spec.title,
@@ -316,7 +318,8 @@ def _print_list(fmt: str, values: dict[str, Any]) -> None:
         return
     for entry in checks:
         name = entry["id"].rsplit("::", 1)[-1]
-        print(f"{entry['level']:<7}{entry['area']:<7}{name}")
+        uses = f"   uses: {', '.join(entry['uses'])}" if entry.get("uses") else ""
+        print(f"{entry['level']:<7}{entry['area']:<7}{name}{uses}")
         print(f"{'':<14}{', '.join(entry['requirements'])}: {entry['title']}")
     print(f"{len(checks)} checks")
 

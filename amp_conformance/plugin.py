@@ -29,7 +29,7 @@ from amp_conformance.engine.expectations import (
     render_expectations,
     xfail_marker,
 )
-from amp_conformance.engine.marking import MARK, check_info
+from amp_conformance.engine.marking import MARK, spec_of
 from amp_conformance.engine.options import OPTION_SPECS, OptionSpec, OptionValues, UsageError
 from amp_conformance.engine.outcomes import (
     CheckFailure,
@@ -362,36 +362,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     deselected: list[pytest.Item] = []
     fuzz_skipped: list[pytest.Item] = []
     for item in items:
-        info = check_info(item)
-        if info is None:
+        spec = spec_of(item)
+        if spec is None:
             selected.append(item)
             continue
-        expectation = expectations.match(item.nodeid, item.name, info.requirements) if expectations else None
+        expectation = expectations.match(item.nodeid, item.name, spec.requirements) if expectations else None
         if run is None:
             item.add_marker(pytest.mark.skip(reason="an AMP check: give --amp-base-url to run it"))
             selected.append(item)
             continue
         options = run.options
         wanted = (
-            (options.areas is None or info.area in options.areas)
-            and info.level in options.levels
-            and (options.requirements is None or bool(options.requirements & set(info.requirements)))
+            (options.areas is None or spec.area in options.areas)
+            and spec.level in options.levels
+            and (options.requirements is None or bool(options.requirements & set(spec.requirements)))
             and (options.check_names is None or _named(item, options.check_names))
         )
         (selected if wanted else deselected).append(item)
-        if wanted and not options.fuzz and info.area == "fuzz":
+        if wanted and not options.fuzz and spec.area == "fuzz":
             # shown as skipped with the reason, not silently left out
             item.add_marker(pytest.mark.skip(reason="the fuzz area is not run (--no-fuzz)"))
             fuzz_skipped.append(item)
             continue
         if wanted:
-            run.selected_requirements.update(info.requirements)
+            run.selected_requirements.update(spec.requirements)
         if wanted and expectation is not None:
             item.stash[EXPECTATION_KEY] = expectation
             marker = xfail_marker(expectation, strict=options.strict_expectations)
             if marker is not None:
                 item.add_marker(marker)
-    if fuzz_skipped and len(fuzz_skipped) == sum(1 for i in selected if check_info(i) is not None):
+    if fuzz_skipped and len(fuzz_skipped) == sum(1 for i in selected if spec_of(i) is not None):
         # nothing but skipped fuzz checks: an empty selection, which is no verdict (exit 2)
         selected = [i for i in selected if i not in fuzz_skipped]
         deselected += fuzz_skipped
@@ -413,10 +413,10 @@ def _named(item: pytest.Item, names: frozenset[str]) -> bool:
 def amp(request: pytest.FixtureRequest) -> CheckContext[Any]:
     """The per-check API of the run's protocol (its ``CheckContext`` subclass)."""
     run = active_run(request.config)
-    info = check_info(request.node) if isinstance(request.node, pytest.Item) else None
-    if run is None or info is None:
+    spec = spec_of(request.node) if isinstance(request.node, pytest.Item) else None
+    if run is None or spec is None:
         pytest.skip("the amp fixture needs a target (--amp-base-url) and an @check mark")
-    context: CheckContext[Any] = run.protocol.context(run.active_session, info)
+    context: CheckContext[Any] = run.protocol.context(run.active_session, spec)
     request.node.stash[CONTEXT_KEY] = context
     return context
 
@@ -427,8 +427,8 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     run = active_run(item.config)
-    info = check_info(item)
-    if run is None or info is None:
+    spec = spec_of(item)
+    if run is None or spec is None:
         return report
     if report.when == "teardown" or (report.when == "setup" and report.passed):
         return report
@@ -436,7 +436,7 @@ def pytest_runtest_makereport(
     evidence: Evidence | None = context.evidence if context is not None else None
     raised = _raised(call.excinfo, report, context)
     verdict = judge(
-        info,
+        spec,
         evidence,
         raised,
         run.facts(),
@@ -453,7 +453,7 @@ def pytest_runtest_makereport(
     result = run.record(verdict)
     _translate(report, result, raised)
     report.user_properties.append(("amp_protocol", run.options.protocol))
-    report.user_properties.append(("amp_requirements", ",".join(info.requirements)))
+    report.user_properties.append(("amp_requirements", ",".join(spec.requirements)))
     report.user_properties.append(("amp_level", str(result.level)))
     report.user_properties.append(("amp_outcome", str(result.outcome)))
     if is_worker(item.config):

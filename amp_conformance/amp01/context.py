@@ -89,7 +89,7 @@ class Amp(CheckContext[Amp01Session]):
         for first (in keys mode the roles take the keys in order of first use)."""
         if self._roles:
             return
-        for declared in roles_of((*self.info.uses, *self.info.adopts)):
+        for declared in roles_of((*self.check_spec.uses, *self.check_spec.adopts)):
             try:
                 self._roles[declared] = self.session.agent(declared, taken=len(self._roles))
             except NotEnoughAgents:
@@ -289,7 +289,7 @@ class Amp(CheckContext[Amp01Session]):
         if (
             exchange is None
             or isinstance(failure, PreconditionFailed)
-            or "AMP-ACL-08" in self.info.requirements
+            or "AMP-ACL-08" in self.check_spec.requirements
             or (
                 not (exchange.method == "GET" and "/memories" in exchange.url)
                 and not exchange.url.endswith("/memories/search")
@@ -338,7 +338,7 @@ class Amp(CheckContext[Amp01Session]):
     def creator_step_failed(self, message: str, reply: Reply) -> NoReturn:
         """The creator was refused its own cell: AMP-ACL-08's finding, a broken step for other checks."""
         message += ": the cell's creator was refused"
-        if "AMP-ACL-08" in self.info.requirements:
+        if "AMP-ACL-08" in self.check_spec.requirements:
             self.fail(message, reply, requirement="AMP-ACL-08")
         self.precondition_failed(
             message, reply, step="the creator acting on its own cell", requirement="AMP-ACL-08"
@@ -354,7 +354,7 @@ class Amp(CheckContext[Amp01Session]):
                 self.creator_step_failed(f"{subject} answered {reply.status}, not {wanted}", reply)
             if requirement is None and _open_route_refused(reply) and not {401, 403} & set(statuses):
                 message = f"{subject} answered {reply.status}: an open route asked for credentials"
-                if "AMP-AUTH-07" in self.info.requirements:
+                if "AMP-AUTH-07" in self.check_spec.requirements:
                     self.fail(message, reply, expected=wanted, requirement="AMP-AUTH-07")
                 self.precondition_failed(
                     message,

@@ -348,10 +348,6 @@ class Amp01Session(HttpSession):
         elif exchange.method == "PATCH" and exchange.status == 200 and _archived(exchange.response_body):
             self._states.setdefault(cell_id, "archived")
 
-    def state_of(self, cell_id: str) -> str | None:
-        """``archived`` or ``deleted`` when the server confirmed it for a created cell, else None."""
-        return self._states.get(cell_id)
-
     def clean_up(self, *, sparing: Sequence[Any] = ()) -> None:
         """Archive and delete what the run created and is not deleted yet (several at a time);
         problems are reported, never counted as failures. ``sparing``: the protocol states of shared

@@ -1,1 +1,2 @@
-"""Engine: the protocol-neutral machinery (client, outcomes, run, reports, options, catalogue, marking)."""
+"""Engine: the protocol-neutral machinery (client, outcomes, run, reports, options, catalogue, marking,
+check registry)."""

@@ -59,7 +59,7 @@ def check_command(flag: str, command: str) -> None:
 def check_names_of(values: dict[str, Any], protocol: AnyProtocol) -> frozenset[str] | None:
     """``--check NAME`` (repeatable) and ``--rerun-failed REPORT``: the checks to run, by name or
     node id, or None for no such selection."""
-    from amp_conformance.engine.marking import checks_of
+    from amp_conformance.engine.check_registry import checks_of
 
     names: set[str] = set()
     known: set[str] = set()

@@ -80,7 +80,8 @@ class CheckContext(Generic[SessionT]):
 
     def __init__(self, run: Run, spec: CheckSpec, session: SessionT):
         self.run = run
-        self.info = spec
+        self.check_spec = spec
+        """The check's declaration (its ``@check``: requirements, level, area, title, steps)."""
         self.session: SessionT = session
         """The protocol's session (what its ``open_session`` made)."""
         self.evidence = Evidence()
@@ -153,7 +154,7 @@ class CheckContext(Generic[SessionT]):
         """Record a warning (a SHOULD not met, or a convention worth noting) and carry on.
 
         ``requirement``/``requirements`` name the ids it is about when they are not the check's own."""
-        cited = requirements or ((requirement,) if requirement else self.info.requirements)
+        cited = requirements or ((requirement,) if requirement else self.check_spec.requirements)
         self.evidence.warnings.append(Warn(message, cited, self._exchange(evidence)))
 
     def note(self, message: str) -> None:
@@ -229,8 +230,8 @@ class CheckContext(Generic[SessionT]):
                 error,
                 list(self.evidence.exchanges[start:]),
                 self._shared_state(mark),
-                self.info.title,
-                self.info.requirements,
+                self.check_spec.title,
+                self.check_spec.requirements,
             )
             made[name] = entry
             if claimed and store is not None:

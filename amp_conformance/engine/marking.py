@@ -1,5 +1,6 @@
-"""``@check(...)``: how a test declares the requirements it verifies, and :class:`CheckSpec`, what the
-engine knows of a check (read from its mark, with or without a pytest collection).
+"""``@check(...)``: how a test declares the requirements it verifies (a pytest mark), and how a mark
+is read back as the check's :class:`~amp_conformance.engine.spec.CheckSpec` (``spec_of`` for a
+collected item; the check registry, ``engine.check_registry``, reads the same marks without one).
 
 A check's level is its catalogue's: the strongest level of the ids it cites. It is written only with a
 ``stance``, the documented reading that softens it (a requirements.md §2 conflict such as ``"C-23"``,
@@ -8,13 +9,7 @@ a Level line's own split, the draft tier of AMP v1.1).
 
 from __future__ import annotations
 
-import importlib
-import itertools
-import pkgutil
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import cache
-from types import ModuleType
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import pytest
@@ -27,9 +22,6 @@ from amp_conformance.engine.vocabulary import LEVELS, Level
 
 F = TypeVar("F", bound=Callable[..., Any])
 MARK = "amp"
-
-
-CheckInfo = CheckSpec  # the name the checks' helpers used before the registry
 
 
 def check(
@@ -87,7 +79,8 @@ def check(
     )
 
 
-def _spec(kwargs: Mapping[str, Any], title: str, name: str, nodeid: str) -> CheckSpec:
+def spec_from_mark(kwargs: Mapping[str, Any], title: str, name: str, nodeid: str) -> CheckSpec:
+    """The check a ``@check`` mark's ``kwargs`` declare."""
     return CheckSpec(
         requirements=tuple(kwargs["requirements"]),
         level=Level(kwargs["level"]),
@@ -105,108 +98,16 @@ def _spec(kwargs: Mapping[str, Any], title: str, name: str, nodeid: str) -> Chec
     )
 
 
-def _title(obj: object, fallback: str) -> str:
+def title_of(obj: object, fallback: str) -> str:
+    """A check's title: its docstring's first line, else ``fallback``."""
     doc = (getattr(obj, "__doc__", None) or "").strip()
     return doc.splitlines()[0].strip() if doc else fallback
 
 
-def check_info(item: pytest.Item) -> CheckSpec | None:
+def spec_of(item: pytest.Item) -> CheckSpec | None:
     """The check a collected item is, or None for a test that is not a check."""
     marker = item.get_closest_marker(MARK)
     if marker is None:
         return None
-    return _spec(marker.kwargs, _title(getattr(item, "obj", None), item.name), item.name, item.nodeid)
-
-
-# reading checks without a collection ---------------------------------------------------------------
-
-
-def _marks(obj: object) -> list[pytest.Mark]:
-    found = getattr(obj, "pytestmark", [])
-    return list(found) if isinstance(found, list) else [found]
-
-
-def _param_id(value: object, argname: str, index: int) -> str:
-    """pytest's id for a parameter value without an explicit id (the simple kinds checks use)."""
-    if isinstance(value, str) and value.isascii() and value.isprintable():
-        return value
-    if isinstance(value, bool | int | float) or value is None:
-        return str(value)
-    return f"{argname}{index}"
-
-
-def _parameter_sets(mark: pytest.Mark) -> Iterator[tuple[str, list[pytest.Mark]]]:
-    """Each parameter of a ``parametrize`` mark: its id and the marks it carries."""
-    argnames = mark.args[0]
-    first = argnames.split(",")[0].strip() if isinstance(argnames, str) else str(argnames[0])
-    values: Sequence[Any] = mark.args[1]
-    ids = mark.kwargs.get("ids")
-    for index, value in enumerate(values):
-        marks: list[pytest.Mark] = []
-        explicit = None
-        if hasattr(value, "values") and hasattr(value, "marks") and hasattr(value, "id"):  # pytest.param
-            explicit = value.id
-            marks = [getattr(m, "mark", m) for m in value.marks]
-            value = value.values[0] if len(value.values) == 1 else value.values
-        if explicit is None and ids is not None:
-            explicit = ids[index]
-        yield (str(explicit) if explicit is not None else _param_id(value, first, index)), marks
-
-
-def specs_of_module(module: ModuleType) -> list[CheckSpec]:
-    """The checks a module declares, parameters expanded as pytest would (ids joined by ``-``)."""
-    path = module.__name__.rsplit(".", 1)[-1] + ".py"
-    found: list[CheckSpec] = []
-    for name, function in vars(module).items():
-        if not name.startswith("test_") or not callable(function):
-            continue
-        marks = _marks(function)
-        own = next((m for m in marks if m.name == MARK), None)
-        title = _title(function, name)
-        parametrized = [m for m in marks if m.name == "parametrize"]
-        if not parametrized:
-            if own is not None:
-                found.append(_spec(own.kwargs, title, name, f"{path}::{name}"))
-            continue
-        # as pytest does: the ids in pytestmark's order, the last parametrization varying fastest
-        choices = [list(_parameter_sets(mark)) for mark in parametrized]
-        for ordered in itertools.product(*choices):
-            param_id = "-".join(pid for pid, _ in ordered)
-            param_marks = [m for _, marks_of in ordered for m in marks_of]
-            mark = next((m for m in param_marks if m.name == MARK), own)
-            if mark is not None:
-                full = f"{name}[{param_id}]"
-                found.append(_spec(mark.kwargs, title, full, f"{path}::{full}"))
-    return found
-
-
-#: One reading of the check registry at a time (the controller of a parallel run starts it in a thread).
-_READING = threading.Lock()
-
-
-def checks_of(protocol_name: str) -> tuple[CheckSpec, ...]:
-    """Every check the protocol's checks package declares, in module and definition order, with its
-    parameters expanded (node ids as a pytest collection rooted at the checks folder names them)."""
-    with _READING:
-        return _checks_of(protocol_name)
-
-
-@cache
-def _checks_of(protocol_name: str) -> tuple[CheckSpec, ...]:
-    protocol = registry.get(protocol_name)
-    package = importlib.import_module(protocol.checks_package)
-    found: list[CheckSpec] = []
-    for module_info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if module_info.name.startswith("test_"):
-            found += specs_of_module(importlib.import_module(f"{protocol.checks_package}.{module_info.name}"))
-    return tuple(found)
-
-
-def check_by_nodeid(protocol_name: str, nodeid: str) -> CheckSpec | None:
-    """The check a node id (relative to the checks folder) names, or None."""
-    return _by_nodeid(protocol_name).get(nodeid)
-
-
-@cache
-def _by_nodeid(protocol_name: str) -> dict[str, CheckSpec]:
-    return {spec.nodeid: spec for spec in checks_of(protocol_name)}
+    title = title_of(getattr(item, "obj", None), item.name)
+    return spec_from_mark(marker.kwargs, title, item.name, item.nodeid)

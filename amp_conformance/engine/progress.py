@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import pytest
 
-from amp_conformance.engine.marking import check_info
+from amp_conformance.engine.marking import spec_of
 
 if TYPE_CHECKING:
     from amp_conformance.engine.run import Run
@@ -149,8 +149,8 @@ class Progress:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         if self.active:
-            info = check_info(item)
-            self.area = info.area if info is not None else ""
+            spec = spec_of(item)
+            self.area = spec.area if spec is not None else ""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not self.active:

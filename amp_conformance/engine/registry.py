@@ -4,7 +4,7 @@ Protocols are found the way pytest finds plugins: every entry point in the ``amp
 group names a :class:`~amp_conformance.engine.protocol.Protocol` instance. :data:`DEFAULT_PROTOCOLS`
 is the fallback for a tree that is not installed (no package metadata); an installed third-party
 protocol needs no edit here. Checks are read from their modules' ``@check`` marks without a pytest
-collection (``marking.checks_of``: ``--list``, coverage and the parallel scheduler use it).
+collection (``check_registry.checks_of``: ``--list``, coverage and the parallel scheduler use it).
 """
 
 from __future__ import annotations

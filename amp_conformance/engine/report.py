@@ -208,6 +208,7 @@ def _check_entry(result: CheckResult, render: Callable[[Exchange], ExchangeEntry
         notes=tuple(result.notes),
         curl=failing.curl() if failing is not None and shows_curl else None,
         exchanges=tuple(render(exchange) for exchange in result.exchanges),
+        uses=result.uses,
     )
 
 

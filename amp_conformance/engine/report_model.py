@@ -167,6 +167,8 @@ class Check:
     curl: str | None
     exchanges: tuple[Exchange, ...]
     tier: str | None = None
+    uses: tuple[str, ...] = ()
+    """The shared steps the check declares it reads (absent from the JSON when none)."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Check:
@@ -195,6 +197,7 @@ class Check:
             curl=data["curl"],
             exchanges=tuple(Exchange.from_json(e) for e in data["exchanges"]),
             tier=data.get("tier"),
+            uses=tuple(data.get("uses", ())),
         )
 
     def to_json(self) -> Json:
@@ -219,6 +222,7 @@ class Check:
             "exchanges": [e.to_json() for e in self.exchanges],
         }
         _optional(document, "tier", self.tier)
+        _optional(document, "uses", list(self.uses) or None)
         return document
 
     @property

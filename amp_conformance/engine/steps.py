@@ -31,7 +31,7 @@ class Sharing(Protocol):
     def evidence(self) -> Any: ...
 
     @property
-    def info(self) -> Any: ...
+    def check_spec(self) -> Any: ...
 
     def shared(self, name: str, make: Callable[[Any], Any]) -> Any: ...
 
@@ -189,8 +189,8 @@ class Step(Generic[C, V, R]):
         return f"Step({self.name!r})"
 
     def _declared_by(self, context: Sharing) -> None:
-        info = context.info
-        if self.name not in (*(getattr(info, "uses", ()) or ()), *(getattr(info, "adopts", ()) or ())):
+        spec = context.check_spec
+        if self.name not in (*(getattr(spec, "uses", ()) or ()), *(getattr(spec, "adopts", ()) or ())):
             raise ToolError(
                 f"the check reads the shared step {self.name!r}: name it in @check(uses=...) (or adopts=)"
             )

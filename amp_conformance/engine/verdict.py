@@ -127,13 +127,15 @@ class CheckResult:
     """For ``blocked``: ``{"requirement", "step", "check"}``, the root cause and the check reporting it."""
     expectation: Mapping[str, Any] | None = None
     """Set when an expectations file named this check: ``{"outcome", "reason", "link", "met"}``."""
+    uses: tuple[str, ...] = ()
+    """The shared steps the check declares it reads (its ``@check(uses=...)``), for the report."""
 
     def __post_init__(self) -> None:
         # the typed words and immutable sequences whatever a caller passed (plain strings, lists)
         set_ = object.__setattr__
         set_(self, "outcome", Outcome(self.outcome))
         set_(self, "level", Level(self.level))
-        for name in ("requirements", "warnings", "notes", "exchanges", "finding_requirements"):
+        for name in ("requirements", "warnings", "notes", "exchanges", "finding_requirements", "uses"):
             set_(self, name, _tuple(getattr(self, name)))
 
 
@@ -236,6 +238,7 @@ def judge(
         notes=tuple(evidence.notes),
         exchanges=tuple(evidence.exchanges),
         requests=requests,
+        uses=spec.uses,
     )
     server_error = _server_error_finding(spec, result.exchanges, facts)
     if server_error is not None:

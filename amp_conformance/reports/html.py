@@ -20,6 +20,7 @@ from amp_conformance.reports.html_check import (
     NOTE_CHARS,
     expectation_block,
     message_block,
+    uses_block,
     warnings_block,
 )
 from amp_conformance.reports.html_evidence import (
@@ -410,6 +411,7 @@ def _check(check: Check, render: _Render) -> str:
         f'<span class="ids">{esc(", ".join(check.requirements))}</span></summary>',
         '<div class="check-body">',
         f'<p class="cid">Check <code>{esc(check.id)}</code> · area {esc(check.area)} · {duration:g} s</p>',
+        uses_block(check),
         message_block(check),
         _blocked(check, render.anchors),
         expectation_block(check),

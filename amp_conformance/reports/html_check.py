@@ -1,6 +1,6 @@
 """The parts of one check's entry that the report page and the matrix page both show: the finding
-(expected / got), the expectation it was held to, and its warnings. Everything is escaped (the
-message and warnings quote the server)."""
+(expected / got), the expectation it was held to, its warnings and the shared steps it used.
+Everything is escaped (the message and warnings quote the server)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,16 @@ def expectation_block(check: Check) -> str:
         f"<p>Expected outcome: <strong>{esc(expectation.outcome)}</strong>"
         f" ({state}): {esc(expectation.reason)}{link_html}</p>"
     )
+
+
+def uses_block(check: Check) -> str:
+    """The shared steps the check read (its ``@check(uses=...)``): whose requests its evidence shows
+    beside its own, and which other checks' results its outcome depends on."""
+    steps = check.entry.uses
+    if not steps:
+        return ""
+    listed = ", ".join(f"<code>{esc(step)}</code>" for step in steps)
+    return f'<p class="uses">Shared steps used: {listed}</p>'
 
 
 def warnings_block(check: Check, ids: Ids) -> str:

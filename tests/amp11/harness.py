@@ -17,7 +17,7 @@ import pytest
 
 from amp_conformance.amp11.session import Amp11Session, Amp11Target
 from amp_conformance.engine.inprocess import ASGITransport, in_process_client
-from amp_conformance.engine.marking import check_info
+from amp_conformance.engine.marking import spec_of
 from amp_conformance.plugin import active_run
 
 CHECKS_DIR = Path(__file__).resolve().parents[2] / "amp_conformance" / "amp11" / "checks"
@@ -47,7 +47,7 @@ class Collector:
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         if not self.requirements:
             return
-        keep = [i for i in items if (info := check_info(i)) and set(info.requirements) & self.requirements]
+        keep = [i for i in items if (spec := spec_of(i)) and set(spec.requirements) & self.requirements]
         dropped = [i for i in items if i not in keep]
         if dropped:
             config.hook.pytest_deselected(items=dropped)

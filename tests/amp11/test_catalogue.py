@@ -84,7 +84,7 @@ def test_packaged_openapi_is_current_and_valid() -> None:
 def test_check_levels_match_the_catalogue() -> None:
     """Every check runs at its requirements' catalogue level; draft-tier checks run at MAY so a draft
     shortfall can never fail a v1.1 verdict."""
-    from amp_conformance.engine.marking import checks_of
+    from amp_conformance.engine.check_registry import checks_of
 
     found = {spec.name: (spec.level, spec.requirements) for spec in checks_of("amp-1.1")}
     rows = catalogue()

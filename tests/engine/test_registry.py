@@ -12,7 +12,7 @@ import pytest
 
 from amp_conformance.engine import registry
 from amp_conformance.engine.catalogue import load_catalogue
-from amp_conformance.engine.marking import checks_of
+from amp_conformance.engine.check_registry import checks_of
 from amp_conformance.engine.resources import load_contract
 
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "suite"

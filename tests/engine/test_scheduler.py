@@ -13,7 +13,7 @@ import pytest
 
 from amp_conformance.amp01.protocol import PROTOCOL
 from amp_conformance.engine import parallel
-from amp_conformance.engine.marking import checks_of
+from amp_conformance.engine.check_registry import checks_of
 from amp_conformance.engine.parallel import units as parallel_units
 
 

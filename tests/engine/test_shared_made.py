@@ -17,7 +17,7 @@ def _context() -> CheckContext:
     context = CheckContext.__new__(CheckContext)  # no run, session or protocol: only what shared needs
     context.run = SimpleNamespace(cache={})  # type: ignore[assignment]
     context.evidence = Evidence()
-    context.info = CheckSpec(requirements=("AMP-LC-01",), level=Level.MUST, area="lc", title="a check")
+    context.check_spec = CheckSpec(requirements=("AMP-LC-01",), level=Level.MUST, area="lc", title="a check")
     return context
 
 

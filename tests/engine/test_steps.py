@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from amp_conformance.engine import marking, parallel, registry
+from amp_conformance.engine import check_registry, marking, parallel, registry
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed, ToolError
 from amp_conformance.engine.parallel import units as parallel_units
@@ -23,7 +23,7 @@ class FakeContext:
 
     def __init__(self, made: dict[str, tuple[Any, list[Exchange]]], uses: tuple[str, ...]):
         self.evidence = SimpleNamespace(exchanges=[])
-        self.info = SimpleNamespace(uses=uses)
+        self.check_spec = SimpleNamespace(uses=uses)
         self._made = made
 
     def send(self, path: str) -> Exchange:
@@ -127,7 +127,7 @@ def test_checks_sharing_a_step_are_one_work_unit_across_modules() -> None:
 
         protocol = registry.get("amp-0.1")
         unit_of = parallel.scope_finder(protocol)
-        users = [spec for spec in marking.checks_of(protocol.name) if POLICY_CELL.name in spec.uses]
+        users = [spec for spec in check_registry.checks_of(protocol.name) if POLICY_CELL.name in spec.uses]
     assert {spec.nodeid.split("::")[0] for spec in users} == {"test_access.py", "test_identity.py"}
     assert {unit_of(spec.nodeid) for spec in users} == {f"step:{POLICY_CELL.name}"}
 
@@ -151,7 +151,7 @@ def test_checks_linked_through_a_step_are_one_unit_and_adopting_links_nothing() 
 def test_an_adopted_step_may_be_read_and_its_roles_come_first() -> None:
     made: dict[str, Any] = {}
     reader = FakeContext(made, ())
-    reader.info.adopts = (STEP.name,)
+    reader.check_spec.adopts = (STEP.name,)
     assert STEP(reader).value
     assert roles_of((STEP.name,)) == ("a", "b")
 
@@ -168,7 +168,7 @@ def test_a_real_context_shares_a_declared_step_with_its_labels() -> None:
         made = CheckContext.__new__(CheckContext)
         made.run = SimpleNamespace(cache=cache)  # type: ignore[assignment]
         made.evidence = Evidence()
-        made.info = _spec("a check", uses=(STEP.name,))
+        made.check_spec = _spec("a check", uses=(STEP.name,))
         return made
 
     def send(made: CheckContext, path: str) -> Exchange:
@@ -183,8 +183,8 @@ def test_a_real_context_shares_a_declared_step_with_its_labels() -> None:
 
     step: Step[Any, str, Exchange] = Step("test:steps:real", make, reply=lambda e: e)
     first, later = context(), context()
-    first.info = _spec("a check", uses=(step.name,))
-    later.info = _spec("another", uses=(step.name,))
+    first.check_spec = _spec("a check", uses=(step.name,))
+    later.check_spec = _spec("another", uses=(step.name,))
     assert step(first)["second"].url == "/second"
     send(later, "/its own")
     read = step(later)
@@ -210,11 +210,11 @@ def test_the_declared_roles_are_taken_first_whatever_the_check_asks_for() -> Non
     amp = Amp.__new__(Amp)
     amp.session = Session()  # type: ignore[assignment]
     amp._roles = {}
-    amp.info = _spec("a check", uses=(STEP.name,))
+    amp.check_spec = _spec("a check", uses=(STEP.name,))
     assert amp.agent_id("b") == "agent-1"
     assert amp.agent_id("a") == "agent-0"
     undeclared = Amp.__new__(Amp)
     undeclared.session = Session()  # type: ignore[assignment]
     undeclared._roles = {}
-    undeclared.info = _spec("another")
+    undeclared.check_spec = _spec("another")
     assert undeclared.agent_id("b") == "agent-0"

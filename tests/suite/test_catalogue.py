@@ -84,7 +84,8 @@ def test_a_check_declares_its_requirements_level_or_names_the_stance_that_soften
     the ids it cites unless it names the documented stance (a requirements.md §2 conflict or Level line),
     and ``level=`` without a stance is refused when the check is declared."""
     from amp_conformance.engine import registry
-    from amp_conformance.engine.marking import check, checks_of
+    from amp_conformance.engine.check_registry import checks_of
+    from amp_conformance.engine.marking import check
     from amp_conformance.engine.vocabulary import LEVELS
 
     for protocol in ("amp-0.1", "amp-1.1"):

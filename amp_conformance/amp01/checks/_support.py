@@ -22,6 +22,7 @@ from amp_conformance.engine.client import Reply
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed, ToolError
 from amp_conformance.engine.registry import level_of
 from amp_conformance.engine.steps import Recorder
+from amp_conformance.engine.text import shown as shown  # the checks import it from here too
 
 T = TypeVar("T")
 
@@ -31,14 +32,6 @@ T = TypeVar("T")
 SKEW = timedelta(seconds=120)
 
 #: Missing members that are a SHOULD (AMP-CELL-03), not a schema failure (see the schema's $comment).
-
-
-def shown(value: Any) -> str:
-    """A value as a message shows it: its JSON spelling (null, true, "text"), never Python's."""
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=False)
-    except (TypeError, ValueError):
-        return str(value)
 
 
 def member(cell: Mapping[str, Any], path: str) -> Any:
@@ -94,7 +87,7 @@ def expect_valid_cell(amp: Amp, cell: object, reply: Reply | None, what: str) ->
     if hard:
         rid = problem_requirement(hard[0])
         message = f"{what} is not a valid cell: {_summary(hard)}"
-        if rid in amp.info.requirements or "AMP-CELL-01" in amp.info.requirements:
+        if rid in amp.check_spec.requirements or "AMP-CELL-01" in amp.check_spec.requirements:
             amp.fail(message, reply, expected="a cell valid under memory-cell.schema.json", requirement=rid)
         amp.precondition_failed(message, reply, step=what, requirement=rid)
     return cell
@@ -214,7 +207,7 @@ def create_step(amp: Amp, reply: Reply, what: str) -> None:
     """A create the check needs as a step: not a 2xx blocks the check under AMP-CRE-01; a 2xx other
     than 201 is AMP-CRE-01's own question (a check citing it fails; others note it and go on)."""
     if reply.status != 201:
-        if "AMP-CRE-01" in amp.info.requirements or not 200 <= reply.status < 300:
+        if "AMP-CRE-01" in amp.check_spec.requirements or not 200 <= reply.status < 300:
             step_failed(amp, reply, what, "AMP-CRE-01", "201")
         amp.note(f"{what} answered {reply.status}, not 201 (AMP-CRE-01 is judged by its own check)")
 
@@ -233,7 +226,7 @@ def step_failed(amp: Amp, reply: Reply, what: str, requirement: str, wanted: str
     message = f"{what} answered {reply.status}, not {wanted}"
     if amp.creator_refused(reply):
         requirement, message = "AMP-ACL-08", f"{message}: the cell's creator was refused"
-    if requirement in amp.info.requirements:
+    if requirement in amp.check_spec.requirements:
         amp.fail(message, reply, expected=wanted, requirement=requirement)
     amp.precondition_failed(message, reply, step=what, requirement=requirement, expected=wanted)
 
@@ -261,7 +254,7 @@ def expect_step(
     cause = amp.reattribute(CheckFailure(message, expected=expected, exchange=exchange))
     if isinstance(cause, PreconditionFailed):
         requirement, step = cause.requirement, cause.step
-    if requirement in amp.info.requirements:
+    if requirement in amp.check_spec.requirements:
         amp.fail(message, reply, expected=expected, requirement=requirement)
     amp.precondition_failed(message, reply, step=step, requirement=requirement, expected=expected)
 

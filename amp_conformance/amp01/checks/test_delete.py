@@ -54,7 +54,7 @@ def _deleted(amp: Amp) -> tuple[str, str, Reply, dict[str, Any], list[Reply]]:
     if archive.status != 200 or made["delete"] is None:
         step_failed(amp, archive, "archiving a cell", "AMP-PATCH-10", "200")
     delete = replies[made["delete"]]
-    if delete.status != 204 and "AMP-DEL-01" not in amp.info.requirements:
+    if delete.status != 204 and "AMP-DEL-01" not in amp.check_spec.requirements:
         step_failed(amp, delete, "deleting an archived cell", "AMP-DEL-01", "204")
     return made["owner"], made["gone"], delete, made, replies
 

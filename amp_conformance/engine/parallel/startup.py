@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from amp_conformance.engine.marking import checks_of
+from amp_conformance.engine.check_registry import checks_of
 
 
 def _read_registry(protocol_name: str) -> None:

@@ -8,7 +8,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 
-from amp_conformance.engine.marking import check_by_nodeid, checks_of
+from amp_conformance.engine.check_registry import check_by_nodeid, checks_of
 from amp_conformance.engine.parallel.roles import plain_nodeid
 from amp_conformance.engine.protocol import AnyProtocol as Protocol
 from amp_conformance.engine.spec import CheckSpec
