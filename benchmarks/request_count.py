@@ -3,7 +3,8 @@
 Runs ``amp-conformance --no-fuzz`` against the bundled reference server (keys mode, as the command's
 self-test does) and prints, per check module: checks, requests the checks sent, cells they created,
 the cleanup those cells cost (archive + delete, less what a check already did), and the sum. The
-total line is the report's own count (``run.requests``), which issue 25 bounds at 750.
+total line is the report's own count (``run.requests``): 741, bounded at 742 (``REQUEST_BUDGET`` in
+tests/suite/test_parallel.py, issue 35's bar).
 
     python benchmarks/request_count.py [--only AREAS] [--top N]
 """

@@ -118,6 +118,9 @@ class Amp01Session(HttpSession):
         self.spec_failed_in_transport = False
         self._spec_fetched = False
         self.spec_status: int | None = None
+        self._open_routes: dict[str, Exchange] = {}
+        """Path -> the session's own answered anonymous GET of ``/health`` or ``/spec`` (the preflight,
+        :meth:`fetch_spec`): the checks' one GET of each open route is that request (:meth:`open_route`)."""
         self._conventions: Conventions | None = None
         self._pending_briefing: Callable[[], Mapping[str, Any]] | None = None
         """A parallel run worker's briefing, posted after the worker started: adopted when a check
@@ -141,6 +144,7 @@ class Amp01Session(HttpSession):
                 return f"cannot reach {base_url}: {reason}"
             except ToolError as exc:
                 return f"cannot reach {base_url}: {exc}"
+            self._open_routes.setdefault(path, reply.exchange)
             kind = reply.headers.get("content-type", "no content type").split(";")[0]
             try:
                 body = reply.json() if reply.status == 200 else None
@@ -285,6 +289,7 @@ class Amp01Session(HttpSession):
             self._spec_fetched = True
             try:
                 reply = self.client(None).get("/spec")
+                self._open_routes.setdefault("/spec", reply.exchange)
                 body = reply.json() if reply.status == 200 else None
             except ToolError as exc:
                 self._spec_error = str(exc)
@@ -320,6 +325,11 @@ class Amp01Session(HttpSession):
     @property
     def spec_error(self) -> str | None:
         return self._spec_error
+
+    def open_route(self, path: str) -> Exchange | None:
+        """The session's answered anonymous ``GET path`` (``/health``, ``/spec``), while the server is
+        still reachable, else None (a parallel run's worker: the controller sent them)."""
+        return None if self.connection.broken_reason else self._open_routes.get(path)
 
     # cleanup ------------------------------------------------------------------------------------
 

@@ -38,8 +38,11 @@ from amp_conformance.engine.run import CheckResult
 #: 823 after session 6's, 801 after session 7's probe sharing (rate cells, unknown id, admin route),
 #: 798 with its cell and capability cuts, 786 with its access and auth cuts, 742 after session 10's
 #: (the matrix's pooled refusal cells, one create of every ignored member, shared refused PATCHes):
-#: the issue's bar, 750, is the budget now; a change that adds requests must say why.
-REQUEST_BUDGET = 750
+#: the issue's bar, 750, was the budget then; 744 once the 2-request refused_patches share was reverted
+#: (CONTRIBUTING's 5-request bar), 741 after the open routes' GETs the run sent itself and the timestamp
+#: walk's first read were no longer sent twice: issue 35's bar, 742 (no more than before), is the budget
+#: now; a change that adds requests must say why.
+REQUEST_BUDGET = 742
 WORKERS = "3"
 #: Faults whose failures reach across areas: a plain finding, a cascade of blocked checks under one
 #: root cause, an access-matrix rule, and one caught by a check of the serial group.

@@ -588,9 +588,19 @@ def shared_replies(amp: Amp, name: str, make: Callable[[Amp], T]) -> tuple[T, li
 
 def open_route_reply(amp: Amp, path: str) -> Reply:
     """One anonymous ``GET path`` of an open route (``/health``, ``/spec``), sent once per run and
-    judged by every check that asks."""
-    _, replies = shared_replies(amp, f"open-route:{path}", lambda a: a.anonymous().get(path))
+    judged by every check that asks: the session's own (the preflight's, ``GET /spec``'s) when it sent
+    it, the same request, else sent here."""
+    _, replies = shared_replies(amp, f"open-route:{path}", lambda a: _open_route(a, path))
     return replies[0]
+
+
+def _open_route(amp: Amp, path: str) -> None:
+    sent = amp.session.open_route(path)
+    if sent is None:
+        amp.anonymous().get(path)
+        return
+    amp.evidence.exchanges.append(sent)
+    amp.note(f"GET {path}: the request the run sent itself (preflight or /spec), not sent again")
 
 
 def listed_results(amp: Amp, reply: Reply) -> list[Any]:

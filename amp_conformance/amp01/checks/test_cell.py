@@ -235,12 +235,12 @@ CELL_STEPS = "cell:refused-patches-and-walk"
 
 def _cell_steps(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
     """One cell of agent "a" (scores :data:`REFUSED_SCORES`), the :data:`REFUSED_PATCHES` sent to it, a
-    read after them, then the timestamp walk (:func:`_walk`), made once per run for the four checks
-    judging them (AMP-CELL-10 and -12 the refused PATCHes and the read, AMP-CELL-18 and -20 the walk):
-    the value and its replies. Each refused PATCH holds one value out of range only, so a correct
-    server changes nothing (a server writing the valid members of a refused PATCH writes none here),
-    and the walk, after the read, reads and patches content alone; the create is a step, the rest is
-    judged by the checks."""
+    read after them, then the timestamp walk (:func:`_walk`, that read its first), made once per run
+    for the four checks judging them (AMP-CELL-10 and -12 the refused PATCHes and the read, AMP-CELL-18
+    and -20 the walk): the value and its replies. Each refused PATCH holds one value out of range only,
+    so a correct server changes nothing (a server writing the valid members of a refused PATCH writes
+    none here), and the walk, after the read, reads and patches content alone; the create is a step,
+    the rest is judged by the checks."""
 
     def make(a: Amp) -> dict[str, Any]:
         marks = Marks(a)
@@ -251,8 +251,9 @@ def _cell_steps(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
         # the refused PATCHes at once (amp.at_once): none meets what another did
         sent = a.at_once(*(partial(client.patch, path, body) for _, body in REFUSED_PATCHES))
         patches = {name: marks(reply) for (name, _), reply in zip(REFUSED_PATCHES, sent, strict=True)}
-        made = {"cell": cell, "reply": marks(reply), "patches": patches, "read": marks(client.get(path))}
-        return made | _walk(a, marks, path)
+        read = marks(client.get(path))
+        made = {"cell": cell, "reply": marks(reply), "patches": patches, "read": read}
+        return made | _walk(a, marks, path, read)
 
     return shared_replies(amp, CELL_STEPS, make)
 
@@ -431,17 +432,19 @@ WALK = ("read", "patch", "read", "patch")
 EXPIRES_AT = "2099-01-01T00:00:00Z"
 
 
-def _walk(amp: Amp, marks: Marks, path: str) -> dict[str, Any]:
-    """:data:`WALK` (a read by id, a PATCH of content.text, ...) on ``path`` as agent "a", then a PATCH
+def _walk(amp: Amp, marks: Marks, path: str, read: int) -> dict[str, Any]:
+    """:data:`WALK` (a read by id, a PATCH of content.text, ...) on ``path`` as agent "a", its first
+    read the one just sent (position ``read``: a second would show only its own access), then a PATCH
     setting only lifecycle.expires_at: the positions {"walk", "expires"}."""
     client = amp.as_agent("a")
-    walk = [
+    walk = [read] + [
         marks(
             client.get(path)
             if step == "read"
             else client.patch(path, {"content": {"text": f"revision {index}"}})
         )
         for index, step in enumerate(WALK)
+        if index
     ]
     return {"walk": walk, "expires": marks(client.patch(path, {"lifecycle": {"expires_at": EXPIRES_AT}}))}
 
