@@ -219,7 +219,7 @@ def test_the_run_step_passes_the_suites_exit_code_and_names_the_reports(tmp_path
     report = read_json(tmp_path / "amp-report.json")
     validate(report, "report.schema.json")
     assert report["summary"]["must_failures"] > 0 and report["summary"]["verdict"] == "fail"
-    assert "## AMP conformance" in (tmp_path / "step-summary.md").read_text()
+    assert "## AMP v0.1.0 conformance: FAIL" in (tmp_path / "step-summary.md").read_text()
 
 
 def test_the_run_step_self_test_passes_and_the_step_summary_can_be_off(tmp_path: Path) -> None:
