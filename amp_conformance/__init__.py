@@ -1,9 +1,10 @@
 """amp-conformance: the conformance suite and validator for the Agent Memory Protocol v0.1.0.
 
-The public API is small: ``check`` and the levels for writing checks, ``Amp`` (the ``amp`` fixture's
-type), the offline validator (``validate_cell``, ``validate_documents``, ``compare_contract``), and
-the resource helpers. Every name loads on first use: the pytest plugin imports this package in every
-pytest run on the machine, so importing it must stay cheap.
+The public API is small: ``check`` and the levels for writing checks, ``Amp01Context`` and
+``Amp11Context`` (the ``amp`` fixture's type in each protocol's checks), the offline validator
+(``validate_cell``, ``validate_documents``, ``compare_contract``), and the resource helpers. Every
+name loads on first use: the pytest plugin imports this package in every pytest run on the machine,
+so importing it must stay cheap.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from amp_conformance._version import __version__
 
 if TYPE_CHECKING:
     from amp_conformance.amp01.cells import Problem, validate_cell
-    from amp_conformance.amp01.context import Amp
+    from amp_conformance.amp01.context import Amp01Context
+    from amp_conformance.amp11.context import Amp11Context
     from amp_conformance.engine.catalogue import MAY, MUST, SHOULD
     from amp_conformance.engine.marking import check
     from amp_conformance.engine.resources import contract_path, fixtures_path, load_contract, load_fixture
@@ -23,7 +25,8 @@ if TYPE_CHECKING:
 #: Every public name loads on first use: the pytest plugin and the command import this package first
 #: (the command starts a parallel run's fork server before anything heavy, ``amp_conformance._command``).
 _LAZY = {
-    "Amp": "amp_conformance.amp01.context",
+    "Amp01Context": "amp_conformance.amp01.context",
+    "Amp11Context": "amp_conformance.amp11.context",
     "MAY": "amp_conformance.engine.catalogue",
     "MUST": "amp_conformance.engine.catalogue",
     "SHOULD": "amp_conformance.engine.catalogue",
@@ -53,7 +56,8 @@ __all__ = [
     "MAY",
     "MUST",
     "SHOULD",
-    "Amp",
+    "Amp01Context",
+    "Amp11Context",
     "ContractDifference",
     "Problem",
     "Report",

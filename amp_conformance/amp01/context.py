@@ -48,7 +48,7 @@ def _open_route_refused(reply: Reply) -> bool:
     return exchange.method == "GET" and exchange.status in (401, 403) and path.endswith(("/spec", "/health"))
 
 
-class Amp(CheckContext[Amp01Session]):
+class Amp01Context(CheckContext[Amp01Session]):
     """The per-check API of AMP v0.1.0: the engine's verdicts plus identities, cells and envelopes.
     Requests made through it are recorded as the check's evidence."""
 

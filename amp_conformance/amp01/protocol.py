@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import httpx
 
-from amp_conformance.amp01.context import Amp
+from amp_conformance.amp01.context import Amp01Context
 from amp_conformance.amp01.session import Amp01Options, Amp01Session
 from amp_conformance.amp01.target import normalise_base_url
 from amp_conformance.engine.http import HttpProtocol
@@ -73,7 +73,7 @@ _PROXY_VARIABLES = tuple(
 )
 
 
-class Amp01Protocol(HttpProtocol[Amp01Options, Amp01Session, Amp]):
+class Amp01Protocol(HttpProtocol[Amp01Options, Amp01Session, Amp01Context]):
     """AMP v0.1.0 (REST: memory cells, search, access policies, decay, ``GET /spec``)."""
 
     name: ClassVar[str] = "amp-0.1"
@@ -129,8 +129,8 @@ class Amp01Protocol(HttpProtocol[Amp01Options, Amp01Session, Amp]):
     ) -> Amp01Session:
         return Amp01Session(run, self.own_options(run.options), http=http)
 
-    def context(self, session: Amp01Session, spec: CheckSpec) -> Amp:
-        return Amp(session.run, spec, session)
+    def context(self, session: Amp01Session, spec: CheckSpec) -> Amp01Context:
+        return Amp01Context(session.run, spec, session)
 
     def serial_group(self, spec: CheckSpec) -> str | None:
         return serial_group_of(area=spec.area, global_effects=spec.global_effects, serial=spec.serial)

@@ -1,6 +1,6 @@
 """The check context: the verdict API every protocol's checks use, and shared steps.
 
-A protocol's context (``Amp``, ``Amp11Context``) subclasses :class:`CheckContext` and adds only its
+A protocol's context (``Amp01Context``, ``Amp11Context``) subclasses :class:`CheckContext` and adds only its
 protocol's verbs. Findings: ``expect`` / ``fail`` name the requirement they break (``requirement=``)
 and are reported at its level; ``warn`` and ``note`` record and carry on; ``skip`` ends the check with
 a reason; a step the check depends on raises :class:`PreconditionFailed` (``precondition_failed``):
@@ -70,7 +70,8 @@ def published_states(run: Run) -> list[object]:
 
 
 class CheckContext(Generic[SessionT]):
-    """The per-check API, generic in its protocol's session (``class Amp(CheckContext[Amp01Session])``).
+    """The per-check API, generic in its protocol's session
+    (``class Amp01Context(CheckContext[Amp01Session])``).
     Requests made through it are recorded as the check's evidence."""
 
     explicit_evidence = False

@@ -195,7 +195,7 @@ def test_the_declared_roles_are_taken_first_whatever_the_check_asks_for() -> Non
     """With API keys a check maps its roles onto the keys in order of first use: a check declaring a
     step played by "a" and "b" that asks for "b" first still gives "a" the first key, as the step's
     maker did, so the step is adopted without a clash."""
-    from amp_conformance.amp01.context import Amp
+    from amp_conformance.amp01.context import Amp01Context
     from amp_conformance.amp01.session import Agent
 
     class Session:
@@ -207,13 +207,13 @@ def test_the_declared_roles_are_taken_first_whatever_the_check_asks_for() -> Non
         def fetch_spec(self) -> dict[str, Any]:
             return {"capabilities": {}}
 
-    amp = Amp.__new__(Amp)
+    amp = Amp01Context.__new__(Amp01Context)
     amp.session = Session()  # type: ignore[assignment]
     amp._roles = {}
     amp.check_spec = _spec("a check", uses=(STEP.name,))
     assert amp.agent_id("b") == "agent-1"
     assert amp.agent_id("a") == "agent-0"
-    undeclared = Amp.__new__(Amp)
+    undeclared = Amp01Context.__new__(Amp01Context)
     undeclared.session = Session()  # type: ignore[assignment]
     undeclared._roles = {}
     undeclared.check_spec = _spec("another")

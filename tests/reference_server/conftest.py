@@ -68,7 +68,7 @@ def assert_envelope(response: httpx.Response, status: int, code: str | None = No
 class _SyncClient:
     """``amp.client.get("/openapi.json")`` and friends, for paths outside ``/amp/v1``."""
 
-    def __init__(self, amp: Amp) -> None:
+    def __init__(self, amp: Amp01Context) -> None:
         self._amp = amp
 
     def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
@@ -84,7 +84,7 @@ class _SyncClient:
         return self.request("POST", url, **kwargs)
 
 
-class Amp:
+class Amp01Context:
     """One server instance plus a client; every helper returns the raw ``httpx.Response``.
 
     Test modules cannot import from a conftest reliably, so the builders are reachable from here:
@@ -186,19 +186,19 @@ class Amp:
         self.clock.advance(timedelta(**delta))
 
 
-AmpFactory = Callable[..., Amp]
+AmpFactory = Callable[..., Amp01Context]
 
 
 @pytest.fixture
 def make_amp() -> Iterator[AmpFactory]:
     """Build a server: keyword arguments are ``Settings`` fields (admin token and a quiet scheduler
     by default), plus ``start`` for the clock."""
-    built: list[Amp] = []
+    built: list[Amp01Context] = []
 
-    def factory(*, start: datetime = START, **overrides: Any) -> Amp:
+    def factory(*, start: datetime = START, **overrides: Any) -> Amp01Context:
         options: dict[str, Any] = {"admin_token": ADMIN_TOKEN, "lifecycle_enabled": False}
         options.update(overrides)
-        amp = Amp(Settings(**options), ManualClock(start))
+        amp = Amp01Context(Settings(**options), ManualClock(start))
         built.append(amp)
         return amp
 
@@ -208,5 +208,5 @@ def make_amp() -> Iterator[AmpFactory]:
 
 
 @pytest.fixture
-def amp(make_amp: AmpFactory) -> Amp:
+def amp(make_amp: AmpFactory) -> Amp01Context:
     return make_amp()

@@ -155,17 +155,17 @@ def test_list_faults_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
 CRASHING_CHECKS = '''
 import os
 
-from amp_conformance import MUST, Amp, check
+from amp_conformance import MUST, Amp01Context, check
 
 
 @check("AMP-HEALTH-01", level=MUST)
-def test_health_answers(amp: Amp) -> None:
+def test_health_answers(amp: Amp01Context) -> None:
     """GET /health answers."""
     amp.expect_status(amp.anonymous().get("/health"), 200)
 
 
 @check("AMP-HEALTH-02", level=MUST)
-def test_the_worker_dies(amp: Amp) -> None:
+def test_the_worker_dies(amp: Amp01Context) -> None:
     """The worker process dies in the middle of a check."""
     os._exit(3)
 '''

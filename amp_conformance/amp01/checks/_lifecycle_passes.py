@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
-from amp_conformance import Amp
+from amp_conformance import Amp01Context
 from amp_conformance.amp01.checks._support import (
     LISTED_STATUSES,
     Marks,
@@ -178,7 +178,7 @@ class Passes:
 
     # steps a check needs ---------------------------------------------------------------------
 
-    def step_stale_after_first(self, amp: Amp, name: str) -> None:
+    def step_stale_after_first(self, amp: Amp01Context, name: str) -> None:
         """The cell is stale after the first pass (AMP-LC-03's rule: a step for everyone else)."""
         cell_id = self.ids[name]
         importance, confidence = CELLS[name]
@@ -193,7 +193,7 @@ class Passes:
             expected="stale",
         )
 
-    def step_stale_after_second(self, amp: Amp, name: str) -> None:
+    def step_stale_after_second(self, amp: Amp01Context, name: str) -> None:
         """The cell is still stale after the second pass (AMP-LC-07/LC-11: a step for everyone else)."""
         second = self.after_second()
         cell_id = self.ids[name]
@@ -207,7 +207,7 @@ class Passes:
             expected="stale",
         )
 
-    def step_lifted(self, amp: Amp, name: str, *, stays_stale: bool = True) -> Reply:
+    def step_lifted(self, amp: Amp01Context, name: str, *, stays_stale: bool = True) -> Reply:
         """The second pass's scoring PATCH of ``name`` was accepted (AMP-PATCH-01) and, with
         ``stays_stale``, left the status alone (AMP-PATCH-16): steps for the checks that lift."""
         self.step_stale_after_first(amp, name)
@@ -236,7 +236,7 @@ class Passes:
             )
         return reply
 
-    def step_recovered(self, amp: Amp, name: str) -> None:
+    def step_recovered(self, amp: Amp01Context, name: str) -> None:
         """A lifted cell is active after the second pass (AMP-LC-05's rule: a step for everyone else)."""
         second = self.after_second()
         cell_id = self.ids[name]
@@ -251,7 +251,7 @@ class Passes:
             expected="active",
         )
 
-    def step_twins(self, amp: Amp) -> tuple[str, str, str]:
+    def step_twins(self, amp: Amp01Context) -> tuple[str, str, str]:
         """(owner, active id, stale id) of the search twins, after the first pass listed the 0.2 one
         stale and the 0.9 one active (AMP-LC-03's rule: a step)."""
         listed = {
@@ -269,7 +269,7 @@ class Passes:
         )
         return self.twins_owner, active, stale
 
-    def step_deleted(self, amp: Amp) -> str:
+    def step_deleted(self, amp: Amp01Context) -> str:
         """The deleted cell's archive and DELETE worked (steps under AMP-PATCH-10 and AMP-DEL-01)."""
         archive, delete = self.delete
         if archive.status != 200 or delete is None:
@@ -279,7 +279,7 @@ class Passes:
         return self.ids["deleted"]
 
 
-def together(amp: Amp, calls: list[Callable[[], T]]) -> list[T]:
+def together(amp: Amp01Context, calls: list[Callable[[], T]]) -> list[T]:
     """Run independent requests at once (``amp.at_once``: their answers and exchanges in the order
     given): the cells of a pass are prepared, and its lists read, in about one round trip instead of
     one per request. What a call raises (a broken step) is raised here, the first in order."""
@@ -290,7 +290,7 @@ def _lists(client: Client, owner: str, statuses: tuple[str, ...]) -> list[Callab
     return [partial(client.get, "/memories", params={"owner_id": owner, "status": s}) for s in statuses]
 
 
-def _checked_lists(amp: Amp, statuses: tuple[str, ...], replies: list[Reply]) -> dict[str, Reply]:
+def _checked_lists(amp: Amp01Context, statuses: tuple[str, ...], replies: list[Reply]) -> dict[str, Reply]:
     """The owner's lists by status, each a 200 or a broken step (AMP-LIST-03)."""
     for status, reply in zip(statuses, replies, strict=True):
         if reply.status != 200:
@@ -298,7 +298,7 @@ def _checked_lists(amp: Amp, statuses: tuple[str, ...], replies: list[Reply]) ->
     return dict(zip(statuses, replies, strict=True))
 
 
-def _owner_lists(amp: Amp, owner: str, statuses: tuple[str, ...]) -> dict[str, Reply]:
+def _owner_lists(amp: Amp01Context, owner: str, statuses: tuple[str, ...]) -> dict[str, Reply]:
     """The owner's lists by status (all sent at once), each a 200 or a broken step (AMP-LIST-03)."""
     return _checked_lists(amp, statuses, together(amp, _lists(amp.as_agent("a"), owner, statuses)))
 
@@ -308,7 +308,9 @@ def _archive_then_delete(client: Client, cell_id: str) -> tuple[Reply, Reply | N
     return archived, client.delete(f"/memories/{cell_id}") if archived.status == 200 else None
 
 
-def _create(amp: Amp, owner: str, label: str, importance: float, confidence: float, rate: float) -> str:
+def _create(
+    amp: Amp01Context, owner: str, label: str, importance: float, confidence: float, rate: float
+) -> str:
     scoring = {"importance": importance, "confidence": confidence, "decay_rate": rate}
     # each cell its own text (still close to the search query): a search is judged on cells an
     # index can tell apart, not on many exact duplicates an approximate index may merge
@@ -317,7 +319,7 @@ def _create(amp: Amp, owner: str, label: str, importance: float, confidence: flo
     return str(amp.create_cell(body)["id"])
 
 
-def _create_fast(amp: Amp, owner: str, round_trip: float) -> dict[str, Any]:
+def _create_fast(amp: Amp01Context, owner: str, round_trip: float) -> dict[str, Any]:
     rate, crossing = fast_decay(round_trip)
     sent = time.monotonic()
     cell_id = _create(amp, owner, "fast-decaying", 1.0, 1.0, rate)
@@ -325,7 +327,7 @@ def _create_fast(amp: Amp, owner: str, round_trip: float) -> dict[str, Any]:
     return {"owner": owner, "id": cell_id, "rate": rate, "crossing": crossing, "sent": sent, "made": made}
 
 
-def _make_first(amp: Amp) -> dict[str, Any]:
+def _make_first(amp: Amp01Context) -> dict[str, Any]:
     marks = Marks(amp)
     owner, twins_owner, fast_owner = amp.owner(), amp.owner(), amp.owner()
     client = amp.as_agent("a")  # the role taken before any request runs beside another
@@ -375,7 +377,7 @@ def _make_first(amp: Amp) -> dict[str, Any]:
     }
 
 
-def _make_both(amp: Amp) -> dict[str, Any]:
+def _make_both(amp: Amp01Context) -> dict[str, Any]:
     marks = Marks(amp)
     first, _ = shared_replies(amp, FIRST_PASS, _make_first)  # its requests come first
     ids, owner = first["ids"], first["owner"]
@@ -404,14 +406,14 @@ def _make_both(amp: Amp) -> dict[str, Any]:
     return {"first": first, "second": second, "ranked_newer": ranked_newer}
 
 
-def first_pass(amp: Amp) -> Passes:
+def first_pass(amp: Amp01Context) -> Passes:
     """The shared first pass (skips, before anything is sent, when passes are not allowed)."""
     amp.admin()
     value, replies = shared_replies(amp, FIRST_PASS, _make_first)
     return Passes({"first": value}, replies)
 
 
-def both_passes(amp: Amp) -> Passes:
+def both_passes(amp: Amp01Context) -> Passes:
     """The shared first and second passes (skips, before anything is sent, when not allowed)."""
     amp.admin()
     value, replies = shared_replies(amp, BOTH_PASSES, _make_both)
@@ -430,7 +432,7 @@ class Ranked:
     newer_made: float | None = None
 
 
-def ranked_cells(amp: Amp) -> Ranked | None:
+def ranked_cells(amp: Amp01Context) -> Ranked | None:
     """The ranking check's cells the shared passes made already (their clocks running since), or None
     when no first pass was made: that check needs no pass, so it never makes one. No other check
     uses these cells."""
@@ -461,7 +463,7 @@ class StaleProbes:
     patch: Reply
     after_patch: Reply
 
-    def listed_stale(self, amp: Amp, reply: Reply) -> bool:
+    def listed_stale(self, amp: Amp01Context, reply: Reply) -> bool:
         """Whether the stale list ``reply`` shows the cell (anything but 200 is a broken step)."""
         if reply.status != 200:
             step_failed(amp, reply, "listing the owner's stale cells", "AMP-LIST-03", "200")
@@ -469,7 +471,7 @@ class StaleProbes:
         return any(isinstance(c, dict) and c.get("id") == self.cell_id for c in results)
 
 
-def _send_stale_probes(amp: Amp, owner: str, cell_id: str) -> dict[str, int]:
+def _send_stale_probes(amp: Amp01Context, owner: str, cell_id: str) -> dict[str, int]:
     marks = Marks(amp)
     client = amp.as_agent("a")
     path, stale = f"/memories/{cell_id}", {"owner_id": owner, "status": "stale"}
@@ -482,7 +484,7 @@ def _send_stale_probes(amp: Amp, owner: str, cell_id: str) -> dict[str, int]:
     return made
 
 
-def stale_probes(amp: Amp, passes: Passes) -> StaleProbes:
+def stale_probes(amp: Amp01Context, passes: Passes) -> StaleProbes:
     """The shared refused DELETE and PATCH to deleted of ``z`` (the caller judged it stale after both
     passes): AMP-DEL-03's stale check and the lifecycle check of a stale cell judge the same answers."""
     cell_id = passes.ids["z"]
@@ -494,7 +496,7 @@ def stale_probes(amp: Amp, passes: Passes) -> StaleProbes:
     )
 
 
-def stale_after_both(amp: Amp) -> Passes | None:
+def stale_after_both(amp: Amp01Context) -> Passes | None:
     """The shared passes when they were made already (never made here) and left ``z`` stale after each:
     a check with a stale cell of its own to fall back on uses them instead (serial: no pass between)."""
     if not amp.shared_made(BOTH_PASSES):
@@ -506,7 +508,7 @@ def stale_after_both(amp: Amp) -> Passes | None:
     return passes
 
 
-def listed_status(amp: Amp, owner: str, cell_id: str, expected: str) -> str | None:
+def listed_status(amp: Amp01Context, owner: str, cell_id: str, expected: str) -> str | None:
     """The cell's status as the owner's lists show it, asking with ``status=expected`` first (one
     request when the cell is where it should be); None when no list shows it. Never a by-id read."""
     client = amp.as_agent("a")

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from amp_conformance import Amp
+from amp_conformance import Amp01Context
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp, validate_cell
 from amp_conformance.amp01.checks._lifecycle_passes import together
 from amp_conformance.amp01.checks._support import (
@@ -102,7 +102,7 @@ OWNER_SET: tuple[tuple[str, float, float, bool], ...] = (
 )
 
 
-def _create(amp: Amp, body: dict[str, Any]) -> dict[str, Any]:
+def _create(amp: Amp01Context, body: dict[str, Any]) -> dict[str, Any]:
     """Create ``body`` as agent "a": {"body", "cell", "sent", "received"}. A step: anything but a 2xx
     with a JSON object holding a string id blocks every check sharing it under AMP-CRE-01."""
     sent = datetime.now(UTC)
@@ -125,7 +125,7 @@ def _create(amp: Amp, body: dict[str, Any]) -> dict[str, Any]:
     return {"body": body, "cell": cell, "sent": sent, "received": received}
 
 
-def created_reply(amp: Amp, cell_id: str) -> Reply:
+def created_reply(amp: Amp01Context, cell_id: str) -> Reply:
     """The answer that created a shared cell, from the check's evidence (amp.shared adds the requests
     that made it), for findings about the create answer to show."""
     for exchange in reversed(amp.evidence.exchanges):
@@ -140,31 +140,31 @@ def created_reply(amp: Amp, cell_id: str) -> Reply:
     raise ToolError(f"the create of the shared cell {cell_id} is not in the check's evidence")
 
 
-def take_roles(amp: Amp, *, reader: bool = False) -> None:
+def take_roles(amp: Amp01Context, *, reader: bool = False) -> None:
     """Take "a", then (when there is a key for it) "b", before sharing: see the module's docstring."""
     amp.agent("a")
     if reader:
         amp.optional_agent("b")
 
 
-def minimal_cell(amp: Amp) -> dict[str, Any]:
+def minimal_cell(amp: Amp01Context) -> dict[str, Any]:
     """One minimal create (type, text, owner): never patched; checks read it, list its owner (it is
     the owner's only cell) and judge its create answer (defaults, id, created_at)."""
     take_roles(amp)
     return amp.shared("cell:minimal", lambda a: _create(a, a.cell_body()))
 
 
-def full_cell(amp: Amp) -> dict[str, Any]:
+def full_cell(amp: Amp01Context) -> dict[str, Any]:
     """The API reference's create example (readable and writable by "b"): never patched."""
     take_roles(amp, reader=True)
     return amp.shared("cell:full", lambda a: _create(a, full_body(a)))
 
 
-def series_cells(amp: Amp) -> list[dict[str, Any]]:
+def series_cells(amp: Amp01Context) -> list[dict[str, Any]]:
     """The :data:`SERIES` cells, each of a fresh owner, created in a row 6 ms apart."""
     take_roles(amp)
 
-    def make(a: Amp) -> list[dict[str, Any]]:
+    def make(a: Amp01Context) -> list[dict[str, Any]]:
         made = []
         for index, fields in enumerate(SERIES):
             if index:
@@ -176,7 +176,7 @@ def series_cells(amp: Amp) -> list[dict[str, Any]]:
     return amp.shared("cell:series", make)
 
 
-def owner_set(amp: Amp) -> dict[str, Any]:
+def owner_set(amp: Amp01Context) -> dict[str, Any]:
     """One owner's :data:`OWNER_SET` cells made by "a" (creator, reads all), and one cell with the same
     text of an owner whose id has this owner's as a prefix (and AMP-CELL-11's conversation provenance):
     {"owner", "cells", "readable", "hidden", "other_owner", "other"}. "b" may read ``readable`` only (the
@@ -184,7 +184,7 @@ def owner_set(amp: Amp) -> dict[str, Any]:
     that read as "b" skip."""
     take_roles(amp, reader=True)
 
-    def make(a: Amp) -> dict[str, Any]:
+    def make(a: Amp01Context) -> dict[str, Any]:
         owner = a.owner()
         agent = a.optional_agent("b")
         reader = agent.id if agent is not None else f"{owner}-reader"
@@ -234,14 +234,14 @@ def ids_by_rank(owner: dict[str, Any], *, reader: str = "a") -> list[str]:
     return ranked if reader == "a" else [cell_id for cell_id in ranked if cell_id in owner["readable"]]
 
 
-def unread_cell(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
+def unread_cell(amp: Amp01Context) -> tuple[dict[str, Any], list[Reply]]:
     """A fresh cell of agent "a", searched twice, then listed twice, then read once by id, and the
     replies: {"body", "cell", "searches", "lists", "read"} (positions among the replies). Nothing is
     judged but the create (a step): AMP-SRCH-18 judges the searches, AMP-READ-06 the lists, and both
     the read (searches come first, so the searches' own answers never show a list's effect)."""
     take_roles(amp)
 
-    def make(a: Amp) -> dict[str, Any]:
+    def make(a: Amp01Context) -> dict[str, Any]:
         marks = Marks(a)
         body = a.cell_body()
         owner = body["identity"]["owner_id"]
@@ -259,13 +259,13 @@ def unread_cell(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
 # shared answers: one request several checks judge, each its own part --------------------------------
 
 
-def _shared_reply(amp: Amp, name: str, send: Callable[[Amp], Reply]) -> Reply:
+def _shared_reply(amp: Amp01Context, name: str, send: Callable[[Amp01Context], Reply]) -> Reply:
     """``send(amp)``'s answer, sent once per run under ``name``: its exchange is the shared value, so
     every check gets the same answer (and the request as evidence) and judges it itself."""
     return Reply(amp.shared(name, lambda a: send(a).exchange))
 
 
-def minimal_read(amp: Amp) -> tuple[dict[str, Any], Reply]:
+def minimal_read(amp: Amp01Context) -> tuple[dict[str, Any], Reply]:
     """The minimal cell and agent "a"'s GET of it (a read: it bumps the cell's counters, which no check
     asserts on for this cell; sent once, not per check)."""
     made = minimal_cell(amp)
@@ -273,14 +273,14 @@ def minimal_read(amp: Amp) -> tuple[dict[str, Any], Reply]:
     return made, _shared_reply(amp, "read:minimal", lambda a: a.as_agent("a").get(f"/memories/{cell_id}"))
 
 
-def full_read(amp: Amp) -> tuple[dict[str, Any], Reply]:
+def full_read(amp: Amp01Context) -> tuple[dict[str, Any], Reply]:
     """The full cell and agent "a"'s GET of it."""
     made = full_cell(amp)
     cell_id = made["cell"]["id"]
     return made, _shared_reply(amp, "read:full", lambda a: a.as_agent("a").get(f"/memories/{cell_id}"))
 
 
-def minimal_refused_read(amp: Amp) -> tuple[dict[str, Any], Reply]:
+def minimal_refused_read(amp: Amp01Context) -> tuple[dict[str, Any], Reply]:
     """The minimal cell (no access_policy) and a stranger's GET of it, which must be refused."""
     made = minimal_cell(amp)
     cell_id = made["cell"]["id"]
@@ -289,7 +289,7 @@ def minimal_refused_read(amp: Amp) -> tuple[dict[str, Any], Reply]:
     )
 
 
-def minimal_listed(amp: Amp) -> tuple[dict[str, Any], Reply]:
+def minimal_listed(amp: Amp01Context) -> tuple[dict[str, Any], Reply]:
     """The minimal cell and agent "a"'s GET /memories?owner_id= of its owner (the owner's only cell)."""
     made = minimal_cell(amp)
     owner = made["body"]["identity"]["owner_id"]
@@ -298,7 +298,7 @@ def minimal_listed(amp: Amp) -> tuple[dict[str, Any], Reply]:
     )
 
 
-def judged_read(amp: Amp, reply: Reply, what: str) -> tuple[dict[str, Any], Reply]:
+def judged_read(amp: Amp01Context, reply: Reply, what: str) -> tuple[dict[str, Any], Reply]:
     """A shared read judged as ``_support.read`` judges a check's own: 200 (a step under AMP-READ-01)
     with a valid cell."""
     if reply.status != 200:
@@ -309,7 +309,7 @@ def judged_read(amp: Amp, reply: Reply, what: str) -> tuple[dict[str, Any], Repl
 # shared probes: one request that checks of several areas ask, each judging its own part -----------
 
 
-def shared_create(amp: Amp, name: str, body: Callable[[Amp], Any]) -> Reply:
+def shared_create(amp: Amp01Context, name: str, body: Callable[[Amp01Context], Any]) -> Reply:
     """Agent "a"'s ``POST /memories`` of ``body(amp)``, sent once per run under ``create:<name>``: a
     create two areas ask the same question of (a body refused with 422 that the cell model and the
     error envelope both judge). A cell it stored anyway is handed to the clean-up."""
@@ -317,14 +317,14 @@ def shared_create(amp: Amp, name: str, body: Callable[[Amp], Any]) -> Reply:
     return _shared_reply(amp, f"create:{name}", lambda a: post_cell(a, body(a)))
 
 
-def anonymous_create(amp: Amp) -> tuple[dict[str, Any], Reply, Reply]:
+def anonymous_create(amp: Amp01Context) -> tuple[dict[str, Any], Reply, Reply]:
     """A valid create without X-AMP-Agent-ID, key or created_by, for a fresh owner, then agent "a"'s
     list of that owner's active cells: (body, create reply, list reply), sent once per run. AMP-AUTH-01's
     question on POST /memories (test_errors' table, test_create's AMP-CRE-07 and, with keys,
     AMP-AUTH-05's request without agent id): nothing is judged here."""
     take_roles(amp)
 
-    def make(a: Amp) -> dict[str, Any]:
+    def make(a: Amp01Context) -> dict[str, Any]:
         marks = Marks(a)
         body = a.cell_body(identity={"owner_id": a.owner()})
         reply = marks(post_cell(a, body, role=None))
@@ -336,7 +336,7 @@ def anonymous_create(amp: Amp) -> tuple[dict[str, Any], Reply, Reply]:
     return made["body"], replies[made["reply"]], replies[made["listed"]]
 
 
-def created_naming_other(amp: Amp) -> tuple[dict[str, Any], Reply]:
+def created_naming_other(amp: Amp01Context) -> tuple[dict[str, Any], Reply]:
     """A cell agent "a" creates whose body names agent "b" as identity.created_by (C-10: the header's
     agent is the creator), made once per run: test_create's AMP-CRE-07 and, with keys, test_auth's
     impersonation check judge its create answer. It is the run's create carrying every member the
@@ -351,7 +351,7 @@ def created_naming_other(amp: Amp) -> tuple[dict[str, Any], Reply]:
         create_step(amp, reply, what)
         return expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}"), reply
 
-    def make(a: Amp) -> dict[str, Any]:
+    def make(a: Amp01Context) -> dict[str, Any]:
         body = a.cell_body(identity={"created_by": a.agent_id("b")})
         cell, _ = created(a, body, what=what)
         return {"body": body, "cell": cell}
@@ -360,14 +360,14 @@ def created_naming_other(amp: Amp) -> tuple[dict[str, Any], Reply]:
     return made["cell"], created_reply(amp, made["cell"]["id"])
 
 
-def without_text(amp: Amp) -> dict[str, Any]:
+def without_text(amp: Amp01Context) -> dict[str, Any]:
     """A create body whose content has no text (AMP-CRE-02 and AMP-CELL-17 refuse it with 422)."""
     body = amp.cell_body()
     del body["content"]["text"]
     return body
 
 
-def public_cell(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+def public_cell(amp: Amp01Context) -> tuple[dict[str, Any], dict[str, Reply]]:
     """For keys mode: a public cell of agent "a" and three requests about its owner that a server with
     API keys must refuse with 401, made once per run: (cell, replies by name) for "anonymous list"
     (no identity), "anonymous search" (no identity, the cell's text) and "list without key" (agent
@@ -376,7 +376,7 @@ def public_cell(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
     The create is a step; nothing else is judged here."""
     take_roles(amp)
 
-    def make(a: Amp) -> dict[str, Any]:
+    def make(a: Amp01Context) -> dict[str, Any]:
         marks = Marks(a)
         cell = a.create_cell({"access_policy": {"public": True}})
         owner, text = cell["identity"]["owner_id"], cell["content"]["text"]
@@ -439,7 +439,7 @@ def purge_probes(cell_id: str) -> tuple[tuple[str, str, dict[str, str] | None], 
     )
 
 
-def status_trio(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
+def status_trio(amp: Amp01Context) -> tuple[dict[str, Any], list[Reply]]:
     """One fresh owner's three cells of agent "a" with the same text: ``kept`` (scoring
     :data:`TRIO_KEPT`) left active, ``archived`` archived, ``gone`` archived and deleted, and a fourth,
     ``relevant`` (:data:`SET_TEXT`, :data:`TRIO_RELEVANT`), left active; then (once ``gone``'s archive
@@ -462,7 +462,7 @@ def status_trio(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
     checks, and nothing else changes ``archived`` (AMP-READ-08 reads it)."""
     take_roles(amp)
 
-    def make(a: Amp) -> dict[str, Any]:
+    def make(a: Amp01Context) -> dict[str, Any]:
         marks = Marks(a)
         owner = a.owner()
 
@@ -521,7 +521,7 @@ def status_trio(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
     return shared_replies(amp, "cells:status-trio", make)
 
 
-def trio_refused_deletes(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
+def trio_refused_deletes(amp: Amp01Context) -> tuple[dict[str, Any], list[Reply]]:
     """The status trio's (:func:`status_trio`, the caller judged its archive of ``archived``) refused
     DELETEs, sent once per run: a stranger's DELETE of ``kept`` and of ``archived`` (none without a
     second agent), then agent "a"'s reads of ``kept`` and ``archived``; the replies: {"stranger":
@@ -529,7 +529,7 @@ def trio_refused_deletes(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
     reads (nothing changed), AMP-READ-08 the read of the archived cell (200, status archived)."""
     trio, _ = status_trio(amp)
 
-    def make(a: Amp) -> dict[str, Any]:
+    def make(a: Amp01Context) -> dict[str, Any]:
         marks = Marks(a)
         made: dict[str, Any] = {"stranger": []}
         if a.optional_agent("stranger") is not None:
@@ -543,12 +543,12 @@ def trio_refused_deletes(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
     return shared_replies(amp, "cells:trio-refused-deletes", make)
 
 
-def unknown_read(amp: Amp) -> tuple[str, Reply]:
+def unknown_read(amp: Amp01Context) -> tuple[str, Reply]:
     """A well-formed id no server has issued and agent "a"'s GET of it, sent once per run: AMP-READ-10
     and AMP-DEL-08 each judge that answer (AMP-DEL-08 sends its PATCH and DELETE to the same id)."""
     take_roles(amp)
 
-    def make(a: Amp) -> dict[str, Any]:
+    def make(a: Amp01Context) -> dict[str, Any]:
         marks = Marks(a)
         unknown = a.unknown_id()
         return {"id": unknown, "read": marks(a.as_agent("a").get(f"/memories/{unknown}"))}
@@ -560,7 +560,7 @@ def unknown_read(amp: Amp) -> tuple[str, Reply]:
 # shared lists and searches: one request that checks of several areas ask ---------------------------
 
 
-def invalid_list(amp: Amp, **params: Any) -> Reply:
+def invalid_list(amp: Amp01Context, **params: Any) -> Reply:
     """Agent "a"'s ``GET /memories`` of a fresh owner with ``params`` that must be refused, sent once
     per run under ``list:invalid:<params>``: the checks asking the same invalid parameter (the list's
     own rule, the alias answering like the list, the error table, the page-size claim) each judge
@@ -572,7 +572,7 @@ def invalid_list(amp: Amp, **params: Any) -> Reply:
     )
 
 
-def fresh_owner_list(amp: Amp) -> Reply:
+def fresh_owner_list(amp: Amp01Context) -> Reply:
     """Agent "a"'s list of a fresh owner (no cells) without limit or offset, sent once per run: the
     default limit and offset are judged on it, and (with keys) it is AMP-CAP-05's keyed list, sent
     beside the refused one without a key."""
@@ -584,7 +584,9 @@ def fresh_owner_list(amp: Amp) -> Reply:
     )
 
 
-def owner_set_page(amp: Amp, owner: str, *, role: str, limit: int, offset: int | None = None) -> Reply:
+def owner_set_page(
+    amp: Amp01Context, owner: str, *, role: str, limit: int, offset: int | None = None
+) -> Reply:
     """``role``'s page of the owner set with ``limit`` (and ``offset``), sent once per run under
     ``list:owner-set:<role>:<window>``. The caller takes the owner set first (``owner_set``)."""
     window: dict[str, Any] = {"limit": limit} if offset is None else {"limit": limit, "offset": offset}
@@ -594,7 +596,7 @@ def owner_set_page(amp: Amp, owner: str, *, role: str, limit: int, offset: int |
     )
 
 
-def owner_set_search(amp: Amp, **fields: Any) -> tuple[dict[str, Any], Reply]:
+def owner_set_search(amp: Amp01Context, **fields: Any) -> tuple[dict[str, Any], Reply]:
     """The owner set and agent "a"'s search of its owner for :data:`SET_TEXT` with ``fields`` (such as
     a limit), sent once per run under ``search:owner-set:a:<fields>``: the search-limit check and the
     page-size claim ask the same limits of the same owner."""
@@ -605,7 +607,7 @@ def owner_set_search(amp: Amp, **fields: Any) -> tuple[dict[str, Any], Reply]:
     return shared, _shared_reply(amp, name, lambda a: a.as_agent("a").post("/memories/search", body))
 
 
-def search_without_query(amp: Amp) -> Reply:
+def search_without_query(amp: Amp01Context) -> Reply:
     """Agent "a"'s search of a fresh owner without ``query``, sent once per run: AMP-SRCH-02 and the
     error table (AMP-ERR-03/-04) each judge this one 422."""
     take_roles(amp)
@@ -627,7 +629,7 @@ UNNORMALISED = "\ufb01ne \uff26\uff55\uff4c\uff4c \u2168 caf\u00e9 cafe\u0301\u0
 ORIGINAL_TEXT = "text before the anonymous edit"
 
 
-def _remember_created(amp: Amp, reply: Reply) -> None:
+def _remember_created(amp: Amp01Context, reply: Reply) -> None:
     """Hand a cell created outside ``amp.create_cell`` to the run's clean-up."""
     if reply.status != 201:
         return
@@ -645,7 +647,7 @@ SCORING_NULL = "create with scoring null"
 ACCESS_POLICY_NULL = "create with access_policy null"
 
 
-def odd_creates(amp: Amp) -> tuple[str, list[tuple[str, Reply]]]:
+def odd_creates(amp: Amp01Context) -> tuple[str, list[tuple[str, Reply]]]:
     """AMP-ERR-07's creates, sent once per run: (the Unicode cell's owner, [(label, reply)]). One
     oddity per request: a body refused for one oddity would never reach the code another crashes in.
     The empty-metadata create carries :data:`ORIGINAL_TEXT`, so the cell it makes (a plain cell of
@@ -654,7 +656,7 @@ def odd_creates(amp: Amp) -> tuple[str, list[tuple[str, Reply]]]:
     the access_policy-null cell is test_bytes' PATCH target (AMP-ERR-07 judges only the create
     answers). Cells made are handed to the clean-up; nothing is judged here."""
 
-    def make(a: Amp) -> dict[str, Any]:
+    def make(a: Amp01Context) -> dict[str, Any]:
         marks = Marks(a)
         owner = a.owner()
         client = a.as_agent("a")
@@ -679,7 +681,7 @@ def odd_creates(amp: Amp) -> tuple[str, list[tuple[str, Reply]]]:
 
 
 def odd_cell(
-    amp: Amp, odd: tuple[str, list[tuple[str, Reply]]], label: str, text: str | None = None
+    amp: Amp01Context, odd: tuple[str, list[tuple[str, Reply]]], label: str, text: str | None = None
 ) -> dict[str, Any] | None:
     """The cell the odd create ``label`` made, when it answered 2xx with a cell (holding ``text``, when
     given); else None: the error probes then make their own."""
@@ -735,7 +737,7 @@ def lifecycle_applied(
     return problems
 
 
-def read_and_list(amp: Amp, marks: Marks, reply: Reply, body: dict[str, Any]) -> dict[str, int]:
+def read_and_list(amp: Amp01Context, marks: Marks, reply: Reply, body: dict[str, Any]) -> dict[str, int]:
     """When ``reply`` made a cell, agent "a"'s read of it and list of its owner (Marks positions)."""
     cell = reply.json() if 200 <= reply.status < 300 and reply.text else None
     if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
@@ -746,7 +748,7 @@ def read_and_list(amp: Amp, marks: Marks, reply: Reply, body: dict[str, Any]) ->
     return {"read": marks(read_reply), "listed": marks(listed)}
 
 
-def _create_ignoring(amp: Amp) -> dict[str, Any]:
+def _create_ignoring(amp: Amp01Context) -> dict[str, Any]:
     """One create carrying every member the server must ignore (AMP-CRE-03's id, -04's lifecycle and
     amp_version, -05's unknown ttl and content.colour, -07's created_by naming "b" when there is a
     "b", -08's access_count), timed for AMP-CRE-04's created_at, then, when it made a cell, agent
@@ -798,7 +800,7 @@ def _traces(reply: Reply, made: dict[str, Any]) -> set[str] | None:
     return traces
 
 
-def ignored_members(amp: Amp, probe: str) -> tuple[dict[str, Any], list[Reply]] | None:
+def ignored_members(amp: Amp01Context, probe: str) -> tuple[dict[str, Any], list[Reply]] | None:
     """The run's one create carrying every member the server must ignore (:func:`_create_ignoring`)
     and its replies, for the check of ``probe`` ("id", "lifecycle", "unknown", "creator" or "count"),
     when it made a valid cell on which no other probe left a trace: then nothing but the probe's own

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from amp_conformance import Amp
+from amp_conformance import Amp01Context
 from amp_conformance.amp01.checks._lifecycle_passes import together
 from amp_conformance.amp01.checks._support import Marks, expect_step, listings_by_status, shared_replies
 from amp_conformance.engine.client import Client, Reply
@@ -31,16 +31,16 @@ from amp_conformance.engine.outcomes import ToolError
 UNKNOWN_PATCH = {"content": {"text": "nobody here"}}
 
 
-def unknown_probes(amp: Amp) -> tuple[str, dict[str, Reply]]:
+def unknown_probes(amp: Amp01Context) -> tuple[str, dict[str, Reply]]:
     """A well-formed id no server has issued and agent "a"'s GET, PATCH and DELETE of it by method, sent
     once per run: AMP-DEL-08's check and the error table (AMP-ERR-03, with AMP-READ-10 and AMP-DEL-08
     for its GET and DELETE) each judge these answers. Needs the server's conventions (a second agent),
-    as :meth:`Amp.unknown_id` does. Not ``_shared_cells.unknown_read``'s GET: the error table is made
+    as :meth:`Amp01Context.unknown_id` does. Not ``_shared_cells.unknown_read``'s GET: the error table is made
     after the error probes took their stranger, and a step it makes hands the checks adopting it every
     role it holds (AMP-READ-10's check plays another stranger)."""
     amp.agent("a")
 
-    def make(a: Amp) -> dict[str, Any]:
+    def make(a: Amp01Context) -> dict[str, Any]:
         marks = Marks(a)
         unknown = a.unknown_id()
         client = a.as_agent("a")
@@ -62,12 +62,12 @@ ADMIN_HEADER = "X-AMP-Admin-Token"
 LOW_SCORE = {"importance": 0.2}
 
 
-def can_create(amp: Amp) -> bool:
+def can_create(amp: Amp01Context) -> bool:
     """Whether the run can act as an agent (false when the server requires keys and none were given)."""
     return amp.keys_mode or amp.capabilities.get("api_keys_required") is not True
 
 
-def run_endpoint(amp: Amp) -> tuple[str, bool]:
+def run_endpoint(amp: Amp01Context) -> tuple[str, bool]:
     """(path, relative to the origin root?) of the manual-run route as /spec advertises it."""
     scheduler = amp.capabilities.get("lifecycle_scheduler")
     endpoint = scheduler.get("manual_run_endpoint") if isinstance(scheduler, dict) else None
@@ -82,7 +82,7 @@ def run_endpoint(amp: Amp) -> tuple[str, bool]:
     return "/lifecycle/run", False
 
 
-def run_pass(amp: Amp, client: Client) -> Reply:
+def run_pass(amp: Amp01Context, client: Client) -> Reply:
     """POST to the manual-run route. A 404 there, when /spec named the route, means /spec names a
     route that does not exist (AMP-CAP-10): the step every admin check needs is broken."""
     path, root = run_endpoint(amp)
@@ -100,7 +100,7 @@ def run_pass(amp: Amp, client: Client) -> Reply:
     return reply
 
 
-def listed_under(amp: Amp, cell: dict[str, Any]) -> str | None:
+def listed_under(amp: Amp01Context, cell: dict[str, Any]) -> str | None:
     """The status filter under which the owner's lists show the cell (no read by id), or None.
 
     A list is the suite's way to see a status without touching the cell: a list that fails is a
@@ -114,7 +114,7 @@ def listed_under(amp: Amp, cell: dict[str, Any]) -> str | None:
     return None
 
 
-def gate(amp: Amp, posts: RefusedPosts | None = None) -> str:
+def gate(amp: Amp01Context, posts: RefusedPosts | None = None) -> str:
     """The requirement a refused admin request answers to: AMP-ADMIN-03 when the server has a token
     (the run was given it), AMP-ADMIN-02 when it has none (no token given, or the server answers
     ADMIN_DISABLED to every POST although one was given: see :meth:`RefusedPosts.disabled`)."""
@@ -123,14 +123,14 @@ def gate(amp: Amp, posts: RefusedPosts | None = None) -> str:
     return "AMP-ADMIN-03"
 
 
-def probe_cell(amp: Amp) -> dict[str, Any] | None:
+def probe_cell(amp: Amp01Context) -> dict[str, Any] | None:
     return amp.create_cell(scoring=LOW_SCORE) if can_create(amp) else None
 
 
 Group = tuple[str, str, str, list[str | None]]
 
 
-def _groups(amp: Amp) -> list[Group]:
+def _groups(amp: Amp01Context) -> list[Group]:
     """The refused POSTs the checks without the right token judge, in the order they are sent: (group,
     what its POSTs are, the rule a pass they ran breaks, their token headers; None: no header)."""
     secret = amp.session.options.admin_token
@@ -155,7 +155,7 @@ class RefusedPosts:
     group's answers and the probe before and after them. Without a pass the probe stays active; a group
     whose POSTs ran one is that group's check's finding, and hides what later groups did (a step)."""
 
-    def __init__(self, amp: Amp):
+    def __init__(self, amp: Amp01Context):
         made, replies = shared_replies(amp, "admin:refused-posts", _refuse)
         self.probe: dict[str, Any] | None = made["probe"]
         self.order: list[str] = made["order"]
@@ -186,7 +186,7 @@ class RefusedPosts:
                 said.append(f"403 ADMIN_DISABLED: {json.dumps(message)}" if isinstance(message, str) else "")
         return next((s for s in said if s), "403 ADMIN_DISABLED") if said else None
 
-    def skip_if_disabled(self, amp: Amp, requirement: str) -> None:
+    def skip_if_disabled(self, amp: Amp01Context, requirement: str) -> None:
         reason = self.disabled()
         if reason is not None and amp.session.options.admin_token is not None:
             amp.skip(
@@ -205,7 +205,7 @@ class RefusedPosts:
         return self.posts[group]
 
 
-def _refuse(amp: Amp) -> dict[str, Any]:
+def _refuse(amp: Amp01Context) -> dict[str, Any]:
     marks = Marks(amp)
     probe = probe_cell(amp)
     made: dict[str, Any] = {"probe": probe, "order": [], "posts": {}, "after": {}}
@@ -222,7 +222,7 @@ def _refuse(amp: Amp) -> dict[str, Any]:
     return made
 
 
-def _token_only_pass(amp: Amp) -> Exchange:
+def _token_only_pass(amp: Amp01Context) -> Exchange:
     # a low-score cell any pass makes stale, so the report has a count above zero (a server leaving
     # out zero counts then shows it, and is not taken for one answering {}): the refused POSTs' probe
     # cell, made with them (once per run), which only a pass with the right token may move
@@ -230,13 +230,13 @@ def _token_only_pass(amp: Amp) -> Exchange:
     return run_pass(amp, amp.admin()).exchange
 
 
-def token_only_pass(amp: Amp) -> Reply:
+def token_only_pass(amp: Amp01Context) -> Reply:
     """One pass asked with the admin token alone (``amp.admin()``), after the refused POSTs' probe cell
     was made, sent once per run: AMP-ADMIN-04 judges its report, AMP-ADMIN-08 that it ran at all."""
     return Reply(amp.shared("admin:token-only-pass", _token_only_pass))
 
 
-def admin_probes_made(amp: Amp) -> tuple[Reply, Reply, Reply] | None:
+def admin_probes_made(amp: Amp01Context) -> tuple[Reply, Reply, Reply] | None:
     """The tokenless POST, the POST with the token ``<token>-wrong`` and the pass asked with the token
     alone, when :class:`RefusedPosts` and :func:`token_only_pass` were made already in this run
     (AMP-CAP-10's check judges the same three requests; it never makes them, so that it depends on no

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from amp_conformance import Amp
+from amp_conformance import Amp01Context
 from amp_conformance.amp01.checks._support import Marks, shared_replies, shown
 from amp_conformance.amp01.context import deep_merge
 from amp_conformance.engine.client import Reply
@@ -27,7 +27,7 @@ def cell_size(cell: Mapping[str, Any]) -> int:
     return len(json.dumps(cell, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
 
-def size_claim(amp: Amp) -> int:
+def size_claim(amp: Amp01Context) -> int:
     """The advertised ``max_cell_size_bytes``; skips when there is none this suite can probe."""
     value = amp.spec.get("max_cell_size_bytes")
     if value is None:
@@ -39,12 +39,12 @@ def size_claim(amp: Amp) -> int:
     return value
 
 
-def probe_cell(amp: Amp, owner: str | None = None) -> dict[str, Any]:
+def probe_cell(amp: Amp01Context, owner: str | None = None) -> dict[str, Any]:
     """A small cell as the server stores it, the reference for size predictions."""
     return amp.create_cell({"identity": {"owner_id": owner or amp.owner()}, "content": {"text": "x"}})
 
 
-def shared_probe(amp: Amp) -> dict[str, Any]:
+def shared_probe(amp: Amp01Context) -> dict[str, Any]:
     """The run's probe cell, made once per run (per worker): its create answer is the reference the
     create checks predict sizes from (the recorded answer, never the cell as it is later). Only the
     size checks send it anything: a stranger's PATCH, which must be refused (AMP-SIZE-06), and the
@@ -53,7 +53,7 @@ def shared_probe(amp: Amp) -> dict[str, Any]:
     return amp.shared("size:probe", probe_cell)
 
 
-def padding(amp: Amp, reference: Mapping[str, Any], target: int, changes: Mapping[str, Any]) -> int:
+def padding(amp: Amp01Context, reference: Mapping[str, Any], target: int, changes: Mapping[str, Any]) -> int:
     """How many ASCII characters of ``content.text`` make ``reference`` + ``changes`` exactly ``target``."""
     empty = deep_merge(dict(reference), deep_merge(dict(changes), {"content": {"text": ""}}))
     count = target - cell_size(empty)
@@ -74,7 +74,7 @@ def create_body(cell: Mapping[str, Any], owner: str, text: str, **extra: Any) ->
     return deep_merge(body, extra)
 
 
-def remember_cell(amp: Amp, reply: Reply) -> dict[str, Any]:
+def remember_cell(amp: Amp01Context, reply: Reply) -> dict[str, Any]:
     """The cell a create answered, handed to the clean-up when it has an id."""
     cell = reply.json_object()
     if isinstance(cell.get("id"), str):
@@ -82,13 +82,13 @@ def remember_cell(amp: Amp, reply: Reply) -> dict[str, Any]:
     return cell
 
 
-def over_create(amp: Amp) -> tuple[str, Reply, Reply | None]:
+def over_create(amp: Amp01Context) -> tuple[str, Reply, Reply | None]:
     """(owner, reply, listing) of one create whose cell would be max_cell_size_bytes + 1 bytes, and,
     when it answered 413, agent "a"'s list of the owner's active cells right after; sent once per run
     (per worker) for the checks that judge them: AMP-SIZE-01 (the 413), AMP-SIZE-02 (nothing stored)
     and AMP-CRE-11 (both). Skips as :func:`size_claim` does."""
 
-    def make(a: Amp) -> dict[str, Any]:
+    def make(a: Amp01Context) -> dict[str, Any]:
         marks = Marks(a)
         limit = size_claim(a)
         probe = shared_probe(a)

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any, NoReturn, TypeVar
 
-from amp_conformance import Amp
+from amp_conformance import Amp01Context
 from amp_conformance.amp01.cell_rules import cell_requirement
 from amp_conformance.amp01.cells import Problem, TimestampError, parse_utc_timestamp, validate_cell
 from amp_conformance.amp01.envelope import envelope_problems
@@ -46,7 +46,7 @@ def member(cell: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-def expect_member(amp: Amp, cell: Any, path: str, reply: Reply | None = None) -> Any:
+def expect_member(amp: Amp01Context, cell: Any, path: str, reply: Reply | None = None) -> Any:
     """The value at the dotted ``path`` of ``cell``; a missing member fails the check clearly.
 
     For checks whose verdict needs the member to exist (a missing one is not a wrong value)."""
@@ -63,7 +63,7 @@ def problem_requirement(problem: Problem) -> str:
     return cell_requirement(problem.path, problem.code)
 
 
-def expect_valid_cell(amp: Amp, cell: object, reply: Reply | None, what: str) -> dict[str, Any]:
+def expect_valid_cell(amp: Amp01Context, cell: object, reply: Reply | None, what: str) -> dict[str, Any]:
     """The cell, when it validates; a missing scoring/access_policy/provenance member (AMP-CELL-03) or
     out-of-order timestamps (AMP-CELL-20) are warnings. Returns the cell.
 
@@ -100,7 +100,7 @@ def _summary(problems: list[Problem], limit: int = 5) -> str:
     return text
 
 
-def timestamp(amp: Amp, cell: Mapping[str, Any], name: str, reply: Reply | None) -> datetime | None:
+def timestamp(amp: Amp01Context, cell: Mapping[str, Any], name: str, reply: Reply | None) -> datetime | None:
     """``lifecycle.<name>`` parsed as a UTC timestamp (None when null); fails on anything else."""
     value = member(cell, f"lifecycle.{name}")
     if value is None:
@@ -121,7 +121,9 @@ def timestamp(amp: Amp, cell: Mapping[str, Any], name: str, reply: Reply | None)
         raise AssertionError("unreachable") from exc
 
 
-def timestamp_set(amp: Amp, cell: Mapping[str, Any], name: str, reply: Reply | None, what: str) -> datetime:
+def timestamp_set(
+    amp: Amp01Context, cell: Mapping[str, Any], name: str, reply: Reply | None, what: str
+) -> datetime:
     """``lifecycle.<name>`` as :func:`timestamp` parses it; a null one fails the check with ``what``."""
     value = timestamp(amp, cell, name, reply)
     amp.expect(value is not None, what, reply)
@@ -150,7 +152,7 @@ def server_now_near(moment: datetime, sent: datetime, received: datetime, reply:
 # requests: create, read, list --------------------------------------------------------------------
 
 
-def full_body(amp: Amp) -> dict[str, Any]:
+def full_body(amp: Amp01Context) -> dict[str, Any]:
     """The API reference's create example, with this run's owner and agents."""
     return amp.cell_body(
         content={
@@ -172,7 +174,9 @@ def full_body(amp: Amp) -> dict[str, Any]:
     )
 
 
-def post_cell(amp: Amp, body: Any, *, role: str | None = "a", remember_as: str | None = None) -> Reply:
+def post_cell(
+    amp: Amp01Context, body: Any, *, role: str | None = "a", remember_as: str | None = None
+) -> Reply:
     """POST /memories as ``role`` (None: no identity); a created cell is remembered for cleanup.
 
     For checks that judge the create itself (``amp.create_cell`` fails on anything but a 2xx)."""
@@ -182,7 +186,7 @@ def post_cell(amp: Amp, body: Any, *, role: str | None = "a", remember_as: str |
     return reply
 
 
-def remember_created(amp: Amp, reply: Reply, role: str) -> None:
+def remember_created(amp: Amp01Context, reply: Reply, role: str) -> None:
     """Register a cell the server created (even by mistake) so the run's cleanup removes it."""
     if 200 <= reply.status < 300:
         try:
@@ -194,7 +198,7 @@ def remember_created(amp: Amp, reply: Reply, role: str) -> None:
 
 
 def created(
-    amp: Amp, body: Any, *, role: str = "a", what: str = "creating a cell"
+    amp: Amp01Context, body: Any, *, role: str = "a", what: str = "creating a cell"
 ) -> tuple[dict[str, Any], Reply]:
     """POST a body that must give a valid cell: 201 is AMP-CRE-01's question (a check citing it fails
     on another 2xx); for every other check a 2xx with a cell is the step it needs."""
@@ -203,7 +207,7 @@ def created(
     return expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}"), reply
 
 
-def create_step(amp: Amp, reply: Reply, what: str) -> None:
+def create_step(amp: Amp01Context, reply: Reply, what: str) -> None:
     """A create the check needs as a step: not a 2xx blocks the check under AMP-CRE-01; a 2xx other
     than 201 is AMP-CRE-01's own question (a check citing it fails; others note it and go on)."""
     if reply.status != 201:
@@ -212,7 +216,7 @@ def create_step(amp: Amp, reply: Reply, what: str) -> None:
         amp.note(f"{what} answered {reply.status}, not 201 (AMP-CRE-01 is judged by its own check)")
 
 
-def expect_accepted(amp: Amp, reply: Reply, what: str) -> None:
+def expect_accepted(amp: Amp01Context, reply: Reply, what: str) -> None:
     """A create whose acceptance is the check's own question: anything but a 2xx fails the check; a
     2xx other than 201 is AMP-CRE-01's question, as in :func:`create_step`."""
     if not 200 <= reply.status < 300:
@@ -220,7 +224,7 @@ def expect_accepted(amp: Amp, reply: Reply, what: str) -> None:
     create_step(amp, reply, what)
 
 
-def step_failed(amp: Amp, reply: Reply, what: str, requirement: str, wanted: str) -> NoReturn:
+def step_failed(amp: Amp01Context, reply: Reply, what: str, requirement: str, wanted: str) -> NoReturn:
     """A step answered ``reply.status`` instead of ``wanted``: a failure for a check that cites
     ``requirement``, else the check is blocked under it."""
     message = f"{what} answered {reply.status}, not {wanted}"
@@ -232,7 +236,7 @@ def step_failed(amp: Amp, reply: Reply, what: str, requirement: str, wanted: str
 
 
 def expect_step(
-    amp: Amp,
+    amp: Amp01Context,
     condition: object,
     message: str,
     reply: Reply | None = None,
@@ -259,7 +263,7 @@ def expect_step(
     amp.precondition_failed(message, reply, step=step, requirement=requirement, expected=expected)
 
 
-def expect_envelope(amp: Amp, reply: Reply, what: str) -> dict[str, Any]:
+def expect_envelope(amp: Amp01Context, reply: Reply, what: str) -> dict[str, Any]:
     """The reply's ``error`` object; a body that is not the AMP envelope is AMP-ERR-01's finding (a
     framework's own shape, a top-level ``detail``, AMP-ERR-05's), whichever check meets it."""
     with about("AMP-ERR-01"):
@@ -277,7 +281,7 @@ def expect_envelope(amp: Amp, reply: Reply, what: str) -> dict[str, Any]:
 
 
 def expect_error(
-    amp: Amp, reply: Reply, status: int | tuple[int, ...], codes: str | tuple[str, ...] | None = None
+    amp: Amp01Context, reply: Reply, status: int | tuple[int, ...], codes: str | tuple[str, ...] | None = None
 ) -> dict[str, Any]:
     """``amp.expect_error``, with an answer of the right status but not in the AMP envelope filed
     under AMP-ERR-01 (a framework's own shape under AMP-ERR-05), whichever check meets it."""
@@ -286,21 +290,21 @@ def expect_error(
     return amp.expect_error(reply, status, codes)
 
 
-def expect_refusal(amp: Amp, reply: Reply, what: str) -> None:
+def expect_refusal(amp: Amp01Context, reply: Reply, what: str) -> None:
     """``amp.expect_refusal``, with a 403 that is not the AMP envelope filed as :func:`expect_error` does."""
     if reply.status == 403:
         expect_envelope(amp, reply, what)
     amp.expect_refusal(reply, what)
 
 
-def expect_unknown_id_answer(amp: Amp, reply: Reply, what: str) -> None:
+def expect_unknown_id_answer(amp: Amp01Context, reply: Reply, what: str) -> None:
     """``amp.expect_unknown_id_answer``, with a non-envelope answer filed as :func:`expect_error` does."""
     if reply.status in {status for status, _ in amp.conventions.unknown_id_answers()}:
         expect_envelope(amp, reply, what)
     amp.expect_unknown_id_answer(reply, what)
 
 
-def expect_transition_refused(amp: Amp, reply: Reply, what: str, requirement: str) -> None:
+def expect_transition_refused(amp: Amp01Context, reply: Reply, what: str, requirement: str) -> None:
     """409 ``INVALID_TRANSITION``. Another status is ``requirement``'s finding (a refused creator is
     AMP-ACL-08's); a 409 with another code breaks the route status/code table (AMP-ERR-03), which
     ``requirement`` restates, so the finding is filed there."""
@@ -320,7 +324,7 @@ def expect_transition_refused(amp: Amp, reply: Reply, what: str, requirement: st
     )
 
 
-def expect_scoring_not_limited(amp: Amp, reply: Reply, what: str) -> None:
+def expect_scoring_not_limited(amp: Amp01Context, reply: Reply, what: str) -> None:
     """A scoring PATCH the check needs, within the advertised budget: a 429 is a broken step. Whose?
     A fresh cell's first scoring PATCH tells: refused too, the budget is not the cell's own
     (AMP-RATE-07); accepted, this cell's budget is smaller than /spec advertises (AMP-CAP-08)."""
@@ -363,14 +367,14 @@ def about(requirement: str) -> Iterator[None]:
 
 
 def read(
-    amp: Amp, cell_id: str, *, role: str = "a", what: str = "reading the cell"
+    amp: Amp01Context, cell_id: str, *, role: str = "a", what: str = "reading the cell"
 ) -> tuple[dict[str, Any], Reply]:
     """GET a cell that must answer 200 with a valid cell (a step under AMP-READ-01)."""
     reply = amp.as_agent(role).get(f"/memories/{cell_id}")
     return read_of(amp, reply, what), reply
 
 
-def read_of(amp: Amp, reply: Reply, what: str = "reading the cell") -> dict[str, Any]:
+def read_of(amp: Amp01Context, reply: Reply, what: str = "reading the cell") -> dict[str, Any]:
     """The valid cell a read (already sent, e.g. by a shared step) answered, or a broken step under
     AMP-READ-01."""
     if reply.status != 200:
@@ -378,7 +382,7 @@ def read_of(amp: Amp, reply: Reply, what: str = "reading the cell") -> dict[str,
     return expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}")
 
 
-def read_back(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[dict[str, Any], Reply]:
+def read_back(amp: Amp01Context, cell_id: str, *, role: str = "a") -> tuple[dict[str, Any], Reply]:
     """GET a cell that must answer 200 with an object, not validated (the check judges what it needs).
 
     Note that a read by id is an access: it bumps access_count and restarts the decay clock."""
@@ -386,7 +390,7 @@ def read_back(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[dict[str, Any
     return read_back_of(amp, reply), reply
 
 
-def read_back_of(amp: Amp, reply: Reply) -> dict[str, Any]:
+def read_back_of(amp: Amp01Context, reply: Reply) -> dict[str, Any]:
     """The cell a read-back (already sent, e.g. by a shared step) answered: 200 with an object, or a
     broken step under AMP-READ-01."""
     if reply.status != 200:
@@ -398,31 +402,33 @@ def read_back_of(amp: Amp, reply: Reply) -> dict[str, Any]:
     return cell
 
 
-def expect_deleted_read(amp: Amp, cell_id: str, what: str) -> None:
+def expect_deleted_read(amp: Amp01Context, cell_id: str, what: str) -> None:
     """GET of a deleted cell answers per the server's convention: 200 with status ``deleted`` or the
     unknown-id answer. While the convention is undetermined, either documented answer is accepted."""
     expect_deleted_read_of(amp, amp.as_agent("a").get(f"/memories/{cell_id}"), what)
 
 
-def expect_reads_as_deleted(amp: Amp, cell_id: str) -> None:
+def expect_reads_as_deleted(amp: Amp01Context, cell_id: str) -> None:
     """Right after a delete, the cell reads as deleted (AMP-DEL-06): the baseline a check needs before
     it asks whether something later changed the deleted cell. A wrong read blocks it under AMP-DEL-06."""
     expect_reads_as_deleted_of(amp, amp.as_agent("a").get(f"/memories/{cell_id}"), AFTER_DELETE)
 
 
-def list_owner(amp: Amp, owner_id: str, *, role: str = "a", **params: Any) -> tuple[list[Any], Reply]:
+def list_owner(
+    amp: Amp01Context, owner_id: str, *, role: str = "a", **params: Any
+) -> tuple[list[Any], Reply]:
     """``GET /memories?owner_id=...`` as ``role``: the ``results`` array (fails when there is none)."""
     reply = amp.as_agent(role).get("/memories", params={"owner_id": owner_id, **params})
     return listed_results(amp, reply), reply
 
 
-def expect_validation_error(amp: Amp, reply: Reply, what: str) -> None:
+def expect_validation_error(amp: Amp01Context, reply: Reply, what: str) -> None:
     """422 ``VALIDATION_ERROR`` in the error envelope (the shape of ``details.errors`` is AMP-ERR-04's)."""
     expect_refused_as_invalid(amp, reply, what)
 
 
 def expect_refused_as_invalid(
-    amp: Amp, reply: Reply, what: str = "", *, details: bool = False, rule: str | None = None
+    amp: Amp01Context, reply: Reply, what: str = "", *, details: bool = False, rule: str | None = None
 ) -> dict[str, Any]:
     """422 ``VALIDATION_ERROR``; returns the ``error`` object.
 
@@ -461,7 +467,7 @@ def error_of(reply: Reply) -> Mapping[str, Any]:
     return error if isinstance(error, dict) else {}
 
 
-def skip_if_admin_token_refused(amp: Amp, reply: Reply) -> None:
+def skip_if_admin_token_refused(amp: Amp01Context, reply: Reply) -> None:
     """A pass asked with the run's ``--admin-token`` answered 403: the server refuses the token the
     user gave, so no check that needs a pass can run, and none fails for it.
 
@@ -487,7 +493,7 @@ def skip_if_admin_token_refused(amp: Amp, reply: Reply) -> None:
     )
 
 
-def run_pass_reply(amp: Amp, *, what: str = PASS_WHAT) -> Reply:
+def run_pass_reply(amp: Amp01Context, *, what: str = PASS_WHAT) -> Reply:
     """One manual pass through ``POST /lifecycle/run`` (skips without leave to run one, see
     ``amp.admin()``, or when the server refuses the token given, :func:`skip_if_admin_token_refused`):
     200 with a ``transitions`` object, or the check fails."""
@@ -501,13 +507,13 @@ def run_pass_reply(amp: Amp, *, what: str = PASS_WHAT) -> Reply:
     return reply
 
 
-def run_pass(amp: Amp, *, what: str = PASS_WHAT) -> dict[str, Any]:
+def run_pass(amp: Amp01Context, *, what: str = PASS_WHAT) -> dict[str, Any]:
     """One manual pass; its ``transitions`` object (its exact shape is the admin area's business)."""
     transitions: dict[str, Any] = run_pass_reply(amp, what=what).json_object()["transitions"]
     return transitions
 
 
-def scheduler_quiet(amp: Amp) -> bool:
+def scheduler_quiet(amp: Amp01Context) -> bool:
     """No scheduled pass is likely during a check: the scheduler is off or its interval is long.
 
     With a short interval a background pass may move the suite's cells between two requests, so the
@@ -520,7 +526,7 @@ def scheduler_quiet(amp: Amp) -> bool:
     return isinstance(interval, int | float) and interval >= QUIET_INTERVAL
 
 
-def expect_at_least(amp: Amp, transitions: dict[str, Any], key: str, least: int) -> None:
+def expect_at_least(amp: Amp01Context, transitions: dict[str, Any], key: str, least: int) -> None:
     """``transitions[key] >= least`` (the pass moved at least the suite's own cells), when quiet.
 
     The counts are AMP-ADMIN-05's rule, whichever check reads them."""
@@ -536,7 +542,7 @@ def expect_at_least(amp: Amp, transitions: dict[str, Any], key: str, least: int)
     )
 
 
-def listings_by_status(amp: Amp, owner: str) -> Iterator[tuple[str, Reply]]:
+def listings_by_status(amp: Amp01Context, owner: str) -> Iterator[tuple[str, Reply]]:
     """(status, 200 reply) of ``GET /memories?owner_id=…&status=…`` as agent "a", one status at a time.
 
     Lazy, so a caller that stops early sends no further request. Seeing a cell's status this way is
@@ -549,7 +555,7 @@ def listings_by_status(amp: Amp, owner: str) -> Iterator[tuple[str, Reply]]:
         yield status, reply
 
 
-def status_by_list(amp: Amp, owner: str, cell_id: str) -> str | None:
+def status_by_list(amp: Amp01Context, owner: str, cell_id: str) -> str | None:
     """The cell's status as list reports it (never a by-id read); None when no listing shows it."""
     for _status, reply in listings_by_status(amp, owner):
         for cell in reply.json_object().get("results", []):
@@ -568,7 +574,7 @@ class Marks:
     engine's :class:`~amp_conformance.engine.steps.Recorder`, for the steps whose values hold
     positions (a declared step reads its replies by label instead)."""
 
-    def __init__(self, amp: Amp) -> None:
+    def __init__(self, amp: Amp01Context) -> None:
         self._recorder = Recorder(amp.evidence.exchanges)
 
     def __call__(self, reply: Reply) -> int:
@@ -578,7 +584,7 @@ class Marks:
         return at
 
 
-def shared_replies(amp: Amp, name: str, make: Callable[[Amp], T]) -> tuple[T, list[Reply]]:
+def shared_replies(amp: Amp01Context, name: str, make: Callable[[Amp01Context], T]) -> tuple[T, list[Reply]]:
     """``amp.shared(name, make)`` and the replies of the requests that made it, in order (a value that
     holds :class:`Marks` positions indexes them)."""
     start = len(amp.evidence.exchanges)
@@ -586,7 +592,7 @@ def shared_replies(amp: Amp, name: str, make: Callable[[Amp], T]) -> tuple[T, li
     return value, [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
 
 
-def open_route_reply(amp: Amp, path: str) -> Reply:
+def open_route_reply(amp: Amp01Context, path: str) -> Reply:
     """One anonymous ``GET path`` of an open route (``/health``, ``/spec``), sent once per run and
     judged by every check that asks: the session's own (the preflight's, ``GET /spec``'s) when it sent
     it, the same request, else sent here."""
@@ -594,7 +600,7 @@ def open_route_reply(amp: Amp, path: str) -> Reply:
     return replies[0]
 
 
-def _open_route(amp: Amp, path: str) -> None:
+def _open_route(amp: Amp01Context, path: str) -> None:
     sent = amp.session.open_route(path)
     if sent is None:
         amp.anonymous().get(path)
@@ -603,7 +609,7 @@ def _open_route(amp: Amp, path: str) -> None:
     amp.note(f"GET {path}: the request the run sent itself (preflight or /spec), not sent again")
 
 
-def listed_results(amp: Amp, reply: Reply) -> list[Any]:
+def listed_results(amp: Amp01Context, reply: Reply) -> list[Any]:
     """The ``results`` of an owner's list already sent (e.g. by a shared step), judged as
     :func:`list_owner` judges its own: anything but 200 with a results array is a broken step."""
     if reply.status != 200:
@@ -616,7 +622,7 @@ def listed_results(amp: Amp, reply: Reply) -> list[Any]:
     return results
 
 
-def expect_deleted_read_of(amp: Amp, reply: Reply, what: str) -> None:
+def expect_deleted_read_of(amp: Amp01Context, reply: Reply, what: str) -> None:
     """:func:`expect_deleted_read` of a GET already sent (e.g. by a shared step): 200 with status
     ``deleted`` or the unknown-id answer, per the server's convention."""
     convention = amp.conventions.deleted_read
@@ -633,7 +639,7 @@ def expect_deleted_read_of(amp: Amp, reply: Reply, what: str) -> None:
 AFTER_DELETE = "reading the cell right after its delete"
 
 
-def expect_reads_as_deleted_of(amp: Amp, reply: Reply, step: str = AFTER_DELETE) -> None:
+def expect_reads_as_deleted_of(amp: Amp01Context, reply: Reply, step: str = AFTER_DELETE) -> None:
     """:func:`expect_reads_as_deleted` of a GET already sent: a wrong read blocks the check under
     AMP-DEL-06 (the baseline a check needs before it asks whether something changed the cell)."""
     try:

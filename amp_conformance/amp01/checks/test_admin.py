@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._lifecycle_passes import LOW, both_passes, first_pass
 from amp_conformance.amp01.checks._shared_probes import (
     ADMIN_HEADER,
@@ -40,7 +40,7 @@ NO_TOKEN = "needs the server's admin token: give --admin-token"
 # --------------------------------------------------------------------------------------- helpers
 
 
-def expect_no_pass(amp: Amp, posts: RefusedPosts, group: str, what: str, requirement: str) -> None:
+def expect_no_pass(amp: Amp01Context, posts: RefusedPosts, group: str, what: str, requirement: str) -> None:
     """The low-score probe cell is still active after ``group``'s POSTs: no lifecycle pass ran (else
     ``requirement`` is broken). It must have been active before them, or nothing can be seen: an
     earlier group's POSTs ran a pass, the finding of that group's check (a step here)."""
@@ -67,7 +67,7 @@ def expect_no_pass(amp: Amp, posts: RefusedPosts, group: str, what: str, require
     )
 
 
-def expect_transitions(amp: Amp, reply: Reply) -> dict[str, Any]:
+def expect_transitions(amp: Amp01Context, reply: Reply) -> dict[str, Any]:
     """200 with all three transition counts as non-negative integers (AMP-ADMIN-04, -06).
 
     For a check asking about something else (the counts, a second pass) the report's shape is a step:
@@ -131,7 +131,7 @@ def expect_transitions(amp: Amp, reply: Reply) -> dict[str, Any]:
 
 
 @check("AMP-ADMIN-01", "AMP-ADMIN-03")
-def test_run_endpoint_exists_and_refuses_without_a_token(amp: Amp) -> None:
+def test_run_endpoint_exists_and_refuses_without_a_token(amp: Amp01Context) -> None:
     """POST to the advertised run endpoint without a token is a 403 refusal (never 404) and runs no pass."""
     posts = RefusedPosts(amp)
     (reply,) = posts.replies("none")
@@ -161,7 +161,7 @@ def test_run_endpoint_exists_and_refuses_without_a_token(amp: Amp) -> None:
 
 
 @check("AMP-ADMIN-02")
-def test_server_without_a_token_answers_admin_disabled(amp: Amp) -> None:
+def test_server_without_a_token_answers_admin_disabled(amp: Amp01Context) -> None:
     """A server with no admin token answers 403 ADMIN_DISABLED whatever token is sent, and runs no pass."""
     if amp.session.options.admin_token is not None:
         amp.skip(
@@ -195,7 +195,7 @@ def test_server_without_a_token_answers_admin_disabled(amp: Amp) -> None:
 
 
 @check("AMP-ADMIN-03")
-def test_a_wrong_token_is_refused_and_runs_no_pass(amp: Amp) -> None:
+def test_a_wrong_token_is_refused_and_runs_no_pass(amp: Amp01Context) -> None:
     """A wrong X-AMP-Admin-Token gets 403 ACCESS_DENIED and changes nothing."""
     if amp.session.options.admin_token is None:
         amp.skip(NO_TOKEN + " (without it, AMP-ADMIN-01/-02 check the refusal)")
@@ -208,7 +208,7 @@ def test_a_wrong_token_is_refused_and_runs_no_pass(amp: Amp) -> None:
 
 
 @check("AMP-ADMIN-10")
-def test_the_token_comparison_is_exact(amp: Amp) -> None:
+def test_the_token_comparison_is_exact(amp: Amp01Context) -> None:
     """A token differing from the right one only in letter case is wrong: 403 ACCESS_DENIED, no pass."""
     secret = amp.session.options.admin_token
     if secret is None:
@@ -229,7 +229,7 @@ def test_the_token_comparison_is_exact(amp: Amp) -> None:
 
 
 @check("AMP-ADMIN-04", "AMP-ADMIN-06", global_effects=True)
-def test_a_pass_reports_all_three_transition_counts(amp: Amp) -> None:
+def test_a_pass_reports_all_three_transition_counts(amp: Amp01Context) -> None:
     """The right token gets 200 {"transitions": {...}} with all three keys as integers >= 0 (never {})."""
     client = amp.admin()
     reply = token_only_pass(amp)  # AMP-ADMIN-08 judges it too
@@ -242,7 +242,7 @@ def test_a_pass_reports_all_three_transition_counts(amp: Amp) -> None:
 
 
 @check("AMP-ADMIN-05", "AMP-ADMIN-03", global_effects=True)
-def test_a_pass_counts_the_cells_it_moved(amp: Amp) -> None:
+def test_a_pass_counts_the_cells_it_moved(amp: Amp01Context) -> None:
     """A pass moves the suite's low-score cells to stale, and active_to_stale counts at least them."""
     amp.admin()
     amp.agent("a")  # skips (the server needs keys the run lacks) before anything is sent
@@ -274,7 +274,7 @@ def test_a_pass_counts_the_cells_it_moved(amp: Amp) -> None:
 
 
 @check("AMP-ADMIN-07", global_effects=True)
-def test_a_pass_may_report_extra_members(amp: Amp) -> None:
+def test_a_pass_may_report_extra_members(amp: Amp01Context) -> None:
     """Members beside the three counts are tolerated; a 'purged' count, if present, is an integer >= 0.
 
     The report judged is the lifecycle checks' shared first pass when the run can create cells (any
@@ -300,7 +300,7 @@ def test_a_pass_may_report_extra_members(amp: Amp) -> None:
 
 
 @check("AMP-ADMIN-08", global_effects=True)
-def test_a_pass_needs_only_the_admin_token(amp: Amp) -> None:
+def test_a_pass_needs_only_the_admin_token(amp: Amp01Context) -> None:
     """The admin route works with the admin token alone: no X-AMP-Agent-ID, no X-AMP-API-Key."""
     client = amp.admin()
     sent = {name.lower() for name in client.headers}
@@ -319,7 +319,7 @@ def test_a_pass_needs_only_the_admin_token(amp: Amp) -> None:
 
 
 @check("AMP-ADMIN-09", global_effects=True)
-def test_a_second_pass_does_not_move_the_cell_again(amp: Amp) -> None:
+def test_a_second_pass_does_not_move_the_cell_again(amp: Amp01Context) -> None:
     """Right after a pass made a cell stale, a second pass leaves it stale (not archived, not active)."""
     amp.admin()
     amp.agent("a")

@@ -22,7 +22,7 @@ from typing import Any
 
 from ulid import ULID
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._shared_cells import anonymous_create, created_naming_other, public_cell
 from amp_conformance.amp01.checks._support import (
     created_cell_of,
@@ -49,26 +49,26 @@ NOT_A_KEY = "amp-conformance-not-a-key"
 # --------------------------------------------------------------------------------------- helpers
 
 
-def server_requires_keys(amp: Amp) -> bool:
+def server_requires_keys(amp: Amp01Context) -> bool:
     return amp.capabilities.get("api_keys_required") is True
 
 
-def keys_in_force(amp: Amp) -> bool:
+def keys_in_force(amp: Amp01Context) -> bool:
     return amp.keys_mode or server_requires_keys(amp)
 
 
-def need_keys(amp: Amp) -> None:
+def need_keys(amp: Amp01Context) -> None:
     """Skip unless the run holds API keys."""
     if not amp.keys_mode:
         amp.skip(KEYS_NEEDED if server_requires_keys(amp) else NO_KEYS)
 
 
-def need_keys_in_force(amp: Amp) -> None:
+def need_keys_in_force(amp: Amp01Context) -> None:
     if not keys_in_force(amp):
         amp.skip(NO_KEYS)
 
 
-def unregistered(amp: Amp, label: str = "unregistered") -> str:
+def unregistered(amp: Amp01Context, label: str = "unregistered") -> str:
     """An agent id no key file holds: it derives from this run."""
     return f"{amp.run.prefix}-{label}"
 
@@ -88,7 +88,7 @@ REFUSED_LISTED = ("active", "stale")
 (archiving takes days of staleness, deletion a request)."""
 
 
-def _stored_by(amp: Amp, listings: list[Reply], text: str) -> tuple[bool, Reply]:
+def _stored_by(amp: Amp01Context, listings: list[Reply], text: str) -> tuple[bool, Reply]:
     """Whether keyed agent "a"'s listings of the refused creates' owner (one per REFUSED_LISTED status;
     anything but 200 breaks AMP-LIST-03) show a cell with ``text``: the texts tell which refused create
     stored it. Cells shown are handed to the clean-up."""
@@ -114,7 +114,7 @@ def _text_of(cell: dict[str, Any]) -> Any:
     return content.get("text") if isinstance(content, dict) else None
 
 
-def same_401(amp: Amp, replies: dict[str, Reply], route: str, codes: tuple[str, ...]) -> None:
+def same_401(amp: Amp01Context, replies: dict[str, Reply], route: str, codes: tuple[str, ...]) -> None:
     """Every reply is 401 with one of ``codes``, and all carry the same status, code and message."""
     for label, reply in replies.items():
         amp.expect(
@@ -154,7 +154,7 @@ class _Sender:
     (``amp.at_once``), recorded in the order asked; the step flushes before a request that must follow
     the ones asked before it."""
 
-    def __init__(self, amp: Amp, *, together: bool = False):
+    def __init__(self, amp: Amp01Context, *, together: bool = False):
         self.amp = amp
         self.base = len(amp.evidence.exchanges)
         self.together = together
@@ -211,7 +211,7 @@ class _Sender:
         self.at[label] = self._position(reply)
 
 
-def _failure_probes(amp: Amp) -> dict[str, dict[str, str]]:
+def _failure_probes(amp: Amp01Context) -> dict[str, dict[str, str]]:
     """AMP-AUTH-04's authentication failures: the headers of each (keys mode: missing, wrong, another
     agent's and unknown-agent keys; without keys: unknown agents only)."""
     stranger = unregistered(amp)
@@ -231,7 +231,7 @@ def _failure_probes(amp: Amp) -> dict[str, dict[str, str]]:
     return probes
 
 
-def _public_refusals(amp: Amp) -> dict[str, dict[str, str]]:
+def _public_refusals(amp: Amp01Context) -> dict[str, dict[str, str]]:
     """The callers AMP-AUTH-03/-ACL-01 refuse a public cell (keys mode): none of them authenticated."""
     a = amp.agent("a")
     return {
@@ -242,7 +242,7 @@ def _public_refusals(amp: Amp) -> dict[str, dict[str, str]]:
     }
 
 
-def _bad_key(amp: Amp) -> dict[str, str]:
+def _bad_key(amp: Amp01Context) -> dict[str, str]:
     """AMP-AUTH-08's caller: a registered agent with a wrong key (without keys: an unknown agent)."""
     probes = _failure_probes(amp)
     return probes["wrong key"] if amp.keys_mode else probes["unknown agent with a made-up key"]
@@ -253,7 +253,7 @@ BAD_KEY_TEXT = "a create refused for its key"
 NAMED_TEXT = "a create without credentials naming a created_by"
 
 
-def _create_failures(amp: Amp) -> list[str]:
+def _create_failures(amp: Amp01Context) -> list[str]:
     """AMP-AUTH-04's failures asked on create: in keys mode the wrong key and the unknown agent (the
     pair an enumerating server tells apart), as list and read ask all of them."""
     labels = list(_failure_probes(amp))
@@ -265,7 +265,7 @@ def _create_failures(amp: Amp) -> list[str]:
 NO_AGENT_ID = (("no headers", None), ("a key but no agent id", KEY_HEADER))
 
 
-def _refusal_probes(amp: Amp) -> _Sent:
+def _refusal_probes(amp: Amp01Context) -> _Sent:
     """Every refusal the keys checks provoke, sent once (keys mode: a public cell, whose owner and
     text the probes use, and a private cell, the only one refused requests could change, last):
     AMP-AUTH-04's failures on list, create and read; AMP-AUTH-05's requests without agent id; the
@@ -379,7 +379,7 @@ def case_headers(agent_id: str, key: str | None, style: Callable[[str], str]) ->
     return headers
 
 
-def case_body(amp: Amp) -> dict[str, Any]:
+def case_body(amp: Amp01Context) -> dict[str, Any]:
     """AMP-AUTH-09's create body (a text of its own, so the cell is told apart in any listing)."""
     return amp.cell_body({"content": {"text": f"header case probe {str(ULID()).lower()}"}})
 
@@ -404,7 +404,7 @@ BAD_KEY_ON_A_CELL = (
 )
 
 
-def _right_pair_probes(amp: Amp) -> _Sent:
+def _right_pair_probes(amp: Amp01Context) -> _Sent:
     """Keys mode: a private cell of agent "a" and every agent route with its right key (AMP-AUTH-03);
     between the route requests and the archive and delete that end them, AMP-AUTH-08's requests with a
     bad key to that cell (an unknown agent's read, a forbidden transition, a DELETE of the active cell)
@@ -459,7 +459,7 @@ def _right_pair_probes(amp: Amp) -> _Sent:
     return _Sent(send.positions())
 
 
-def _right_pair(amp: Amp) -> dict[str, Reply]:
+def _right_pair(amp: Amp01Context) -> dict[str, Reply]:
     """:func:`_right_pair_probes`' replies by label (sent once per run, by the first check that asks)."""
     start = len(amp.evidence.exchanges)
     made = amp.shared("auth:right-pair", _right_pair_probes)
@@ -467,7 +467,7 @@ def _right_pair(amp: Amp) -> dict[str, Reply]:
     return {label: Reply(exchanges[at]) for label, at in made.at.items()}
 
 
-def _refusals(amp: Amp) -> dict[str, Reply]:
+def _refusals(amp: Amp01Context) -> dict[str, Reply]:
     """The shared refusal probes' replies by label (sent by the first check that asks)."""
     start = len(amp.evidence.exchanges)
     made = amp.shared("auth:refusals", _refusal_probes)
@@ -479,7 +479,7 @@ def _refusals(amp: Amp) -> dict[str, Reply]:
 
 
 @check("AMP-AUTH-02")
-def test_keyless_server_trusts_any_agent_id(amp: Amp) -> None:
+def test_keyless_server_trusts_any_agent_id(amp: Amp01Context) -> None:
     """Without API keys any agent-id string works with no credential: create, read and list succeed."""
     if keys_in_force(amp):
         amp.skip("keyless only: this run uses API keys (AMP-AUTH-03..06 apply instead)")
@@ -506,7 +506,7 @@ def test_keyless_server_trusts_any_agent_id(amp: Amp) -> None:
 
 
 @check("AMP-AUTH-03")
-def test_keys_the_right_pair_works_on_every_agent_route(amp: Amp) -> None:
+def test_keys_the_right_pair_works_on_every_agent_route(amp: Amp01Context) -> None:
     """With the registered key for the claimed agent, every agent route behaves normally."""
     need_keys(amp)
     got = _right_pair(amp)  # shared: AMP-AUTH-08's bad-key requests go to this cell too
@@ -520,7 +520,7 @@ def test_keys_the_right_pair_works_on_every_agent_route(amp: Amp) -> None:
 
 
 @check("AMP-AUTH-04")
-def test_keys_every_authentication_failure_gets_the_same_401(amp: Amp) -> None:
+def test_keys_every_authentication_failure_gets_the_same_401(amp: Amp01Context) -> None:
     """Missing, wrong, another agent's and unknown-agent keys all get one identical 401 UNAUTHENTICATED."""
     need_keys_in_force(amp)
     got = _refusals(amp)
@@ -541,7 +541,7 @@ def test_keys_every_authentication_failure_gets_the_same_401(amp: Amp) -> None:
 
 
 @check("AMP-AUTH-05")
-def test_keys_a_request_without_agent_id_is_401(amp: Amp) -> None:
+def test_keys_a_request_without_agent_id_is_401(amp: Amp01Context) -> None:
     """With keys on, a request without X-AMP-Agent-ID is 401 (UNAUTHENTICATED or MISSING_AGENT_ID, C-15)."""
     need_keys_in_force(amp)
     got = _refusals(amp)
@@ -562,7 +562,7 @@ def test_keys_a_request_without_agent_id_is_401(amp: Amp) -> None:
 
 
 @check("AMP-AUTH-06")
-def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp) -> None:
+def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp01Context) -> None:
     """With keys on, a create with no headers and a body created_by is 401, and no cell is stored."""
     need_keys_in_force(amp)
     got = _refusals(amp)
@@ -589,7 +589,7 @@ def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp) -> None
 
 
 @check("AMP-AUTH-06", "AMP-CRE-07", "AMP-ACL-13")
-def test_keys_body_created_by_cannot_impersonate(amp: Amp) -> None:
+def test_keys_body_created_by_cannot_impersonate(amp: Amp01Context) -> None:
     """A keyed caller whose body names another agent as created_by is recorded as itself (C-10)."""
     need_keys(amp)
     caller = amp.agent("a")
@@ -606,7 +606,7 @@ def test_keys_body_created_by_cannot_impersonate(amp: Amp) -> None:
 
 
 @check("AMP-AUTH-07")
-def test_health_and_spec_stay_open(amp: Amp) -> None:
+def test_health_and_spec_stay_open(amp: Amp01Context) -> None:
     """GET /health and GET /spec answer 200 JSON without agent id or key, with or without API keys."""
     for path in ("/health", "/spec"):
         reply = open_route_reply(amp, path)  # the run's one anonymous GET of each (test_health's too)
@@ -620,7 +620,7 @@ def test_health_and_spec_stay_open(amp: Amp) -> None:
 
 
 @check("AMP-AUTH-03", "AMP-ACL-01")
-def test_keys_a_public_cell_needs_an_authenticated_caller(amp: Amp) -> None:
+def test_keys_a_public_cell_needs_an_authenticated_caller(amp: Amp01Context) -> None:
     """With keys on, a public cell is readable by any authenticated agent, and by no one else (C-35)."""
     need_keys(amp)
     got = _refusals(amp)
@@ -642,7 +642,7 @@ def test_keys_a_public_cell_needs_an_authenticated_caller(amp: Amp) -> None:
 
 
 @check("AMP-AUTH-08")
-def test_keys_authentication_comes_before_anything_else(amp: Amp) -> None:
+def test_keys_authentication_comes_before_anything_else(amp: Amp01Context) -> None:
     """With keys on, a bad key is 401 before validation, permission or state, and stores nothing."""
     need_keys_in_force(amp)
     got = _refusals(amp)
@@ -676,7 +676,7 @@ def test_keys_authentication_comes_before_anything_else(amp: Amp) -> None:
 
 
 @check("AMP-AUTH-09")
-def test_header_names_are_case_insensitive(amp: Amp) -> None:
+def test_header_names_are_case_insensitive(amp: Amp01Context) -> None:
     """X-AMP-Agent-ID (and X-AMP-API-Key) work in lower and upper case: a create in lower case is
     recorded as the agent, and a read in upper case of that cell (private to its creator) is served."""
     agent = amp.agent("a")

@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._shared_cells import (
     ACCESS_POLICY_NULL,
     minimal_cell,
@@ -70,13 +70,13 @@ class Route:
         path = {"create": "/memories", "patch": "/memories/{id}", "search": "/memories/search"}[self.name]
         return f"{self.method} {path}"
 
-    def path(self, amp: Amp) -> str:
+    def path(self, amp: Amp01Context) -> str:
         """The route's path; PATCH goes to the module's shared target cell."""
         if self.name == "patch":
             return f"/memories/{_patch_target(amp)['id']}"
         return "/memories/search" if self.name == "search" else "/memories"
 
-    def body(self, amp: Amp, slot: str) -> dict[str, Any]:
+    def body(self, amp: Amp01Context, slot: str) -> dict[str, Any]:
         text = MARKER if slot == "text" else "bytes-level probe"
         value = MARKER if slot == "value" else None
         if self.name == "search":
@@ -90,7 +90,7 @@ class Route:
         return amp.cell_body(content=content) if self.name == "create" else {"content": content}
 
 
-def _patch_target(amp: Amp) -> dict[str, Any]:
+def _patch_target(amp: Amp01Context) -> dict[str, Any]:
     """The one cell every PATCH probe is sent to (made once per run, per worker): the run's plain
     cell of AMP-ERR-07's create with access_policy null, or a fresh one when that made none.
 
@@ -109,7 +109,7 @@ def _patch_target(amp: Amp) -> dict[str, Any]:
     return amp.shared("bytes:patch-target", lambda a: a.create_cell())
 
 
-def _restore(amp: Amp, route: Route, path: str, reply: Reply, what: str) -> None:
+def _restore(amp: Amp01Context, route: Route, path: str, reply: Reply, what: str) -> None:
     """After a PATCH that stored an odd value in ``content.metadata.probe``, write a plain string back:
     the cell must still take a valid PATCH (a 5xx there is this shape's crash, AMP-ERR-03). The PATCH
     carries ``content.text`` as well (requirements.md C-20: whether ``content`` without ``text`` is
@@ -142,7 +142,7 @@ ROUTES = (Route("create", "POST"), Route("patch", "PATCH"), Route("search", "POS
 by_route = pytest.mark.parametrize("route", ROUTES, ids=[r.name for r in ROUTES])
 
 
-def _bytes_with(amp: Amp, route: Route, slot: str, replacement: bytes) -> bytes:
+def _bytes_with(amp: Amp01Context, route: Route, slot: str, replacement: bytes) -> bytes:
     """The route's valid body as compact UTF-8 JSON, with the marker replaced by ``replacement``."""
     raw = json.dumps(route.body(amp, slot), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     marker = json.dumps(MARKER).encode("utf-8")
@@ -150,12 +150,12 @@ def _bytes_with(amp: Amp, route: Route, slot: str, replacement: bytes) -> bytes:
     return raw.replace(marker, replacement)
 
 
-def _valid_bytes(amp: Amp, route: Route) -> bytes:
+def _valid_bytes(amp: Amp01Context, route: Route) -> bytes:
     return json.dumps(route.body(amp, "none"), separators=(",", ":")).encode("utf-8")
 
 
 def _send(
-    amp: Amp, route: Route, path: str, body: bytes, content_type: str | None = "application/json"
+    amp: Amp01Context, route: Route, path: str, body: bytes, content_type: str | None = "application/json"
 ) -> Reply:
     reply = amp.as_agent("a").request(
         route.method, path, content=body, headers={"Content-Type": content_type}
@@ -166,7 +166,7 @@ def _send(
 
 
 def _judge(
-    amp: Amp,
+    amp: Amp01Context,
     reply: Reply,
     what: str,
     *,
@@ -234,7 +234,7 @@ def _judge(
         )
 
 
-def _expect_envelope(amp: Amp, reply: Reply, what: str) -> None:
+def _expect_envelope(amp: Amp01Context, reply: Reply, what: str) -> None:
     """A refusal is application/json in the AMP envelope, never a framework's shape or a page."""
     content_type = reply.headers.get("content-type", "")
     amp.expect(
@@ -271,7 +271,7 @@ def _expect_envelope(amp: Amp, reply: Reply, what: str) -> None:
 
 @check(*IDS, area=AREA)
 @by_route
-def test_bytes_that_are_not_utf8(amp: Amp, route: Route) -> None:
+def test_bytes_that_are_not_utf8(amp: Amp01Context, route: Route) -> None:
     """A body with a byte that is not UTF-8 (Latin-1 'é') is refused with a 4xx in the envelope."""
     path = route.path(amp)
     reply = _send(amp, route, path, _bytes_with(amp, route, "text", b'"caf\xe9"'))
@@ -281,7 +281,7 @@ def test_bytes_that_are_not_utf8(amp: Amp, route: Route) -> None:
 
 @check(*IDS, area=AREA)
 @by_route
-def test_byte_order_mark(amp: Amp, route: Route) -> None:
+def test_byte_order_mark(amp: Amp01Context, route: Route) -> None:
     """A body starting with a UTF-8 byte-order mark is read as the JSON after it or refused (envelope)."""
     path = route.path(amp)
     reply = _send(amp, route, path, b"\xef\xbb\xbf" + _valid_bytes(amp, route))
@@ -291,7 +291,7 @@ def test_byte_order_mark(amp: Amp, route: Route) -> None:
 
 @check(*IDS, area=AREA)
 @by_route
-def test_truncated_json(amp: Amp, route: Route) -> None:
+def test_truncated_json(amp: Amp01Context, route: Route) -> None:
     """A body cut off in the middle of its JSON (inside a string) is refused with a 4xx in the envelope."""
     path = route.path(amp)
     whole = _bytes_with(amp, route, "text", b'"cut off in the mid')
@@ -302,7 +302,7 @@ def test_truncated_json(amp: Amp, route: Route) -> None:
 
 @check(*IDS, area=AREA)
 @by_route
-def test_duplicate_member_names(amp: Amp, route: Route) -> None:
+def test_duplicate_member_names(amp: Amp01Context, route: Route) -> None:
     """A body naming one member twice with two values is read one way or refused, never a 5xx."""
     path = route.path(amp)
     member = "query" if route.name == "search" else "text"
@@ -315,7 +315,7 @@ def test_duplicate_member_names(amp: Amp, route: Route) -> None:
 @check(*IDS, area=AREA, scope="numbers")
 @by_route
 @pytest.mark.parametrize("number", ["1e400", "-1e400", HUGE_INTEGER], ids=["1e400", "-1e400", "400-digits"])
-def test_numbers_beyond_any_float(amp: Amp, route: Route, number: str) -> None:
+def test_numbers_beyond_any_float(amp: Amp01Context, route: Route, number: str) -> None:
     """A number no double can hold (1e400, a 400-digit integer) is kept, or refused in the envelope."""
     path = route.path(amp)
     reply = _send(amp, route, path, _bytes_with(amp, route, "value", number.encode()))
@@ -347,7 +347,7 @@ STRING_MEMBERS: tuple[tuple[str, str], ...] = (
 SURROGATES = {"escaped": b"\\ud800", "raw": b"\xed\xa0\x80"}
 
 
-def _string_member_body(amp: Amp, route: Route, member: str) -> dict[str, Any]:
+def _string_member_body(amp: Amp01Context, route: Route, member: str) -> dict[str, Any]:
     """A valid body of ``route`` that has ``member``, whose value is :data:`MARKER`-tagged below."""
     body = route.body(amp, "none")
     if route.name == "create":
@@ -363,7 +363,7 @@ def _string_member_body(amp: Amp, route: Route, member: str) -> dict[str, Any]:
     return body
 
 
-def _with_surrogate(amp: Amp, route: Route, member: str, surrogate: bytes) -> bytes:
+def _with_surrogate(amp: Amp01Context, route: Route, member: str, surrogate: bytes) -> bytes:
     """The body with ``surrogate`` appended to the string at ``member`` (the rest of it unchanged)."""
     body = _string_member_body(amp, route, member)
     *parents, last = member.split(".")
@@ -384,7 +384,7 @@ by_string_member = pytest.mark.parametrize(
 )
 
 
-def _send_surrogate(amp: Amp, route_name: str, member: str, form: str) -> tuple[Route, str, Reply]:
+def _send_surrogate(amp: Amp01Context, route_name: str, member: str, form: str) -> tuple[Route, str, Reply]:
     route = next(r for r in ROUTES if r.name == route_name)
     path = route.path(amp)
     return route, path, _send(amp, route, path, _with_surrogate(amp, route, member, SURROGATES[form]))
@@ -392,7 +392,7 @@ def _send_surrogate(amp: Amp, route_name: str, member: str, form: str) -> tuple[
 
 @check(*IDS, area=AREA, scope="surrogates")
 @by_string_member
-def test_lone_surrogate_in_a_string(amp: Amp, route_name: str, member: str) -> None:
+def test_lone_surrogate_in_a_string(amp: Amp01Context, route_name: str, member: str) -> None:
     """A string holding a lone surrogate escape ("\\ud800") is kept or refused in the envelope, never a
     crash."""
     route, path, reply = _send_surrogate(amp, route_name, member, "escaped")
@@ -404,7 +404,7 @@ def test_lone_surrogate_in_a_string(amp: Amp, route_name: str, member: str) -> N
 
 @check(*IDS, area=AREA, scope="surrogates")
 @by_string_member
-def test_lone_surrogate_bytes_in_a_string(amp: Amp, route_name: str, member: str) -> None:
+def test_lone_surrogate_bytes_in_a_string(amp: Amp01Context, route_name: str, member: str) -> None:
     """A string holding the bytes of a lone surrogate (ED A0 80, not UTF-8) is refused in the envelope."""
     route, path, reply = _send_surrogate(amp, route_name, member, "raw")
     what = f"{route.label} with the bytes ED A0 80 (a lone surrogate, not UTF-8) in {member}"
@@ -414,7 +414,7 @@ def test_lone_surrogate_bytes_in_a_string(amp: Amp, route_name: str, member: str
 
 @check(*IDS, area=AREA, scope="numbers")
 @by_route
-def test_deep_nesting(amp: Amp, route: Route) -> None:
+def test_deep_nesting(amp: Amp01Context, route: Route) -> None:
     """A body nesting arrays 10,000 deep is kept or refused in the envelope, never a crash."""
     path = route.path(amp)
     nested = b"[" * DEPTH + b"]" * DEPTH
@@ -427,7 +427,7 @@ def test_deep_nesting(amp: Amp, route: Route) -> None:
 @check(*IDS, area=AREA)
 @by_route
 @pytest.mark.parametrize("media_type", ["text/plain", "application/x-www-form-urlencoded"])
-def test_wrong_content_type(amp: Amp, route: Route, media_type: str) -> None:
+def test_wrong_content_type(amp: Amp01Context, route: Route, media_type: str) -> None:
     """A JSON body labelled text/plain or as a form is refused in the envelope (accepting it warns)."""
     path = route.path(amp)
     reply = _send(amp, route, path, _valid_bytes(amp, route), content_type=media_type)
@@ -437,7 +437,7 @@ def test_wrong_content_type(amp: Amp, route: Route, media_type: str) -> None:
 
 @check(*IDS, area=AREA)
 @by_route
-def test_missing_content_type(amp: Amp, route: Route) -> None:
+def test_missing_content_type(amp: Amp01Context, route: Route) -> None:
     """A JSON body without a Content-Type is read as JSON or refused in the envelope, never a 5xx."""
     path = route.path(amp)
     reply = _send(amp, route, path, _valid_bytes(amp, route), content_type=None)
@@ -447,7 +447,7 @@ def test_missing_content_type(amp: Amp, route: Route) -> None:
 
 @check(*IDS, area=AREA)
 @by_route
-def test_empty_body(amp: Amp, route: Route) -> None:
+def test_empty_body(amp: Amp01Context, route: Route) -> None:
     """An empty body labelled application/json is refused with a 4xx in the envelope."""
     path = route.path(amp)
     reply = _send(amp, route, path, b"")
@@ -457,7 +457,7 @@ def test_empty_body(amp: Amp, route: Route) -> None:
 
 @check("AMP-ERR-03", "AMP-ERR-01", "AMP-ERR-05", "AMP-ERR-07", area=AREA, scope="numbers")
 @pytest.mark.parametrize("target", ["read", "list"])
-def test_body_on_get(amp: Amp, target: str) -> None:
+def test_body_on_get(amp: Amp01Context, target: str) -> None:
     """A GET carrying a JSON body is served as if it had none, or refused in the envelope; never a 5xx."""
     cell = minimal_cell(amp)["cell"]  # the run's shared minimal cell: read and listed, never patched
     owner = cell["identity"]["owner_id"] if isinstance(cell.get("identity"), dict) else amp.owner()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, TypeGuard
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._lifecycle_passes import together
 from amp_conformance.amp01.checks._shared_cells import (
     fresh_owner_list,
@@ -110,14 +110,14 @@ def _capability_problems(caps: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _spec_reply(amp: Amp, *, fresh: bool = False) -> Reply:
+def _spec_reply(amp: Amp01Context, *, fresh: bool = False) -> Reply:
     """An anonymous GET /spec: the run's shared one, or with ``fresh`` one sent now."""
     reply = amp.anonymous().get("/spec") if fresh else open_route_reply(amp, "/spec")
     amp.expect_status(reply, 200, what="GET /spec")
     return reply
 
 
-def _page_size_claim(amp: Amp) -> int:
+def _page_size_claim(amp: Amp01Context) -> int:
     value = amp.spec.get("max_page_size")
     if value is None:
         amp.skip(
@@ -130,7 +130,7 @@ def _page_size_claim(amp: Amp) -> int:
 
 
 @check("AMP-CAP-02")
-def test_spec_capabilities_have_the_documented_members_and_types(amp: Amp) -> None:
+def test_spec_capabilities_have_the_documented_members_and_types(amp: Amp01Context) -> None:
     """/spec capabilities carry every documented member with its documented type."""
     reply = _spec_reply(amp)
     caps = reply.json_object().get("capabilities")
@@ -146,7 +146,7 @@ def test_spec_capabilities_have_the_documented_members_and_types(amp: Amp) -> No
 
 
 @check("AMP-CAP-05", "AMP-CAP-04")
-def test_api_keys_required_matches_behaviour(amp: Amp) -> None:
+def test_api_keys_required_matches_behaviour(amp: Amp01Context) -> None:
     """api_keys_required matches behaviour: false serves agents without a key, true answers 401."""
     claim = amp.spec.get("api_keys_required")
     if not isinstance(claim, bool):
@@ -171,7 +171,7 @@ def test_api_keys_required_matches_behaviour(amp: Amp) -> None:
 
 
 @check("AMP-CAP-06", "AMP-CAP-04", "AMP-SRCH-09", "AMP-LIST-05")
-def test_max_page_size_is_the_exact_ceiling_on_search_and_list(amp: Amp) -> None:
+def test_max_page_size_is_the_exact_ceiling_on_search_and_list(amp: Amp01Context) -> None:
     """limit = max_page_size is accepted and echoed on search and list; max_page_size + 1 is a 422."""
     ceiling = _page_size_claim(amp)
     # the run's shared pages and searches asking these limits (test_list's and test_search's limit
@@ -194,7 +194,7 @@ def test_max_page_size_is_the_exact_ceiling_on_search_and_list(amp: Amp) -> None
 
 
 @check("AMP-CAP-09")
-def test_retention_days_is_at_least_30(amp: Amp) -> None:
+def test_retention_days_is_at_least_30(amp: Amp01Context) -> None:
     """retention_days is an integer of at least 30 (the spec's floor)."""
     if "retention_days" not in amp.spec:
         amp.skip("/spec makes no retention_days claim (AMP-CAP-02 reports the missing member)")
@@ -203,7 +203,7 @@ def test_retention_days_is_at_least_30(amp: Amp) -> None:
     amp.expect(days >= 30, f"retention_days is at least 30 (got {days})", expected=">= 30")
 
 
-def _manual_run_path(amp: Amp) -> str:
+def _manual_run_path(amp: Amp01Context) -> str:
     scheduler = amp.spec.get("lifecycle_scheduler")
     if not isinstance(scheduler, dict) or not isinstance(scheduler.get("manual_run_endpoint"), str):
         amp.skip("/spec names no lifecycle_scheduler.manual_run_endpoint")
@@ -214,7 +214,7 @@ def _manual_run_path(amp: Amp) -> str:
 
 
 @check("AMP-CAP-10", "AMP-ADMIN-01", global_effects=True)
-def test_manual_run_endpoint_exists_and_is_gated(amp: Amp) -> None:
+def test_manual_run_endpoint_exists_and_is_gated(amp: Amp01Context) -> None:
     """The advertised manual_run_endpoint exists (never 404) and refuses callers without the token."""
     path = _manual_run_path(amp)
     options = amp.session.options
@@ -268,7 +268,7 @@ def test_manual_run_endpoint_exists_and_is_gated(amp: Amp) -> None:
 
 
 @check("AMP-CAP-11")
-def test_deployment_facts_are_well_formed(amp: Amp) -> None:
+def test_deployment_facts_are_well_formed(amp: Amp01Context) -> None:
     """mcp_compatible, storage_backends and embedding are well-formed (HTTP cannot confirm them)."""
     caps = amp.spec
     facts = {name: caps.get(name, "absent") for name in ("mcp_compatible", "storage_backends", "embedding")}
@@ -299,7 +299,7 @@ def test_deployment_facts_are_well_formed(amp: Amp) -> None:
 
 
 @check("AMP-CAP-12")
-def test_capabilities_stay_the_same_during_the_run(amp: Amp) -> None:
+def test_capabilities_stay_the_same_during_the_run(amp: Amp01Context) -> None:
     """Capability values do not change between calls during one server run."""
     first = amp.spec
     for fresh in (False, True):  # the run's shared GET /spec, then one sent now

@@ -15,7 +15,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from amp_conformance import SHOULD, Amp, check
+from amp_conformance import SHOULD, Amp01Context, check
 from amp_conformance.amp01.cells import CellIdError, parse_cell_id
 from amp_conformance.amp01.checks._shared_cells import (
     RICH_METADATA,
@@ -60,7 +60,7 @@ _SUB_FIELDS = {
 }
 
 
-def _valid(amp: Amp, made: dict[str, Any], what: str) -> tuple[dict[str, Any], Reply]:
+def _valid(amp: Amp01Context, made: dict[str, Any], what: str) -> tuple[dict[str, Any], Reply]:
     """A shared cell's create answer, validated as :func:`created` validates a check's own."""
     cell = made["cell"]
     reply = created_reply(amp, cell["id"])
@@ -68,7 +68,7 @@ def _valid(amp: Amp, made: dict[str, Any], what: str) -> tuple[dict[str, Any], R
 
 
 @check("AMP-CELL-01", "AMP-CELL-02")
-def test_created_and_read_cells_validate(amp: Amp) -> None:
+def test_created_and_read_cells_validate(amp: Amp01Context) -> None:
     """Minimal and full cells validate against the schema on create and on read (six required members)."""
     for label, (made, got) in (("a minimal create", minimal_read(amp)), ("a full create", full_read(amp))):
         cell = made["cell"]
@@ -86,7 +86,7 @@ def test_created_and_read_cells_validate(amp: Amp) -> None:
 
 
 @check("AMP-CELL-03")
-def test_cell_carries_every_optional_sub_field(amp: Amp) -> None:
+def test_cell_carries_every_optional_sub_field(amp: Amp01Context) -> None:
     """A minimal cell carries scoring, access_policy and provenance with every sub-field present."""
     cell = minimal_cell(amp)["cell"]
     reply = created_reply(amp, cell["id"])
@@ -106,7 +106,7 @@ def test_cell_carries_every_optional_sub_field(amp: Amp) -> None:
 
 
 @check("AMP-CELL-04")
-def test_amp_version_is_0_1_0_on_every_cell(amp: Amp) -> None:
+def test_amp_version_is_0_1_0_on_every_cell(amp: Amp01Context) -> None:
     """amp_version is "0.1.0" on created, read and listed cells."""
     made, got = minimal_read(amp)
     _, listed = minimal_listed(amp)
@@ -133,7 +133,7 @@ def test_amp_version_is_0_1_0_on_every_cell(amp: Amp) -> None:
 
 
 @check("AMP-CELL-05")
-def test_id_is_a_ulid(amp: Amp) -> None:
+def test_id_is_a_ulid(amp: Amp01Context) -> None:
     """The id is a ULID, bare or behind 'mem_' (C-03: either form passes; the form is reported)."""
     cell_id = minimal_cell(amp)["cell"].get("id")
     reply = created_reply(amp, str(cell_id))
@@ -146,7 +146,7 @@ def test_id_is_a_ulid(amp: Amp) -> None:
 
 
 @check("AMP-CELL-06")
-def test_ids_are_unique(amp: Amp) -> None:
+def test_ids_are_unique(amp: Amp01Context) -> None:
     """The run's shared cells have distinct ids: ten creates, five of them one owner's identical texts
     sent back to back, three sent 6 ms apart."""
     made = [minimal_cell(amp), *series_cells(amp)]
@@ -162,7 +162,7 @@ def test_ids_are_unique(amp: Amp) -> None:
 
 
 @check("AMP-CELL-07")
-def test_ids_follow_creation_order(amp: Amp) -> None:
+def test_ids_follow_creation_order(amp: Amp01Context) -> None:
     """Ids of cells created a few ms apart sort in creation order; the ULID time matches created_at."""
     cells = [
         (str(m["cell"]["id"]), created_reply(amp, m["cell"]["id"]), m["cell"]) for m in series_cells(amp)
@@ -193,7 +193,7 @@ def test_ids_follow_creation_order(amp: Amp) -> None:
 
 
 @check("AMP-CELL-08")
-def test_type_is_one_of_the_three_memory_types(amp: Amp) -> None:
+def test_type_is_one_of_the_three_memory_types(amp: Amp01Context) -> None:
     """episodic, semantic and procedural are accepted and echoed; type 'literal' is 422."""
     made = {m["body"]["type"]: m for m in reversed(owner_set(amp)["cells"])}
     for memory_type in ("episodic", "semantic", "procedural"):
@@ -209,7 +209,7 @@ def test_type_is_one_of_the_three_memory_types(amp: Amp) -> None:
 
 
 @check("AMP-CELL-09")
-def test_owner_type_is_user_agent_or_organization(amp: Amp) -> None:
+def test_owner_type_is_user_agent_or_organization(amp: Amp01Context) -> None:
     """owner_type user, agent and organization are accepted and echoed; 'team' is 422."""
     made = [minimal_cell(amp), *series_cells(amp)[:2]]
     for owner_type, shared in zip(("user", "agent", "organization"), made, strict=True):
@@ -233,7 +233,7 @@ REFUSED_SCORES = (0.6, 0.9)
 CELL_STEPS = "cell:refused-patches-and-walk"
 
 
-def _cell_steps(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
+def _cell_steps(amp: Amp01Context) -> tuple[dict[str, Any], list[Reply]]:
     """One cell of agent "a" (scores :data:`REFUSED_SCORES`), the :data:`REFUSED_PATCHES` sent to it, a
     read after them, then the timestamp walk (:func:`_walk`, that read its first), made once per run
     for the four checks judging them (AMP-CELL-10 and -12 the refused PATCHes and the read, AMP-CELL-18
@@ -242,7 +242,7 @@ def _cell_steps(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
     none here), and the walk, after the read, reads and patches content alone; the create is a step,
     the rest is judged by the checks."""
 
-    def make(a: Amp) -> dict[str, Any]:
+    def make(a: Amp01Context) -> dict[str, Any]:
         marks = Marks(a)
         importance, confidence = REFUSED_SCORES
         cell, reply = created(a, a.cell_body(scoring={"importance": importance, "confidence": confidence}))
@@ -258,7 +258,7 @@ def _cell_steps(amp: Amp) -> tuple[dict[str, Any], list[Reply]]:
     return shared_replies(amp, CELL_STEPS, make)
 
 
-def _refused_patches(amp: Amp) -> tuple[dict[str, Any], Reply, dict[str, Reply], Reply]:
+def _refused_patches(amp: Amp01Context) -> tuple[dict[str, Any], Reply, dict[str, Reply], Reply]:
     """The cell of :func:`_cell_steps`, its create reply, the refused PATCHes' replies by name and the
     read after them."""
     made, replies = _cell_steps(amp)
@@ -267,7 +267,7 @@ def _refused_patches(amp: Amp) -> tuple[dict[str, Any], Reply, dict[str, Reply],
 
 
 @check("AMP-CELL-10")
-def test_status_is_one_of_the_four_lifecycle_states(amp: Amp) -> None:
+def test_status_is_one_of_the_four_lifecycle_states(amp: Amp01Context) -> None:
     """A new cell's status is a lifecycle state, and PATCH lifecycle.status 'expired' is 422."""
     cell, reply, patches, got = _refused_patches(amp)  # shared with AMP-CELL-12's refused PATCHes
     status = member(cell, "lifecycle.status")
@@ -283,7 +283,7 @@ def test_status_is_one_of_the_four_lifecycle_states(amp: Amp) -> None:
 
 
 @check("AMP-CELL-11")
-def test_provenance_enumerations(amp: Amp) -> None:
+def test_provenance_enumerations(amp: Amp01Context) -> None:
     """Every documented source_type and extraction_method round-trips; undocumented values are 422."""
     for made in (owner_set(amp)["other"], *series_cells(amp)):
         sent = made["body"]["provenance"]
@@ -297,7 +297,7 @@ def test_provenance_enumerations(amp: Amp) -> None:
 
 
 @check("AMP-CELL-12")
-def test_importance_and_confidence_are_in_the_unit_interval(amp: Amp) -> None:
+def test_importance_and_confidence_are_in_the_unit_interval(amp: Amp01Context) -> None:
     """importance/confidence 0 and 1 are accepted; 1.5 and -0.1 are 422 on create and on patch.
 
     Each field's two bounds are asked once, crosswise: importance 1.5 and confidence -0.1 on create,
@@ -328,7 +328,7 @@ def test_importance_and_confidence_are_in_the_unit_interval(amp: Amp) -> None:
 
 
 @check("AMP-CELL-13")
-def test_decay_rate_is_non_negative_and_unbounded(amp: Amp) -> None:
+def test_decay_rate_is_non_negative_and_unbounded(amp: Amp01Context) -> None:
     """decay_rate 0 and 20000 are accepted and stored; -0.01 is 422."""
     for made in series_cells(amp)[1:]:
         rate = made["body"]["scoring"]["decay_rate"]
@@ -340,7 +340,7 @@ def test_decay_rate_is_non_negative_and_unbounded(amp: Amp) -> None:
 
 
 @check("AMP-CELL-14")
-def test_access_count_is_a_non_negative_integer(amp: Amp) -> None:
+def test_access_count_is_a_non_negative_integer(amp: Amp01Context) -> None:
     """scoring.access_count is an integer >= 0 on create and after a read."""
     made, got = minimal_read(amp)
     cell, reply = _valid(amp, made, "creating a cell")
@@ -376,7 +376,7 @@ _DEFAULTS = {
 
 
 @check("AMP-CELL-15")
-def test_omitted_fields_take_the_documented_defaults(amp: Amp) -> None:
+def test_omitted_fields_take_the_documented_defaults(amp: Amp01Context) -> None:
     """A minimal create stores every documented default (importance 0.5, confidence 1.0, ...)."""
     cell, reply = _valid(amp, minimal_cell(amp), "a minimal create")
     wrong = []
@@ -392,7 +392,7 @@ def test_omitted_fields_take_the_documented_defaults(amp: Amp) -> None:
 
 
 @check("AMP-CELL-16")
-def test_public_never_defaults_to_true(amp: Amp) -> None:
+def test_public_never_defaults_to_true(amp: Amp01Context) -> None:
     """Without access_policy, public is false and a stranger's read is refused."""
     made, refused = minimal_refused_read(amp)
     cell, reply = _valid(amp, made, "creating a cell")
@@ -402,7 +402,7 @@ def test_public_never_defaults_to_true(amp: Amp) -> None:
 
 
 @check("AMP-CELL-17")
-def test_text_is_required_and_metadata_round_trips(amp: Amp) -> None:
+def test_text_is_required_and_metadata_round_trips(amp: Amp01Context) -> None:
     """content.text is a required string; arbitrary JSON metadata round-trips on create and read."""
     cell, reply = _valid(amp, series_cells(amp)[0], "a create with rich metadata")
     got = member(cell, "content.metadata")
@@ -421,7 +421,7 @@ def test_text_is_required_and_metadata_round_trips(amp: Amp) -> None:
 
 
 @check("AMP-CELL-17", level=SHOULD, stance="C-23: refusing an empty text is a SHOULD")
-def test_empty_text_is_refused(amp: Amp) -> None:
+def test_empty_text_is_refused(amp: Amp01Context) -> None:
     """An empty content.text is refused with 422 (C-23: a 201 is a warning)."""
     reply = post_cell(amp, amp.cell_body(content={"text": ""}))
     expect_validation_error(amp, reply, 'content.text "" (schema minLength 1)')
@@ -432,7 +432,7 @@ WALK = ("read", "patch", "read", "patch")
 EXPIRES_AT = "2099-01-01T00:00:00Z"
 
 
-def _walk(amp: Amp, marks: Marks, path: str, read: int) -> dict[str, Any]:
+def _walk(amp: Amp01Context, marks: Marks, path: str, read: int) -> dict[str, Any]:
     """:data:`WALK` (a read by id, a PATCH of content.text, ...) on ``path`` as agent "a", its first
     read the one just sent (position ``read``: a second would show only its own access), then a PATCH
     setting only lifecycle.expires_at: the positions {"walk", "expires"}."""
@@ -449,7 +449,7 @@ def _walk(amp: Amp, marks: Marks, path: str, read: int) -> dict[str, Any]:
     return {"walk": walk, "expires": marks(client.patch(path, {"lifecycle": {"expires_at": EXPIRES_AT}}))}
 
 
-def _timestamp_walk(amp: Amp) -> tuple[dict[str, Any], Reply, list[Reply], Reply]:
+def _timestamp_walk(amp: Amp01Context) -> tuple[dict[str, Any], Reply, list[Reply], Reply]:
     """The walk of :func:`_cell_steps` (sent after the refused PATCHes and their read): (cell, create
     reply, the walk's replies, the expires_at PATCH). AMP-CELL-18 judges the create, the walk's first
     read and the last PATCH; AMP-CELL-20 the walk."""
@@ -459,7 +459,7 @@ def _timestamp_walk(amp: Amp) -> tuple[dict[str, Any], Reply, list[Reply], Reply
 
 
 @check("AMP-CELL-18")
-def test_every_timestamp_is_utc(amp: Amp) -> None:
+def test_every_timestamp_is_utc(amp: Amp01Context) -> None:
     """created_at, last_accessed_at, last_updated_at and expires_at are RFC 3339 UTC timestamps."""
     cell, reply, walk, patched = _timestamp_walk(amp)  # shared with AMP-CELL-20
     seen: list[tuple[str, Reply, dict[str, Any]]] = [("create", reply, cell)]
@@ -494,7 +494,7 @@ def test_every_timestamp_is_utc(amp: Amp) -> None:
 
 
 @check("AMP-CELL-19")
-def test_created_at_is_the_time_of_creation(amp: Amp) -> None:
+def test_created_at_is_the_time_of_creation(amp: Amp01Context) -> None:
     """created_at is the server's time of the create (within 120 s of the client clock or Date)."""
     shared = minimal_cell(amp)
     sent, received = shared["sent"], shared["received"]
@@ -509,7 +509,7 @@ def test_created_at_is_the_time_of_creation(amp: Amp) -> None:
 
 
 @check("AMP-CELL-20")
-def test_timestamps_are_consistent_and_move_forward(amp: Amp) -> None:
+def test_timestamps_are_consistent_and_move_forward(amp: Amp01Context) -> None:
     """last_accessed_at / last_updated_at are never before created_at and only move forward."""
     cell, reply, walk, _ = _timestamp_walk(amp)  # shared with AMP-CELL-18 (its expires_at PATCH is last)
     made = timestamp(amp, cell, "created_at", reply)

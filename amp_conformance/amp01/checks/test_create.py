@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._shared_cells import (
     CLIENT_COUNT,
     CLIENT_LIFECYCLE,
@@ -74,14 +74,14 @@ def _differences(left: Any, right: Any, path: str = "") -> list[str]:
     return [] if same else [path or "(root)"]
 
 
-def _keys_required(amp: Amp) -> bool:
+def _keys_required(amp: Amp01Context) -> bool:
     if amp.keys_mode:
         return True
     return amp.spec.get("api_keys_required") is True
 
 
 @check("AMP-CRE-01")
-def test_create_returns_201_with_the_stored_cell(amp: Amp) -> None:
+def test_create_returns_201_with_the_stored_cell(amp: Amp01Context) -> None:
     """A valid create answers 201 with the stored cell: the body equals a later GET but for read counters."""
     # the run's shared minimal and full cells and their shared reads: the creates are judged here
     for label, (made, got) in (("a minimal create", minimal_read(amp)), ("a full create", full_read(amp))):
@@ -102,7 +102,7 @@ def test_create_returns_201_with_the_stored_cell(amp: Amp) -> None:
 
 
 @check("AMP-CRE-02")
-def test_each_required_field_is_required(amp: Amp) -> None:
+def test_each_required_field_is_required(amp: Amp01Context) -> None:
     """Dropping type, content.text, identity.owner_id or identity.owner_type gives 422 VALIDATION_ERROR."""
     # the run's shared create without text (AMP-CELL-17 judges it too); the others sent at once
     replies = {"content.text": shared_create(amp, "without-text", without_text)}
@@ -117,7 +117,7 @@ def test_each_required_field_is_required(amp: Amp) -> None:
         expect_validation_error(amp, replies[path], f"a create without {path}")
 
 
-def _created_at_once(amp: Amp, bodies: dict[str, Any]) -> dict[str, Reply]:
+def _created_at_once(amp: Amp01Context, bodies: dict[str, Any]) -> dict[str, Reply]:
     """Creates as agent "a" sent at once (``amp.at_once``; refusals, none meets another's effect), by
     label; a cell a create made anyway is remembered for the cleanup."""
     client = amp.as_agent("a")
@@ -127,7 +127,7 @@ def _created_at_once(amp: Amp, bodies: dict[str, Any]) -> dict[str, Reply]:
     return dict(zip(bodies, sent, strict=True))
 
 
-def _probed(amp: Amp, probe: str) -> tuple[Reply, str, datetime, datetime]:
+def _probed(amp: Amp01Context, probe: str) -> tuple[Reply, str, datetime, datetime]:
     """A create carrying ``probe``'s members ("id", "lifecycle" or "count"): (reply, the id sent, when
     it was sent, when answered). The run's create carrying every member the server must ignore when
     it answers the question cleanly (``ignored_members``); else the check's own create carrying only
@@ -144,7 +144,7 @@ def _probed(amp: Amp, probe: str) -> tuple[Reply, str, datetime, datetime]:
 
 
 @check("AMP-CRE-03")
-def test_the_server_chooses_the_id(amp: Amp) -> None:
+def test_the_server_chooses_the_id(amp: Amp01Context) -> None:
     """An id sent in the create body is not used (one well-formed id in the server's own form: the
     id a server honouring client ids would most readily take)."""
     reply, sent, _, _ = _probed(amp, "id")  # shared with AMP-CRE-04, -05, -07, -08 when clean
@@ -154,7 +154,7 @@ def test_the_server_chooses_the_id(amp: Amp) -> None:
 
 
 @check("AMP-CRE-04")
-def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
+def test_client_lifecycle_and_version_are_not_applied(amp: Amp01Context) -> None:
     """Client lifecycle/amp_version are ignored: status active, fresh created_at, null last_*, 0.1.0."""
     reply, _, sent, received = _probed(amp, "lifecycle")  # shared with AMP-CRE-03, -05, -07, -08
     expect_accepted(amp, reply, "a create carrying lifecycle and amp_version")
@@ -164,7 +164,7 @@ def test_client_lifecycle_and_version_are_not_applied(amp: Amp) -> None:
     amp.expect(not problems, "the client's lifecycle/amp_version were applied: " + "; ".join(problems), reply)
 
 
-def _fresh_create(amp: Amp) -> tuple[Reply, Reply | None, Reply | None]:
+def _fresh_create(amp: Amp01Context) -> tuple[Reply, Reply | None, Reply | None]:
     """A create with unknown members (ttl, content.colour), then, when it made a cell, agent "a"'s read
     of it and list of its owner at once: (create, read, list). AMP-CRE-05 judges the create and the
     read; AMP-CRE-09 the read and the list (unknown members are ignored, so the cell is as readable
@@ -172,7 +172,7 @@ def _fresh_create(amp: Amp) -> tuple[Reply, Reply | None, Reply | None]:
     (``ignored_members``: no other probe left a trace, so the cell is active, fresh and "a"'s); else
     a create carrying only the unknown members, sent once per run. Nothing is judged here."""
 
-    def make(a: Amp) -> dict[str, Any]:
+    def make(a: Amp01Context) -> dict[str, Any]:
         marks = Marks(a)
         body = a.cell_body(UNKNOWN_MEMBERS)
         reply = post_cell(a, body)
@@ -186,7 +186,7 @@ def _fresh_create(amp: Amp) -> tuple[Reply, Reply | None, Reply | None]:
 
 
 @check("AMP-CRE-05")
-def test_unknown_create_members_are_ignored(amp: Amp) -> None:
+def test_unknown_create_members_are_ignored(amp: Amp01Context) -> None:
     """Unknown members (ttl, content.colour) are accepted, not stored and not echoed."""
     reply, shared_read, _ = _fresh_create(amp)  # shared with AMP-CRE-09 (and -03, -04, -07, -08 if clean)
     expect_accepted(amp, reply, "a create with unknown members ttl and content.colour")
@@ -208,7 +208,7 @@ def test_unknown_create_members_are_ignored(amp: Amp) -> None:
 
 
 @check("AMP-CRE-06")
-def test_supplied_optional_values_are_stored_as_sent(amp: Amp) -> None:
+def test_supplied_optional_values_are_stored_as_sent(amp: Amp01Context) -> None:
     """The API reference's example body is stored as sent (scoring, policy, provenance, session, metadata)."""
     made, got = full_read(amp)  # the run's shared full cell (never patched) and its shared read
     body = made["body"]
@@ -237,7 +237,7 @@ def test_supplied_optional_values_are_stored_as_sent(amp: Amp) -> None:
 
 
 @check("AMP-CRE-07")
-def test_created_by_is_the_header_agent(amp: Amp) -> None:
+def test_created_by_is_the_header_agent(amp: Amp01Context) -> None:
     """created_by is the X-AMP-Agent-ID of the create, with or without a body created_by (C-10)."""
     made = minimal_cell(amp)  # the run's shared minimal cell: a create without identity.created_by
     header_agent, body_agent = amp.agent_id("a"), amp.agent_id("b")
@@ -266,7 +266,7 @@ def test_created_by_is_the_header_agent(amp: Amp) -> None:
 
 
 @check("AMP-CRE-07")
-def test_body_created_by_is_the_keyless_fallback(amp: Amp) -> None:
+def test_body_created_by_is_the_keyless_fallback(amp: Amp01Context) -> None:
     """Without X-AMP-Agent-ID (and without keys) the body's created_by is the creator; with keys it is 401."""
     body_agent = amp.agent_id("b")
     reply = post_cell(amp, amp.cell_body(identity={"created_by": body_agent}), role=None, remember_as="b")
@@ -284,7 +284,7 @@ def test_body_created_by_is_the_keyless_fallback(amp: Amp) -> None:
 
 
 @check("AMP-CRE-07")
-def test_create_without_any_identity_is_401(amp: Amp) -> None:
+def test_create_without_any_identity_is_401(amp: Amp01Context) -> None:
     """A create with neither X-AMP-Agent-ID nor created_by is 401 MISSING_AGENT_ID."""
     # the run's shared anonymous create and the list of its owner right after (test_errors judges it too)
     _, reply, listed = anonymous_create(amp)
@@ -297,7 +297,7 @@ def test_create_without_any_identity_is_401(amp: Amp) -> None:
 
 
 @check("AMP-CRE-08")
-def test_a_new_cell_starts_unread_and_unexpired(amp: Amp) -> None:
+def test_a_new_cell_starts_unread_and_unexpired(amp: Amp01Context) -> None:
     """A new cell has access_count 0 and null last_accessed_at, last_updated_at and expires_at."""
     made = minimal_cell(amp)  # the run's shared minimal cell: its create answer is judged
     reply = created_reply(amp, made["cell"]["id"])
@@ -326,7 +326,7 @@ def test_a_new_cell_starts_unread_and_unexpired(amp: Amp) -> None:
 
 
 @check("AMP-CRE-09")
-def test_a_new_cell_is_readable_and_listed_at_once(amp: Amp) -> None:
+def test_a_new_cell_is_readable_and_listed_at_once(amp: Amp01Context) -> None:
     """Right after the create, the creator reads the cell and the owner's list contains it."""
     what = "reading the cell right after creating it"
     # AMP-CRE-05's create, read and listed at once (shared); a create of its own when that made no cell
@@ -370,7 +370,7 @@ NOT_OBJECTS = (
 
 
 @check("AMP-CRE-10")
-def test_a_body_that_is_not_a_json_object_is_422(amp: Amp) -> None:
+def test_a_body_that_is_not_a_json_object_is_422(amp: Amp01Context) -> None:
     """A body that is not JSON, or JSON but not an object, is 422 VALIDATION_ERROR in the envelope."""
     # the run's shared create of a JSON array (test_errors judges it too); the others sent at once
     array = shared_create(amp, "json-array", lambda a: [])
@@ -396,7 +396,7 @@ _MAX_PROBE_BYTES = 4 * 1024 * 1024
 
 
 @check("AMP-CRE-11")
-def test_an_oversized_create_is_413_and_stores_nothing(amp: Amp) -> None:
+def test_an_oversized_create_is_413_and_stores_nothing(amp: Amp01Context) -> None:
     """A create larger than max_cell_size_bytes is 413 CELL_TOO_LARGE and the owner has no cell afterwards."""
     limit = amp.spec.get("max_cell_size_bytes")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from amp_conformance import Amp, check, load_fixture
+from amp_conformance import Amp01Context, check, load_fixture
 from amp_conformance.amp01.checks._lifecycle_passes import (
     both_passes,
     listed_status,
@@ -98,7 +98,7 @@ def _point_problems(case: dict[str, Any], point: dict[str, Any]) -> list[str]:
 
 
 @check("AMP-LC-01")
-def test_decay_formula_matches_the_worked_examples(amp: Amp) -> None:
+def test_decay_formula_matches_the_worked_examples(amp: Amp01Context) -> None:
     """importance x confidence x exp(-decay_rate x Δt_days) and the pass rules reproduce §3 examples A–H."""
     cases = _cases()
     amp.expect(
@@ -126,7 +126,7 @@ def test_decay_formula_matches_the_worked_examples(amp: Amp) -> None:
 
 
 @check("AMP-LC-04", "AMP-LC-01")
-def test_the_equality_case_is_not_below_the_threshold(amp: Amp) -> None:
+def test_the_equality_case_is_not_below_the_threshold(amp: Amp01Context) -> None:
     """Example E: 0.3 x 1.0 x exp(0) is exactly 0.3, not below the threshold: active after a pass."""
     equal = [c for c in _cases() if c.get("exact_threshold")]
     amp.expect(equal, "the vectors include the exact-threshold example E (C-27)")
@@ -149,7 +149,7 @@ def test_the_equality_case_is_not_below_the_threshold(amp: Amp) -> None:
             )
 
 
-def _active_ids(amp: Amp, owner: str) -> tuple[set[str], Reply]:
+def _active_ids(amp: Amp01Context, owner: str) -> tuple[set[str], Reply]:
     """The ids the owner's list of active cells shows (a broken step when it fails: AMP-LIST-03)."""
     reply = amp.as_agent("a").get("/memories", params={"owner_id": owner, "status": "active"})
     if reply.status != 200:
@@ -159,7 +159,7 @@ def _active_ids(amp: Amp, owner: str) -> tuple[set[str], Reply]:
 
 
 @check("AMP-LC-06", "AMP-LC-02", "AMP-LC-01", "AMP-LC-10", deadline=30, global_effects=True)
-def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp) -> None:
+def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp01Context) -> None:
     """Fast decay: a cell turns stale at a pass; a by-id read restarts its clock, the next pass revives it.
 
     A slower cell of the same owner, judged at that pass, is still active (Δt in fractional days, not

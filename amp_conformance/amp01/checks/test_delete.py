@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._lifecycle_passes import stale_after_both, stale_probes
 from amp_conformance.amp01.checks._shared_cells import (
     DELETED_SEARCHES,
@@ -39,12 +39,12 @@ from amp_conformance.amp01.checks._support import (
 from amp_conformance.engine.client import Reply
 
 
-def _status_of(amp: Amp, cell_id: str, *, role: str = "a") -> tuple[str, Reply]:
+def _status_of(amp: Amp01Context, cell_id: str, *, role: str = "a") -> tuple[str, Reply]:
     stored, reply = read_back(amp, cell_id, role=role)
     return expect_member(amp, stored, "lifecycle.status", reply), reply
 
 
-def _deleted(amp: Amp) -> tuple[str, str, Reply, dict[str, Any], list[Reply]]:
+def _deleted(amp: Amp01Context) -> tuple[str, str, Reply, dict[str, Any], list[Reply]]:
     """(owner, id, DELETE reply, the shared value, its replies) of the run's deleted cell
     (``_shared_cells.status_trio``'s ``gone``, made once per run, per worker): an archive answered
     other than 200, or a DELETE other than 204, blocks the check as ``amp.delete_cell`` would
@@ -59,7 +59,7 @@ def _deleted(amp: Amp) -> tuple[str, str, Reply, dict[str, Any], list[Reply]]:
     return made["owner"], made["gone"], delete, made, replies
 
 
-def _ids(amp: Amp, reply: Reply) -> list[Any]:
+def _ids(amp: Amp01Context, reply: Reply) -> list[Any]:
     results = reply.json_object().get("results")
     if not isinstance(results, list):
         amp.fail("the body has no 'results' array", reply)
@@ -67,7 +67,7 @@ def _ids(amp: Amp, reply: Reply) -> list[Any]:
 
 
 @check("AMP-DEL-01")
-def test_delete_of_an_archived_cell_is_204_with_empty_body(amp: Amp) -> None:
+def test_delete_of_an_archived_cell_is_204_with_empty_body(amp: Amp01Context) -> None:
     """DELETE of an archived cell by its creator answers 204 with an empty body."""
     _owner, _id, reply, _, _ = _deleted(amp)
     amp.expect_status(reply, 204)
@@ -75,7 +75,7 @@ def test_delete_of_an_archived_cell_is_204_with_empty_body(amp: Amp) -> None:
 
 
 @check("AMP-DEL-04")
-def test_delete_needs_write_access(amp: Amp) -> None:
+def test_delete_needs_write_access(amp: Amp01Context) -> None:
     """A stranger's DELETE is 403 on an active cell (not 409) and on an archived one; nothing changes."""
     # the status trio's active and archived cells (its lists and searches were sent with them); this
     # check comes before AMP-DEL-03's DELETE of the active one
@@ -94,7 +94,7 @@ def test_delete_needs_write_access(amp: Amp) -> None:
 
 
 @check("AMP-DEL-03", "AMP-ERR-03")
-def test_delete_of_an_active_cell_is_refused(amp: Amp) -> None:
+def test_delete_of_an_active_cell_is_refused(amp: Amp01Context) -> None:
     """DELETE of an active cell is 409 INVALID_TRANSITION and the cell stays active."""
     # the status trio's active cell: its lists and searches were sent with it, AMP-DEL-04's refused
     # DELETEs came before this one
@@ -117,7 +117,7 @@ check is serial for the shared passes' ``z``, which no pass may move between the
 
 
 @check("AMP-DEL-03", "AMP-ERR-03", serial=True)
-def test_delete_of_a_stale_cell_is_refused(amp: Amp) -> None:
+def test_delete_of_a_stale_cell_is_refused(amp: Amp01Context) -> None:
     """DELETE of a stale cell is 409 INVALID_TRANSITION and the cell stays stale.
 
     With the lifecycle checks' shared passes made already and their ``z`` stale after both, the DELETE
@@ -153,7 +153,7 @@ def test_delete_of_a_stale_cell_is_refused(amp: Amp) -> None:
 
 
 @check("AMP-DEL-05")
-def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
+def test_deleted_cell_never_appears_in_list_or_search(amp: Amp01Context) -> None:
     """A deleted cell is absent from list and search whatever status filters are sent (the
     /memories/query alias is asked the one filter that names deleted cells). The default search spans
     every type, so it is not asked again by name; the lists are the ones the status trio's other
@@ -186,7 +186,7 @@ def test_deleted_cell_never_appears_in_list_or_search(amp: Amp) -> None:
 
 
 @check("AMP-DEL-06", "AMP-DEL-02")
-def test_deleted_cell_reads_as_deleted_or_unknown(amp: Amp) -> None:
+def test_deleted_cell_reads_as_deleted_or_unknown(amp: Amp01Context) -> None:
     """GET of a deleted cell answers 200 with status 'deleted' or the unknown-id answer, per convention."""
     _owner, _id, _, made, replies = _deleted(amp)  # its first read was sent with it, after the lists
     with about("AMP-DEL-06"):  # the read's answer is AMP-DEL-06's; AMP-DEL-02 is what it shows
@@ -195,7 +195,7 @@ def test_deleted_cell_reads_as_deleted_or_unknown(amp: Amp) -> None:
 
 
 @check("AMP-DEL-07")
-def test_deleted_is_terminal(amp: Amp) -> None:
+def test_deleted_is_terminal(amp: Amp01Context) -> None:
     """A second DELETE is refused, PATCHes back to archived or active are refused, the cell stays deleted."""
     # the shared deleted cell's attempts, sent after its read (and after every list and search of it)
     _owner, _id, _, made, replies = _deleted(amp)
@@ -212,7 +212,7 @@ def test_deleted_is_terminal(amp: Amp) -> None:
 
 
 @check("AMP-DEL-08", "AMP-READ-10", "AMP-ERR-03")
-def test_unknown_id_gets_the_same_answer_on_get_patch_and_delete(amp: Amp) -> None:
+def test_unknown_id_gets_the_same_answer_on_get_patch_and_delete(amp: Amp01Context) -> None:
     """DELETE, PATCH and GET of an unknown id give the server's one unknown-id answer (404 or 403)."""
     # sent once per run: the error table judges all three too
     _, replies = unknown_probes(amp)

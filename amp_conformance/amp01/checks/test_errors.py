@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from amp_conformance import SHOULD, Amp, check
+from amp_conformance import SHOULD, Amp01Context, check
 from amp_conformance.amp01.checks._shared_cells import (
     EMPTY_METADATA,
     ORIGINAL_TEXT,
@@ -48,12 +48,12 @@ MISSING_AGENT_ID = "MISSING_AGENT_ID"
 UNAUTHENTICATED = "UNAUTHENTICATED"
 
 
-def _missing_identity_codes(amp: Amp) -> tuple[str, ...]:
+def _missing_identity_codes(amp: Amp01Context) -> tuple[str, ...]:
     """MISSING_AGENT_ID; in keys mode UNAUTHENTICATED is documented too (C-15)."""
     return (MISSING_AGENT_ID, UNAUTHENTICATED) if amp.server_requires_keys else (MISSING_AGENT_ID,)
 
 
-def _expect_missing_identity(amp: Amp, reply: Reply, what: str) -> None:
+def _expect_missing_identity(amp: Amp01Context, reply: Reply, what: str) -> None:
     """401 MISSING_AGENT_ID. Each route's own id restates AMP-AUTH-01 (every agent route needs an
     identity), so the finding is filed under AMP-AUTH-01."""
     amp.expect(
@@ -98,7 +98,7 @@ class _Provoked:
     """Every other request by label: the 422 probes of AMP-ERR-04/-05 and the read-backs."""
 
 
-def _provoke(amp: Amp) -> _Provoked:
+def _provoke(amp: Amp01Context) -> _Provoked:
     """Send every error probe of this module once, in an order where no probe changes what a later one
     meets: the 422 probes first, then one request per AMP-ERR-03 table cell the suite can provoke on
     P-BASE, with a read-back after each 401 probe (no identity) that could change something. A
@@ -257,12 +257,12 @@ def _provoke(amp: Amp) -> _Provoked:
     return _Provoked(table, probes)
 
 
-def _batch(amp: Amp, calls: dict[str, Callable[[], Reply]]) -> dict[str, Reply]:
-    """The replies by label, the requests sent together (see :meth:`Amp.at_once`)."""
+def _batch(amp: Amp01Context, calls: dict[str, Callable[[], Reply]]) -> dict[str, Reply]:
+    """The replies by label, the requests sent together (see :meth:`Amp01Context.at_once`)."""
     return dict(zip(calls, amp.at_once(*calls.values()), strict=True))
 
 
-def _provoked(amp: Amp) -> tuple[list[Case], dict[str, Reply]]:
+def _provoked(amp: Amp01Context) -> tuple[list[Case], dict[str, Reply]]:
     """The shared probes (made by the first check that asks, shown as evidence in every check): the
     table's cases and the other probes by label."""
     start = len(amp.evidence.exchanges)
@@ -273,7 +273,7 @@ def _provoked(amp: Amp) -> tuple[list[Case], dict[str, Reply]]:
     return cases, probes
 
 
-def _table(amp: Amp) -> list[Case]:
+def _table(amp: Amp01Context) -> list[Case]:
     """The table's cases, for the checks judging the whole table: they need the stranger's cases, so
     they skip without a second agent (keys mode with one key)."""
     cases = _provoked(amp)[0]
@@ -286,7 +286,7 @@ def _table_reply(cases: list[Case], label: str) -> Reply:
     return next(case.reply for case in cases if case.label == label)
 
 
-def _case(amp: Amp, label: str) -> Reply:
+def _case(amp: Amp01Context, label: str) -> Reply:
     return _table_reply(_provoked(amp)[0], label)
 
 
@@ -294,7 +294,7 @@ def _case(amp: Amp, label: str) -> Reply:
 
 
 @check("AMP-AUTH-01")
-def test_create_without_identity_is_401(amp: Amp) -> None:
+def test_create_without_identity_is_401(amp: Amp01Context) -> None:
     """POST /memories with a valid body but no X-AMP-Agent-ID and no created_by is 401 MISSING_AGENT_ID."""
     cases, probes = _provoked(amp)
     reply = _table_reply(cases, "POST /memories without identity")
@@ -308,13 +308,13 @@ def test_create_without_identity_is_401(amp: Amp) -> None:
 
 
 @check("AMP-READ-09", "AMP-AUTH-01")
-def test_read_without_identity_is_401(amp: Amp) -> None:
+def test_read_without_identity_is_401(amp: Amp01Context) -> None:
     """GET /memories/{id} of an existing cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""
     _expect_missing_identity(amp, _case(amp, "GET /memories/{id} without identity"), "GET /memories/{id}")
 
 
 @check("AMP-PATCH-18", "AMP-AUTH-01")
-def test_patch_without_identity_is_401(amp: Amp) -> None:
+def test_patch_without_identity_is_401(amp: Amp01Context) -> None:
     """PATCH with a valid body but no X-AMP-Agent-ID is 401 MISSING_AGENT_ID and changes nothing."""
     cases, probes = _provoked(amp)
     reply = _table_reply(cases, "PATCH without identity")
@@ -330,7 +330,7 @@ def test_patch_without_identity_is_401(amp: Amp) -> None:
 
 
 @check("AMP-DEL-08", "AMP-AUTH-01")
-def test_delete_without_identity_is_401(amp: Amp) -> None:
+def test_delete_without_identity_is_401(amp: Amp01Context) -> None:
     """DELETE of an archived cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID; the cell stays archived."""
     cases, probes = _provoked(amp)
     reply = _table_reply(cases, "DELETE without identity")
@@ -341,7 +341,7 @@ def test_delete_without_identity_is_401(amp: Amp) -> None:
 
 
 @check("AMP-LIST-11", "AMP-AUTH-01")
-def test_list_without_identity_is_401(amp: Amp) -> None:
+def test_list_without_identity_is_401(amp: Amp01Context) -> None:
     """GET /memories and GET /memories/query without X-AMP-Agent-ID are 401 MISSING_AGENT_ID."""
     cases, _ = _provoked(amp)
     for path in ("/memories", "/memories/query"):
@@ -350,7 +350,7 @@ def test_list_without_identity_is_401(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-16", "AMP-AUTH-01")
-def test_search_without_identity_is_401(amp: Amp) -> None:
+def test_search_without_identity_is_401(amp: Amp01Context) -> None:
     """POST /memories/search with a complete body but no X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""
     if not amp.keys_mode and amp.server_requires_keys:
         # no agent can act (a keys-mode server, no keys given), so the shared probes cannot be made;
@@ -368,7 +368,7 @@ def test_search_without_identity_is_401(amp: Amp) -> None:
 Problem = tuple[str, Reply, str | None]
 
 
-def _first_problem(amp: Amp, problems: list[Problem]) -> None:
+def _first_problem(amp: Amp01Context, problems: list[Problem]) -> None:
     """Fail with every problem listed, filed under the requirement the first one breaks."""
     if problems:
         message = "; ".join(text for text, _, _ in problems[:6])
@@ -389,7 +389,7 @@ def _envelope_requirement(body: Any) -> str:
 
 
 @check("AMP-ERR-01", "AMP-ERR-02")
-def test_every_error_is_the_json_envelope(amp: Amp) -> None:
+def test_every_error_is_the_json_envelope(amp: Amp01Context) -> None:
     """Every provoked 4xx is application/json {"error": {"code", "message"}} with a SCREAMING_SNAKE code."""
     problems: list[Problem] = []
     for case in _table(amp):
@@ -416,7 +416,7 @@ def test_every_error_is_the_json_envelope(amp: Amp) -> None:
 
 
 @check("AMP-ERR-01", level=SHOULD, stance="Level line: SHOULD for details being present")
-def test_every_error_carries_details(amp: Amp) -> None:
+def test_every_error_carries_details(amp: Amp01Context) -> None:
     """Every provoked 4xx envelope also carries an error.details object."""
     problems: list[Problem] = []
     for case in _table(amp):
@@ -433,7 +433,7 @@ def test_every_error_carries_details(amp: Amp) -> None:
 
 
 @check("AMP-ERR-03", "AMP-ERR-02")
-def test_each_route_answers_the_documented_status_and_code(amp: Amp) -> None:
+def test_each_route_answers_the_documented_status_and_code(amp: Amp01Context) -> None:
     """Each provoked error answers the (status, code) pair the table gives for its route (C-01/02/15)."""
     problems: list[Problem] = []
     for case in _table(amp):
@@ -478,7 +478,7 @@ def _locs(error: dict[str, Any]) -> list[list[Any]]:
 
 
 @check("AMP-ERR-04")
-def test_validation_errors_name_the_fields(amp: Amp) -> None:
+def test_validation_errors_name_the_fields(amp: Amp01Context) -> None:
     """422 VALIDATION_ERROR carries details.errors of {type, loc, msg, input} naming the bad fields."""
     table = {case.label: case.reply for case in _provoked(amp)[0]}
     reply = table["POST /memories without content"]
@@ -504,7 +504,7 @@ def test_validation_errors_name_the_fields(amp: Amp) -> None:
 
 
 @check("AMP-ERR-05")
-def test_validation_failures_never_use_a_framework_shape(amp: Amp) -> None:
+def test_validation_failures_never_use_a_framework_shape(amp: Amp01Context) -> None:
     """Rejected bodies, queries and malformed JSON answer the AMP envelope, never a top-level 'detail'."""
     cases, probes = _provoked(amp)
     replies = [
@@ -546,7 +546,7 @@ def test_validation_failures_never_use_a_framework_shape(amp: Amp) -> None:
 # robustness (AMP-ERR-07) ---------------------------------------------------------------------
 
 
-def _archived_odd_cell(amp: Amp, odd: tuple[str, list[tuple[str, Reply]]]) -> dict[str, Any]:
+def _archived_odd_cell(amp: Amp01Context, odd: tuple[str, list[tuple[str, Reply]]]) -> dict[str, Any]:
     """The error probes' archived cell: the scoring-null create's cell once archived (AMP-ERR-07 judges
     only its create answer), or, when that create or its archive did not succeed, a fresh cell archived
     as a step (AMP-PATCH-10)."""
@@ -561,7 +561,7 @@ def _archived_odd_cell(amp: Amp, odd: tuple[str, list[tuple[str, Reply]]]) -> di
 
 
 @check("AMP-ERR-07")
-def test_odd_but_valid_requests_do_not_crash(amp: Amp) -> None:
+def test_odd_but_valid_requests_do_not_crash(amp: Amp01Context) -> None:
     """Unicode text, a long agent id and null sections never produce a 5xx."""
     a = amp.as_agent("a")
     owner, made = _odd_creates(amp)  # shared: the error probes use the empty-metadata cell

@@ -7,7 +7,7 @@ and the cells the fuzzer creates are cleaned up with the rest.
 
 from __future__ import annotations
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.fuzz_profile import PROFILE
 from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, judged_run, load_openapi, run_fuzz
 
@@ -22,7 +22,7 @@ CONTRACT = {
 }
 
 
-def fuzz_result(amp: Amp) -> FuzzResult:
+def fuzz_result(amp: Amp01Context) -> FuzzResult:
     """Run the fuzzer once per suite run (the first fuzz check pays for it)."""
     cached = amp.run.cache.get("fuzz")
     if cached is None:
@@ -52,7 +52,7 @@ def fuzz_result(amp: Amp) -> FuzzResult:
     return judged_run(amp, cached, "operations")
 
 
-def _judge(amp: Amp, checks: set[str], what: str) -> None:
+def _judge(amp: Amp01Context, checks: set[str], what: str) -> None:
     result = fuzz_result(amp)
     failures = [f for f in result.failures if f.check in checks]
     for finding in (f for f in result.warnings if f.check in checks):
@@ -75,18 +75,18 @@ def _describe(finding: FuzzFinding) -> str:
 
 
 @check("AMP-ERR-07", "AMP-ERR-03", area="fuzz")
-def test_fuzzing_provokes_no_server_error(amp: Amp) -> None:
+def test_fuzzing_provokes_no_server_error(amp: Amp01Context) -> None:
     """No generated request, valid or invalid, gets a 5xx."""
     _judge(amp, SERVER_ERRORS, "the server answered generated requests with a 5xx")
 
 
 @check("AMP-ERR-01", "AMP-ERR-02", "AMP-ERR-04", "AMP-ERR-05", area="fuzz")
-def test_fuzzed_errors_use_the_envelope(amp: Amp) -> None:
+def test_fuzzed_errors_use_the_envelope(amp: Amp01Context) -> None:
     """Every 4xx from an AMP route, for any generated request, uses the AMP error envelope."""
     _judge(amp, ENVELOPE, "4xx answers without the AMP error envelope")
 
 
 @check("AMP-ERR-03", "AMP-CELL-01", "AMP-CRE-09", "AMP-ERR-06", area="fuzz")
-def test_fuzzed_responses_follow_the_contract(amp: Amp) -> None:
+def test_fuzzed_responses_follow_the_contract(amp: Amp01Context) -> None:
     """Generated requests get declared statuses, JSON bodies matching their schemas, required headers."""
     _judge(amp, CONTRACT, "responses that break the contract")

@@ -4,12 +4,12 @@ The checks judge one anonymous GET of ``/health`` and one of ``/spec``, sent onc
 
 from __future__ import annotations
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._support import open_route_reply, shown
 
 
 @check("AMP-HEALTH-01")
-def test_health_reports_ok_and_the_protocol_version(amp: Amp) -> None:
+def test_health_reports_ok_and_the_protocol_version(amp: Amp01Context) -> None:
     """GET /health answers 200 {"status": "ok", "amp_version": "0.1.0"}."""
     reply = open_route_reply(amp, "/health")
     amp.expect_status(reply, 200)
@@ -23,7 +23,7 @@ def test_health_reports_ok_and_the_protocol_version(amp: Amp) -> None:
 
 
 @check("AMP-HEALTH-02", "AMP-AUTH-07")
-def test_health_needs_no_identity_and_answers_json(amp: Amp) -> None:
+def test_health_needs_no_identity_and_answers_json(amp: Amp01Context) -> None:
     """GET /health needs neither agent id nor key, and answers JSON."""
     reply = open_route_reply(amp, "/health")
     amp.expect_status(reply, 200)
@@ -37,7 +37,7 @@ def test_health_needs_no_identity_and_answers_json(amp: Amp) -> None:
 
 
 @check("AMP-CAP-01")
-def test_spec_reports_version_and_capabilities(amp: Amp) -> None:
+def test_spec_reports_version_and_capabilities(amp: Amp01Context) -> None:
     """GET /spec answers 200 with amp_version "0.1.0" and a capabilities object, without identity."""
     reply = open_route_reply(amp, "/spec")
     amp.expect_status(reply, 200)
@@ -51,7 +51,7 @@ def test_spec_reports_version_and_capabilities(amp: Amp) -> None:
 
 
 @check("AMP-CAP-03")
-def test_spec_and_health_agree_on_the_version(amp: Amp) -> None:
+def test_spec_and_health_agree_on_the_version(amp: Amp01Context) -> None:
     """/spec and /health report the same amp_version."""
     health = open_route_reply(amp, "/health")
     spec = open_route_reply(amp, "/spec")

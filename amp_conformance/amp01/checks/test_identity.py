@@ -14,7 +14,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._support import error_of, expect_error, list_owner, member, shown
 from amp_conformance.amp01.checks.access.steps import POLICY_CELL
 from amp_conformance.engine.client import Reply
@@ -36,7 +36,7 @@ def _ids(results: list[Any]) -> set[Any]:
 
 
 @check("AMP-LIST-03", "AMP-SRCH-03")
-def test_owner_filters_match_the_owner_id_exactly(amp: Amp) -> None:
+def test_owner_filters_match_the_owner_id_exactly(amp: Amp01Context) -> None:
     """List and search by a case-flipped or decomposed variant of an owner id do not return its cells."""
     owner = amp.owner() + ACCENTED
     text = "an owner id with an accent, filtered by its variants"
@@ -75,7 +75,7 @@ def test_owner_filters_match_the_owner_id_exactly(amp: Amp) -> None:
         )
 
 
-def creators_cell(amp: Amp) -> dict[str, Any]:
+def creators_cell(amp: Amp01Context) -> dict[str, Any]:
     """One cell created by agent "a" for a fresh owner (so the creator is not the owner), under a policy
     naming neither the creator's nor the owner's case variants, for the case-variant check, which only
     reads it and is refused a write, and then the creator check, which replaces its policy and writes
@@ -93,13 +93,13 @@ def creators_cell(amp: Amp) -> dict[str, Any]:
     return CREATORS_CELL(amp).value
 
 
-def _make_creators_cell(amp: Amp, rec: Recorder) -> dict[str, Any]:
+def _make_creators_cell(amp: Amp01Context, rec: Recorder) -> dict[str, Any]:
     owner = amp.owner()
     return {"owner": owner, "cell": amp.create_cell(identity={"owner_id": owner})}
 
 
 #: The two checks' own cell, when the policy check's is not theirs to take (:func:`creators_cell`).
-CREATORS_CELL: Step[Amp, dict[str, Any], Reply] = Step(
+CREATORS_CELL: Step[Amp01Context, dict[str, Any], Reply] = Step(
     "identity:creators-cell", _make_creators_cell, roles=("a",), reply=Reply
 )
 
@@ -110,7 +110,7 @@ def _refused(reply: Reply) -> bool:
 
 
 @check("AMP-ACL-09", uses=(POLICY_CELL, CREATORS_CELL))
-def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp) -> None:
+def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp01Context) -> None:
     """An agent whose id differs from the owner's or the creator's only in letter case has no access.
 
     With API keys the creator's variant is sent with the creator's own key (a server folding case in
@@ -149,7 +149,7 @@ def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp) -> None:
 
 
 @check("AMP-ACL-08", uses=(POLICY_CELL, CREATORS_CELL))
-def test_the_creator_keeps_its_rights_after_replacing_the_policy(amp: Amp) -> None:
+def test_the_creator_keeps_its_rights_after_replacing_the_policy(amp: Amp01Context) -> None:
     """After the creator replaces readable_by and writable_by with other agents, it still reads and writes."""
     other = amp.agent_id("a") + "-someone-else"
     cell = creators_cell(amp)["cell"]  # a fresh owner: the creator is not the owner
@@ -178,7 +178,7 @@ def test_the_creator_keeps_its_rights_after_replacing_the_policy(amp: Amp) -> No
 
 
 @check("AMP-ADMIN-03", global_effects=True)
-def test_a_prefix_of_the_admin_token_is_refused(amp: Amp) -> None:
+def test_a_prefix_of_the_admin_token_is_refused(amp: Amp01Context) -> None:
     """The admin token is compared whole: its strict prefix gets 403 ACCESS_DENIED, not a pass."""
     secret = amp.session.options.admin_token
     if secret is None:

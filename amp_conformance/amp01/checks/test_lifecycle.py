@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from functools import partial
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._lifecycle_passes import (
     CELLS,
     LIFTS,
@@ -46,7 +46,7 @@ LOW_IMPORTANCE = 0.2
 """importance of a cell that one pass makes stale (importance x confidence < 0.3, §3 example F)."""
 
 
-def _cell(amp: Amp, owner: str, importance: float, confidence: float = 1.0) -> str:
+def _cell(amp: Amp01Context, owner: str, importance: float, confidence: float = 1.0) -> str:
     cell = amp.create_cell(
         {
             "identity": {"owner_id": owner},
@@ -57,7 +57,7 @@ def _cell(amp: Amp, owner: str, importance: float, confidence: float = 1.0) -> s
 
 
 def _expect_listed(
-    amp: Amp, owner: str, cell_id: str, expected: str, when: str, requirement: str | None = None
+    amp: Amp01Context, owner: str, cell_id: str, expected: str, when: str, requirement: str | None = None
 ) -> None:
     got = listed_status(amp, owner, cell_id, expected)
     amp.expect(
@@ -69,7 +69,7 @@ def _expect_listed(
 
 
 @check("AMP-LC-03", "AMP-ADMIN-05", global_effects=True)
-def test_low_score_cells_become_stale_after_one_pass(amp: Amp) -> None:
+def test_low_score_cells_become_stale_after_one_pass(amp: Amp01Context) -> None:
     """Cells with importance x confidence < 0.3 are stale after one pass; counts include them."""
     passes = first_pass(amp)
     first = passes.first
@@ -93,7 +93,7 @@ def test_low_score_cells_become_stale_after_one_pass(amp: Amp) -> None:
 
 
 @check("AMP-LC-04", global_effects=True)
-def test_a_score_of_exactly_0_3_is_not_below_the_threshold(amp: Amp) -> None:
+def test_a_score_of_exactly_0_3_is_not_below_the_threshold(amp: Amp01Context) -> None:
     """A score of exactly 0.3 stays active, and brings a stale cell back to active (C-33)."""
     passes = both_passes(amp)
     first, second = passes.first, passes.after_second()
@@ -117,7 +117,7 @@ def test_a_score_of_exactly_0_3_is_not_below_the_threshold(amp: Amp) -> None:
 
 
 @check("AMP-LC-05", "AMP-ADMIN-05", global_effects=True)
-def test_a_stale_cell_whose_score_recovers_becomes_active(amp: Amp) -> None:
+def test_a_stale_cell_whose_score_recovers_becomes_active(amp: Amp01Context) -> None:
     """A stale cell whose score is back at or above 0.3 becomes active at the next pass."""
     passes = both_passes(amp)
     second = passes.after_second()
@@ -136,7 +136,7 @@ def test_a_stale_cell_whose_score_recovers_becomes_active(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-16", area="lc", global_effects=True)
-def test_a_scoring_patch_does_not_flip_the_status_by_itself(amp: Amp) -> None:
+def test_a_scoring_patch_does_not_flip_the_status_by_itself(amp: Amp01Context) -> None:
     """A scoring PATCH that lifts a stale cell's score leaves it stale until the next pass (C-34)."""
     passes = both_passes(amp)
     passes.step_lifted(amp, "y", stays_stale=False)
@@ -161,7 +161,7 @@ def test_a_scoring_patch_does_not_flip_the_status_by_itself(amp: Amp) -> None:
 
 
 @check("AMP-LC-07", "AMP-LC-11", global_effects=True)
-def test_a_freshly_stale_cell_is_not_archived(amp: Amp) -> None:
+def test_a_freshly_stale_cell_is_not_archived(amp: Amp01Context) -> None:
     """A pass moves a cell one step: a freshly stale cell is not archived, nor by the next pass."""
     passes = both_passes(amp)
     passes.step_stale_after_first(amp, "w")
@@ -176,7 +176,7 @@ def test_a_freshly_stale_cell_is_not_archived(amp: Amp) -> None:
 
 
 @check("AMP-LC-08", "AMP-PATCH-12", global_effects=True)
-def test_archived_cells_stay_archived(amp: Amp) -> None:
+def test_archived_cells_stay_archived(amp: Amp01Context) -> None:
     """An archived cell with a high score is left archived by a pass and cannot be PATCHed back (409)."""
     passes = first_pass(amp)
     archive = passes.archive
@@ -198,7 +198,7 @@ def test_archived_cells_stay_archived(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-12", "AMP-DEL-03", area="lc", global_effects=True)
-def test_a_stale_cell_cannot_be_patched_or_deleted_to_deleted(amp: Amp) -> None:
+def test_a_stale_cell_cannot_be_patched_or_deleted_to_deleted(amp: Amp01Context) -> None:
     """A stale cell: PATCH to deleted is 409 INVALID_TRANSITION, DELETE is 409; it stays stale."""
     passes = both_passes(amp)
     passes.step_stale_after_first(amp, "z")
@@ -218,7 +218,7 @@ def test_a_stale_cell_cannot_be_patched_or_deleted_to_deleted(amp: Amp) -> None:
 
 
 @check("AMP-READ-07", area="lc", global_effects=True)
-def test_a_stale_cell_can_still_be_read_by_id(amp: Amp) -> None:
+def test_a_stale_cell_can_still_be_read_by_id(amp: Amp01Context) -> None:
     """A stale cell is still readable by id: 200 with status stale."""
     passes = both_passes(amp)
     passes.step_stale_after_first(amp, "w")
@@ -230,7 +230,7 @@ def test_a_stale_cell_can_still_be_read_by_id(amp: Amp) -> None:
 
 
 @check("AMP-LC-14", global_effects=True)
-def test_stale_cells_leave_default_search_and_list(amp: Amp) -> None:
+def test_stale_cells_leave_default_search_and_list(amp: Amp01Context) -> None:
     """Stale cells are left out of default search (and list) and come back with include_stale or status."""
     passes = both_passes(amp)
     passes.step_stale_after_first(amp, "w")
@@ -283,7 +283,9 @@ def test_stale_cells_leave_default_search_and_list(amp: Amp) -> None:
         amp.warn("the default list shows a stale cell (AMP-LIST-04 and C-12: only active by default)")
 
 
-def _expect_search_complete(amp: Amp, client: Client, owner: str, reply: Reply, stale_id: str) -> None:
+def _expect_search_complete(
+    amp: Amp01Context, client: Client, owner: str, reply: Reply, stale_id: str
+) -> None:
     """Before the missing stale cell is judged a filter's fault: the search returned every active cell
     of the owner (the list with status=active shows them; include_stale adds to those). Active cells
     missing too means the search loses results (an approximate index), one root cause under
@@ -307,7 +309,7 @@ def _expect_search_complete(amp: Amp, client: Client, owner: str, reply: Reply, 
 
 
 @check("AMP-LC-09", "AMP-RET-01", global_effects=True)
-def test_a_pass_leaves_deleted_cells_deleted_and_kept(amp: Amp) -> None:
+def test_a_pass_leaves_deleted_cells_deleted_and_kept(amp: Amp01Context) -> None:
     """A deleted cell (high score) is neither changed nor purged by a pass (where deleted cells read back)."""
     amp.admin()
     if amp.conventions.deleted_read != "readable":
@@ -328,7 +330,7 @@ def test_a_pass_leaves_deleted_cells_deleted_and_kept(amp: Amp) -> None:
 
 
 @check("AMP-RET-02")
-def test_no_rest_route_purges_a_deleted_cell(amp: Amp) -> None:
+def test_no_rest_route_purges_a_deleted_cell(amp: Amp01Context) -> None:
     """Physical purge is no REST operation: purge-looking requests never succeed on a deleted cell."""
     # the run's shared deleted cell: its purge probes (one of each form a purge route takes, at once)
     # were sent with it, after every other probe and the read that followed them
@@ -351,7 +353,7 @@ def test_no_rest_route_purges_a_deleted_cell(amp: Amp) -> None:
 
 
 @check("AMP-RET-03", "AMP-ADMIN-07", global_effects=True)
-def test_a_pass_purges_nothing_by_default(amp: Amp) -> None:
+def test_a_pass_purges_nothing_by_default(amp: Amp01Context) -> None:
     """A pass reports purged (if at all) as an integer >= 0; it purges nothing unless the operator opts in."""
     reply = first_pass(amp).first.reply
     body = reply.json_object()
@@ -371,7 +373,7 @@ def test_a_pass_purges_nothing_by_default(amp: Amp) -> None:
 
 
 @check("AMP-LC-13")
-def test_no_automatic_pass_when_the_scheduler_is_off(amp: Amp) -> None:
+def test_no_automatic_pass_when_the_scheduler_is_off(amp: Amp01Context) -> None:
     """With lifecycle_scheduler.enabled false, a low-score cell stays active (no pass runs by itself)."""
     scheduler = amp.spec.get("lifecycle_scheduler")
     if not isinstance(scheduler, dict) or scheduler.get("enabled") is not False:
@@ -386,7 +388,7 @@ def test_no_automatic_pass_when_the_scheduler_is_off(amp: Amp) -> None:
 
 
 @check("AMP-LC-12", deadline=60)
-def test_the_scheduler_runs_passes_by_itself(amp: Amp) -> None:
+def test_the_scheduler_runs_passes_by_itself(amp: Amp01Context) -> None:
     """With the scheduler on and a short interval, a low-score cell turns stale without a manual pass."""
     scheduler = amp.spec.get("lifecycle_scheduler")
     if not isinstance(scheduler, dict) or scheduler.get("enabled") is not True:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amp_conformance import SHOULD, Amp, check
+from amp_conformance import SHOULD, Amp01Context, check
 from amp_conformance.amp01.checks._shared_cells import (
     TRIO_LISTS,
     fresh_owner_list,
@@ -36,7 +36,7 @@ PAGE_MEMBERS = ("results", "returned", "has_more", "offset", "limit")
 MAX_PAGES = 50
 
 
-def _page(amp: Amp, reply: Reply, what: str = "the list response") -> dict[str, Any]:
+def _page(amp: Amp01Context, reply: Reply, what: str = "the list response") -> dict[str, Any]:
     """A 200 list page whose members have the right types (AMP-LIST-01); fails clearly otherwise."""
     amp.expect_status(reply, 200, what=what)
     body = reply.json_object()
@@ -65,11 +65,11 @@ def _ids(page: dict[str, Any]) -> list[Any]:
     return [item.get("id") for item in page["results"]]
 
 
-def _list(amp: Amp, role: str = "a", path: str = "/memories", **params: Any) -> Reply:
+def _list(amp: Amp01Context, role: str = "a", path: str = "/memories", **params: Any) -> Reply:
     return amp.as_agent(role).get(path, params=params)
 
 
-def _invalid_list(amp: Amp, **params: Any) -> Reply:
+def _invalid_list(amp: Amp01Context, **params: Any) -> Reply:
     """Agent "a"'s ``GET /memories`` of a fresh owner with ``params`` that must be refused, sent once
     per run (``_shared_cells.invalid_list``): the checks asking the same invalid parameter (its own
     rule, the alias answering like the list, the error table, the page-size claim) each judge this
@@ -77,12 +77,14 @@ def _invalid_list(amp: Amp, **params: Any) -> Reply:
     return invalid_list(amp, **params)
 
 
-def _owner_set_page(amp: Amp, owner: str, *, role: str, limit: int, offset: int | None = None) -> Reply:
+def _owner_set_page(
+    amp: Amp01Context, owner: str, *, role: str, limit: int, offset: int | None = None
+) -> Reply:
     """``role``'s page of the owner set with ``limit`` (and ``offset``), sent once per run."""
     return owner_set_page(amp, owner, role=role, limit=limit, offset=offset)
 
 
-def _fresh_owner_page(amp: Amp) -> Reply:
+def _fresh_owner_page(amp: Amp01Context) -> Reply:
     """Agent "a"'s list of a fresh owner (no cells) without limit or offset, sent once per run: the
     default limit and the default offset are each judged on this one answer (and, with keys,
     AMP-CAP-05's keyed list)."""
@@ -90,7 +92,7 @@ def _fresh_owner_page(amp: Amp) -> Reply:
 
 
 @check("AMP-LIST-01")
-def test_list_returns_a_page_of_valid_cells(amp: Amp) -> None:
+def test_list_returns_a_page_of_valid_cells(amp: Amp01Context) -> None:
     """GET /memories answers 200 {results, returned, has_more, offset, limit} with valid cells."""
     made, reply = minimal_listed(amp)  # sent once per run; AMP-CELL-04 reads amp_version off it
     cell = made["cell"]
@@ -101,7 +103,7 @@ def test_list_returns_a_page_of_valid_cells(amp: Amp) -> None:
 
 
 @check("AMP-LIST-02")
-def test_query_alias_answers_like_the_list(amp: Amp) -> None:
+def test_query_alias_answers_like_the_list(amp: Amp01Context) -> None:
     """GET /memories/query takes the same parameters and returns the same page as GET /memories.
 
     One parameter set names every filter and the window at once (owner, type, limit, offset over the
@@ -145,7 +147,7 @@ def test_query_alias_answers_like_the_list(amp: Amp) -> None:
 
 
 @check("AMP-LIST-03")
-def test_owner_and_type_filters_are_exact(amp: Amp) -> None:
+def test_owner_and_type_filters_are_exact(amp: Amp01Context) -> None:
     """owner_id matches identity.owner_id exactly and type returns only that memory type."""
     shared = owner_set(amp)
     owner = shared["owner"]
@@ -177,7 +179,7 @@ def test_owner_and_type_filters_are_exact(amp: Amp) -> None:
 
 
 @check("AMP-LIST-03", "AMP-LIST-04", level=SHOULD, stance="C-12: the status filter is a SHOULD")
-def test_status_filter_and_active_default(amp: Amp) -> None:
+def test_status_filter_and_active_default(amp: Amp01Context) -> None:
     """Without status only active cells are listed; status=archived lists the archived one (C-12)."""
     # one owner's active, archived and deleted cells, listed right after they were made (shared with
     # the delete checks, which ask the same lists about the deleted one)
@@ -205,7 +207,7 @@ def test_status_filter_and_active_default(amp: Amp) -> None:
 
 
 @check("AMP-LIST-05", "AMP-ERR-04")
-def test_limit_bounds_are_enforced_not_clamped(amp: Amp) -> None:
+def test_limit_bounds_are_enforced_not_clamped(amp: Amp01Context) -> None:
     """limit above max_page_size, 0 or negative is 422; limit = max_page_size is accepted and echoed."""
     owner = amp.owner()
     maximum = amp.max_page_size
@@ -235,7 +237,7 @@ def test_limit_bounds_are_enforced_not_clamped(amp: Amp) -> None:
 
 
 @check("AMP-LIST-05", level=SHOULD, stance="Level line: SHOULD for the default 20")
-def test_limit_defaults_to_20(amp: Amp) -> None:
+def test_limit_defaults_to_20(amp: Amp01Context) -> None:
     """Without limit the page uses (and echoes) limit 20."""
     reply = _fresh_owner_page(amp)  # AMP-LIST-06 judges its default offset
     page = _page(amp, reply)
@@ -245,7 +247,7 @@ def test_limit_defaults_to_20(amp: Amp) -> None:
 
 
 @check("AMP-LIST-06")
-def test_offset_must_not_be_negative(amp: Amp) -> None:
+def test_offset_must_not_be_negative(amp: Amp01Context) -> None:
     """offset -1 (or not an integer) is 422 VALIDATION_ERROR; without offset, offset 0 is echoed."""
     owner = amp.owner()
     for bad in (-1, "first"):
@@ -256,7 +258,7 @@ def test_offset_must_not_be_negative(amp: Amp) -> None:
 
 
 @check("AMP-LIST-07", "AMP-ACL-14")
-def test_pages_hold_only_readable_cells_and_count_them(amp: Amp) -> None:
+def test_pages_hold_only_readable_cells_and_count_them(amp: Amp01Context) -> None:
     """Only readable cells are listed and limit counts them: 3 readable of 5, limit 2 -> 2, 1."""
     shared = owner_set(amp)
     owner, visible, invisible = shared["owner"], set(shared["readable"]), set(shared["hidden"])
@@ -288,7 +290,7 @@ def test_pages_hold_only_readable_cells_and_count_them(amp: Amp) -> None:
 
 
 @check("AMP-LIST-08")
-def test_paging_members_tell_the_truth(amp: Amp) -> None:
+def test_paging_members_tell_the_truth(amp: Amp01Context) -> None:
     """returned = len(results) <= limit, has_more exactly when a next page holds something, window echoed."""
     shared = owner_set(amp)
     owner, invisible = shared["owner"], set(shared["hidden"])
@@ -352,7 +354,7 @@ def test_paging_members_tell_the_truth(amp: Amp) -> None:
 
 
 @check("AMP-LIST-09")
-def test_pages_partition_the_readable_cells(amp: Amp) -> None:
+def test_pages_partition_the_readable_cells(amp: Amp01Context) -> None:
     """Walking every page with limit 2 yields each readable cell exactly once."""
     shared = owner_set(amp)
     owner, visible = shared["owner"], set(shared["readable"])
@@ -374,7 +376,7 @@ def test_pages_partition_the_readable_cells(amp: Amp) -> None:
 
 
 @check("AMP-LIST-10", "AMP-ERR-04")
-def test_invalid_type_or_status_is_a_validation_error(amp: Amp) -> None:
+def test_invalid_type_or_status_is_a_validation_error(amp: Amp01Context) -> None:
     """type=literal and status=expired are 422 VALIDATION_ERROR."""
     owner = amp.owner()
     expect_refused_as_invalid(amp, details=True, reply=_list(amp, owner_id=owner, type="literal"))
@@ -382,7 +384,7 @@ def test_invalid_type_or_status_is_a_validation_error(amp: Amp) -> None:
 
 
 @check("AMP-LIST-12")
-def test_without_owner_id_every_owners_readable_cells_are_listed(amp: Amp) -> None:
+def test_without_owner_id_every_owners_readable_cells_are_listed(amp: Amp01Context) -> None:
     """Omitting owner_id lists the caller's readable cells of every owner."""
     mine = {minimal_cell(amp)["cell"]["id"], owner_set(amp)["cells"][0]["cell"]["id"]}  # two owners
     found: set[str] = set()

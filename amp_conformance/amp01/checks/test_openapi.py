@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from amp_conformance import SHOULD, Amp, check
+from amp_conformance import SHOULD, Amp01Context, check
 from amp_conformance.amp01.checks._support import shared_replies, shown
 from amp_conformance.engine.client import Reply
 
 
-def _fetch(amp: Amp) -> None:
+def _fetch(amp: Amp01Context) -> None:
     """GET ``/openapi.json`` at the origin root and, when that is not a 200, at the base URL."""
     client = amp.anonymous()
     if client.get("/openapi.json", root=True).status != 200:
         client.get("/openapi.json")
 
 
-def served_document(amp: Amp) -> tuple[dict[str, Any], Reply]:
+def served_document(amp: Amp01Context) -> tuple[dict[str, Any], Reply]:
     """``/openapi.json`` at the origin root, else at the base URL (C-28: warn), else the check fails.
 
     Fetched once per run (``amp.shared``); each check judges the answers itself."""
@@ -44,14 +44,14 @@ def served_document(amp: Amp) -> tuple[dict[str, Any], Reply]:
 
 
 @check("AMP-OAS-01")
-def test_the_openapi_document_is_served(amp: Amp) -> None:
+def test_the_openapi_document_is_served(amp: Amp01Context) -> None:
     """A running server serves its OpenAPI document at /openapi.json."""
     document, reply = served_document(amp)
     amp.expect(isinstance(document.get("paths"), dict), "the served document has a 'paths' object", reply)
 
 
 @check("AMP-OAS-03")
-def test_the_served_document_is_valid_openapi_3_1(amp: Amp) -> None:
+def test_the_served_document_is_valid_openapi_3_1(amp: Amp01Context) -> None:
     """The served document is valid OpenAPI 3.1."""
     from openapi_spec_validator import validate
     from openapi_spec_validator.validation.exceptions import OpenAPIValidationError
@@ -70,7 +70,7 @@ def test_the_served_document_is_valid_openapi_3_1(amp: Amp) -> None:
 
 
 def _differences(
-    amp: Amp, codes: set[str], *, ignore_statuses: frozenset[str] = frozenset()
+    amp: Amp01Context, codes: set[str], *, ignore_statuses: frozenset[str] = frozenset()
 ) -> tuple[list[str], Reply]:
     """Differences of the served document from our contract; an undeclared status in
     ``ignore_statuses`` is none (the server follows a documented convention that never answers it)."""
@@ -95,7 +95,7 @@ def _differences(
     return [str(d) for d in kept], reply
 
 
-def _not_this_servers_statuses(amp: Amp) -> frozenset[str]:
+def _not_this_servers_statuses(amp: Amp01Context) -> frozenset[str]:
     """Statuses our contract declares that the server's detected convention never answers: 404 when
     unknown ids get 403 (C-01), which is all our contract's 404s are for."""
     unknown = amp.conventions.unknown_id
@@ -103,7 +103,7 @@ def _not_this_servers_statuses(amp: Amp) -> frozenset[str]:
 
 
 @check("AMP-OAS-02", level=SHOULD, stance="Level line: SHOULD for servers other than ours")
-def test_the_served_document_has_our_routes_methods_and_statuses(amp: Amp) -> None:
+def test_the_served_document_has_our_routes_methods_and_statuses(amp: Amp01Context) -> None:
     """The served document has the routes, methods and response statuses of our contract."""
     codes = {"missing-route", "missing-method", "undeclared-status", "extra-route", "extra-method"}
     differences, reply = _differences(amp, codes, ignore_statuses=_not_this_servers_statuses(amp))
@@ -115,7 +115,7 @@ def test_the_served_document_has_our_routes_methods_and_statuses(amp: Amp) -> No
 
 
 @check("AMP-OAS-04")
-def test_declared_error_responses_use_the_envelope(amp: Amp) -> None:
+def test_declared_error_responses_use_the_envelope(amp: Amp01Context) -> None:
     """Every declared 4xx response of the served document uses the AMP error envelope."""
     differences, reply = _differences(amp, {"no-error-envelope", "unresolvable-ref"})
     amp.expect(
@@ -124,7 +124,7 @@ def test_declared_error_responses_use_the_envelope(amp: Amp) -> None:
 
 
 @check("AMP-OAS-05")
-def test_the_patch_schema_has_no_created_at(amp: Amp) -> None:
+def test_the_patch_schema_has_no_created_at(amp: Amp01Context) -> None:
     """The PATCH request schema offers no lifecycle.created_at."""
     document, reply = served_document(amp)
     operation = document.get("paths", {}).get("/amp/v1/memories/{memory_id}", {}).get("patch")

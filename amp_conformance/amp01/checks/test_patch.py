@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from amp_conformance import SHOULD, Amp, check
+from amp_conformance import SHOULD, Amp01Context, check
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
 from amp_conformance.amp01.checks._lifecycle_passes import BOTH_PASSES, Passes, both_passes
 from amp_conformance.amp01.checks._support import (
@@ -50,7 +50,7 @@ MISSING = object()
 # helpers -------------------------------------------------------------------------------------
 
 
-def _time(amp: Amp, cell: Any, path: str, reply: Reply | None = None) -> datetime:
+def _time(amp: Amp01Context, cell: Any, path: str, reply: Reply | None = None) -> datetime:
     """A timestamp member parsed as RFC 3339 UTC (a null or malformed value fails the check)."""
     value = expect_member(amp, cell, path, reply)
     if not isinstance(value, str):
@@ -63,15 +63,15 @@ def _time(amp: Amp, cell: Any, path: str, reply: Reply | None = None) -> datetim
         raise AssertionError("unreachable") from exc
 
 
-def _valid_cell(amp: Amp, reply: Reply, what: str) -> dict[str, Any]:
+def _valid_cell(amp: Amp01Context, reply: Reply, what: str) -> dict[str, Any]:
     return expect_valid_cell(amp, reply.json_object(), reply, what)
 
 
-def _patch(amp: Amp, cell_id: str, body: Any, *, role: str = "a") -> Reply:
+def _patch(amp: Amp01Context, cell_id: str, body: Any, *, role: str = "a") -> Reply:
     return amp.as_agent(role).patch(f"/memories/{cell_id}", body)
 
 
-def _patched(amp: Amp, cell_id: str, body: Any, what: str, *, role: str = "a") -> dict[str, Any]:
+def _patched(amp: Amp01Context, cell_id: str, body: Any, what: str, *, role: str = "a") -> dict[str, Any]:
     """PATCH that must succeed (200 with a cell object)."""
     reply = _patch(amp, cell_id, body, role=role)
     amp.expect_status(reply, 200, what=what)
@@ -89,7 +89,7 @@ def _server_now(reply: Reply) -> datetime:
     return datetime.now(UTC)
 
 
-def _same(amp: Amp, before: dict[str, Any], after: dict[str, Any], path: str, reply: Reply) -> None:
+def _same(amp: Amp01Context, before: dict[str, Any], after: dict[str, Any], path: str, reply: Reply) -> None:
     old, new = expect_member(amp, before, path), expect_member(amp, after, path, reply)
     amp.expect(new == old, f"{path} changed from {shown(old)} to {shown(new)}", reply, expected=repr(old))
 
@@ -103,24 +103,24 @@ def _replies(made: Made[dict[str, Any], Reply]) -> tuple[dict[str, Any], dict[st
 
 
 #: The module's shared sequences (each made by the first check that asks; the makers are defined below).
-MERGE_RULES: Step[Amp, dict[str, Any], Reply] = Step(
+MERGE_RULES: Step[Amp01Context, dict[str, Any], Reply] = Step(
     "patch:merge-rules", lambda amp, rec: _merge_probes(amp, rec), roles=("a",), reply=Reply
 )
-IMMUTABLE_PROBES: Step[Amp, dict[str, Any], Reply] = Step(
+IMMUTABLE_PROBES: Step[Amp01Context, dict[str, Any], Reply] = Step(
     "patch:immutable", lambda amp, rec: _immutable_probes(amp, rec), roles=("a",), reply=Reply
 )
-MEMBER_PROBES: Step[Amp, dict[str, Any], Reply] = Step(
+MEMBER_PROBES: Step[Amp01Context, dict[str, Any], Reply] = Step(
     "patch:members", lambda amp, rec: _member_probes(amp, rec), roles=("a", "stranger"), reply=Reply
 )
-EXPIRY_PROBES: Step[Amp, dict[str, Any], Reply] = Step(
+EXPIRY_PROBES: Step[Amp01Context, dict[str, Any], Reply] = Step(
     "patch:expiry", lambda amp, rec: _expiry_probes(amp, rec), roles=("a",), reply=Reply
 )
-TRANSITION_PROBES: Step[Amp, dict[str, Any], Reply] = Step(
+TRANSITION_PROBES: Step[Amp01Context, dict[str, Any], Reply] = Step(
     "patch:transitions", lambda amp, rec: _transition_probes(amp, rec), roles=("a", "stranger"), reply=Reply
 )
 
 
-def _get(amp: Amp, cell_id: str) -> Reply:
+def _get(amp: Amp01Context, cell_id: str) -> Reply:
     return amp.as_agent("a").get(f"/memories/{cell_id}")
 
 
@@ -136,7 +136,7 @@ STAMP_GAP = 1.1
 PROVENANCE_SENT = {"source_ref": "conv-2"}
 
 
-def _merge_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
+def _merge_probes(amp: Amp01Context, rec: Recorder) -> dict[str, Any]:
     """A cell with every section set (the 201 body is the cell before any PATCH: a read then would
     show nothing more but its own access); then a content PATCH (text and metadata), a read, a
     scoring PATCH, an access_policy.public PATCH, a readable_by PATCH 1.1 s after the content PATCH, a
@@ -167,12 +167,12 @@ def _merge_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
     return cell
 
 
-def _merge(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+def _merge(amp: Amp01Context) -> tuple[dict[str, Any], dict[str, Reply]]:
     return _replies(MERGE_RULES(amp))
 
 
 @check("AMP-PATCH-01", uses=(MERGE_RULES,))
-def test_patch_returns_the_complete_updated_cell(amp: Amp) -> None:
+def test_patch_returns_the_complete_updated_cell(amp: Amp01Context) -> None:
     """A valid PATCH answers 200 with the complete updated cell, and a GET agrees."""
     cell, got = _merge(amp)
     reply = got["content"]
@@ -191,7 +191,7 @@ def test_patch_returns_the_complete_updated_cell(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-02", uses=(MERGE_RULES,))
-def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
+def test_sections_not_sent_are_left_as_stored(amp: Amp01Context) -> None:
     """PATCH of content only leaves scoring, access_policy, provenance and identity untouched."""
     before, got = _merge(amp)  # the 201 body: the cell as stored before the PATCH
     reply = got["content"]
@@ -206,7 +206,7 @@ def test_sections_not_sent_are_left_as_stored(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-03", uses=(MERGE_RULES,))
-def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
+def test_scoring_keys_not_sent_keep_their_values(amp: Amp01Context) -> None:
     """PATCH scoring.importance keeps confidence, decay_rate and access_count as stored."""
     _, got = _merge(amp)
     before = read_back_of(amp, got["read after content"])  # access_count 1, so a reset to the default 0 shows
@@ -221,7 +221,7 @@ def test_scoring_keys_not_sent_keep_their_values(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-03", uses=(MERGE_RULES,))
-def test_access_policy_keys_not_sent_keep_their_values(amp: Amp) -> None:
+def test_access_policy_keys_not_sent_keep_their_values(amp: Amp01Context) -> None:
     """PATCH access_policy.public keeps readable_by and writable_by as stored."""
     _, got = _merge(amp)
     before = read_back_of(amp, got["read after content"])
@@ -235,7 +235,7 @@ def test_access_policy_keys_not_sent_keep_their_values(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-03", "AMP-PATCH-04", uses=(MERGE_RULES,))
-def test_provenance_keys_not_sent_keep_their_values(amp: Amp) -> None:
+def test_provenance_keys_not_sent_keep_their_values(amp: Amp01Context) -> None:
     """PATCH provenance.source_ref replaces it and keeps source_type and extraction_method as stored."""
     _, got = _merge(amp)
     before = read_back_of(amp, got["read after content"])
@@ -262,7 +262,7 @@ def test_provenance_keys_not_sent_keep_their_values(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-04", uses=(MERGE_RULES,))
-def test_sent_arrays_replace_the_stored_ones(amp: Amp) -> None:
+def test_sent_arrays_replace_the_stored_ones(amp: Amp01Context) -> None:
     """A sent readable_by replaces the stored list as a whole (not appended)."""
     cell, got = _merge(amp)
     owner = cell["identity"]["owner_id"]
@@ -276,7 +276,7 @@ def test_sent_arrays_replace_the_stored_ones(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-05", uses=(MERGE_RULES,))
-def test_content_text_and_metadata_are_updated(amp: Amp) -> None:
+def test_content_text_and_metadata_are_updated(amp: Amp01Context) -> None:
     """PATCH content with text and metadata applies both (metadata merge or replace is reported)."""
     _, got = _merge(amp)
     reply = got["content"]
@@ -307,7 +307,7 @@ def test_content_text_and_metadata_are_updated(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-06", uses=(MERGE_RULES,))
-def test_every_patch_stamps_last_updated_at(amp: Amp) -> None:
+def test_every_patch_stamps_last_updated_at(amp: Amp01Context) -> None:
     """Each PATCH sets last_updated_at to the server's time: non-null, >= created_at, increasing."""
     cell, got = _merge(amp)
     created = _time(amp, cell, "lifecycle.created_at")
@@ -333,7 +333,7 @@ def test_every_patch_stamps_last_updated_at(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-07", uses=(MERGE_RULES,))
-def test_patch_is_not_an_access(amp: Amp) -> None:
+def test_patch_is_not_an_access(amp: Amp01Context) -> None:
     """A PATCH leaves access_count and last_accessed_at as they were."""
     before, got = _merge(amp)  # the 201 body: no access yet (access_count 0, last_accessed_at null)
     reply = got["content"]
@@ -346,7 +346,7 @@ def test_patch_is_not_an_access(amp: Amp) -> None:
 # PATCH-06, PATCH-08, PATCH-21: one cell, what a PATCH cannot change ----------------------------
 
 
-def _immutable_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
+def _immutable_probes(amp: Amp01Context, rec: Recorder) -> dict[str, Any]:
     """A cell, then PATCHes sending identity members, lifecycle.created_at, lifecycle.last_updated_at
     and an empty body, a read, and last (a server applying it would move the cell) a PATCH sending
     id, amp_version and type, and a read."""
@@ -377,12 +377,12 @@ def _immutable_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
     return cell
 
 
-def _immutable(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+def _immutable(amp: Amp01Context) -> tuple[dict[str, Any], dict[str, Reply]]:
     return _replies(IMMUTABLE_PROBES(amp))
 
 
 @check("AMP-PATCH-06", uses=(IMMUTABLE_PROBES,))
-def test_client_sent_last_updated_at_is_replaced_by_server_time(amp: Amp) -> None:
+def test_client_sent_last_updated_at_is_replaced_by_server_time(amp: Amp01Context) -> None:
     """A client-sent lifecycle.last_updated_at is not stored: the server stamps its own time."""
     cell, got = _immutable(amp)
     created = _time(amp, cell, "lifecycle.created_at")
@@ -400,7 +400,7 @@ def test_client_sent_last_updated_at_is_replaced_by_server_time(amp: Amp) -> Non
 
 
 @check("AMP-PATCH-08", uses=(IMMUTABLE_PROBES,))
-def test_identity_cannot_be_patched(amp: Amp) -> None:
+def test_identity_cannot_be_patched(amp: Amp01Context) -> None:
     """identity members sent in a PATCH are ignored: 200, identity unchanged."""
     cell, got = _immutable(amp)
     reply = got["identity"]
@@ -412,7 +412,7 @@ def test_identity_cannot_be_patched(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-08", uses=(IMMUTABLE_PROBES,))
-def test_created_at_cannot_be_patched(amp: Amp) -> None:
+def test_created_at_cannot_be_patched(amp: Amp01Context) -> None:
     """A client-sent lifecycle.created_at is ignored: 200, created_at unchanged."""
     cell, got = _immutable(amp)
     reply = got["created_at"]
@@ -423,7 +423,7 @@ def test_created_at_cannot_be_patched(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-08", uses=(IMMUTABLE_PROBES,))
-def test_id_version_and_type_cannot_be_patched(amp: Amp) -> None:
+def test_id_version_and_type_cannot_be_patched(amp: Amp01Context) -> None:
     """id, amp_version and type sent in a PATCH are ignored: 200, values unchanged."""
     cell, got = _immutable(amp)
     if "id" not in got:
@@ -439,7 +439,7 @@ def test_id_version_and_type_cannot_be_patched(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-21", uses=(IMMUTABLE_PROBES,))
-def test_empty_body_changes_nothing(amp: Amp) -> None:
+def test_empty_body_changes_nothing(amp: Amp01Context) -> None:
     """An empty PATCH body {} is accepted and changes nothing but last_updated_at."""
     cell, got = _immutable(amp)
     reply = got["empty"]
@@ -476,7 +476,7 @@ BAD_BODIES: tuple[dict[str, Any], ...] = (
 )
 
 
-def _member_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
+def _member_probes(amp: Amp01Context, rec: Recorder) -> dict[str, Any]:
     """A cell; the PATCHes that must be refused with 422 (bad values, an unknown status), then one
     read; then a PATCH to the current status, one with unknown members and a read, and
     PATCHes of access_count and last_accessed_at; then the cell archived, asked back to active by a
@@ -515,12 +515,12 @@ def _member_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
     return cell
 
 
-def _members(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+def _members(amp: Amp01Context) -> tuple[dict[str, Any], dict[str, Reply]]:
     return _replies(MEMBER_PROBES(amp))
 
 
 @check("AMP-PATCH-07", uses=(MEMBER_PROBES,))
-def test_client_cannot_write_access_fields(amp: Amp) -> None:
+def test_client_cannot_write_access_fields(amp: Amp01Context) -> None:
     """A PATCH cannot set access_count or last_accessed_at (C-21, C-22)."""
     _, got = _members(amp)
     reply = got["access_count"]
@@ -541,7 +541,7 @@ def test_client_cannot_write_access_fields(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-09", uses=(MEMBER_PROBES,))
-def test_unknown_patch_members_are_ignored(amp: Amp) -> None:
+def test_unknown_patch_members_are_ignored(amp: Amp01Context) -> None:
     """Unknown members in a PATCH body are ignored: 200, not stored, not echoed."""
     _, got = _members(amp)
     reply = got["unknown members"]
@@ -559,7 +559,7 @@ def test_unknown_patch_members_are_ignored(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-11", uses=(MEMBER_PROBES,))
-def test_setting_the_current_status_again_is_accepted(amp: Amp) -> None:
+def test_setting_the_current_status_again_is_accepted(amp: Amp01Context) -> None:
     """PATCH lifecycle.status 'active' on an active cell answers 200 and the cell stays active."""
     _, got = _members(amp)
     reply = got["same status"]
@@ -569,7 +569,7 @@ def test_setting_the_current_status_again_is_accepted(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-12", "AMP-ERR-04", uses=(MEMBER_PROBES,))
-def test_unknown_status_is_a_validation_error(amp: Amp) -> None:
+def test_unknown_status_is_a_validation_error(amp: Amp01Context) -> None:
     """PATCH lifecycle.status 'expired' (not a status) is 422 VALIDATION_ERROR; the cell stays active."""
     _, got = _members(amp)
     expect_refused_as_invalid(amp, details=True, reply=got["expired"])
@@ -577,7 +577,7 @@ def test_unknown_status_is_a_validation_error(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-17", "AMP-ERR-04", uses=(MEMBER_PROBES, TRANSITION_PROBES))
-def test_out_of_range_or_mistyped_values_are_refused(amp: Amp) -> None:
+def test_out_of_range_or_mistyped_values_are_refused(amp: Amp01Context) -> None:
     """Out-of-range or wrongly typed values are 422 VALIDATION_ERROR and change nothing."""
     cell, got = _members(amp)
     for index in range(len(BAD_BODIES)):
@@ -605,7 +605,7 @@ def test_out_of_range_or_mistyped_values_are_refused(amp: Amp) -> None:
 EXPIRY = "2030-01-01T00:00:00Z"
 
 
-def _expiry_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
+def _expiry_probes(amp: Amp01Context, rec: Recorder) -> dict[str, Any]:
     """A cell; expires_at set, an invalid expires_at, a read (showing both), expires_at cleared; the manual
     active -> stale -> active writes; then PATCH to deleted and a read."""
     cell = amp.create_cell()
@@ -622,12 +622,12 @@ def _expiry_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
     return cell
 
 
-def _expiry(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+def _expiry(amp: Amp01Context) -> tuple[dict[str, Any], dict[str, Reply]]:
     return _replies(EXPIRY_PROBES(amp))
 
 
 @check("AMP-PATCH-14", uses=(EXPIRY_PROBES,))
-def test_expires_at_can_be_set(amp: Amp) -> None:
+def test_expires_at_can_be_set(amp: Amp01Context) -> None:
     """lifecycle.expires_at can be set and is echoed; an invalid date-time is 422 and changes nothing."""
     _, got = _expiry(amp)
     reply = got["set"]
@@ -651,7 +651,7 @@ def test_expires_at_can_be_set(amp: Amp) -> None:
     stance="C-19: clearing with null is documented, not required",
     uses=(EXPIRY_PROBES,),
 )
-def test_expires_at_can_be_cleared(amp: Amp) -> None:
+def test_expires_at_can_be_cleared(amp: Amp01Context) -> None:
     """PATCH lifecycle.expires_at null clears a set expiry (C-19: warn only)."""
     _, got = _expiry(amp)
     amp.expect_status(got["set"], 200, what="setting expires_at (precondition)")
@@ -664,7 +664,7 @@ def test_expires_at_can_be_cleared(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-11", uses=(EXPIRY_PROBES,))
-def test_manual_active_stale_transitions_are_accepted(amp: Amp) -> None:
+def test_manual_active_stale_transitions_are_accepted(amp: Amp01Context) -> None:
     """Manual active -> stale and stale -> active writes answer 200 with the new status."""
     _, got = _expiry(amp)
     for target in ("stale", "active"):
@@ -677,7 +677,7 @@ def test_manual_active_stale_transitions_are_accepted(amp: Amp) -> None:
 # PATCH-10, PATCH-12, PATCH-13: transitions (PATCH to deleted keeps a cell of its own) ------------
 
 
-def _make_stale(amp: Amp, cell_id: str) -> Reply:
+def _make_stale(amp: Amp01Context, cell_id: str) -> Reply:
     """Try the manual active -> stale write (AMP-PATCH-11, MAY); the caller decides what a refusal means."""
     return _patch(amp, cell_id, {"lifecycle": {"status": "stale"}})
 
@@ -689,7 +689,7 @@ REFUSED_422_TEXT = "applied by the PATCH refused with 422"
 REFUSED_403_TEXT = "applied by the PATCH refused with 403"
 
 
-def _expect_text_not(amp: Amp, got: Reply, text: str, what: str, requirement: str) -> None:
+def _expect_text_not(amp: Amp01Context, got: Reply, text: str, what: str, requirement: str) -> None:
     """A read after a refused mixed-body PATCH does not show the text that PATCH sent."""
     stored = member(read_back_of(amp, got), "content.text")
     amp.expect(
@@ -701,7 +701,7 @@ def _expect_text_not(amp: Amp, got: Reply, text: str, what: str, requirement: st
     )
 
 
-def _transition_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
+def _transition_probes(amp: Amp01Context, rec: Recorder) -> dict[str, Any]:
     """One cell, sent content with an invalid importance, then content by a stranger, read, made stale by
     hand, archived (a status-only body), asked back to active and to stale (one read after both), sent
     content with a return to active, read, and last sent PATCH to deleted and read. A wrongly allowed
@@ -730,12 +730,12 @@ def _transition_probes(amp: Amp, rec: Recorder) -> dict[str, Any]:
     return cell
 
 
-def _transitions(amp: Amp) -> tuple[dict[str, Any], dict[str, Reply]]:
+def _transitions(amp: Amp01Context) -> tuple[dict[str, Any], dict[str, Reply]]:
     return _replies(TRANSITION_PROBES(amp))
 
 
 @check("AMP-PATCH-10", uses=(MEMBER_PROBES, TRANSITION_PROBES))
-def test_status_only_body_archives_the_cell(amp: Amp) -> None:
+def test_status_only_body_archives_the_cell(amp: Amp01Context) -> None:
     """{"lifecycle":{"status":"archived"}} archives an active (or stale) cell; nothing else changes."""
     # an active cell: the members cell's archive, after its last answer that showed the whole cell
     _, members = _members(amp)
@@ -766,11 +766,11 @@ def _before_archive(got: dict[str, Reply]) -> dict[str, Any]:
     return got["read after unknown members"].json_object()
 
 
-def _expect_invalid_transition(amp: Amp, reply: Reply, what: str) -> None:
+def _expect_invalid_transition(amp: Amp01Context, reply: Reply, what: str) -> None:
     expect_transition_refused(amp, reply, what, "AMP-PATCH-12")
 
 
-def _expect_status_in(amp: Amp, got: Reply, wanted: str) -> None:
+def _expect_status_in(amp: Amp01Context, got: Reply, wanted: str) -> None:
     """A read after a refused PATCH shows the status ``wanted`` (AMP-PATCH-12)."""
     stored = read_back_of(amp, got)
     status = expect_member(amp, stored, "lifecycle.status", got)
@@ -784,7 +784,7 @@ def _expect_status_in(amp: Amp, got: Reply, wanted: str) -> None:
 
 
 @check("AMP-PATCH-12", "AMP-ERR-03", uses=(TRANSITION_PROBES,))
-def test_archived_cell_cannot_return(amp: Amp) -> None:
+def test_archived_cell_cannot_return(amp: Amp01Context) -> None:
     """archived -> active and archived -> stale are refused with 409 INVALID_TRANSITION."""
     _, got = _transitions(amp)
     amp.archived_step(got["archive the stale cell"])
@@ -798,7 +798,7 @@ def test_archived_cell_cannot_return(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-12", "AMP-ERR-03", uses=(EXPIRY_PROBES, TRANSITION_PROBES))
-def test_patch_cannot_set_deleted(amp: Amp) -> None:
+def test_patch_cannot_set_deleted(amp: Amp01Context) -> None:
     """PATCH lifecycle.status 'deleted' is refused with 409 from active (or stale) and from archived."""
     _, expiry = _expiry(amp)
     _, transitions = _transitions(amp)
@@ -819,7 +819,7 @@ def test_patch_cannot_set_deleted(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-13", uses=(TRANSITION_PROBES,))
-def test_refused_patch_applies_nothing(amp: Amp) -> None:
+def test_refused_patch_applies_nothing(amp: Amp01Context) -> None:
     """A PATCH refused with 409, 422 or 403 leaves every member of its body unapplied."""
     cell, got = _transitions(amp)
     amp.agent("stranger")  # skips without a second agent, as it always has
@@ -835,7 +835,7 @@ def test_refused_patch_applies_nothing(amp: Amp) -> None:
 
 
 @check("AMP-ACL-02", uses=(TRANSITION_PROBES,))
-def test_a_strangers_refused_patch_writes_nothing(amp: Amp) -> None:
+def test_a_strangers_refused_patch_writes_nothing(amp: Amp01Context) -> None:
     """A stranger's PATCH refused with 403 writes nothing: the write is refused, not only the answer."""
     _, got = _transitions(amp)
     amp.agent("stranger")  # skips without a second agent, as AMP-PATCH-13 does
@@ -846,7 +846,7 @@ def test_a_strangers_refused_patch_writes_nothing(amp: Amp) -> None:
 # PATCH-16 (serial: no lifecycle pass may run during it) ---------------------------------------
 
 
-def _listed_status(amp: Amp, cell: dict[str, Any], status: str) -> bool:
+def _listed_status(amp: Amp01Context, cell: dict[str, Any], status: str) -> bool:
     """Whether the cell is listed for its owner with ``status`` (observing without a read bump)."""
     owner = expect_member(amp, cell, "identity.owner_id")
     reply = amp.as_agent("a").get("/memories", params={"owner_id": owner, "status": status, "limit": 100})
@@ -857,7 +857,7 @@ def _listed_status(amp: Amp, cell: dict[str, Any], status: str) -> bool:
     )
 
 
-def _passes_cells(amp: Amp) -> Passes | None:
+def _passes_cells(amp: Amp01Context) -> Passes | None:
     """The lifecycle checks' shared passes when they were made already (this check never makes one):
     their ``high`` cell (importance 0.9, decay_rate 0, active after both) is lowered here, after every
     check judging it, and their lift of the stale ``y`` to 0.9 is a scoring PATCH of a stale cell."""
@@ -878,7 +878,7 @@ def _passes_cells(amp: Amp) -> Passes | None:
 
 
 @check("AMP-PATCH-16", serial=True)
-def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
+def test_scoring_patch_does_not_flip_the_status(amp: Amp01Context) -> None:
     """A scoring PATCH leaves lifecycle.status as it was (active, then stale); the next pass decides.
 
     With the lifecycle checks' shared passes made already, the active cell is their healthy one and the
@@ -927,7 +927,7 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-19", uses=(MEMBER_PROBES,))
-def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
+def test_deleted_cell_cannot_be_patched(amp: Amp01Context) -> None:
     """PATCH of a deleted cell is refused (unknown-id answer, or 409 where deleted cells stay readable)."""
     _, got = _members(amp)
     amp.archived_step(got["archive"])
@@ -953,7 +953,7 @@ def test_deleted_cell_cannot_be_patched(amp: Amp) -> None:
 
 
 @check("AMP-PATCH-20", uses=(MEMBER_PROBES,))
-def test_permission_is_checked_before_the_transition(amp: Amp) -> None:
+def test_permission_is_checked_before_the_transition(amp: Amp01Context) -> None:
     """A forbidden transition asked by a stranger is 403 (not 409); without identity it is 401."""
     _, got = _members(amp)
     amp.agent("stranger")  # skips without a second agent, as it always has

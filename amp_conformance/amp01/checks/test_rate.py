@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._support import (
     about,
     expect_error,
@@ -40,7 +40,7 @@ SHORT_WINDOW = 30
 """Window-expiry checks run only when window_seconds is at most this (AMP-RATE-10, C-36)."""
 
 
-def _limit_claim(amp: Amp) -> dict[str, int] | None:
+def _limit_claim(amp: Amp01Context) -> dict[str, int] | None:
     """The advertised limit; skips when absent or unusable."""
     if "scoring_patch_limit" not in amp.spec:
         amp.skip("/spec makes no scoring_patch_limit claim")
@@ -56,7 +56,7 @@ def _limit_claim(amp: Amp) -> dict[str, int] | None:
     return {"max_patches": int(claim["max_patches"]), "window_seconds": int(claim["window_seconds"])}
 
 
-def _limited(amp: Amp) -> tuple[int, int]:
+def _limited(amp: Amp01Context) -> tuple[int, int]:
     """(N, W) of an advertised limit; skips when the limit is off or too large to spend."""
     claim = _limit_claim(amp)
     if claim is None:
@@ -69,7 +69,7 @@ def _limited(amp: Amp) -> tuple[int, int]:
     return budget, window
 
 
-def _short_window(amp: Amp) -> tuple[int, int]:
+def _short_window(amp: Amp01Context) -> tuple[int, int]:
     budget, window = _limited(amp)
     if window > SHORT_WINDOW:
         amp.skip(
@@ -84,7 +84,7 @@ def _scoring(index: int) -> dict[str, Any]:
     return {"scoring": {"importance": round(0.3 + (index % 60) / 100, 2)}}
 
 
-def _spend(amp: Amp, client: Client, cell_id: str, count: int, start: int = 0) -> None:
+def _spend(amp: Amp01Context, client: Client, cell_id: str, count: int, start: int = 0) -> None:
     """``count`` scoring PATCHes, each of which must be accepted (a 429 is a broken step, see
     ``expect_scoring_not_limited``)."""
     for index in range(start, start + count):
@@ -94,14 +94,14 @@ def _spend(amp: Amp, client: Client, cell_id: str, count: int, start: int = 0) -
         amp.expect_status(reply, 200, what=what)
 
 
-def _fresh_cell_takes(amp: Amp, budget: int) -> bool:
+def _fresh_cell_takes(amp: Amp01Context, budget: int) -> bool:
     """Whether a fresh cell accepts all ``budget`` scoring PATCHes (only asked once something is off)."""
     fresh = amp.create_cell()
     client = amp.as_agent("a")
     return all(client.patch(f"/memories/{fresh['id']}", _scoring(i)).status == 200 for i in range(budget))
 
 
-def _exhausted(amp: Amp, reply: Reply, budget: int) -> None:
+def _exhausted(amp: Amp01Context, reply: Reply, budget: int) -> None:
     """The scoring PATCH after the spent budget is refused with 429: a step for every check but the
     one asking whether the budget is enforced (AMP-RATE-01)."""
     expect_step(
@@ -118,7 +118,7 @@ def _exhausted(amp: Amp, reply: Reply, budget: int) -> None:
         expect_error(amp, reply, 429, "RATE_LIMITED")
 
 
-def _retry_after(amp: Amp, reply: Reply, window: int, budget: int) -> int:
+def _retry_after(amp: Amp01Context, reply: Reply, window: int, budget: int) -> int:
     """The refusal is 429 RATE_LIMITED whose Retry-After (1..W) equals details.retry_after_seconds.
 
     Retry-After is AMP-ERR-06's (present) and AMP-RATE-02's (its value); other checks that read it
@@ -160,7 +160,7 @@ def _retry_after(amp: Amp, reply: Reply, window: int, budget: int) -> int:
     return seconds
 
 
-def _refused(amp: Amp, client: Client, cell_id: str, index: int, window: int, budget: int) -> int:
+def _refused(amp: Amp01Context, client: Client, cell_id: str, index: int, window: int, budget: int) -> int:
     reply = client.patch(f"/memories/{cell_id}", _scoring(index))
     return _retry_after(amp, reply, window, budget)
 
@@ -177,7 +177,7 @@ INVALID_SENT = ("a scoring PATCH refused with 422", "AMP-RATE-13")
 MIXED = {"scoring": {"importance": 0.4}, "content": {"text": "must not be stored"}}
 
 
-def _non_scoring(amp: Amp, readers: list[str]) -> dict[str, Any]:
+def _non_scoring(amp: Amp01Context, readers: list[str]) -> dict[str, Any]:
     """A PATCH of every section but scoring (``readers``: the readable_by it sets)."""
     return {
         "content": {"text": "changed text"},
@@ -231,7 +231,7 @@ class _Cells:
     body_spent: int | None = None
 
 
-def _cells_once(amp: Amp) -> _Cells:
+def _cells_once(amp: Amp01Context) -> _Cells:
     budget, window = _limited(amp)
     base = len(amp.evidence.exchanges)
     client = amp.as_agent("a")
@@ -294,7 +294,7 @@ def _cells_once(amp: Amp) -> _Cells:
     return made
 
 
-def _cells(amp: Amp) -> tuple[int, int, _Cells, list[Reply]]:
+def _cells(amp: Amp01Context) -> tuple[int, int, _Cells, list[Reply]]:
     """(N, W), the shared cells (made once per run) and the replies of the step."""
     budget, window = _limited(amp)
     start = len(amp.evidence.exchanges)
@@ -302,7 +302,7 @@ def _cells(amp: Amp) -> tuple[int, int, _Cells, list[Reply]]:
     return budget, window, made, [Reply(exchange) for exchange in amp.evidence.exchanges[start:]]
 
 
-def _counted(amp: Amp, budget: int, body: dict[str, Any]) -> bool:
+def _counted(amp: Amp01Context, budget: int, body: dict[str, Any]) -> bool:
     """Whether ``body`` sent to a fresh cell is counted against its budget (only asked once something
     is off): its budget's last scoring PATCH is then refused."""
     fresh = amp.create_cell()
@@ -311,7 +311,7 @@ def _counted(amp: Amp, budget: int, body: dict[str, Any]) -> bool:
     return not all(client.patch(f"/memories/{fresh['id']}", _scoring(i)).status == 200 for i in range(budget))
 
 
-def _counted_before(amp: Amp, what: str, reply: Reply, counted: tuple[str, str]) -> None:
+def _counted_before(amp: Amp01Context, what: str, reply: Reply, counted: tuple[str, str]) -> None:
     expect_step(
         amp,
         False,
@@ -324,7 +324,7 @@ def _counted_before(amp: Amp, what: str, reply: Reply, counted: tuple[str, str])
     )
 
 
-def _first_counted(amp: Amp, budget: int, index: int, made: _Cells) -> tuple[str, str]:
+def _first_counted(amp: Amp01Context, budget: int, index: int, made: _Cells) -> tuple[str, str]:
     """What the first cell was sent before its budget's PATCH ``index`` that was counted: the stranger's
     attempt can only have taken the last one, and then only if the {"scoring": null} PATCH was not."""
     if index == budget - 1 and made.stranger is not None and not _counted(amp, budget, {"scoring": None}):
@@ -332,7 +332,7 @@ def _first_counted(amp: Amp, budget: int, index: int, made: _Cells) -> tuple[str
     return NULL_SENT
 
 
-def _second_counted(amp: Amp, budget: int) -> tuple[str, str]:
+def _second_counted(amp: Amp01Context, budget: int) -> tuple[str, str]:
     """What the second cell was sent before its budget that was counted: the PATCH without scoring, or
     else the scoring PATCH refused with 422."""
     if _counted(amp, budget, _non_scoring(amp, [amp.agent_id("a")])):
@@ -341,7 +341,11 @@ def _second_counted(amp: Amp, budget: int) -> tuple[str, str]:
 
 
 def _judge_first(
-    amp: Amp, budget: int, made: _Cells, replies: list[Reply], stranger: Callable[[Reply], None] | None = None
+    amp: Amp01Context,
+    budget: int,
+    made: _Cells,
+    replies: list[Reply],
+    stranger: Callable[[Reply], None] | None = None,
 ) -> None:
     """The first cell's budget judged as :func:`_spend` does (``stranger`` judges the stranger's
     attempt, where it was sent: before the budget's last PATCH); every PATCH of it was then 200."""
@@ -357,7 +361,7 @@ def _judge_first(
     assert None not in (made.refused, made.before, made.mixed, made.after, made.null_spent)
 
 
-def _owner_refused(amp: Amp, budget: int, made: _Cells, index: int, reply: Reply, what: str) -> None:
+def _owner_refused(amp: Amp01Context, budget: int, made: _Cells, index: int, reply: Reply, what: str) -> None:
     """The second cell's owner (an agent, ``owner_type`` agent) refused a PATCH of its own cell: that is
     AMP-ACL-07's finding (the owner bypasses the policy), a step for the rate checks."""
     expect_step(
@@ -371,7 +375,7 @@ def _owner_refused(amp: Amp, budget: int, made: _Cells, index: int, reply: Reply
     )
 
 
-def _judge_second(amp: Amp, budget: int, made: _Cells, replies: list[Reply]) -> None:
+def _judge_second(amp: Amp01Context, budget: int, made: _Cells, replies: list[Reply]) -> None:
     """The second cell's budget judged as :func:`_spend` does; every PATCH of it was then 200."""
     for index, at in enumerate(made.other):
         reply = replies[at]
@@ -384,7 +388,9 @@ def _judge_second(amp: Amp, budget: int, made: _Cells, replies: list[Reply]) -> 
     assert made.body_spent is not None
 
 
-def _spent(amp: Amp, stranger: Callable[[Reply], None] | None = None) -> tuple[int, int, _Cells, list[Reply]]:
+def _spent(
+    amp: Amp01Context, stranger: Callable[[Reply], None] | None = None
+) -> tuple[int, int, _Cells, list[Reply]]:
     """(N, W), the shared cells and their replies, the first cell's budget judged."""
     budget, window, made, replies = _cells(amp)
     if stranger is not None:
@@ -394,21 +400,21 @@ def _spent(amp: Amp, stranger: Callable[[Reply], None] | None = None) -> tuple[i
 
 
 @check("AMP-RATE-01", "AMP-CAP-08", "AMP-CAP-04")
-def test_exactly_max_patches_scoring_patches_are_accepted(amp: Amp) -> None:
+def test_exactly_max_patches_scoring_patches_are_accepted(amp: Amp01Context) -> None:
     """Exactly max_patches scoring PATCHes of one cell are accepted; the next is 429 RATE_LIMITED."""
     budget, _, made, replies = _spent(amp)
     _exhausted(amp, replies[made.refused or 0], budget)
 
 
 @check("AMP-RATE-02", "AMP-ERR-06")
-def test_429_carries_a_matching_retry_after(amp: Amp) -> None:
+def test_429_carries_a_matching_retry_after(amp: Amp01Context) -> None:
     """A 429 has Retry-After in 1..window_seconds, equal to error.details.retry_after_seconds."""
     budget, window, made, replies = _spent(amp)
     _retry_after(amp, replies[made.refused or 0], window, budget)
 
 
 @check("AMP-RATE-03")
-def test_retry_after_is_the_time_until_the_oldest_edit_leaves(amp: Amp) -> None:
+def test_retry_after_is_the_time_until_the_oldest_edit_leaves(amp: Amp01Context) -> None:
     """Retry-After is about window_seconds minus the age of the oldest counted edit (2 s tolerance)."""
     budget, window, made, replies = _spent(amp)
     refused = replies[made.refused or 0]
@@ -428,7 +434,7 @@ RETRY_GAP = 0.3
 retry are more than a second apart, so a wait that counts down announces less on the last (AMP-RATE-03)."""
 
 
-def _expect_no_growth(amp: Amp, previous: int, seconds: int) -> None:
+def _expect_no_growth(amp: Amp01Context, previous: int, seconds: int) -> None:
     amp.expect(
         seconds <= previous,
         f"Retry-After grew from {previous} to {seconds} after a refused retry: refused attempts count",
@@ -437,7 +443,7 @@ def _expect_no_growth(amp: Amp, previous: int, seconds: int) -> None:
 
 
 @check("AMP-RATE-03")
-def test_retry_after_counts_down(amp: Amp) -> None:
+def test_retry_after_counts_down(amp: Amp01Context) -> None:
     """Retry-After shrinks between two refusals over a second apart: it is the time left, not a fixed wait."""
     budget, window = _limited(amp)
     if window <= SHORT_WINDOW:
@@ -461,7 +467,7 @@ def test_retry_after_counts_down(amp: Amp) -> None:
 
 
 @check("AMP-RATE-04", deadline=SHORT_WINDOW + 30)
-def test_refused_attempts_are_not_recorded(amp: Amp) -> None:
+def test_refused_attempts_are_not_recorded(amp: Amp01Context) -> None:
     """Retrying after a 429 never pushes the deadline back; on a short window the announced wait suffices."""
     budget, window = _limited(amp)
     if window > SHORT_WINDOW:
@@ -518,7 +524,7 @@ def test_refused_attempts_are_not_recorded(amp: Amp) -> None:
 
 
 @check("AMP-RATE-05")
-def test_non_scoring_patches_cost_nothing(amp: Amp) -> None:
+def test_non_scoring_patches_cost_nothing(amp: Amp01Context) -> None:
     """PATCHes without scoring use no budget and succeed on a cell whose budget is spent."""
     budget, _, made, replies = _cells(amp)
     # every non-scoring section in one body: were any of them counted, the last PATCH of the budget
@@ -531,7 +537,7 @@ def test_non_scoring_patches_cost_nothing(amp: Amp) -> None:
 
 
 @check("AMP-RATE-06")
-def test_scoring_null_costs_nothing(amp: Amp) -> None:
+def test_scoring_null_costs_nothing(amp: Amp01Context) -> None:
     """{"scoring": null} uses no budget and succeeds on a cell whose budget is spent."""
     budget, _, made, replies = _cells(amp)
     # one is enough: were it counted, the last PATCH of the budget would be refused
@@ -542,7 +548,7 @@ def test_scoring_null_costs_nothing(amp: Amp) -> None:
 
 
 @check("AMP-RATE-07")
-def test_budget_belongs_to_one_cell(amp: Amp) -> None:
+def test_budget_belongs_to_one_cell(amp: Amp01Context) -> None:
     """Spending one cell's budget leaves another cell's budget whole."""
     budget, _, made, replies = _spent(amp)
     _exhausted(amp, replies[made.refused or 0], budget)
@@ -563,7 +569,7 @@ def test_budget_belongs_to_one_cell(amp: Amp) -> None:
 
 
 @check("AMP-RATE-08", "AMP-PATCH-20")
-def test_access_is_checked_before_the_budget(amp: Amp) -> None:
+def test_access_is_checked_before_the_budget(amp: Amp01Context) -> None:
     """A caller without write access gets 403 (never 429) and its attempts use no budget."""
 
     def refused(reply: Reply) -> None:
@@ -577,7 +583,7 @@ def test_access_is_checked_before_the_budget(amp: Amp) -> None:
 
 
 @check("AMP-RATE-09")
-def test_authorised_agents_share_one_budget(amp: Amp) -> None:
+def test_authorised_agents_share_one_budget(amp: Amp01Context) -> None:
     """Owner, creator and a writable_by agent editing one cell share its single budget."""
     budget, _, made, replies = _cells(amp)
     for role in ("o", "w"):
@@ -588,7 +594,7 @@ def test_authorised_agents_share_one_budget(amp: Amp) -> None:
 
 
 @check("AMP-RATE-10", "AMP-CAP-08", deadline=SHORT_WINDOW + 30)
-def test_scoring_patches_are_accepted_again_after_the_window(amp: Amp) -> None:
+def test_scoring_patches_are_accepted_again_after_the_window(amp: Amp01Context) -> None:
     """Once the announced Retry-After has passed, scoring PATCHes are accepted again (short windows only)."""
     budget, window = _short_window(amp)
     cell = amp.create_cell()
@@ -606,7 +612,7 @@ def test_scoring_patches_are_accepted_again_after_the_window(amp: Amp) -> None:
 
 
 @check("AMP-RATE-11", "AMP-CAP-08")
-def test_no_scoring_patch_is_refused_when_the_limit_is_off(amp: Amp) -> None:
+def test_no_scoring_patch_is_refused_when_the_limit_is_off(amp: Amp01Context) -> None:
     """With scoring_patch_limit null, three times the default budget of scoring PATCHes all succeed."""
     if _limit_claim(amp) is not None:
         amp.skip(
@@ -618,7 +624,7 @@ def test_no_scoring_patch_is_refused_when_the_limit_is_off(amp: Amp) -> None:
 
 
 @check("AMP-RATE-12")
-def test_a_429_changes_nothing(amp: Amp) -> None:
+def test_a_429_changes_nothing(amp: Amp01Context) -> None:
     """A 429 applies nothing, not even the non-scoring members of the same body."""
     budget, _, made, replies = _spent(amp)
     before, after = replies[made.before or 0], replies[made.after or 0]
@@ -635,7 +641,7 @@ def test_a_429_changes_nothing(amp: Amp) -> None:
 
 
 @check("AMP-RATE-13")
-def test_a_scoring_patch_refused_by_validation_uses_no_budget(amp: Amp) -> None:
+def test_a_scoring_patch_refused_by_validation_uses_no_budget(amp: Amp01Context) -> None:
     """Scoring PATCHes refused with 422 use no budget: max_patches valid ones still succeed afterwards."""
     budget, _, made, replies = _cells(amp)
     # one is enough: were it counted, the last valid PATCH of the budget would be refused

@@ -13,7 +13,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._shared_cells import (
     created_reply,
     full_read,
@@ -52,7 +52,7 @@ def _other_id_form(cell_id: str) -> str:
 
 
 @check("AMP-READ-01")
-def test_an_allowed_reader_gets_the_full_cell(amp: Amp) -> None:
+def test_an_allowed_reader_gets_the_full_cell(amp: Amp01Context) -> None:
     """The creator and an agent in readable_by get 200 and the full, valid cell."""
     made, shared = full_read(amp)  # the creator's read is sent once per run (AMP-CELL-01 judges it too)
     cell = made["cell"]
@@ -78,7 +78,7 @@ def _raw_accessed(reply: Reply) -> Any:
     return member(body, "lifecycle.last_accessed_at") if isinstance(body, dict) else None
 
 
-def _three_reads(amp: Amp) -> dict[str, Any]:
+def _three_reads(amp: Amp01Context) -> dict[str, Any]:
     """The shared unread cell (``_shared_cells.unread_cell``: searched and listed, then read once by id,
     the sequence AMP-READ-06 and AMP-SRCH-18 judge, sent first), then read three times in a row by its
     creator, each read's client send/receive times kept; when the first two of them show the same
@@ -103,7 +103,7 @@ def _three_reads(amp: Amp) -> dict[str, Any]:
 
 
 @check("AMP-READ-02")
-def test_each_read_adds_one_to_access_count(amp: Amp) -> None:
+def test_each_read_adds_one_to_access_count(amp: Amp01Context) -> None:
     """Every successful read adds exactly 1 to access_count, and the reply already shows it."""
     made, replies = shared_replies(amp, "read:three-reads", _three_reads)
     # the cell's first read by id came before (AMP-READ-06 asks whether it showed 1): each of the
@@ -132,7 +132,7 @@ def test_each_read_adds_one_to_access_count(amp: Amp) -> None:
 
 
 @check("AMP-READ-03")
-def test_each_read_sets_last_accessed_at_to_now(amp: Amp) -> None:
+def test_each_read_sets_last_accessed_at_to_now(amp: Amp01Context) -> None:
     """Every read sets last_accessed_at to the server's current time (after created_at, moving forward)."""
     shared, replies = shared_replies(amp, "read:three-reads", _three_reads)
     cell = shared["cell"]
@@ -178,7 +178,7 @@ def test_each_read_sets_last_accessed_at_to_now(amp: Amp) -> None:
 
 
 @check("AMP-READ-04")
-def test_a_read_does_not_touch_last_updated_at(amp: Amp) -> None:
+def test_a_read_does_not_touch_last_updated_at(amp: Amp01Context) -> None:
     """A read leaves last_updated_at as it was (null for a never-patched cell)."""
     _, shared = minimal_read(amp)  # the run's one read of the shared minimal cell
     stored, reply = judged_read(amp, shared, "reading the cell")
@@ -191,7 +191,7 @@ def test_a_read_does_not_touch_last_updated_at(amp: Amp) -> None:
 
 
 @check("AMP-READ-05")
-def test_a_refused_read_does_not_count(amp: Amp) -> None:
+def test_a_refused_read_does_not_count(amp: Amp01Context) -> None:
     """Refused reads (403 stranger, 401 anonymous) change neither access_count nor last_accessed_at."""
     # the cell AMP-READ-02/-03 read (the run's shared sequence, sent first): its last read is the
     # baseline, the refused reads come after it
@@ -236,7 +236,7 @@ def test_a_refused_read_does_not_count(amp: Amp) -> None:
 
 
 @check("AMP-READ-06")
-def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
+def test_list_and_search_do_not_count_as_reads(amp: Amp01Context) -> None:
     """Lists and searches hitting the cell change neither access_count nor last_accessed_at (C-25)."""
     made, replies = unread_cell(amp)  # shared with AMP-SRCH-18, which judges the searches
     cell = made["cell"]
@@ -273,7 +273,7 @@ def test_list_and_search_do_not_count_as_reads(amp: Amp) -> None:
 
 
 @check("AMP-READ-08")
-def test_an_archived_cell_is_readable(amp: Amp) -> None:
+def test_an_archived_cell_is_readable(amp: Amp01Context) -> None:
     """An archived cell reads back with 200 and status 'archived'."""
     made, replies = status_trio(amp)  # one owner's active, archived and deleted cells
     amp.archived_step(replies[made["archive archived"]])
@@ -288,7 +288,7 @@ def test_an_archived_cell_is_readable(amp: Amp) -> None:
 
 
 @check("AMP-READ-10")
-def test_unknown_and_forbidden_ids(amp: Amp) -> None:
+def test_unknown_and_forbidden_ids(amp: Amp01Context) -> None:
     """An unknown id gets the documented unknown-id answer; a forbidden cell 403 (C-01, C-02)."""
     _, forbidden = minimal_refused_read(amp)  # sent once per run (AMP-CELL-16 judges it too)
     _, unknown = unknown_read(amp)  # sent once per run (AMP-DEL-08 judges it too)
@@ -303,7 +303,7 @@ def test_unknown_and_forbidden_ids(amp: Amp) -> None:
 
 
 @check("AMP-READ-11")
-def test_a_malformed_id_is_answered_like_an_unknown_one(amp: Amp) -> None:
+def test_a_malformed_id_is_answered_like_an_unknown_one(amp: Amp01Context) -> None:
     """'not-an-id' and an existing cell's id in the other form (bare / mem_) answer like an unknown id."""
     cell = minimal_cell(amp)["cell"]
     for probe, what in (

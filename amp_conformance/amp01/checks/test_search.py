@@ -17,7 +17,7 @@ import time
 from functools import partial
 from typing import Any
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._lifecycle_passes import RANKED_RATE, first_pass, ranked_cells, together
 from amp_conformance.amp01.checks._shared_cells import (
     DELETED_SEARCHES,
@@ -45,7 +45,7 @@ def _search(client: Client, owner: str, query: str = TEXT, **fields: Any) -> Rep
     return client.post("/memories/search", {"query": query, "owner_id": owner, **fields})
 
 
-def _page(amp: Amp, reply: Reply, what: str) -> dict[str, Any]:
+def _page(amp: Amp01Context, reply: Reply, what: str) -> dict[str, Any]:
     """A 200 search page with a results array. Every check here searches one owner's cells: results
     of other owners mean the owner filter (AMP-SRCH-03) is broken, a step the others rely on."""
     amp.expect_status(reply, 200, what=what)
@@ -83,12 +83,12 @@ def _owner_asked(reply: Reply) -> str | None:
     return owner if isinstance(owner, str) else None
 
 
-def _ids(amp: Amp, reply: Reply, what: str = "search") -> list[str]:
+def _ids(amp: Amp01Context, reply: Reply, what: str = "search") -> list[str]:
     body = _page(amp, reply, what)
     return [str(c.get("id")) for c in body["results"] if isinstance(c, dict)]
 
 
-def _cell(amp: Amp, owner: str, *, as_agent: str = "a", text: str = TEXT, **fields: Any) -> str:
+def _cell(amp: Amp01Context, owner: str, *, as_agent: str = "a", text: str = TEXT, **fields: Any) -> str:
     cell = amp.create_cell(
         {"identity": {"owner_id": owner}, "content": {"text": text}, **fields}, as_agent=as_agent
     )
@@ -100,7 +100,7 @@ def _ranked(importance: float, confidence: float = 1.0) -> dict[str, Any]:
 
 
 def _expect_ids(
-    amp: Amp,
+    amp: Amp01Context,
     reply: Reply,
     expected: list[str],
     what: str,
@@ -136,7 +136,7 @@ def _expect_ids(
 # lifecycle helpers (stale cells need a pass) ---------------------------------------------------------
 
 
-def _active_and_stale(amp: Amp) -> tuple[str, str, str]:
+def _active_and_stale(amp: Amp01Context) -> tuple[str, str, str]:
     """(owner, active id, stale id): two cells with the same text (importance 0.9 and 0.2, decay_rate
     0), made with the lifecycle checks' shared first pass (``_lifecycle_passes``: no pass of their
     own) and listed after it; no check changes them, and a later pass leaves both where they are."""
@@ -144,7 +144,7 @@ def _active_and_stale(amp: Amp) -> tuple[str, str, str]:
     return first_pass(amp).step_twins(amp)
 
 
-def _owner_search(amp: Amp) -> tuple[dict[str, Any], Reply]:
+def _owner_search(amp: Amp01Context) -> tuple[dict[str, Any], Reply]:
     """The owner set and agent "a"'s plain search of its owner (TEXT, no other field), sent once per run:
     the shape, owner, types-omitted, default-limit and ranking checks each judge a different part of
     this one answer (the request only reads; every check judges the answer itself)."""
@@ -154,7 +154,7 @@ def _owner_search(amp: Amp) -> tuple[dict[str, Any], Reply]:
     return shared, Reply(exchange)
 
 
-def _expect_complete(amp: Amp, reply: Reply, expected: list[str], what: str) -> None:
+def _expect_complete(amp: Amp01Context, reply: Reply, expected: list[str], what: str) -> None:
     """Before a filter, a page or an order is judged: the search returned every cell in ``expected``
     (every matching cell the caller may read). A cell missing there is the search losing results (an
     approximate index that does not return every match), reported once under AMP-SRCH-01, whose
@@ -173,7 +173,7 @@ def _expect_complete(amp: Amp, reply: Reply, expected: list[str], what: str) -> 
     )
 
 
-def _owner_set_complete(amp: Amp) -> tuple[dict[str, Any], Reply]:
+def _owner_set_complete(amp: Amp01Context) -> tuple[dict[str, Any], Reply]:
     """The owner set and its plain search (:func:`_owner_search`), once the search is known to return
     all of the owner's cells (:func:`_expect_complete`)."""
     shared, reply = _owner_search(amp)
@@ -185,7 +185,7 @@ def _owner_set_complete(amp: Amp) -> tuple[dict[str, Any], Reply]:
 
 
 @check("AMP-SRCH-01")
-def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp) -> None:
+def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp01Context) -> None:
     """A search answers {results, returned, has_more, offset, limit, query}; every result is a valid cell."""
     shared, reply = _owner_search(amp)
     made = [m["cell"]["id"] for m in shared["cells"]]
@@ -211,7 +211,7 @@ def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-02")
-def test_search_without_query_is_422(amp: Amp) -> None:
+def test_search_without_query_is_422(amp: Amp01Context) -> None:
     """A search without query is refused with 422 VALIDATION_ERROR."""
     reply = search_without_query(amp)  # sent once per run (the error table judges it too)
     expect_refused_as_invalid(amp, reply)
@@ -221,7 +221,7 @@ def test_search_without_query_is_422(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-03")
-def test_owner_filter_returns_only_that_owners_cells(amp: Amp) -> None:
+def test_owner_filter_returns_only_that_owners_cells(amp: Amp01Context) -> None:
     """With owner_id, every result belongs to that owner (two owners, identical texts; the other owner's id
     has this one's as a prefix)."""
     shared, reply = _owner_set_complete(amp)
@@ -242,7 +242,7 @@ def test_owner_filter_returns_only_that_owners_cells(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-04")
-def test_types_filter_restricts_results(amp: Amp) -> None:
+def test_types_filter_restricts_results(amp: Amp01Context) -> None:
     """types restricts results to the listed types; omitted or null means all; unknown values are 422."""
     shared, plain = _owner_set_complete(amp)
     owner = shared["owner"]
@@ -264,14 +264,14 @@ def test_types_filter_restricts_results(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-05", "AMP-LC-14", global_effects=True)
-def test_default_search_leaves_stale_cells_out(amp: Amp) -> None:
+def test_default_search_leaves_stale_cells_out(amp: Amp01Context) -> None:
     """Without status or include_stale, search returns active cells only (a stale twin is left out)."""
     owner, active, _stale = _active_and_stale(amp)
     _expect_ids(amp, _search(amp.as_agent("a"), owner), [active], "default search", requirement="AMP-SRCH-05")
 
 
 @check("AMP-SRCH-06", "AMP-LC-14", global_effects=True)
-def test_include_stale_adds_stale_cells(amp: Amp) -> None:
+def test_include_stale_adds_stale_cells(amp: Amp01Context) -> None:
     """include_stale: true adds stale to the statuses searched (default and explicit ["active"])."""
     owner, active, stale = _active_and_stale(amp)
     client = amp.as_agent("a")
@@ -293,7 +293,7 @@ def test_include_stale_adds_stale_cells(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-07", global_effects=True)
-def test_explicit_status_filter_is_honoured(amp: Amp) -> None:
+def test_explicit_status_filter_is_honoured(amp: Amp01Context) -> None:
     """An explicit status list is honoured: ["stale"] returns only the stale cell."""
     owner, active, stale = _active_and_stale(amp)
     # the lifecycle checks' owner holds an archived cell (archived before their first pass)
@@ -320,7 +320,7 @@ def test_explicit_status_filter_is_honoured(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-08")
-def test_deleted_cells_are_never_returned(amp: Amp) -> None:
+def test_deleted_cells_are_never_returned(amp: Amp01Context) -> None:
     """Deleted cells never come back from search, whatever status or include_stale says (or 422)."""
     # one owner's active, archived and deleted cells, searched right after the delete (shared)
     made, replies = status_trio(amp)
@@ -358,7 +358,7 @@ def test_deleted_cells_are_never_returned(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-09")
-def test_search_limit_bounds(amp: Amp) -> None:
+def test_search_limit_bounds(amp: Amp01Context) -> None:
     """limit defaults to 10 and must be 1..max_page_size: 0, -1 and max_page_size + 1 are 422."""
     shared, plain = _owner_search(amp)
     owner = shared["owner"]
@@ -386,7 +386,7 @@ def test_search_limit_bounds(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-10")
-def test_offset_counts_only_results_the_caller_may_read(amp: Amp) -> None:
+def test_offset_counts_only_results_the_caller_may_read(amp: Amp01Context) -> None:
     """offset skips results the caller can read, in ranked order; a negative offset is 422."""
     shared, _ = _owner_set_complete(amp)  # "b" may read 3 of its 5 cells, interleaved with the 2 it may not
     owner, readable = shared["owner"], shared["readable"]
@@ -444,7 +444,7 @@ def test_offset_counts_only_results_the_caller_may_read(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-11", "AMP-LIST-08")
-def test_paging_fields_are_truthful_on_search_and_list(amp: Amp) -> None:
+def test_paging_fields_are_truthful_on_search_and_list(amp: Amp01Context) -> None:
     """returned counts the page, has_more says whether another page exists, offset/limit are echoed."""
     shared, _ = _owner_set_complete(amp)  # 5 cells, all readable by their creator "a"
     owner, count = shared["owner"], len(shared["cells"])
@@ -486,19 +486,19 @@ def test_paging_fields_are_truthful_on_search_and_list(amp: Amp) -> None:
 UNICODE_QUERY = "Größe  of “Python” — 検索テスト 🐍 ü\u0301"
 
 
-def _unicode_search(amp: Amp) -> Reply:
+def _unicode_search(amp: Amp01Context) -> Reply:
     """Agent "a"'s search of a fresh owner (no cells) with a Unicode query, sent once per run: the echo
     check judges its query, the empty-page check its page (an owner without cells matches nothing)."""
     amp.agent("a")
 
-    def send(a: Amp) -> Exchange:
+    def send(a: Amp01Context) -> Exchange:
         return _search(a.as_agent("a"), a.owner(), UNICODE_QUERY).exchange
 
     return Reply(amp.shared("search:fresh-owner-unicode", send))
 
 
 @check("AMP-SRCH-11")
-def test_query_is_echoed_verbatim(amp: Amp) -> None:
+def test_query_is_echoed_verbatim(amp: Amp01Context) -> None:
     """The query string comes back verbatim, including non-ASCII characters and inner spacing."""
     query = UNICODE_QUERY
     reply = _unicode_search(amp)  # AMP-SRCH-17 judges its empty page
@@ -511,7 +511,7 @@ def test_query_is_echoed_verbatim(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-17")
-def test_no_matches_is_an_empty_page(amp: Amp) -> None:
+def test_no_matches_is_an_empty_page(amp: Amp01Context) -> None:
     """A search that matches nothing answers 200 with results [], returned 0 and has_more false."""
     reply = _unicode_search(amp)  # an owner without cells; AMP-SRCH-11 judges the query's echo
     body = _page(amp, reply, "search for an owner without cells")
@@ -526,7 +526,7 @@ def test_no_matches_is_an_empty_page(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-12")
-def test_higher_decay_score_ranks_first_among_equal_texts(amp: Amp) -> None:
+def test_higher_decay_score_ranks_first_among_equal_texts(amp: Amp01Context) -> None:
     """Among cells with identical text, the higher decay score ranks first (importance, then confidence)."""
     shared, reply = _owner_set_complete(amp)
     scores = ", ".join(
@@ -544,7 +544,7 @@ def test_higher_decay_score_ranks_first_among_equal_texts(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-13")
-def test_relevance_outranks_freshness(amp: Amp) -> None:
+def test_relevance_outranks_freshness(amp: Amp01Context) -> None:
     """A clearly relevant cell outranks an unrelated one even when the unrelated one scores 1.0."""
     # the status trio's owner: its active cells are a relevant one scoring 0.5 and an unrelated one
     # scoring 1.0 (decay_rate 0), searched with a question about the relevant one when they were made
@@ -564,7 +564,7 @@ READ_GAP = 0.3
 
 
 @check("AMP-SRCH-14", serial=True)
-def test_ranking_uses_the_current_score_with_the_read_reset(amp: Amp) -> None:
+def test_ranking_uses_the_current_score_with_the_read_reset(amp: Amp01Context) -> None:
     """A by-id read restarts a cell's decay clock, so a re-read twin outranks a fresher unread one.
 
     The cells are the ones the lifecycle checks' shared passes made when they ran already (the older
@@ -595,7 +595,7 @@ def test_ranking_uses_the_current_score_with_the_read_reset(amp: Amp) -> None:
 
 
 @check("AMP-SRCH-18")
-def test_search_is_not_an_access(amp: Amp) -> None:
+def test_search_is_not_an_access(amp: Amp01Context) -> None:
     """Searches do not change access_count or last_accessed_at; the first GET afterwards shows 1."""
     made, replies = unread_cell(amp)  # shared with AMP-READ-06, which judges the lists after them
     cell = made["cell"]["id"]

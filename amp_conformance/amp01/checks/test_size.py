@@ -16,7 +16,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._size_cells import (
     cell_size,
     over_create,
@@ -43,7 +43,7 @@ ATTEMPTS = 3
 """How often a boundary cell is rebuilt when the server's cell came back a different size."""
 
 
-def _retire(amp: Amp, cell_id: str) -> None:
+def _retire(amp: Amp01Context, cell_id: str) -> None:
     """Archive (shrinking the text, or the archive PATCH itself would be too large) and delete a cell.
 
     A cell at the exact limit cannot be archived as it is: the PATCH stamps ``last_updated_at`` and the
@@ -57,13 +57,13 @@ def _retire(amp: Amp, cell_id: str) -> None:
         client.delete(f"/memories/{cell_id}")
 
 
-def _shrink(amp: Amp, cell_id: str) -> None:
+def _shrink(amp: Amp01Context, cell_id: str) -> None:
     """Give the shared probe cell its one-character text back after the PATCHes to the limit: the
     run's cleanup archives it, a PATCH that would take a cell at the limit past it. Best effort."""
     amp.as_agent("a").patch(f"/memories/{cell_id}", {"content": {"text": "x"}})
 
 
-def _owner_cells(amp: Amp, owner: str, listed: Reply) -> list[str]:
+def _owner_cells(amp: Amp01Context, owner: str, listed: Reply) -> list[str]:
     """Ids of the owner's cells in any visible status, through list and search (never a by-id read): a
     cell written anyway would be new, so active, which ``listed`` (the shared list of the owner's active
     cells, sent right after the refusal) shows; the search asks every visible status."""
@@ -78,7 +78,7 @@ def _owner_cells(amp: Amp, owner: str, listed: Reply) -> list[str]:
     return found
 
 
-def _expect_within_limit(amp: Amp, reply: Reply, limit: int, what: str) -> None:
+def _expect_within_limit(amp: Amp01Context, reply: Reply, limit: int, what: str) -> None:
     """A 413 for a cell of exactly the advertised size means the server's limit is not the number /spec
     advertises (AMP-CAP-07); any other refusal is the check's own finding."""
     amp.expect(
@@ -97,7 +97,7 @@ def _ids_of(reply: Reply, owner: str) -> list[str]:
 
 
 @check("AMP-SIZE-03", "AMP-CAP-07", "AMP-CAP-04")
-def test_cell_of_exactly_the_advertised_size_is_accepted(amp: Amp) -> None:
+def test_cell_of_exactly_the_advertised_size_is_accepted(amp: Amp01Context) -> None:
     """A create whose stored cell is exactly max_cell_size_bytes bytes is accepted (201)."""
     limit = size_claim(amp)
     probe = shared_probe(amp)
@@ -122,7 +122,7 @@ def test_cell_of_exactly_the_advertised_size_is_accepted(amp: Amp) -> None:
 
 
 @check("AMP-SIZE-01", "AMP-CAP-07")
-def test_create_one_byte_over_the_limit_is_refused_with_413(amp: Amp) -> None:
+def test_create_one_byte_over_the_limit_is_refused_with_413(amp: Amp01Context) -> None:
     """A create whose cell would be max_cell_size_bytes + 1 bytes is refused: 413 CELL_TOO_LARGE."""
     size_claim(amp)
     _owner, reply, _ = over_create(amp)
@@ -131,7 +131,7 @@ def test_create_one_byte_over_the_limit_is_refused_with_413(amp: Amp) -> None:
 
 
 @check("AMP-SIZE-02")
-def test_refused_create_writes_nothing(amp: Amp) -> None:
+def test_refused_create_writes_nothing(amp: Amp01Context) -> None:
     """After a 413 on create, nothing of the refused cell is stored (the owner has no cells)."""
     size_claim(amp)
     owner, reply, listed = over_create(amp)
@@ -146,7 +146,7 @@ def test_refused_create_writes_nothing(amp: Amp) -> None:
 
 
 @check("AMP-SIZE-04", "AMP-CAP-07")
-def test_patch_is_held_to_the_same_limit(amp: Amp) -> None:
+def test_patch_is_held_to_the_same_limit(amp: Amp01Context) -> None:
     """A PATCH to exactly the limit is accepted; one byte more is 413 CELL_TOO_LARGE and changes nothing."""
     limit = size_claim(amp)
     # the run's probe cell: its create answer is the size reference of the create checks (a recorded
@@ -203,7 +203,7 @@ def test_patch_is_held_to_the_same_limit(amp: Amp) -> None:
 
 
 @check("AMP-SIZE-05")
-def test_limit_counts_bytes_of_the_whole_cell(amp: Amp) -> None:
+def test_limit_counts_bytes_of_the_whole_cell(amp: Amp01Context) -> None:
     """The limit counts UTF-8 bytes of the whole cell: multi-byte text and bulky metadata count too."""
     limit = size_claim(amp)
     probe = shared_probe(amp)
@@ -227,7 +227,7 @@ def test_limit_counts_bytes_of_the_whole_cell(amp: Amp) -> None:
 
 
 @check("AMP-SIZE-06")
-def test_oversized_patch_by_a_stranger_is_403_not_413(amp: Amp) -> None:
+def test_oversized_patch_by_a_stranger_is_403_not_413(amp: Amp01Context) -> None:
     """A caller without write access gets 403 (not 413) for an oversized PATCH."""
     limit = size_claim(amp)
     cell = shared_probe(amp)

@@ -14,7 +14,7 @@ import json
 from functools import partial
 from typing import Any
 
-from amp_conformance import Amp, check
+from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._shared_cells import SCORING_NULL, UNNORMALISED, odd_cell, odd_creates
 from amp_conformance.amp01.checks._support import (
     create_step,
@@ -29,7 +29,7 @@ from amp_conformance.amp01.checks._support import (
 
 
 @check("AMP-CELL-17")
-def test_text_is_stored_exactly_as_sent(amp: Amp) -> None:
+def test_text_is_stored_exactly_as_sent(amp: Amp01Context) -> None:
     """content.text with compatibility characters and decomposed accents round-trips unchanged."""
     # the run's scoring-null create of AMP-ERR-07 carries this text (its create answer is all that
     # check judges; the error probes archive its cell, which changes no text): judged here as a
@@ -61,7 +61,7 @@ MISTYPED: tuple[tuple[str, dict[str, Any]], ...] = (
 
 
 @check("AMP-ERR-04")
-def test_values_of_the_wrong_type_are_not_coerced(amp: Amp) -> None:
+def test_values_of_the_wrong_type_are_not_coerced(amp: Amp01Context) -> None:
     """A numeric string for a number, "true" or 1 for a boolean: 422 VALIDATION_ERROR, nothing coerced."""
     client = amp.as_agent("a")
     bodies = [amp.cell_body(override) for _, override in MISTYPED]
@@ -84,7 +84,7 @@ CHARSET = "application/json; charset=utf-8"
 
 
 @check("AMP-CRE-01", "AMP-PATCH-01", "AMP-SRCH-01")
-def test_json_with_a_charset_parameter_is_json(amp: Amp) -> None:
+def test_json_with_a_charset_parameter_is_json(amp: Amp01Context) -> None:
     """A valid create, PATCH and search labelled application/json; charset=utf-8 are served (201, 200)."""
     client = amp.as_agent("a")
     headers = {"Content-Type": CHARSET}

@@ -48,7 +48,7 @@ from typing import Any
 
 import pytest
 
-from amp_conformance import SHOULD, Amp, check
+from amp_conformance import SHOULD, Amp01Context, check
 from amp_conformance.amp01.checks._support import expect_refusal, expect_step, shown
 from amp_conformance.amp01.checks.access.groups import (
     REFUSALS_VECTOR,
@@ -128,7 +128,9 @@ class Asked:
     deferred: CheckFailure | None = None
 
 
-def asked_of(amp: Amp, vector: Mapping[str, Any], key: GroupKey, group: Made[dict[str, Any], Reply]) -> Asked:
+def asked_of(
+    amp: Amp01Context, vector: Mapping[str, Any], key: GroupKey, group: Made[dict[str, Any], Reply]
+) -> Asked:
     """The source of ``vector``'s replies in its group: its own cell (and the group's pages, a rider's
     caller's, or its own after a fallback), the stranger-refusals cell as its creator's
     (:func:`~.groups.answered_as_creator`) or its stranger's (:func:`~.groups.answered_by_refusals`),
@@ -186,14 +188,14 @@ def asked_of(amp: Amp, vector: Mapping[str, Any], key: GroupKey, group: Made[dic
 
 
 @pytest.mark.parametrize("vector", [pytest.param(v, id=v["name"], marks=_marks(v)) for v in VECTORS])
-def test_access_matrix(amp: Amp, vector: dict[str, Any]) -> None:
+def test_access_matrix(amp: Amp01Context, vector: dict[str, Any]) -> None:
     """Access matrix: the caller gets the vector's decision on GET, search, list, PATCH and DELETE alike."""
     key = group_key(amp, vector)
     group = group_of(amp, key)
     judge(amp, vector, asked_of(amp, vector, key, group), group.value["text"])
 
 
-def judge(amp: Amp, vector: Mapping[str, Any], asked: Asked, text: str) -> None:
+def judge(amp: Amp01Context, vector: Mapping[str, Any], asked: Asked, text: str) -> None:
     """The one judgement of a vector, wherever its replies came from (:class:`Asked`): the created
     cell as a step, then each surface's decision (what a shared sequence sent, else asked here), the
     surfaces compared with each other, then with the vector (its stance: a fail or a warn)."""
@@ -339,7 +341,7 @@ REFUSALS_STEPS = group_steps(REFUSALS_VECTOR)
 
 
 @check("AMP-ACL-10", "AMP-ACL-09", uses=REFUSALS_STEPS)
-def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
+def test_refusals_are_403_with_one_documented_code(amp: Amp01Context) -> None:
     """A refused GET, PATCH and DELETE are each 403 with FORBIDDEN or ACCESS_DENIED, the same code (C-02)."""
     _, made, reply_at = _refusals(amp)
     replies = {name: reply_at(made["at"][name]) for name in ("GET", "PATCH", "DELETE")}
@@ -366,7 +368,7 @@ def test_refusals_are_403_with_one_documented_code(amp: Amp) -> None:
     stance="C-01: the API reference documents 404 for unknown ids",
     uses=REFUSALS_STEPS,
 )
-def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
+def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp01Context) -> None:
     """A stranger gets the same status, code and message for a forbidden, an unknown and a deleted id."""
     _, made, reply_at = _refusals(amp)
     if made["deletion"] is not None:
@@ -398,7 +400,7 @@ def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp) -> None:
 
 
 @check("AMP-ACL-12", "AMP-ACL-14", uses=(POLICY_CELL,))
-def test_policy_changes_take_effect_at_once(amp: Amp) -> None:
+def test_policy_changes_take_effect_at_once(amp: Amp01Context) -> None:
     """After the owner names agent b in readable_by, b reads and lists the cell; after removal it cannot."""
     made = POLICY_CELL(amp).value
     cell, owner = made["cell"], made["owner"]
@@ -444,7 +446,7 @@ def test_policy_changes_take_effect_at_once(amp: Amp) -> None:
 
 
 @check("AMP-ACL-13", uses=REFUSALS_STEPS)
-def test_nothing_in_the_body_raises_a_callers_rights(amp: Amp) -> None:
+def test_nothing_in_the_body_raises_a_callers_rights(amp: Amp01Context) -> None:
     """A stranger naming itself created_by (or in the policy) in a PATCH body is refused and gains nothing."""
     creator, stranger_id = amp.agent_id("a"), amp.agent_id("b")
     # a cell of "a" on which "b" holds no right: the pooled cell the matrix made and is done with

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from amp_conformance import Amp
+from amp_conformance import Amp01Context
 from amp_conformance.amp01.checks._support import about, expect_refusal
 from amp_conformance.amp01.checks.access.vectors import (
     BY_NAME,
@@ -40,13 +40,15 @@ DEFAULT_PAGE = 100
 # --------------------------------------------------------------------------------------- helpers
 
 
-def page_size(amp: Amp) -> int:
+def page_size(amp: Amp01Context) -> int:
     """The advertised max_page_size, or DEFAULT_PAGE when /spec cannot say (other checks report that)."""
     value = amp.capabilities.get("max_page_size")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else DEFAULT_PAGE
 
 
-def find_in_pages(amp: Amp, fetch: Callable[[int], Reply], cell_id: str, what: str) -> tuple[bool, Reply]:
+def find_in_pages(
+    amp: Amp01Context, fetch: Callable[[int], Reply], cell_id: str, what: str
+) -> tuple[bool, Reply]:
     """Page through ``fetch(offset)`` until ``cell_id`` shows up or the pages end."""
     offset = 0
     reply = fetch(offset)
@@ -65,7 +67,7 @@ def find_in_pages(amp: Amp, fetch: Callable[[int], Reply], cell_id: str, what: s
     return False, reply
 
 
-def listed(amp: Amp, role: str, owner_id: str, cell_id: str) -> tuple[bool, Reply]:
+def listed(amp: Amp01Context, role: str, owner_id: str, cell_id: str) -> tuple[bool, Reply]:
     client = amp.as_agent(role)
     limit = page_size(amp)
     return find_in_pages(
@@ -78,7 +80,7 @@ def listed(amp: Amp, role: str, owner_id: str, cell_id: str) -> tuple[bool, Repl
     )
 
 
-def decision(amp: Amp, reply: Reply, allowed: tuple[int, ...], what: str) -> bool:
+def decision(amp: Amp01Context, reply: Reply, allowed: tuple[int, ...], what: str) -> bool:
     """True for an allowed answer, False for a refusal (403 in the server's convention); else fail."""
     if reply.status in allowed:
         return True
@@ -128,7 +130,7 @@ def _chunks() -> dict[str, int]:
 _CHUNK = _chunks()
 
 
-def group_key(amp: Amp, vector: Mapping[str, Any]) -> GroupKey:
+def group_key(amp: Amp01Context, vector: Mapping[str, Any]) -> GroupKey:
     """The group a vector's cell is made in: its home's caller role, owner template and chunk."""
     home = home_of(vector)
     owner = str((home.get("owner") or {}).get("id", ""))
@@ -146,7 +148,7 @@ def _thawed(frozen: Frozen, reply_at: Callable[[int], Reply]) -> CheckFailure:
     return frozen.failure(reply_at(frozen.at).exchange if frozen.at is not None else None)
 
 
-def all_pages(amp: Amp, rec: Recorder, fetch: Callable[[int], Reply], what: str) -> dict[str, Any]:
+def all_pages(amp: Amp01Context, rec: Recorder, fetch: Callable[[int], Reply], what: str) -> dict[str, Any]:
     """Every page of ``fetch(offset)``: ``pages`` as [offset of the exchange, ids on the page], and the
     ``failure`` (frozen) that stopped the paging, if any."""
     pages: list[list[Any]] = []
@@ -169,7 +171,7 @@ def all_pages(amp: Amp, rec: Recorder, fetch: Callable[[int], Reply], what: str)
     return {"pages": pages, "failure": None}
 
 
-def make_group(amp: Amp, rec: Recorder, key: GroupKey) -> dict[str, Any]:
+def make_group(amp: Amp01Context, rec: Recorder, key: GroupKey) -> dict[str, Any]:
     """One cell per vector of the group, created by agent "a" with the vector's owner and policy, then
     the caller's list and search of the group's owner (and each guest's caller's, :data:`HOMES`). Per
     vector: the cell and where its create is, or why it skips, or the failure that stopped its create
@@ -335,7 +337,7 @@ def poolable(vector: Mapping[str, Any]) -> bool:
 
 
 def _pool(
-    amp: Amp, role: str, creating: Mapping[str, Mapping[str, Any]], creator: str, caller: str
+    amp: Amp01Context, role: str, creating: Mapping[str, Mapping[str, Any]], creator: str, caller: str
 ) -> dict[str, dict[str, Any]]:
     """The group's vectors asked first on one pooled cell (group testing), by name: every
     :func:`poolable` vector of ``creating`` that ``role`` (agent ``caller``) calls, when there are two
@@ -390,7 +392,7 @@ def _with_pool(
 
 
 def _pool_sequence(
-    amp: Amp,
+    amp: Amp01Context,
     rec: Recorder,
     made: dict[str, Any],
     pooled: Mapping[str, Any],
@@ -439,7 +441,7 @@ def _pool_sequence(
 
 
 def _create_vector_cells(
-    amp: Amp,
+    amp: Amp01Context,
     rec: Recorder,
     text: str,
     entries: Mapping[str, Mapping[str, Any]],
@@ -469,7 +471,7 @@ def _matrix_body(text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _matrix_entry(amp: Amp, rec: Recorder, reply: Reply, entry: Mapping[str, Any]) -> dict[str, Any]:
+def _matrix_entry(amp: Amp01Context, rec: Recorder, reply: Reply, entry: Mapping[str, Any]) -> dict[str, Any]:
     """The entry with the cell ``reply`` created (a step, as ``amp.create_cell`` judges it) and where
     its create sits among the group's exchanges."""
     cell = amp.created_cell(reply)
@@ -478,7 +480,7 @@ def _matrix_entry(amp: Amp, rec: Recorder, reply: Reply, entry: Mapping[str, Any
     return {"cell": cell, "create": at, **entry}
 
 
-def _matrix_cell(amp: Amp, rec: Recorder, text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+def _matrix_cell(amp: Amp01Context, rec: Recorder, text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     """A vector's cell, created by agent "a" on its own: :func:`_matrix_entry`."""
     return _matrix_entry(
         amp, rec, amp.as_agent("a").post("/memories", amp.cell_body(_matrix_body(text, entry))), entry
@@ -486,7 +488,12 @@ def _matrix_cell(amp: Amp, rec: Recorder, text: str, entry: Mapping[str, Any]) -
 
 
 def _role_pages(
-    amp: Amp, rec: Recorder, role: str, owner_id: str, text: str, asked: Mapping[str, Mapping[str, Any]]
+    amp: Amp01Context,
+    rec: Recorder,
+    role: str,
+    owner_id: str,
+    text: str,
+    asked: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
     """``role``'s list and search of the group's owner (every page), and the creator's search when
     a cell of ``asked`` raises its question: {"list", "search", "creator_search"}."""
@@ -529,7 +536,9 @@ def _role_pages(
     return made
 
 
-def _joint_sequence(amp: Amp, rec: Recorder, made: dict[str, Any], rider: str, host: str) -> dict[str, Any]:
+def _joint_sequence(
+    amp: Amp01Context, rec: Recorder, made: dict[str, Any], rider: str, host: str
+) -> dict[str, Any]:
     """The host's cell asked for both vectors once the pages are read (:data:`RIDERS`), in the order
     each would ask its own: the rider's GET and content PATCH (refused: the cell unchanged), the host's
     GET and archiving PATCH (the creator archives when that PATCH did not), the rider's DELETE of the
@@ -608,14 +617,14 @@ DEFAULT_POLICY: dict[str, Any] = {"public": False, "readable_by": [], "writable_
 REFUSALS_CELL = "(the stranger-refusals cell)"
 
 
-def holds_refusals(amp: Amp, key: GroupKey) -> bool:
+def holds_refusals(amp: Amp01Context, key: GroupKey) -> bool:
     """Whether the matrix group ``key`` makes the stranger-refusals cell: default-policy-refuses-a-
     stranger's group (agent "b", a fresh owner, its chunk), whose caller and owner are the refusals'
     and whose list and search of that owner are the refusals' pages."""
     return key == group_key(amp, REFUSALS_VECTOR)
 
 
-def _make_refusals_cell(amp: Amp, rec: Recorder, text: str, owner: str) -> dict[str, Any]:
+def _make_refusals_cell(amp: Amp01Context, rec: Recorder, text: str, owner: str) -> dict[str, Any]:
     """The stranger-refusals cell: a default-policy cell (the policy sent explicitly) of agent "a" for
     the group's fresh owner, with the group's text. A failed create is kept, frozen, for the checks that
     use the refusals (never the group's other vectors)."""
@@ -631,7 +640,7 @@ def _make_refusals_cell(amp: Amp, rec: Recorder, text: str, owner: str) -> dict[
     return {"cell": cell, "owner": owner, "at": {"create": rec.position(amp.evidence.exchanges[-1])}}
 
 
-def _refusal_sequence(amp: Amp, rec: Recorder, refusals: dict[str, Any]) -> None:
+def _refusal_sequence(amp: Amp01Context, rec: Recorder, refusals: dict[str, Any]) -> None:
     """What agent "b" asks of the stranger-refusals cell once its group's pages are read (b's list and
     search of the owner come first, before any write): b's GET, PATCH and (once archived) DELETE, b's
     GET of an unknown id, then, once "a" has deleted the cell, b's GET of it again. The replies (by
@@ -675,7 +684,7 @@ def _refusal_sequence(amp: Amp, rec: Recorder, refusals: dict[str, Any]) -> None
 
 
 def _refusals(
-    amp: Amp, held: tuple[dict[str, Any], Callable[[int], Reply]] | None = None
+    amp: Amp01Context, held: tuple[dict[str, Any], Callable[[int], Reply]] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any], Callable[[int], Reply]]:
     """The group holding the stranger-refusals cell, its refusals entry and where its replies sit in
     this check's evidence (``held``: that group and its replies, when the check already holds them);
@@ -733,7 +742,7 @@ def answered_as_creator(
 
 
 def _refusals_as_vector(
-    amp: Amp, made: Mapping[str, Any], held: tuple[dict[str, Any], Callable[[int], Reply]] | None
+    amp: Amp01Context, made: Mapping[str, Any], held: tuple[dict[str, Any], Callable[[int], Reply]] | None
 ) -> tuple[dict[str, Any], dict[str, Any], Callable[[int], Reply], dict[str, Reply]]:
     """The stranger-refusals cell as a matrix vector's: its entry, its pages (its group's), where its
     replies sit in this check's evidence and the GET, PATCH and DELETE it sent (``held``: the vector's
@@ -759,24 +768,24 @@ def _group_keys(vector: Mapping[str, Any]) -> list[GroupKey]:
     return [(role, owner, _CHUNK[home["name"]]) for role in roles]
 
 
-def _group_step(key: GroupKey) -> Step[Amp, dict[str, Any], Reply]:
+def _group_step(key: GroupKey) -> Step[Amp01Context, dict[str, Any], Reply]:
     return Step(_group_name(key), lambda maker, rec: make_group(maker, rec, key), roles=("a",), reply=Reply)
 
 
 #: The matrix's groups, each a shared step (by name): a parallel run keeps the checks of one group
 #: (those of its vectors and guests, and the refusal checks for the refusals' group) in one work unit.
-GROUPS: dict[str, Step[Amp, dict[str, Any], Reply]] = {}
+GROUPS: dict[str, Step[Amp01Context, dict[str, Any], Reply]] = {}
 for _key in dict.fromkeys(key for vector in VECTORS for key in _group_keys(vector)):
     GROUPS[_group_name(_key)] = _group_step(_key)
 
 
-def group_steps(vector: Mapping[str, Any]) -> tuple[Step[Amp, dict[str, Any], Reply], ...]:
+def group_steps(vector: Mapping[str, Any]) -> tuple[Step[Amp01Context, dict[str, Any], Reply], ...]:
     """The shared steps (``uses=``) of ``vector``'s check: its group's, with the keyed caller and the
     keyless one (one work unit for both)."""
     return tuple(GROUPS[_group_name(key)] for key in _group_keys(vector))
 
 
-def adopted_steps(vector: Mapping[str, Any]) -> tuple[Step[Amp, dict[str, Any], Reply], ...]:
+def adopted_steps(vector: Mapping[str, Any]) -> tuple[Step[Amp01Context, dict[str, Any], Reply], ...]:
     """The steps (``adopts=``) ``vector``'s check may read although another group's checks make them:
     the refusals' group, when the refusals may answer it (:func:`answered_by_refusals`, seen before
     the ids are at hand: agent "b", a fresh owner, the default policy, everything refused; with API
@@ -794,12 +803,12 @@ def adopted_steps(vector: Mapping[str, Any]) -> tuple[Step[Amp, dict[str, Any], 
     return ()
 
 
-def group_of(amp: Amp, key: GroupKey) -> Made[dict[str, Any], Reply]:
+def group_of(amp: Amp01Context, key: GroupKey) -> Made[dict[str, Any], Reply]:
     """The group ``key`` (made by the first check that asks), as this check reads it."""
     return GROUPS[_group_name(key)](amp)
 
 
-def spent_pooled_cell(amp: Amp) -> dict[str, Any] | None:
+def spent_pooled_cell(amp: Amp01Context) -> dict[str, Any] | None:
     """The pooled cell of the stranger-refusals group (:func:`_pool_sequence`), made by agent "a",
     when agent "b" was refused everything there (GET, PATCH, list and search): a cell whose members
     have judged all they asked of it (their replies are recorded while the group is made), which

@@ -6,12 +6,12 @@ from typing import Any
 
 from ulid import ULID
 
-from amp_conformance import Amp
+from amp_conformance import Amp01Context
 from amp_conformance.engine.client import Reply
 from amp_conformance.engine.steps import Recorder, Step
 
 
-def _make_policy_cell(amp: Amp, rec: Recorder) -> dict[str, Any]:
+def _make_policy_cell(amp: Amp01Context, rec: Recorder) -> dict[str, Any]:
     """A default-policy cell created by agent "a" for a fresh owner: the cell whose readable_by the
     policy check (AMP-ACL-12) edits, which always makes it first (the first check of its unit)."""
     text = f"policy change probe {str(ULID()).lower()}"
@@ -26,6 +26,6 @@ def _make_policy_cell(amp: Amp, rec: Recorder) -> dict[str, Any]:
 #: that check is done with it (``POLICY_CELL.made``): it only ever named agent "b" in readable_by (the
 #: default policy again once it removed it), which no probe there uses. Declared by all three, so a
 #: parallel run keeps them in one unit, in a serial run's order: the same requests either way.
-POLICY_CELL: Step[Amp, dict[str, Any], Reply] = Step(
+POLICY_CELL: Step[Amp01Context, dict[str, Any], Reply] = Step(
     "acl:policy-change-cell", _make_policy_cell, roles=("a",), reply=Reply
 )

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from amp_conformance import Amp, load_fixture
+from amp_conformance import Amp01Context, load_fixture
 from amp_conformance.amp01.checks._support import shown
 
 MATRIX: dict[str, Any] = load_fixture("access", "matrix.json")
@@ -134,7 +134,7 @@ def expressible(
     return None
 
 
-def caller_role(amp: Amp, vector: Mapping[str, Any]) -> str:
+def caller_role(amp: Amp01Context, vector: Mapping[str, Any]) -> str:
     if amp.keys_mode:
         return str(vector["caller"])
     return str(vector.get("keyless_caller", vector["caller"]))
