@@ -123,8 +123,8 @@ class Amp01Context(CheckContext[Amp01Session]):
 
     @property
     def keys_mode(self) -> bool:
-        """The run was given API keys."""
-        return self.session.options.keys_mode
+        """The run uses API keys: given, and the server does not say it takes none (the session's)."""
+        return self.session.keys_mode
 
     @property
     def server_requires_keys(self) -> bool:

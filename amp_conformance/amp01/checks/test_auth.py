@@ -43,6 +43,10 @@ NO_KEYS = (
     "keys mode only: the server does not require API keys (/spec api_keys_required is not true) "
     "and no --api-key was given"
 )
+KEYS_UNUSED = (
+    "keys mode only: the server does not require API keys (/spec api_keys_required: false), so the "
+    "run's --api-key keys are not used"
+)
 NOT_A_KEY = "amp-conformance-not-a-key"
 
 
@@ -57,15 +61,20 @@ def keys_in_force(amp: Amp01Context) -> bool:
     return amp.keys_mode or server_requires_keys(amp)
 
 
+def no_keys_reason(amp: Amp01Context) -> str:
+    """Why keys mode is not in force: no keys given, or the server says it takes none."""
+    return KEYS_UNUSED if amp.session.keys_refused_by_spec else NO_KEYS
+
+
 def need_keys(amp: Amp01Context) -> None:
     """Skip unless the run holds API keys."""
     if not amp.keys_mode:
-        amp.skip(KEYS_NEEDED if server_requires_keys(amp) else NO_KEYS)
+        amp.skip(KEYS_NEEDED if server_requires_keys(amp) else no_keys_reason(amp))
 
 
 def need_keys_in_force(amp: Amp01Context) -> None:
     if not keys_in_force(amp):
-        amp.skip(NO_KEYS)
+        amp.skip(no_keys_reason(amp))
 
 
 def unregistered(amp: Amp01Context, label: str = "unregistered") -> str:
