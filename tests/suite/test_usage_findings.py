@@ -3,11 +3,16 @@ take, a convention the fuzz area meets, a server error read as coercion."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from amp_conformance.amp01.checks.test_auth import KEYS_UNUSED
+from amp_conformance.cli import run_suite
+from amp_conformance.engine.inprocess import asgi_client
 from amp_conformance.engine.report import build_report, render_summary
-from tests.suite.inprocess import run_against_reference
+from reference_server import Settings, create_app
+from tests.suite.inprocess import BASE_URL, run_against_reference
 
 
 def test_keys_a_keyless_server_does_not_take_run_it_as_keyless_with_a_note() -> None:
@@ -56,3 +61,39 @@ def test_fuzzing_the_upstream_contract_finds_no_404_c01_documents(spec_dir: Path
     bad = {r.name: r.message for r in outcome.run.results.values() if r.outcome != "pass"}
     assert not bad, bad
     assert outcome.exit_code == 0
+
+
+def answers_500_but_health(app: Any) -> Any:
+    """A server that answers 500 to everything but ``GET /health`` (so the preflight lets it be checked)."""
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"].endswith("/health"):
+            await app(scope, receive, send)
+            return
+        body = json.dumps({"error": {"code": "INTERNAL", "message": "boom", "details": {}}}).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 500, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return wrapped
+
+
+def test_a_500_is_no_evidence_of_coercion() -> None:
+    """AMP-ERR-04's mistyped creates answered 500: the check is held under the server error
+    (AMP-ERR-07), it does not say the value was coerced."""
+    app = answers_500_but_health(create_app(Settings.from_env({"AMP_LIFECYCLE_ENABLED": "false"})))
+    with asgi_client(app, BASE_URL) as http:
+        values = {"amp_base_url": BASE_URL, "amp_only": "AMP-ERR-04,AMP-ERR-07", "amp_no_fuzz": True}
+        outcome = run_suite({**values, "amp_timeout": 5.0}, http=http, quiet=True)
+    assert outcome.run is not None
+    result = next(
+        r for r in outcome.run.results.values() if r.name == "test_values_of_the_wrong_type_are_not_coerced"
+    )
+    assert "coerced, not refused" not in (result.message or ""), result.message
+    assert "server error" in (result.message or ""), result.message
+    # under the server-error requirement: blocked under it, or (no other check reported it, the checks
+    # asking about it being blocked themselves) the one reporting it, at its level (SHOULD: a warning)
+    if result.outcome == "blocked":
+        assert result.blocked_by is not None and result.blocked_by["requirement"] == "AMP-ERR-07"
+    else:
+        assert result.outcome == "warn" and result.finding_requirements == ("AMP-ERR-07",), result
