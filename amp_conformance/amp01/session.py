@@ -23,12 +23,27 @@ from amp_conformance.amp01.target import normalise_base_url
 from amp_conformance.engine.client import Client, Connection, at_once
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.http import HttpSession, cleanup_block
+from amp_conformance.engine.options import in_command_mode
 from amp_conformance.engine.outcomes import NotApplicable, ToolError, TransportFailure
 from amp_conformance.engine.replay import ReplayContext
 
 if TYPE_CHECKING:
     from amp_conformance.amp01.conventions import Conventions
     from amp_conformance.engine.run import Run
+
+
+#: The options a check's words may name (the command's spelling, ``--NAME``; the plugin's is
+#: ``--amp-NAME``: ``engine.options.OptionSpec``).
+_NAMED_OPTIONS = re.compile(
+    r"(?<![\w-])--(admin-token|api-keys-file|api-key|allow-global-effects|keep-cells|base-url|no-fuzz|openapi)"
+    r"(?![\w-])"
+)
+
+
+def as_options_given(text: str) -> str:
+    """``text`` naming the options as this run takes them: ``--admin-token`` from the command,
+    ``--amp-admin-token`` under the pytest plugin (a skip reason must name an option the user can give)."""
+    return text if in_command_mode() else _NAMED_OPTIONS.sub(r"--amp-\1", text)
 
 
 @dataclass(frozen=True)
@@ -287,8 +302,10 @@ class Amp01Session(HttpSession):
             return self._agents[role]
         if index >= len(self._key_agents):
             raise NotEnoughAgents(
-                f"this check needs {index + 1} agents with API keys, "
-                f"{len(self._key_agents)} were given: add another --api-key AGENT=KEY"
+                as_options_given(
+                    f"this check needs {index + 1} agents with API keys, "
+                    f"{len(self._key_agents)} were given: add another --api-key AGENT=KEY"
+                )
             )
         agent_id, key = self._key_agents[index]
         agent = Agent(role, agent_id, key)

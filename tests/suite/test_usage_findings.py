@@ -4,6 +4,7 @@ take, a convention the fuzz area meets, a server error read as coercion."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +98,30 @@ def test_a_500_is_no_evidence_of_coercion() -> None:
         assert result.blocked_by is not None and result.blocked_by["requirement"] == "AMP-ERR-07"
     else:
         assert result.outcome == "warn" and result.finding_requirements == ("AMP-ERR-07",), result
+
+
+def test_skip_reasons_name_the_option_of_the_mode_they_run_in(tmp_path: Path) -> None:
+    """Under the pytest plugin a skip reason names ``--amp-admin-token``; from the command (run_suite),
+    ``--admin-token`` (item 23)."""
+    import os
+    import subprocess
+    import sys
+
+    from amp_conformance.amp01.selfserve import BundledServer
+
+    report = tmp_path / "report.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "AMP_CONFORMANCE_COMMAND"))}
+    with BundledServer({"AMP_LIFECYCLE_ENABLED": "false"}) as server:
+        args = ["--pyargs", "amp_conformance.amp01.checks", "-p", "no:cacheprovider", "-n", "0"]
+        args += ["--amp-base-url", server.url, "--amp-only", "admin", f"--amp-json={report}"]
+        subprocess.run(
+            [sys.executable, "-m", "pytest", *args], cwd=tmp_path, env=env, capture_output=True, timeout=300
+        )
+    plugin = [c["message"] for c in json.loads(report.read_text())["checks"] if c["outcome"] == "skip"]
+    assert any("--amp-admin-token" in message for message in plugin), plugin
+    assert not any(re.search(r"(?<![\w-])--admin-token", message) for message in plugin), plugin
+    outcome = run_against_reference(areas="admin", admin=False)
+    assert outcome.run is not None
+    command = [r.message for r in outcome.run.results.values() if r.outcome == "skip"]
+    assert any(re.search(r"(?<![\w-])--admin-token", message) for message in command), command
+    assert not any("--amp-admin-token" in message for message in command), command
