@@ -1,15 +1,16 @@
 """Identity and API keys (AMP-AUTH-02..09; the keyed side of AMP-CRE-07).
 
-Keys mode is in force when ``/spec`` says ``api_keys_required`` or the run was given keys
-(``--api-key`` / ``--api-keys-file``). Checks that need a working key skip with a reason naming the
-flag when the server requires keys and none were given; checks that only provoke refusals (missing,
-wrong and unknown-agent keys) run without keys. The 401 ``MISSING_AGENT_ID`` per route (AMP-AUTH-01)
-lives in test_errors.py; AMP-AUTH-10 (a broken key file stops start-up) is not black-box and is left
-to the reference server's own tests. The refusals AMP-AUTH-03/-04/-05/-08 provoke are sent once per
-run (``amp.shared``, with AMP-AUTH-06's), each distinct request once, and judged by every check they
-answer; with keys, AMP-AUTH-08's bad-key requests to a private cell and AMP-AUTH-09's lower-case
-create go to AMP-AUTH-03's cell (``auth:right-pair``), and the public cell and the refusals about its
-owner that test_errors and test_capabilities ask too are ``_shared_cells.public_cell``.
+Keys mode is in force when ``/spec`` says ``api_keys_required`` or the run was given keys (``--api-key``
+/ ``--api-keys-file``) and ``/spec`` does not say ``api_keys_required: false`` (keys a server says it
+takes none of are not used: the run is keyless, with a note). Checks that need a working key skip with a
+reason naming the flag when the server requires keys and none were given; checks that only provoke
+refusals (missing, wrong and unknown-agent keys) run without keys. The 401 ``MISSING_AGENT_ID`` per
+route (AMP-AUTH-01) lives in test_errors.py; AMP-AUTH-10 (a broken key file stops start-up) is not
+black-box and is left to the reference server's own tests. The refusals AMP-AUTH-03/-04/-05/-08 provoke
+are sent once per run (``amp.shared``, with AMP-AUTH-06's), each distinct request once, and judged by
+every check they answer; with keys, AMP-AUTH-08's bad-key requests to a private cell and AMP-AUTH-09's
+lower-case create go to AMP-AUTH-03's cell (``auth:right-pair``), and the public cell and the refusals
+about its owner that test_errors and test_capabilities ask too are ``_shared_cells.public_cell``.
 """
 
 from __future__ import annotations
