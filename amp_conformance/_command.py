@@ -40,6 +40,11 @@ def asks_for_workers(arguments: Sequence[str]) -> bool:
 
 
 def entry() -> None:
+    # the checks' words name the command's options (--admin-token), not the plugin's: set before the
+    # fork server starts, so that its workers inherit it too (``cli.run_suite`` sets it as well)
+    from amp_conformance.engine.options import COMMAND_MODE_VARIABLE
+
+    os.environ[COMMAND_MODE_VARIABLE] = "1"
     if asks_for_workers(sys.argv[1:]):
         from amp_conformance.engine import forkserver
 

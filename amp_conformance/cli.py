@@ -30,6 +30,7 @@ from amp_conformance.engine.exits import run_exit_handlers
 from amp_conformance.engine.http import BASE_URL
 from amp_conformance.engine.interrupt import hold_until_the_session
 from amp_conformance.engine.options import (
+    COMMAND_MODE_VARIABLE,
     COMMAND_OPTION_SPECS,
     OptionValues,
     SuiteOptions,
@@ -256,6 +257,8 @@ def run_suite(
     # the command says an interrupted run is INCOMPLETE in one line of its own (engine.interrupt):
     # an interrupt while pytest configures waits for the session, where it is caught
     hold_until_the_session()
+    command_mode = os.environ.get(COMMAND_MODE_VARIABLE)
+    os.environ[COMMAND_MODE_VARIABLE] = "1"  # the checks' words name the command's options, not the plugin's
     try:
         if "-" in (values.get("amp_json"), values.get("amp_markdown")):
             # the JSON report owns standard output; everything else goes to standard error
@@ -265,6 +268,8 @@ def run_suite(
             code = pytest.main(args, plugins=extra)
     finally:
         INTERRUPT_GATE.release()
+        if command_mode is None:
+            os.environ.pop(COMMAND_MODE_VARIABLE, None)
     run = capture.run
     if INTERRUPTED_BY or (run is not None and run.interrupted) or code == pytest.ExitCode.INTERRUPTED:
         return SuiteOutcome(EXIT_USAGE, run)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from amp_conformance.amp01.conventions import Conventions, answer_of, detect_conventions, label
 from amp_conformance.amp01.envelope import envelope_problems, validation_error_problems
-from amp_conformance.amp01.session import Agent, Amp01Session, NotEnoughAgents
+from amp_conformance.amp01.session import Agent, Amp01Session, NotEnoughAgents, as_options_given
 from amp_conformance.engine.client import Client, Reply, at_once
 from amp_conformance.engine.context import CheckContext
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed, ToolError
@@ -55,6 +55,11 @@ class Amp01Context(CheckContext[Amp01Session]):
     def __init__(self, run: Run, spec: CheckSpec, session: Amp01Session):
         super().__init__(run, spec, session)
         self._roles: dict[str, Agent] = {}
+
+    def skip(self, reason: str) -> NoReturn:
+        """Skip, the reason naming the options as this run takes them (the command's ``--admin-token``,
+        the plugin's ``--amp-admin-token``)."""
+        super().skip(as_options_given(reason))
 
     # identities ------------------------------------------------------------------------------
 
@@ -123,8 +128,8 @@ class Amp01Context(CheckContext[Amp01Session]):
 
     @property
     def keys_mode(self) -> bool:
-        """The run was given API keys."""
-        return self.session.options.keys_mode
+        """The run uses API keys: given, and the server does not say it takes none (the session's)."""
+        return self.session.keys_mode
 
     @property
     def server_requires_keys(self) -> bool:

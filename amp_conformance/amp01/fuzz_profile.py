@@ -6,12 +6,17 @@ The engine (:mod:`amp_conformance.fuzz`) is protocol-neutral; everything AMP v0.
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from amp_conformance.amp01.envelope import envelope_problems, validation_error_problems
 from amp_conformance.fuzz import FAIL, OFF, WARN, FuzzProfile, Policy
+
+if TYPE_CHECKING:
+    from amp_conformance.amp01.conventions import Conventions
 
 API_PREFIX: Final = "/amp/v1"
 
@@ -194,3 +199,22 @@ PROFILE: Final = FuzzProfile(
     header_exempt=_header_exempt,
     fallback_requirement="AMP-ERR-07",
 )
+
+
+#: The routes of one cell by id (``/memories/{memory_id}``, any parameter name), and the methods that
+#: answer an unknown id there (requirements.md C-01: AMP-READ-10, -PATCH-19, -DEL-08).
+_CELL_ROUTE: Final = re.compile(r"/memories/\{[^}/]+\}/?$")
+_BY_ID_METHODS: Final = frozenset({"GET", "PATCH", "DELETE"})
+
+
+def profile_for(conventions: Conventions) -> FuzzProfile:
+    """:data:`PROFILE` holding the server to the conventions it was seen to follow: a generated id is
+    an unknown id, so the unknown-id answer C-01 documents (404 ``NOT_FOUND`` or 403; both while the
+    detection could not tell) is no undeclared status on a cell route, whichever contract is fuzzed
+    (``--openapi`` of the upstream contract declares no 404), as ``validate-contract`` reports it."""
+    statuses = frozenset(status for status, _code in conventions.unknown_id_answers())
+
+    def documented_status(method: str, path: str, status: int) -> bool:
+        return status in statuses and method.upper() in _BY_ID_METHODS and bool(_CELL_ROUTE.search(path))
+
+    return dataclasses.replace(PROFILE, documented_status=documented_status)

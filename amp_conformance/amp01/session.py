@@ -23,12 +23,27 @@ from amp_conformance.amp01.target import normalise_base_url
 from amp_conformance.engine.client import Client, Connection, at_once
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.http import HttpSession, cleanup_block
+from amp_conformance.engine.options import in_command_mode
 from amp_conformance.engine.outcomes import NotApplicable, ToolError, TransportFailure
 from amp_conformance.engine.replay import ReplayContext
 
 if TYPE_CHECKING:
     from amp_conformance.amp01.conventions import Conventions
     from amp_conformance.engine.run import Run
+
+
+#: The options a check's words may name (the command's spelling, ``--NAME``; the plugin's is
+#: ``--amp-NAME``: ``engine.options.OptionSpec``).
+_NAMED_OPTIONS = re.compile(
+    r"(?<![\w-])--(admin-token|api-keys-file|api-key|allow-global-effects|keep-cells|base-url|no-fuzz|openapi)"
+    r"(?![\w-])"
+)
+
+
+def as_options_given(text: str) -> str:
+    """``text`` naming the options as this run takes them: ``--admin-token`` from the command,
+    ``--amp-admin-token`` under the pytest plugin (a skip reason must name an option the user can give)."""
+    return text if in_command_mode() else _NAMED_OPTIONS.sub(r"--amp-\1", text)
 
 
 @dataclass(frozen=True)
@@ -42,7 +57,8 @@ class Amp01Options:
     """Leave what the run created in place (``--keep-cells``): its curl lines stay replayable."""
 
     @property
-    def keys_mode(self) -> bool:
+    def keys_given(self) -> bool:
+        """The run was given API keys (whether it uses them: :attr:`Amp01Session.keys_mode`)."""
         return bool(self.api_keys)
 
     def public_view(self) -> dict[str, Any]:
@@ -226,15 +242,17 @@ class Amp01Session(HttpSession):
                 "spec": spec,
                 "spec_error": self._spec_error,
                 "unavailable": self.connection.broken_reason,
+                **({"keys_note": self.keys_note} if self.keys_note else {}),
             },
             "cleanup": dict(self.cleanup),
             "conventions": self.conventions.as_report() if self.conventions is not None else None,
         }
 
     def summary_lines(self) -> list[str]:
+        keys = [f"note: {self.keys_note}"] if self.keys_note else []
         if self.conventions is None:
-            return []
-        lines = ["conventions:"]
+            return keys
+        lines = [*keys, "conventions:"]
         for name, entry in self.conventions.as_report().items():
             if name != "problems":
                 lines.append(f"  {name:<13} {entry['value'] or 'undetermined'}  ({entry['source']})")
@@ -243,20 +261,51 @@ class Amp01Session(HttpSession):
 
     # identities ---------------------------------------------------------------------------------
 
+    @property
+    def keys_mode(self) -> bool:
+        """The run uses its API keys: it was given some and ``/spec`` does not say the server takes none
+        (``api_keys_required: false``). A server that says so is checked as keyless: keys it ignores
+        would make every keys-mode check a false finding."""
+        return self.options.keys_given and not self.keys_refused_by_spec
+
+    @property
+    def keys_refused_by_spec(self) -> bool:
+        """Keys were given, and ``/spec`` says ``api_keys_required: false`` (a ``/spec`` that cannot be
+        read or does not say leaves the keys in use: the user's word stands)."""
+        if not self.options.keys_given:
+            return False
+        spec = self.fetch_spec()
+        capabilities = spec.get("capabilities") if isinstance(spec, dict) else None
+        return isinstance(capabilities, dict) and capabilities.get("api_keys_required") is False
+
+    @property
+    def keys_note(self) -> str | None:
+        """Why the run's API keys were not used, for the terminal and the report; None when they were."""
+        if self.connection.broken_reason is not None and not self._spec_fetched:
+            return None
+        if not self.keys_refused_by_spec:
+            return None
+        return (
+            f"{len(self._key_agents)} API key(s) given, but /spec says api_keys_required: false: "
+            "the server is checked as keyless (the keys are not sent)"
+        )
+
     def agent(self, role: str, *, taken: int | None = None) -> Agent:
         """The agent playing ``role``. Keyless, its id derives from the run (the same in every worker,
         as the keyed agents are, so a step another worker made is adopted with its agents); in keys mode the
         ``taken``-th keyed agent plays it (a check maps its own roles onto the keys in order of first
         use, so any check needing no more agents than were given can run)."""
-        if not self._key_agents:
+        if not self.keys_mode:
             return Agent(role, f"{self.run.run_prefix}-{role}")
         index = len(self._agents) if taken is None else taken
         if role in self._agents and taken is None:
             return self._agents[role]
         if index >= len(self._key_agents):
             raise NotEnoughAgents(
-                f"this check needs {index + 1} agents with API keys, "
-                f"{len(self._key_agents)} were given: add another --api-key AGENT=KEY"
+                as_options_given(
+                    f"this check needs {index + 1} agents with API keys, "
+                    f"{len(self._key_agents)} were given: add another --api-key AGENT=KEY"
+                )
             )
         agent_id, key = self._key_agents[index]
         agent = Agent(role, agent_id, key)

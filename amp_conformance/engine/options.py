@@ -254,3 +254,14 @@ def unwritable(path: Path) -> str | None:
     if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         return "cannot be written (permission denied)"
     return None
+
+
+#: Set to "1" while the ``amp-conformance`` command runs the checks (its console script, before a fork
+#: server starts, and ``cli.run_suite``; a parallel run's workers inherit it): a check's words then name
+#: the command's options (``--NAME``), else the plugin's (``--amp-NAME``).
+COMMAND_MODE_VARIABLE = "AMP_CONFORMANCE_COMMAND"
+
+
+def in_command_mode() -> bool:
+    """The checks run under the ``amp-conformance`` command, not under pytest with the plugin."""
+    return os.environ.get(COMMAND_MODE_VARIABLE) == "1"

@@ -5,7 +5,8 @@ The wrappers are registered with schemathesis only for the duration of a run, un
 (``amp_<check>``), and are bound to that run's collector, so importing this package changes nothing
 for other schemathesis users in the process. Each wrapper applies the exemptions before calling the
 schemathesis check: nothing is asserted about 404/405 answers that routing gave outside the protocol's
-routes (the profile's ``api_prefix``), a 5xx the profile documents is no finding, and a 5xx is reported
+routes (the profile's ``api_prefix``), a 5xx the profile documents is no finding, nor is a status a
+detected convention documents for the route (``documented_status``), and a 5xx is reported
 once, by ``not_a_server_error``. "warn" checks never raise inside schemathesis (a raised failure would
 stop hypothesis exploring that operation and could hide a real 5xx behind a disputed finding); they are
 recorded on the side instead.
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
 
 from amp_conformance.fuzz._collect import Collector
-from amp_conformance.fuzz._model import CHECK_NAMES, FAIL, OFF
+from amp_conformance.fuzz._model import CHECK_NAMES, FAIL, OFF, FuzzProfile
 
 if TYPE_CHECKING:
     from schemathesis import Case, CheckContext, Response
@@ -66,6 +67,13 @@ def outside_api(response: Response, case: Case[Any], prefix: str) -> bool:
         return True
     # A path parameter holding "/" (or nothing) moves the request to another route, or to none.
     return _route_pattern(case.operation.path).search(path) is None
+
+
+def convention_status(profile: FuzzProfile, response: Response, case: Case[Any]) -> bool:
+    """The answered status is one a detected convention documents for the route (the profile's
+    ``documented_status``): no undeclared-status finding."""
+    method = _request_method(response, case)
+    return profile.documented_status(method, str(case.operation.path), int(response.status_code))
 
 
 def curl_for(response: Response, case: Case[Any]) -> str:
@@ -179,6 +187,8 @@ def _fail_wrapper(name: str, check: CheckFunction, collector: Collector) -> Chec
                 return None  # reported once, by not_a_server_error
             if outside_api(response, case, profile.api_prefix):
                 return None  # nothing is asserted on 404/405 outside the protocol's routes
+        if name == "status_code_conformance" and convention_status(profile, response, case):
+            return None  # a status a detected convention documents for the route
         return check(ctx, response, case)
 
     return _named(wrapper, name)

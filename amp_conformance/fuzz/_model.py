@@ -74,6 +74,10 @@ class FuzzProfile:
     """Cases where a missing required header is legitimately accepted."""
     allowed_server_error: Callable[[Any], bool] = _never
     """A 5xx response the protocol documents (e.g. a reported backend error), not a finding."""
+    documented_status: Callable[[str, str, int], bool] = _never
+    """(method, path template, status): a status a documented convention the server was seen to follow
+    gives the operation where the contract does not declare it (a profile made for the run, with the
+    detected conventions); no ``status_code_conformance`` finding."""
     fallback_requirement: str = "-"
     """Requirement of a finding whose check the policy does not name."""
 

@@ -23,7 +23,13 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
-from amp_conformance.fuzz._checks import EnvelopeFailure, check_error_envelope, operation_label, outside_api
+from amp_conformance.fuzz._checks import (
+    EnvelopeFailure,
+    check_error_envelope,
+    convention_status,
+    operation_label,
+    outside_api,
+)
 from amp_conformance.fuzz._collect import Collector
 
 _UNUSUAL_STRINGS: Final = ("é", "日本語のテキスト", "\U0001f600", "\ud800", "\x00", "\u202eevil")
@@ -141,7 +147,9 @@ def _judge_probe(
         return
     if outside_api(response, case, collector.profile.api_prefix):
         return
-    if not _declared(status, case.operation.responses.status_codes):
+    if not _declared(status, case.operation.responses.status_codes) and not convention_status(
+        collector.profile, response, case
+    ):
         collector.add(
             check="status_code_conformance",
             operation=operation,

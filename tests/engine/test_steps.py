@@ -199,7 +199,8 @@ def test_the_declared_roles_are_taken_first_whatever_the_check_asks_for() -> Non
     from amp_conformance.amp01.session import Agent
 
     class Session:
-        options = SimpleNamespace(keys_mode=True)
+        options = SimpleNamespace(keys_given=True)
+        keys_mode = True
 
         def agent(self, role: str, *, taken: int | None = None) -> Agent:
             return Agent(role, f"agent-{taken}", "key")

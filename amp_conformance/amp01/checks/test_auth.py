@@ -1,15 +1,16 @@
 """Identity and API keys (AMP-AUTH-02..09; the keyed side of AMP-CRE-07).
 
-Keys mode is in force when ``/spec`` says ``api_keys_required`` or the run was given keys
-(``--api-key`` / ``--api-keys-file``). Checks that need a working key skip with a reason naming the
-flag when the server requires keys and none were given; checks that only provoke refusals (missing,
-wrong and unknown-agent keys) run without keys. The 401 ``MISSING_AGENT_ID`` per route (AMP-AUTH-01)
-lives in test_errors.py; AMP-AUTH-10 (a broken key file stops start-up) is not black-box and is left
-to the reference server's own tests. The refusals AMP-AUTH-03/-04/-05/-08 provoke are sent once per
-run (``amp.shared``, with AMP-AUTH-06's), each distinct request once, and judged by every check they
-answer; with keys, AMP-AUTH-08's bad-key requests to a private cell and AMP-AUTH-09's lower-case
-create go to AMP-AUTH-03's cell (``auth:right-pair``), and the public cell and the refusals about its
-owner that test_errors and test_capabilities ask too are ``_shared_cells.public_cell``.
+Keys mode is in force when ``/spec`` says ``api_keys_required`` or the run was given keys (``--api-key``
+/ ``--api-keys-file``) and ``/spec`` does not say ``api_keys_required: false`` (keys a server says it
+takes none of are not used: the run is keyless, with a note). Checks that need a working key skip with a
+reason naming the flag when the server requires keys and none were given; checks that only provoke
+refusals (missing, wrong and unknown-agent keys) run without keys. The 401 ``MISSING_AGENT_ID`` per
+route (AMP-AUTH-01) lives in test_errors.py; AMP-AUTH-10 (a broken key file stops start-up) is not
+black-box and is left to the reference server's own tests. The refusals AMP-AUTH-03/-04/-05/-08 provoke
+are sent once per run (``amp.shared``, with AMP-AUTH-06's), each distinct request once, and judged by
+every check they answer; with keys, AMP-AUTH-08's bad-key requests to a private cell and AMP-AUTH-09's
+lower-case create go to AMP-AUTH-03's cell (``auth:right-pair``), and the public cell and the refusals
+about its owner that test_errors and test_capabilities ask too are ``_shared_cells.public_cell``.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ NO_KEYS = (
     "keys mode only: the server does not require API keys (/spec api_keys_required is not true) "
     "and no --api-key was given"
 )
+KEYS_UNUSED = (
+    "keys mode only: the server does not require API keys (/spec api_keys_required: false), so the "
+    "run's --api-key keys are not used"
+)
 NOT_A_KEY = "amp-conformance-not-a-key"
 
 
@@ -57,15 +62,20 @@ def keys_in_force(amp: Amp01Context) -> bool:
     return amp.keys_mode or server_requires_keys(amp)
 
 
+def no_keys_reason(amp: Amp01Context) -> str:
+    """Why keys mode is not in force: no keys given, or the server says it takes none."""
+    return KEYS_UNUSED if amp.session.keys_refused_by_spec else NO_KEYS
+
+
 def need_keys(amp: Amp01Context) -> None:
     """Skip unless the run holds API keys."""
     if not amp.keys_mode:
-        amp.skip(KEYS_NEEDED if server_requires_keys(amp) else NO_KEYS)
+        amp.skip(KEYS_NEEDED if server_requires_keys(amp) else no_keys_reason(amp))
 
 
 def need_keys_in_force(amp: Amp01Context) -> None:
     if not keys_in_force(amp):
-        amp.skip(NO_KEYS)
+        amp.skip(no_keys_reason(amp))
 
 
 def unregistered(amp: Amp01Context, label: str = "unregistered") -> str:

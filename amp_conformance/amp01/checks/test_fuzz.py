@@ -8,7 +8,7 @@ and the cells the fuzzer creates are cleaned up with the rest.
 from __future__ import annotations
 
 from amp_conformance import Amp01Context, check
-from amp_conformance.amp01.fuzz_profile import PROFILE
+from amp_conformance.amp01.fuzz_profile import profile_for
 from amp_conformance.fuzz import FuzzConfig, FuzzFinding, FuzzResult, judged_run, load_openapi, run_fuzz
 
 SERVER_ERRORS = {"not_a_server_error"}
@@ -31,7 +31,7 @@ def fuzz_result(amp: Amp01Context) -> FuzzResult:
         config = FuzzConfig(
             base_url=amp.session.connection.root,
             headers=agent.headers(),
-            profile=PROFILE,
+            profile=profile_for(amp.conventions),
             contract=load_openapi(options.openapi, options.timeout),
             max_examples=options.fuzz_examples,
             seconds=options.fuzz_seconds,
