@@ -31,9 +31,11 @@ from amp_conformance.engine.interrupt import hold_until_the_session
 from amp_conformance.engine.marking import checks_of
 from amp_conformance.engine.options import (
     COMMAND_OPTION_SPECS,
+    OneLineParser,
     OptionValues,
     SuiteOptions,
     UsageError,
+    empty_option,
     parse_workers,
 )
 from amp_conformance.engine.parallel import INTERRUPT_GATE
@@ -126,7 +128,7 @@ class _VersionAction(argparse.Action):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=PROG,
         description="Check a server against its protocol's catalogue, requirement by requirement. "
         "Without a target the bundled reference server of the protocol is started and checked (the "
@@ -328,6 +330,9 @@ def _quiet_broken_pipe() -> None:
 
 def _check_values(values: dict[str, Any], protocol: AnyProtocol) -> None:
     """Every usage problem the options show, before anything starts (UsageError)."""
+    problem = empty_option(values, (*all_option_specs(), *COMMAND_OPTION_SPECS))
+    if problem:
+        raise UsageError(problem)
     others = [p for p in registry.protocols() if p is not protocol]
     problem = protocol_option_error(protocol, values, others)
     if problem:
@@ -336,6 +341,8 @@ def _check_values(values: dict[str, Any], protocol: AnyProtocol) -> None:
     # --server-cmd, --app or the self-test will give)
     placeholder = {BASE_URL.dest: values.get(BASE_URL.dest) or "http://127.0.0.1:1"}
     build_options({**values, **placeholder}, protocol)
+    _check_keyword(values.get("keyword"))
+    _check_openapi(values.get("amp_openapi"))
     workers = parse_workers(values.get("amp_workers"))
     if workers != 1 and values.get("amp_app"):
         raise UsageError("--app checks the app in-process, which workers cannot share: use --server-cmd")
@@ -344,6 +351,33 @@ def _check_values(values: dict[str, Any], protocol: AnyProtocol) -> None:
         if reason:
             raise UsageError(reason)
         values["amp_workers"] = str(_bounded_workers(workers, values, protocol))
+
+
+def _check_keyword(expression: object) -> None:
+    """``-k``: parsed as pytest will parse it, before any server starts. pytest has no public API for
+    this: its expression parser (``_pytest.mark.expression``, private) is the least private route; a
+    ``--collect-only`` run would say the same in seconds."""
+    if not expression:
+        return
+    from _pytest.mark.expression import Expression
+
+    try:
+        Expression.compile(str(expression))
+    except SyntaxError as exc:
+        raise UsageError(f"-k {expression!r}: {exc.msg}") from None
+
+
+def _check_openapi(location: object) -> None:
+    """``--openapi PATH``: an OpenAPI document, found out before the run (a URL is fetched by the
+    fuzz area)."""
+    if not location or "://" in str(location):
+        return
+    from amp_conformance.validator.openapi import DocumentError, load_document
+
+    try:
+        load_document(str(location))
+    except DocumentError as exc:
+        raise UsageError(f"--openapi {location}: {exc}") from None
 
 
 def _bounded_workers(workers: int | str, values: dict[str, Any], protocol: AnyProtocol) -> int:
