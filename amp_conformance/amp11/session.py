@@ -18,7 +18,7 @@ from ulid import ULID
 
 from amp_conformance.amp11.channels import MCP, REST, McpChannel, NotOnChannel, RestChannel, VerbResult
 from amp_conformance.amp11.mcp import McpExchange, McpSession
-from amp_conformance.engine.client import Client, Connection
+from amp_conformance.engine.client import Client, Connection, Reply
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.http import HttpSession
 from amp_conformance.engine.outcomes import ServerUnavailable, ToolError, TransportFailure
@@ -109,13 +109,15 @@ class Amp11Session(HttpSession):
         if target.base_url:
             client = Client(self.connection())
             try:
-                client.get("/v1/memories/stats", params={"agent_id": self.unique("preflight")})
+                reply = client.get("/v1/memories/stats", params={"agent_id": self.unique("preflight")})
             except TransportFailure as exc:
                 if exc.unreachable:
                     reason = exc.exchange.error if exc.exchange and exc.exchange.error else str(exc)
                     return f"cannot reach {target.base_url}: {reason}"
+                return None
             except ToolError as exc:
                 return f"cannot reach {target.base_url}: {exc}"
+            return _not_v11(target.base_url, reply)
         return None
 
     def clean_up(self, *, sparing: Sequence[Any] = ()) -> None:
@@ -288,3 +290,22 @@ class Amp11Session(HttpSession):
         if self._mcp is not None:
             self._mcp.close()
         super().close()
+
+
+def _not_v11(base_url: str, reply: Reply) -> str | None:
+    """Why what answers at ``base_url`` is no AMP v1.1 REST server, else None. ``amp.stats`` is a Core
+    verb: a v1.1 server answers its route with a JSON object, its result or (refusing the request,
+    say for want of credentials) an error body; a missing route (404, 405), a 5xx or a body that is
+    no JSON object (a file server, a v0.1 server, one answering 500 to everything) would turn every
+    check into a failure that says nothing about an AMP v1.1 server."""
+    kind = reply.headers.get("content-type", "no content type").split(";")[0]
+    try:
+        body = reply.json()
+    except AssertionError:
+        body = None
+    if isinstance(body, dict) and reply.status < 500 and reply.status not in (404, 405):
+        return None
+    return (
+        f"{base_url} is not an AMP v1.1 server: GET {reply.exchange.url} answered {reply.status} ({kind}); "
+        "give the base URL of its REST channel (the one serving /v1/memories)"
+    )
