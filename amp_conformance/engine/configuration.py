@@ -34,7 +34,8 @@ def check_url(flag: str, url: str) -> None:
     netloc = url.split("://", 1)[1].split("/", 1)[0] if "://" in url else ""
     if netloc.count("[") != netloc.count("]"):
         raise UsageError(
-            f"{flag} {url!r} is malformed: an unclosed bracket in the host (IPv6: http://[::1]:8000)"
+            f"{flag} {url!r} is not a valid URL: malformed, an unclosed bracket in the host "
+            "(IPv6: http://[::1]:8000)"
         )
     try:
         parsed = httpx.URL(url)
