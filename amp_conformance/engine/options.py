@@ -282,7 +282,7 @@ def unwritable(path: Path) -> str | None:
     try:
         descriptor, probe = tempfile.mkstemp(dir=parent, prefix=".amp-conformance-probe-")
     except OSError as exc:
-        return f"cannot be written ({exc.strerror or exc})"
+        return f"cannot be written: no file can be created in {parent} ({exc.strerror or exc})"
     os.close(descriptor)
     os.unlink(probe)
     return None
