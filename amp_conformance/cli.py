@@ -32,9 +32,11 @@ from amp_conformance.engine.interrupt import hold_until_the_session
 from amp_conformance.engine.options import (
     COMMAND_MODE_VARIABLE,
     COMMAND_OPTION_SPECS,
+    OneLineParser,
     OptionValues,
     SuiteOptions,
     UsageError,
+    empty_option,
     parse_workers,
 )
 from amp_conformance.engine.parallel import INTERRUPT_GATE
@@ -127,7 +129,7 @@ class _VersionAction(argparse.Action):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=PROG,
         description="Check a server against its protocol's catalogue, requirement by requirement. "
         "Without a target the bundled reference server of the protocol is started and checked (the "
@@ -344,6 +346,12 @@ def _check_values(values: dict[str, Any], protocol: AnyProtocol) -> None:
     # --server-cmd, --app or the self-test will give)
     placeholder = {BASE_URL.dest: values.get(BASE_URL.dest) or "http://127.0.0.1:1"}
     build_options({**values, **placeholder}, protocol)
+    # an empty value the options' own checks let through reads as not given: a self-test, a pass
+    problem = empty_option(values, (*all_option_specs(), *COMMAND_OPTION_SPECS))
+    if problem:
+        raise UsageError(problem)
+    _check_keyword(values.get("keyword"))
+    _check_openapi(values.get("amp_openapi"))
     workers = parse_workers(values.get("amp_workers"))
     if workers != 1 and values.get("amp_app"):
         raise UsageError("--app checks the app in-process, which workers cannot share: use --server-cmd")
@@ -352,6 +360,33 @@ def _check_values(values: dict[str, Any], protocol: AnyProtocol) -> None:
         if reason:
             raise UsageError(reason)
         values["amp_workers"] = str(_bounded_workers(workers, values, protocol))
+
+
+def _check_keyword(expression: object) -> None:
+    """``-k``: parsed as pytest will parse it, before any server starts. pytest has no public API for
+    this: its expression parser (``_pytest.mark.expression``, private) is the least private route; a
+    ``--collect-only`` run would say the same in seconds."""
+    if not expression:
+        return
+    from _pytest.mark.expression import Expression
+
+    try:
+        Expression.compile(str(expression))
+    except SyntaxError as exc:
+        raise UsageError(f"-k {expression!r}: {exc.msg}") from None
+
+
+def _check_openapi(location: object) -> None:
+    """``--openapi PATH``: an OpenAPI document, found out before the run (a URL is fetched by the
+    fuzz area)."""
+    if not location or "://" in str(location):
+        return
+    from amp_conformance.validator.openapi import DocumentError, load_document
+
+    try:
+        load_document(str(location))
+    except DocumentError as exc:
+        raise UsageError(f"--openapi {location}: {exc}") from None
 
 
 def _bounded_workers(workers: int | str, values: dict[str, Any], protocol: AnyProtocol) -> int:

@@ -347,6 +347,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         post_work_units(folder, run.worker, [item.nodeid for item in session.items], run.protocol)
 
 
+def _no_target(config: pytest.Config) -> str:
+    """The one line of a collection of checks without a target: skipping them all would exit 0, a
+    green CI job that checked nothing."""
+    protocol = _protocol(config)
+    flags = " or ".join(f"--amp-{spec.name}" for spec in protocol.transport_options) or "a target"
+    return f"amp-conformance: the checks of {protocol.name} need a target to run against: give {flags}"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     run = active_run(config)
     path = config.stash.get(PENDING_BRIEFING_KEY, None)
@@ -357,6 +365,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
         return
+    if run is None and not config.option.collectonly and any(spec_of(i) is not None for i in items):
+        raise pytest.UsageError(_no_target(config))
     expectations = config.stash.get(EXPECTATIONS_KEY, None)
     selected: list[pytest.Item] = []
     deselected: list[pytest.Item] = []

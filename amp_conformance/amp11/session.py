@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ from ulid import ULID
 
 from amp_conformance.amp11.channels import MCP, REST, McpChannel, NotOnChannel, RestChannel, VerbResult
 from amp_conformance.amp11.mcp import McpExchange, McpSession
-from amp_conformance.engine.client import Client, Connection
+from amp_conformance.engine.client import Client, Connection, Reply
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.http import HttpSession
 from amp_conformance.engine.outcomes import ServerUnavailable, ToolError, TransportFailure
@@ -108,14 +108,32 @@ class Amp11Session(HttpSession):
                 return f"the MCP server is unusable: {exc}"
         if target.base_url:
             client = Client(self.connection())
-            try:
-                client.get("/v1/memories/stats", params={"agent_id": self.unique("preflight")})
-            except TransportFailure as exc:
-                if exc.unreachable:
-                    reason = exc.exchange.error if exc.exchange and exc.exchange.error else str(exc)
-                    return f"cannot reach {target.base_url}: {reason}"
-            except ToolError as exc:
-                return f"cannot reach {target.base_url}: {exc}"
+            agent = self.unique("preflight")
+            answers: list[str] = []
+            # two read-only Core verbs: one route that fails (a broken amp.stats) is the checks' to
+            # judge; neither answering as AMP v1.1 means nothing here speaks it
+            probes: list[Callable[[], Reply]] = [
+                lambda: client.get("/v1/memories/stats", params={"agent_id": agent}),
+                lambda: client.post("/v1/memories/recall", {"query": "preflight", "agent_id": agent}),
+            ]
+            for probe in probes:
+                try:
+                    reply = probe()
+                except TransportFailure as exc:
+                    if exc.unreachable:
+                        reason = exc.exchange.error if exc.exchange and exc.exchange.error else str(exc)
+                        return f"cannot reach {target.base_url}: {reason}"
+                    return None
+                except ToolError as exc:
+                    return f"cannot reach {target.base_url}: {exc}"
+                answer = _not_v11(reply)
+                if answer is None:
+                    return None
+                answers.append(answer)
+            return (
+                f"{target.base_url} is not an AMP v1.1 server: {'; '.join(answers)}; give the base URL "
+                "of its REST channel (the one serving /v1/memories)"
+            )
         return None
 
     def clean_up(self, *, sparing: Sequence[Any] = ()) -> None:
@@ -288,3 +306,19 @@ class Amp11Session(HttpSession):
         if self._mcp is not None:
             self._mcp.close()
         super().close()
+
+
+def _not_v11(reply: Reply) -> str | None:
+    """What ``reply`` shows that is no AMP v1.1 REST answer, else None. A v1.1 server answers a Core
+    verb's route with a JSON object, its result or (refusing the request, say for want of
+    credentials) an error body; a missing route (404, 405), a 5xx or a body that is no JSON object (a
+    file server, a v0.1 server, one answering 500 to everything) would turn every check into a
+    failure that says nothing about an AMP v1.1 server."""
+    kind = reply.headers.get("content-type", "no content type").split(";")[0]
+    try:
+        body = reply.json()
+    except AssertionError:
+        body = None
+    if isinstance(body, dict) and reply.status < 500 and reply.status not in (404, 405):
+        return None
+    return f"{reply.exchange.method} {reply.exchange.url} answered {reply.status} ({kind})"

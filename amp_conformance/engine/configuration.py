@@ -31,11 +31,19 @@ def check_url(flag: str, url: str) -> None:
     """A URL the run can use (httpx would raise InvalidURL mid-run): UsageError otherwise."""
     if any(c.isspace() for c in url):
         raise UsageError(f"{flag} {url!r}: a URL cannot contain spaces (percent-encode them as %20)")
+    netloc = url.split("://", 1)[1].split("/", 1)[0] if "://" in url else ""
+    if netloc.count("[") != netloc.count("]"):
+        raise UsageError(
+            f"{flag} {url!r} is not a valid URL: malformed, an unclosed bracket in the host "
+            "(IPv6: http://[::1]:8000)"
+        )
     try:
         parsed = httpx.URL(url)
-        parsed.port  # noqa: B018 - parsing the port is the check
+        port = parsed.port
     except (httpx.InvalidURL, ValueError, TypeError) as exc:
         raise UsageError(f"{flag} {url!r} is not a valid URL: {exc}") from None
+    if port is not None and not 0 < port <= 65535:
+        raise UsageError(f"{flag} {url!r}: port {port} is out of range (1-65535)")
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise UsageError(f"{flag} {url!r} is not an http(s) URL with a host")
 

@@ -9,7 +9,9 @@ reads its values through :class:`OptionValues`, by the names it declared.
 
 from __future__ import annotations
 
+import argparse
 import os
+import tempfile
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,6 +159,27 @@ class UsageError(ValueError):
     """Options that cannot work together; the command exits 2 with this message."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and ``see --help`` (exit 2), not the 18 lines of
+    usage argparse prints first; a wrong choice lists the choices as the user types them."""
+
+    def error(self, message: str) -> Any:
+        for action in self._actions:
+            if action.choices is None or not action.option_strings:
+                continue
+            flag = "/".join(action.option_strings)
+            if message.startswith(f"argument {flag}: invalid choice: "):
+                given = message.split("invalid choice: ", 1)[1].split(" (choose from", 1)[0].strip("'")
+                seen: dict[str, str] = {}
+                for choice in action.choices:
+                    seen.setdefault(str(choice).upper(), str(choice))
+                message = f"{action.option_strings[-1]}: {given} is not one of {', '.join(seen.values())}"
+                break
+        else:
+            message = message.removeprefix("argument ")
+        self.exit(2, f"{self.prog}: {message}; see --help\n")
+
+
 def parse_workers(value: object) -> int | str:
     """``--workers``: a whole number of at least 1, or ``auto``."""
     text = str(value if value is not None else "1").strip().lower()
@@ -253,6 +276,28 @@ def unwritable(path: Path) -> str | None:
         return f"{parent} is not a directory"
     if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         return "cannot be written (permission denied)"
+    if path.exists():
+        return None
+    # os.access says yes to root everywhere, /proc included: only creating a file there tells
+    try:
+        descriptor, probe = tempfile.mkstemp(dir=parent, prefix=".amp-conformance-probe-")
+    except OSError as exc:
+        return f"cannot be written: no file can be created in {parent} ({exc.strerror or exc})"
+    os.close(descriptor)
+    os.unlink(probe)
+    return None
+
+
+def empty_option(
+    values: Mapping[str, object], specs: Iterator[OptionSpec] | tuple[OptionSpec, ...]
+) -> str | None:
+    """The usage error of an option given an empty value (``--server-cmd "$UNSET"``), which would
+    otherwise read as not given and turn a CI job into a self-test that passes."""
+    for spec in specs:
+        value = values.get(spec.dest)
+        entries = value if isinstance(value, list) else [value]
+        if any(isinstance(entry, str) and not entry.strip() for entry in entries):
+            return f"--{spec.name} is empty (an unset variable?): give a value or leave the option out"
     return None
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from amp_conformance.engine.vocabulary import LEVELS
 from amp_conformance.matrix.config import REPORT_KIND, ConfigError, Implementation, MatrixConfig, load_config
 from amp_conformance.matrix.report import build_matrix, exit_code, relative_ref
-from amp_conformance.matrix.running import RunOptions, RunResult, run_matrix
+from amp_conformance.matrix.running import MatrixInterrupted, RunOptions, RunResult, run_matrix
 from amp_conformance.matrix.saved import (
     name_columns,
     report_files,
@@ -240,6 +240,9 @@ def run_main(argv: Sequence[str]) -> int:
         _outputs(namespace, matrix, results)
     except ConfigError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except MatrixInterrupted as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr, flush=True)
         return EXIT_USAGE
     finally:
         if temporary:

@@ -7,16 +7,18 @@ file's folder) and writes its ordinary JSON report; a run that cannot start (exi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,33 +161,101 @@ def _read_report(path: Path) -> tuple[Report | None, str | None]:
         return None, f"{path.name} {exc}"
 
 
-def run_one(impl: Implementation, config: MatrixConfig, options: RunOptions, reports: Path) -> RunResult:
-    """Run one implementation (blocking) and read what it wrote."""
+class MatrixInterrupted(Exception):
+    """A signal ended the matrix: no implementation was started after it, the running ones got it
+    and ended (``results``: those that ran), and there is no matrix verdict (exit 2)."""
+
+    def __init__(self, signum: int, results: list[RunResult], not_started: int) -> None:
+        self.signum, self.results, self.not_started = signum, results, not_started
+        name = signal.Signals(signum).name
+        super().__init__(
+            f"interrupted ({name}): {len(results)} implementation(s) ended, {not_started} not started; "
+            "INCOMPLETE, no matrix verdict"
+        )
+
+
+class _Interrupts:
+    """The matrix's runs and the signal that ends them: a signal is passed on to every running child
+    (SIGTERM reaches the matrix alone, Ctrl-C the whole process group) and no run starts after it."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.running: set[subprocess.Popen[bytes]] = set()
+        self.lock = threading.Lock()
+
+    def handle(self, signum: int, _frame: object) -> None:
+        first = self.signum is None
+        self.signum = self.signum or signum
+        if first:
+            for child in list(self.running):
+                with contextlib.suppress(OSError):
+                    child.send_signal(signum)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        previous: dict[int, Any] = {}
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(ValueError, OSError):  # not the main thread: leave signals alone
+                previous[sig] = signal.signal(sig, self.handle)
+        try:
+            yield
+        finally:
+            for number, old in previous.items():
+                signal.signal(number, old)
+
+    def start(self, command: list[str], **kwargs: Any) -> subprocess.Popen[bytes] | None:
+        """The child, or None once interrupted (checked under the lock the handler's list is read
+        from, so a child started as the signal arrives still gets it)."""
+        with self.lock:
+            if self.signum is not None:
+                return None
+            child = subprocess.Popen(command, **kwargs)
+            self.running.add(child)
+        if self.signum is not None:  # the signal came while it started
+            with contextlib.suppress(OSError):
+                child.send_signal(self.signum)
+        return child
+
+
+def run_one(
+    impl: Implementation,
+    config: MatrixConfig,
+    options: RunOptions,
+    reports: Path,
+    interrupts: _Interrupts | None = None,
+) -> RunResult | None:
+    """Run one implementation (blocking) and read what it wrote (None: not started, interrupted)."""
     report_path, log_path = reports / f"{impl.slug}.json", reports / f"{impl.slug}.log"
     report_path.unlink(missing_ok=True)
     args = suite_arguments(impl, options, report_path.resolve())
     env = {**os.environ, **impl.environment}
     env.pop("GITHUB_STEP_SUMMARY", None)  # N runs would each append a summary to the job's page
     started = time.monotonic()
+    interrupts = interrupts or _Interrupts()
     with log_path.open("w", encoding="utf-8") as log:
-        completed = subprocess.run(
+        child = interrupts.start(
             [sys.executable, "-m", "amp_conformance", *args],
             cwd=config.directory,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            check=False,
         )
+        if child is None:
+            return None
+        try:
+            returncode = child.wait()
+        finally:
+            interrupts.running.discard(child)
     duration = time.monotonic() - started
     report, problem = _read_report(report_path)
     if report is None and problem is None:
         text = log_path.read_text(encoding="utf-8", errors="replace")
-        problem = _problem(text, completed.returncode)
+        problem = _problem(text, returncode)
     return RunResult(
         implementation=impl,
         command=printable_command(impl, config, args),
-        exit_code=completed.returncode,
+        exit_code=returncode,
         duration_seconds=round(duration, 3),
         report_path=report_path,
         log_path=log_path,
@@ -211,20 +281,31 @@ def run_matrix(
     on_start: Callable[[Implementation, str], None] | None = None,
     on_done: Callable[[RunResult], None] | None = None,
 ) -> list[RunResult]:
-    """Every implementation's run, at most ``jobs`` at a time; results in the file's order."""
+    """Every implementation's run, at most ``jobs`` at a time; results in the file's order.
+    MatrixInterrupted once the running ones ended, after SIGINT, SIGTERM or SIGHUP."""
     reports.mkdir(parents=True, exist_ok=True)
     lock = threading.Lock()
+    interrupts = _Interrupts()
 
-    def job(impl: Implementation) -> RunResult:
+    def job(impl: Implementation) -> RunResult | None:
+        if interrupts.signum is not None:
+            return None
         if on_start is not None:
             args = suite_arguments(impl, options, (reports / f"{impl.slug}.json").resolve())
             with lock:
                 on_start(impl, printable_command(impl, config, args))
-        result = run_one(impl, config, options, reports)
-        if on_done is not None:
+        result = run_one(impl, config, options, reports, interrupts)
+        if on_done is not None and result is not None:
             with lock:
                 on_done(result)
         return result
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="amp-matrix") as pool:
-        return list(pool.map(job, config.implementations))
+    with interrupts.installed():
+        with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="amp-matrix") as pool:
+            futures = [pool.submit(job, impl) for impl in config.implementations]
+            wait(futures)  # interruptible: the handler runs while the main thread waits here
+        results = [future.result() for future in futures]
+    ran = [result for result in results if result is not None]
+    if interrupts.signum is not None:
+        raise MatrixInterrupted(interrupts.signum, ran, len(results) - len(ran))
+    return ran

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from amp_conformance.engine.options import OneLineParser
 from amp_conformance.engine.report_model import Report, ReportError
 from amp_conformance.reports.html import render_diff_html, render_html
 
@@ -24,8 +25,8 @@ class ReportInputError(Exception):
     """A report that cannot be read, or a page that cannot be written."""
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _parser() -> OneLineParser:
+    parser = OneLineParser(
         prog=PROG,
         description="Render a saved JSON report as a self-contained HTML page; with two reports "
         "(OLD NEW), the page of what changed between the runs, regressions first.",
@@ -55,6 +56,17 @@ def load_report(path: str) -> Report:
         raise ReportInputError(f"{path} {exc}") from None
 
 
+def _comparable(old: Report, new: Report, old_path: str, new_path: str) -> None:
+    """Two reports are one page of what changed only when ``diff`` would compare them."""
+    from amp_conformance.reports.diff import DiffInputError, comparable, complete_new_side
+
+    try:
+        comparable(old.to_json(), new.to_json(), old_path, new_path)
+        complete_new_side(new, new_path)
+    except DiffInputError as exc:
+        raise ReportInputError(str(exc)) from None
+
+
 def write_page(page: str, path: Path) -> None:
     """Write a page; an unwritable path becomes a ReportInputError."""
     try:
@@ -78,6 +90,8 @@ def report_main(argv: Sequence[str]) -> int:
         parser.error("--junit, --markdown and --badge render one report; two make only the --html diff page")
     try:
         reports = [load_report(path) for path in paths]
+        if len(reports) == 2:
+            _comparable(reports[0], reports[1], paths[0], paths[1])
         if namespace.html:
             page = render_html(reports[0]) if len(reports) == 1 else render_diff_html(reports[0], reports[1])
             write_page(page, Path(namespace.html))

@@ -137,8 +137,12 @@ def diff_checks(
     return lists
 
 
-def diff_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, Any]) -> dict[str, Any]:
-    """What changed from the run ``old`` to the run ``new`` (see ``contract/diff.schema.json``)."""
+def diff_reports(
+    old: Report | Mapping[str, Any], new: Report | Mapping[str, Any], *, allow_removed: bool = False
+) -> dict[str, Any]:
+    """What changed from the run ``old`` to the run ``new`` (see ``contract/diff.schema.json``). A
+    check that is gone is a regression unless ``allow_removed``: a shrunken run (half a suite, a
+    narrower selection) proves nothing about the checks it left out."""
     old, new = as_report(old), as_report(new)
     diff: dict[str, Any] = {
         "diff_version": DIFF_VERSION,
@@ -147,7 +151,7 @@ def diff_reports(old: Report | Mapping[str, Any], new: Report | Mapping[str, Any
     lists = diff_checks(old.checks, new.checks, old.convention_values, new.convention_values)
     lists["spec"] = _changed_values(old.server.get("spec"), new.server.get("spec"))
     diff.update(lists)
-    diff["regressed"] = bool(lists["regressions"])
+    diff["regressed"] = bool(lists["regressions"]) or (bool(lists["removed"]) and not allow_removed)
     diff["counts"] = {key: len(items) for key, items in lists.items()}
     return diff
 
@@ -191,7 +195,18 @@ def read_reports(
             read.append(Report.from_json(document))
         except ReportError as exc:
             raise DiffInputError(f"{path} {exc}") from None
+    complete_new_side(read[1], new_path)
     return read[0], read[1]
+
+
+def complete_new_side(new: Report, new_path: str) -> None:
+    """DiffInputError when the new run reached no verdict (interrupted, preflight failure, errors):
+    what it did not check cannot have stayed unregressed."""
+    if new.verdict == "incomplete":
+        raise DiffInputError(
+            f"{new_path} is an INCOMPLETE run (interrupted, stopped at preflight or left checks without "
+            "a verdict): it cannot be the new side of a diff; rerun it to the end"
+        )
 
 
 def comparable(old: Mapping[str, Any], new: Mapping[str, Any], old_path: str, new_path: str) -> None:
@@ -227,11 +242,14 @@ _TITLES = (
 def _headline(diff: Mapping[str, Any]) -> str:
     counts = diff["counts"]
     verdict = "REGRESSED" if diff["regressed"] else "NO REGRESSION"
-    return (
+    line = (
         f"{verdict}: {counts['regressions']} regression(s), {counts['fixes']} fix(es), "
         f"{counts['new']} new and {counts['removed']} removed check(s), "
         f"{counts['requirements']} requirement(s) changed"
     )
+    if diff["regressed"] and not counts["regressions"]:
+        line += " (a removed check is a regression; --allow-removed accepts it)"
+    return line
 
 
 def _arrow(old: object, new: object) -> str:

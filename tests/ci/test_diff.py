@@ -74,7 +74,8 @@ def test_new_removed_checks_conventions_and_spec_claims(clean_report: dict[str, 
     ]
     assert [e["id"] for e in diff["spec"]] == ["max_page_size"] and diff["spec"][0]["new"] == "7"
     assert [e["id"] for e in diff["conventions"]] == ["unknown_id"]
-    assert diff["regressions"] == [] and diff["regressed"] is False
+    assert diff["regressions"] == [] and diff["regressed"] is True  # the removed check (issue 38)
+    assert diff_reports(old, new, allow_removed=True)["regressed"] is False
 
 
 def test_other_outcome_changes_are_listed_apart(clean_report: dict[str, Any]) -> None:

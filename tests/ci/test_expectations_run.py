@@ -159,3 +159,16 @@ def test_expected_failures_are_shown_as_such_and_new_failures_first(baseline: Pa
     assert text.index("### New failures and errors") < text.index("<details><summary>Expected failures (")
     page = html.read_text()
     assert '<details class="expected"><summary>' in page and "expected failure(s)" in page
+
+
+def test_the_verdict_line_counts_the_expected_must_failures(baseline: Path, tmp_path: Path) -> None:
+    """Issue 38 item 6: a pass with known MUST gaps says so on the verdict line; exit 0 still."""
+    report = tmp_path / "r.json"
+    result = run_command([*APP, *FAULTY, "--expectations", str(baseline), "--json", str(report)])
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    checks = read_json(report)["checks"]
+    expected = sum(1 for c in checks if c["outcome"] == "fail" and c["level"] == "MUST" and c["expectation"])
+    assert expected
+    line = next(line for line in result.stdout.splitlines() if line.startswith("verdict: "))
+    assert line.startswith("verdict: PASS: every MUST check passed or failed as expected"), line
+    assert f"({expected} expected MUST failure" in line, (line, baseline.read_text())
