@@ -107,3 +107,25 @@ def test_failures_are_ordered_by_what_they_block_then_level_then_catalogue() -> 
         "AMP-X-1",  # SHOULD after MUST
         "AMP-ERR-09",  # not levelled: last
     ]
+
+
+def test_the_terminal_lists_failures_root_causes_first() -> None:
+    """The summary's failure lines follow the reports' order: AMP-CRE-01 (blocking) before AMP-ERR-03."""
+    from types import SimpleNamespace
+
+    from amp_conformance.engine.report import _root_causes_first
+    from amp_conformance.engine.verdict import CheckResult
+
+    def result(name: str, rid: str, outcome: Outcome, **more: object) -> CheckResult:
+        return CheckResult(f"t.py::{name}", name, name, (rid,), Level.MUST, "x", outcome, **more)  # type: ignore[arg-type]
+
+    errors = [result(f"err{i}", "AMP-ERR-03", Outcome.FAIL) for i in range(3)]
+    root = result("root", "AMP-READ-01", Outcome.FAIL, finding_requirements=("AMP-CRE-01",))
+    blocked = result("b", "AMP-READ-02", Outcome.BLOCKED, blocked_by={"requirement": "AMP-CRE-01"})
+    entries = [{"id": rid, "level": "MUST"} for rid in ("AMP-ERR-03", "AMP-CRE-01", "AMP-READ-01")]
+    run = SimpleNamespace(
+        protocol=SimpleNamespace(catalogue=SimpleNamespace(as_report=lambda: {"requirements": entries})),
+        results={r.nodeid: r for r in (*errors, root, blocked)},
+    )
+    ordered = _root_causes_first(run, [*errors, root])  # type: ignore[arg-type]
+    assert [r.name for r in ordered] == ["root", "err0", "err1", "err2"]
