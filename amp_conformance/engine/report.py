@@ -347,11 +347,18 @@ def _root_causes_first(run: Run, results: list[CheckResult]) -> list[CheckResult
 
 def closing_counts(report: Report) -> str:
     """The suite's closing line, from the model (pytest's own counters call a blocked check skipped):
-    ``307 checks: 250 passed, 2 failed, ...``, each outcome the tables show."""
+    ``307 checks: 250 passed, 2 failed, ...``, each outcome the tables show, then the failures an
+    expectations file foresaw (``xfailed``: counted among them) and its unexpected passes."""
     outcomes = report.summary.outcomes
     words = {"pass": "passed", "fail": "failed", "warn": "warned", "skip": "skipped"}
     shown = ", ".join(f"{outcomes[o]} {words.get(o, o)}" for o in OUTCOMES)
-    return f"{report.summary.total} checks: {shown}"
+    summary = report.summary
+    known = [
+        f"{number} {word}"
+        for number, word in ((summary.expected_failures, "xfailed"), (summary.unexpected_passes, "xpassed"))
+        if number
+    ]
+    return f"{summary.total} checks: {shown}" + (f" (expectations file: {', '.join(known)})" if known else "")
 
 
 #: Expected failures the terminal names (the rest are counted: the reports list them all).

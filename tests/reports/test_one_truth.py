@@ -55,7 +55,7 @@ def _terminal(text: str) -> tuple[dict[str, int], dict[str, int], dict[str, str]
     header = next(line.split()[1:] for line in lines if line.split()[:1] == ["area"])
     total = next(line.split()[1:] for line in lines if line.split()[:1] == ["total"])
     table = {outcome: int(n) for outcome, n in zip(header, total, strict=True)}
-    closing = re.search(r"^(\d+) checks: (.*) in [\d.]+s", text, re.MULTILINE)
+    closing = re.search(r"^(\d+) checks: (.*?)(?: \(expectations file: .*\))? in [\d.]+s", text, re.MULTILINE)
     assert closing is not None, text[-2000:]
     said = dict((word, int(n)) for n, word in (part.split(" ", 1) for part in closing.group(2).split(", ")))
     counts = {outcome: said[WORDS.get(outcome, outcome)] for outcome in OUTCOMES}
