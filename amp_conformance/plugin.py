@@ -54,6 +54,7 @@ from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.protocol import AnyProtocol, protocol_option_error
 from amp_conformance.engine.report import (
     build_report,
+    closing_counts,
     render_failure,
     render_summary,
     resolve_blocked,
@@ -79,6 +80,10 @@ PENDING_BRIEFING_KEY = pytest.StashKey[str]()
 BRIEFING_FOLDER_KEY = pytest.StashKey[str]()
 #: Workflow-command lines (``::error``) printed after pytest's output, each on a line of its own.
 ANNOTATIONS_KEY = pytest.StashKey[list[str]]()
+#: The run's report, built once at the session's end: the closing line states its counts.
+REPORT_KEY = pytest.StashKey[Any]()
+#: The closing line's colour by verdict.
+_VERDICT_COLOURS = {"pass": "green", "fail": "red"}
 #: ``--dist`` modes a parallel run accepts (``-n`` alone means load): the plugin's own scheduler
 #: (``engine.parallel.make_scheduler``) replaces each.
 SPREADING_MODES = ("load", "loadgroup", "worksteal")
@@ -594,6 +599,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # one report document for every output, so that `amp-conformance report R.json --junit J ...`
     # renders exactly what the live run wrote
     document = build_report(run)
+    session.config.stash[REPORT_KEY] = document
     if run.options.json_path is not None:
         write_json_report(run, run.options.json_path, document)
     if run.options.junit_path is not None:
@@ -626,6 +632,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if run is None or run.preflight_problem or is_worker(config):
         return
     terminalreporter.write_line(render_summary(run))
+    document = config.stash.get(REPORT_KEY, None)
+    if document is not None:  # the closing line states the model's counts, not pytest's own
+        colour = _VERDICT_COLOURS.get(document.summary.verdict, "yellow")
+        stats = ([(closing_counts(document), {colour: True})], colour)
+        terminalreporter.build_summary_stats_line = lambda: stats
     if run.expectations_report is not None:
         strict = run.options.strict_expectations
         terminalreporter.write_line(

@@ -32,6 +32,8 @@ from amp_conformance.engine.report_model import (
     Requests,
     RunInfo,
     Summary,
+    applied_levels,
+    root_causes_first,
 )
 from amp_conformance.engine.report_model import (
     Exchange as ExchangeEntry,
@@ -251,6 +253,7 @@ def build_report(run: Run) -> Report:
     render = _Entries(_ExchangeRenderer(run.rendered_exchanges))
     cleanup = dict(blocks.get("cleanup") or {"attempted": 0, "deleted": 0, "problems": []})
     protocol = run.protocol
+    checks = tuple(_check_entry(result, render) for result in run.results.values())
     return Report(
         report_version=REPORT_VERSION,
         protocol=protocol.name,
@@ -268,9 +271,9 @@ def build_report(run: Run) -> Report:
         ),
         server=server,
         conventions=blocks.get("conventions"),
-        catalogue=Catalogue.from_json(protocol.catalogue.as_report()),
+        catalogue=applied_levels(Catalogue.from_json(protocol.catalogue.as_report()), checks),
         summary=Summary.from_json(summarise(run)),
-        checks=tuple(_check_entry(result, render) for result in run.results.values()),
+        checks=checks,
         cleanup=Cleanup(cleanup["attempted"], cleanup["deleted"], tuple(cleanup["problems"])),
         expectations=run.expectations_report,
     )
@@ -322,6 +325,42 @@ def _finding_title(result: CheckResult) -> str:
     return f"{entry.title} (found by: {result.title})"
 
 
+def _root_causes_first(run: Run, results: list[CheckResult]) -> list[CheckResult]:
+    """Failures in the reports' order (``report_model.root_causes_first``): by how many checks the
+    requirement each is about blocks, then level, then catalogue order."""
+    entries = run.protocol.catalogue.as_report()["requirements"]
+    blocks: dict[str, int] = {}
+    for result in run.results.values():
+        if result.outcome == BLOCKED and result.blocked_by:
+            cause = result.blocked_by["requirement"]
+            blocks[cause] = blocks.get(cause, 0) + 1
+    about = {id(r): tuple(r.finding_requirements or r.requirements) for r in results}
+    order = root_causes_first(
+        {rid for ids in about.values() for rid in ids},
+        blocks,
+        {e["id"]: e["level"] for e in entries},
+        {e["id"]: index for index, e in enumerate(entries)},
+    )
+    position = {rid: index for index, rid in enumerate(order)}
+    return sorted(results, key=lambda r: min((position[rid] for rid in about[id(r)]), default=len(position)))
+
+
+def closing_counts(report: Report) -> str:
+    """The suite's closing line, from the model (pytest's own counters call a blocked check skipped):
+    ``307 checks: 250 passed, 2 failed, ...``, each outcome the tables show, then the failures an
+    expectations file foresaw (``xfailed``: counted among them) and its unexpected passes."""
+    outcomes = report.summary.outcomes
+    words = {"pass": "passed", "fail": "failed", "warn": "warned", "skip": "skipped"}
+    shown = ", ".join(f"{outcomes[o]} {words.get(o, o)}" for o in OUTCOMES)
+    summary = report.summary
+    known = [
+        f"{number} {word}"
+        for number, word in ((summary.expected_failures, "xfailed"), (summary.unexpected_passes, "xpassed"))
+        if number
+    ]
+    return f"{summary.total} checks: {shown}" + (f" (expectations file: {', '.join(known)})" if known else "")
+
+
 #: Expected failures the terminal names (the rest are counted: the reports list them all).
 EXPECTED_SHOWN = 10
 
@@ -348,7 +387,7 @@ def render_summary(run: Run) -> str:
         for message, count in Counter(_one_line(r.message) for r in errors).most_common():
             lines.append(f"  {count:>4} x {message}")
     expected_failures = [r for r in failures if _expected(r)]
-    failures = [r for r in failures if not _expected(r)]  # new failures first: what needs attention
+    failures = _root_causes_first(run, [r for r in failures if not _expected(r)])  # new ones first
     surprises = [r for r in results if r in unexpected_passes(results)]
     if surprises:
         lines += ["", "unexpected passes (the expectations file says they fail; they passed):"]

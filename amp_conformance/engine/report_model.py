@@ -12,7 +12,7 @@ Blocks whose members are the protocol's own (``server``, ``conventions``, ``run.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -535,6 +535,32 @@ class Report:
         musts = [c for c in self.checks if c.level == Level.MUST and c.outcome != Outcome.SKIP]
         return sum(1 for c in musts if c.outcome in PASSED), len(musts)
 
+    def requirement_outcomes(self) -> dict[str, tuple[str, list[Check]]]:
+        """Each cited id's outcome and checks (:func:`requirement_outcomes`)."""
+        return requirement_outcomes(self.checks)
+
+    def failing_requirements(self, checks: Iterable[Check] | None = None) -> list[str]:
+        """The ids whose requirement outcome is ``fail`` (among ``checks``, all by default), root
+        causes first (:func:`root_causes_first`)."""
+        found = requirement_outcomes(self.checks if checks is None else checks)
+        return self.failure_order(rid for rid, (outcome, _) in found.items() if outcome == Outcome.FAIL)
+
+    def failure_order(self, ids: Iterable[str]) -> list[str]:
+        entries = self.catalogue.requirements
+        return root_causes_first(
+            ids,
+            blocked_counts(self.checks),
+            {r.id: r.level for r in entries},
+            {r.id: index for index, r in enumerate(entries)},
+        )
+
+    def ordered_failures(self, checks: Iterable[Check]) -> list[Check]:
+        """``checks`` ordered by the first id each is about, as :meth:`failure_order` orders ids."""
+        listed = list(checks)
+        order = self.failure_order({rid for check in listed for rid in check.about})
+        position = {rid: index for index, rid in enumerate(order)}
+        return sorted(listed, key=lambda c: min((position[r] for r in c.about), default=len(position)))
+
 
 def _registered(protocol: str, member: str) -> str | None:
     """A member of the installed protocol record called ``protocol`` (None when none is installed)."""
@@ -548,21 +574,75 @@ def _registered(protocol: str, member: str) -> str | None:
 
 
 def requirement_outcomes(checks: Iterable[Check]) -> dict[str, tuple[str, list[Check]]]:
-    """For each cited id: the worst outcome among the checks citing it, and those checks. A check
-    counts with its outcome for its own ids and its finding's; an id only its warnings name is a
+    """For each cited id: the worst outcome among the checks citing it, and those checks; the one rule
+    every output reads (grid, Markdown, matrix). A check's outcome counts for the ids its finding is
+    about (:attr:`Check.about`); a failing or erroring check whose finding names other ids does not
+    fail its own (it is listed, without an outcome for them). An id only its warnings name is a
     ``warn``; a warning also raises its ids to at least ``warn``."""
     result: dict[str, tuple[str, list[Check]]] = {}
     for check in checks:
         warned = {rid for warning in check.warnings for rid in warning.requirements}
-        own = {*check.requirements, *check.finding_requirements}
+        about = set(check.about)
+        redirected = check.outcome in (Outcome.FAIL, Outcome.ERROR)
         for rid in check.cites:
-            outcome: str = check.outcome if rid in own else Outcome.WARN
+            outcome: str
+            if rid in about or (rid in check.requirements and not redirected):
+                outcome = check.outcome
+            elif rid in check.requirements:
+                outcome = UNCOVERED  # the finding is about another requirement: no verdict on this one
+            else:
+                outcome = Outcome.WARN
             if rid in warned and SEVERITY[outcome] < SEVERITY[Outcome.WARN]:
                 outcome = Outcome.WARN
             current, citing = result.get(rid, (UNCOVERED, []))
             worst = outcome if SEVERITY[outcome] > SEVERITY[current] else current
             result[rid] = (worst, [*citing, check])
     return result
+
+
+def applied_levels(catalogue: Catalogue, checks: Iterable[Check]) -> Catalogue:
+    """The catalogue with each requirement at the level this run holds it to: a requirement every check
+    of which softens it (a ``stance``, such as AMP-OAS-02's "SHOULD for servers other than ours") is
+    reported at the strongest of those checks' levels, so the grid, the Markdown and the matrix say
+    what the terminal and the checks say."""
+    rank = {level: index for index, level in enumerate(LEVEL_ORDER)}
+    own: dict[str, list[Level]] = {}
+    for check in checks:
+        for rid in check.requirements:
+            own.setdefault(rid, []).append(check.level)
+    entries = []
+    for entry in catalogue.requirements:
+        levels = own.get(entry.id)
+        if levels and all(rank[level] > rank[entry.level] for level in levels):
+            entry = replace(entry, level=min(levels, key=rank.__getitem__))
+        entries.append(entry)
+    return replace(catalogue, requirements=tuple(entries))
+
+
+def blocked_counts(checks: Iterable[Check]) -> dict[str, int]:
+    """Root-cause id -> how many checks it blocked."""
+    counts: dict[str, int] = {}
+    for check in checks:
+        if check.outcome == Outcome.BLOCKED and check.blocked_by is not None:
+            counts[check.blocked_by.requirement] = counts.get(check.blocked_by.requirement, 0) + 1
+    return counts
+
+
+def root_causes_first(
+    ids: Iterable[str], blocks: Mapping[str, int], levels: Mapping[str, str], order: Mapping[str, int]
+) -> list[str]:
+    """Requirement ids ordered as failures are listed: by how many checks each blocks (root causes
+    first), then by level (MUST first), then in catalogue order (ids not in it last, by id)."""
+    rank: dict[str, int] = {level: index for index, level in enumerate(LEVEL_ORDER)}
+    return sorted(
+        ids,
+        key=lambda rid: (
+            -blocks.get(rid, 0),
+            rank.get(levels.get(rid, ""), len(rank)),
+            order.get(rid, len(order)),
+            rid,
+        ),
+    )
 
 
 def as_report(report: Report | Mapping[str, Any]) -> Report:

@@ -309,14 +309,21 @@ def _header(matrix: Mapping[str, Any]) -> str:
     )
 
 
+def default_rows(matrix: Mapping[str, Any]) -> str:
+    """The rows the page opens on: "some pass and some fail" when there are any, else every row."""
+    patterns = (p for block in as_dict(matrix.get("rows")).values() for p in as_dict(block).values())
+    return "mixed" if "mixed" in patterns else "all"
+
+
 def _filters(matrix: Mapping[str, Any]) -> str:
+    default = default_rows(matrix)
     areas: dict[str, str] = {}
     for block in as_dict(matrix.get("protocols")).values():
         for key, name in as_dict(as_dict(block).get("areas")).items():
             areas.setdefault(str(key), as_text(name))
     options = "".join(f'<option value="{esc(a)}">{esc(n)} ({esc(a)})</option>' for a, n in areas.items())
     radios = "".join(
-        f'<label><input type="radio" name="rows" value="{v}"{" checked" if v == "all" else ""}> '
+        f'<label><input type="radio" name="rows" value="{v}"{" checked" if v == default else ""}> '
         f"{esc(t)}</label>"
         for v, t in (
             ("all", "every row"),

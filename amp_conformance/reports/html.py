@@ -229,7 +229,7 @@ def _area_name(catalogue: Catalogue, area: str) -> str:
 
 
 def _grid(catalogue: Catalogue, checks: list[Check]) -> str:
-    outcomes = requirement_outcomes(checks)
+    outcomes = requirement_outcomes(checks)  # the model's rule, which the Markdown summary reads too
     by_area: dict[str, list[str]] = {}
     known = catalogue.by_id()
     for requirement in catalogue.requirements:
@@ -321,11 +321,13 @@ def _unmet(check: Check) -> bool:
     return check.entry.unmet_expectation
 
 
-def _attention(checks: list[Check]) -> str:
-    """Failures, errors and blocked checks first; warnings listed but folded."""
+def _attention(report: Report, checks: list[Check]) -> str:
+    """Failures, errors and blocked checks first, root causes first among them (the model's order);
+    warnings listed but folded."""
+    rank = {id(entry): index for index, entry in enumerate(report.ordered_failures(c.entry for c in checks))}
     flagged = sorted(
         (c for c in checks if c.outcome in OPEN_OUTCOMES),
-        key=lambda c: (-SEVERITY.get(c.outcome, 5), c.index),
+        key=lambda c: (-SEVERITY.get(c.outcome, 5), rank[id(c.entry)], c.index),
     )
     surprises = [c for c in checks if _unmet(c)]
     if not flagged and not surprises:
@@ -474,7 +476,7 @@ def render_html(report: Report | Mapping[str, Any]) -> str:
     checks = read_checks(report)
     server = report.target or "unknown server"
     title = f"{report.title} conformance: {report.verdict.upper()} · {server}"
-    head = _header(report, checks) + "<main>" + _attention(checks) + _filters(catalogue, checks)
+    head = _header(report, checks) + "<main>" + _attention(report, checks) + _filters(catalogue, checks)
     head += _grid(catalogue, checks)
     page = ""
     for scale in _SCALES:

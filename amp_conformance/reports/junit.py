@@ -121,6 +121,8 @@ def render_junit(report: Report | Mapping[str, Any]) -> str:
         ("amp_verdict", report.verdict),
     ):
         ET.SubElement(properties, "property", {"name": key, "value": _text(value)})
+    for outcome, number in report.summary.outcomes.items():  # the six counts, as every output states them
+        ET.SubElement(properties, "property", {"name": f"amp_{outcome}", "value": str(number)})
     for case, _ in cases:
         suite.append(case)
     ET.indent(root)

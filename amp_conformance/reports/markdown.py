@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from amp_conformance.engine.report_model import BAD, OUTCOME_ORDER, Check, Counts, Report, as_report
-from amp_conformance.engine.vocabulary import Level
+from amp_conformance.engine.vocabulary import Level, Outcome
 from amp_conformance.reports.output import write_report_file
 
 MAX_DETAILS = 100
@@ -75,22 +75,20 @@ def _table(
 
 
 def _failing_requirements(report: Report, failures: list[Check]) -> list[str]:
+    """The requirements the model says fail (the grid's FAIL cells), root causes first."""
     titles = {r.id: (str(r.level), r.title) for r in report.catalogue.requirements}
-    by_requirement: dict[str, list[str]] = {}
-    for check in failures:
-        for rid in check.about:
-            by_requirement.setdefault(rid, []).append(check.name)
-    if not by_requirement:
+    failing = report.failing_requirements(failures)
+    if not failing:
         return []
     lines = [
-        f"### Failing requirements ({len(by_requirement)})",
+        f"### Failing requirements ({len(failing)})",
         "",
         "| requirement | level | title | checks |",
         "|---|---|---|---|",
     ]
-    for rid in sorted(by_requirement):
+    for rid in failing:
         level, title = titles.get(rid, ("", "(not in the catalogue)"))
-        names = ", ".join(sorted(set(by_requirement[rid])))
+        names = ", ".join(sorted({c.name for c in failures if c.outcome == Outcome.FAIL and rid in c.about}))
         lines.append(f"| {md_escape(rid)} | {md_escape(level)} | {md_escape(title)} | {md_escape(names)} |")
     return [*lines, ""]
 
@@ -141,7 +139,7 @@ def render_markdown_summary(report: Report | Mapping[str, Any]) -> str:
     lines += _table("By area", summary.by_area, report.catalogue.areas)
     lines += _table("By level", summary.by_level)
     bad = [c for c in report.checks if c.outcome in BAD]
-    failures = [c for c in bad if not c.expected_gap]  # new failures: what needs attention
+    failures = report.ordered_failures(c for c in bad if not c.expected_gap)  # new ones: what needs attention
     expected_failures = [c for c in bad if c.expected_gap]
     lines += _failing_requirements(report, failures)
     if failures:

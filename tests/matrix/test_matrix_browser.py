@@ -92,6 +92,7 @@ def test_one_row_per_requirement_and_one_column_per_implementation(visit: Any, m
 
 def test_selecting_a_cell_shows_that_implementations_checks(visit: Any, matrix_run: MatrixRun) -> None:
     page = visit(matrix_run.html).page
+    page.get_by_role("button", name="Show every row").click()  # it opens on the mixed rows (item 22)
     assert page.locator("details.check:visible").count() == 0
     for name, rid in (("no access count", "AMP-READ-02"), ("reference", "AMP-READ-02"), ("v1.1 core", None)):
         number, _ = _column(matrix_run, name)
@@ -123,6 +124,7 @@ def test_selecting_a_cell_shows_that_implementations_checks(visit: Any, matrix_r
 def test_filters_mixed_nobody_and_area(visit: Any, matrix_run: MatrixRun) -> None:
     page = visit(matrix_run.html).page
     rows = matrix_run.matrix["rows"]
+    page.get_by_role("button", name="Show every row").click()  # it opens on the mixed rows (item 22)
     page.get_by_label("some pass and some fail").check()
     visible = page.eval_on_selector_all("tr[data-item=row]:not([hidden])", "rs => rs.map(r => r.dataset.req)")
     mixed = sorted(rid for block in rows.values() for rid, p in block.items() if p == "mixed")
@@ -183,3 +185,39 @@ def test_the_site_links_each_column_to_its_page(visit: Any, matrix_run: MatrixRu
     assert page.url.endswith("/reference.html")
     assert page.locator("h1").inner_text() == "AMP v0.1.0 conformance report"  # its protocol's title
     assert seen.errors == []
+
+
+def test_the_page_opens_on_the_mixed_rows_and_a_cell_lists_failures_first(
+    visit: Any, matrix_run: MatrixRun
+) -> None:
+    """Issue 38 item 22: the useful first view, and a cell's failures before its passes."""
+    page = visit(matrix_run.html).page
+    rows = matrix_run.matrix["rows"]
+    mixed = sorted(rid for block in rows.values() for rid, p in block.items() if p == "mixed")
+    assert mixed
+    visible = page.eval_on_selector_all("tr[data-item=row]:not([hidden])", "rs => rs.map(r => r.dataset.req)")
+    assert sorted(visible) == mixed
+    assert page.get_by_label("some pass and some fail").is_checked()
+    page.get_by_role("button", name="Show every row").click()
+    assert (
+        page.locator("tr[data-item=row]:not([hidden])").count() == page.locator("tr[data-item=row]").count()
+    )
+    for name in (i["name"] for i in matrix_run.matrix["implementations"] if i["started"]):
+        number, _ = _column(matrix_run, name)
+        found = requirement_outcomes(read_checks(report_of(matrix_run, name)))
+        rid = next(
+            (r for r, (_, checks) in found.items() if {"fail", "pass"} <= {c.outcome for c in checks}), None
+        )
+        if rid is None:
+            continue
+        page.locator(f'a[data-cell="{number}"][data-req="{rid}"]').click()
+        order = page.eval_on_selector_all(
+            "details.check:not([hidden])",
+            "els => els.map(e => [e.getBoundingClientRect().top, e.dataset.outcome])"
+            ".sort((a, b) => a[0] - b[0]).map(p => p[1])",
+        )
+        assert max(i for i, o in enumerate(order) if o == "fail") < min(
+            i for i, o in enumerate(order) if o == "pass"
+        )
+        return
+    pytest.fail("no implementation has a requirement with both a failing and a passing check")

@@ -305,3 +305,41 @@ def test_the_page_loads_with_the_network_blocked(visit: Any, failing: Report, ho
         assert seen.outside == [], seen.outside
         # The script ran (filters shown) although nothing could be fetched.
         assert seen.page.locator("#filters").is_visible()
+
+
+def _shown_in_page_order(page: Any) -> list[str]:
+    """The visible checks' outcomes top to bottom, as the reader sees them (CSS order, not markup)."""
+    return list(
+        page.eval_on_selector_all(
+            "details.check:not([hidden])",
+            "els => els.map(e => [e.getBoundingClientRect().top, e.dataset.outcome])"
+            ".sort((a, b) => a[0] - b[0]).map(p => p[1])",
+        )
+    )
+
+
+def test_a_selected_requirement_lists_its_failures_before_its_passes(
+    visit: Any, failing: Report, tmp_path: Path
+) -> None:
+    """Issue 38 item 22: the run's order put a passing check first; the selection shows the failure first."""
+    import copy
+
+    from amp_conformance.reports.html import write_html_report
+
+    document = copy.deepcopy(failing.data)
+    failed = next(c for c in document["checks"] if c["outcome"] == "fail")
+    rid = (failed["finding_requirements"] or failed["requirements"])[0]
+    passed = next(c for c in document["checks"] if c["outcome"] == "pass" and c["area"] == failed["area"])
+    passed["requirements"] = [rid, *passed["requirements"]]  # a passing check of rid's, listed first
+    document["checks"] = [passed, *(c for c in document["checks"] if c is not passed)]
+    page_path = tmp_path / "moved.html"
+    assert write_html_report(document, page_path) is None
+    page = visit(page_path).page
+    page.locator(f'[id="g-{rid}"]').click()
+    order = _shown_in_page_order(page)
+    assert "fail" in order and "pass" in order
+    assert max(i for i, o in enumerate(order) if o == "fail") < min(
+        i for i, o in enumerate(order) if o == "pass"
+    )
+    focused = page.evaluate("document.activeElement.closest('details.check').dataset.outcome")
+    assert focused == "fail"  # the selection scrolls to the first failure

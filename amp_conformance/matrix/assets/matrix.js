@@ -13,6 +13,9 @@
   var tools = document.getElementById("sel-tools");
   var areaSelect = form.querySelector("select[name=area]");
   var state = { rows: "all", area: "", level: ["MUST", "SHOULD", "MAY"], cell: "" };
+  // failures first among a selected cell's checks (CSS order: the markup keeps the run's order)
+  var RANK = { fail: 1, error: 2, blocked: 3, warn: 4, pass: 5, skip: 6 };
+  var evidence = document.getElementById("evidence");
   function boxes(name) { return Array.prototype.slice.call(form.querySelectorAll("input[name=" + name + "]")); }
   function read() {
     var radio = boxes("rows").filter(function (b) { return b.checked; })[0];
@@ -48,6 +51,7 @@
     Array.prototype.slice.call(document.querySelectorAll("td.cell.sel")).forEach(function (td) {
       td.classList.remove("sel");
     });
+    if (evidence) { evidence.classList.remove("by-outcome"); }
     if (!state.cell) {
       checks.forEach(function (c) { c.hidden = true; });
       implGroups.forEach(function (g) { g.hidden = true; });
@@ -68,8 +72,12 @@
     checks.forEach(function (c) {
       var on = c.dataset.impl === col && (" " + c.dataset.reqs + " ").indexOf(" " + req + " ") >= 0;
       c.hidden = !on;
-      if (on) { count += 1; c.open = true; if (!first) { first = c; } }
+      if (on) {
+        count += 1; c.open = true;
+        if (!first || (RANK[c.dataset.outcome] || 9) < (RANK[first.dataset.outcome] || 9)) { first = c; }
+      }
     });
+    if (evidence) { evidence.classList.add("by-outcome"); }
     implGroups.forEach(function (g) { g.hidden = g.getAttribute("data-impl-group") !== col; });
     var link = document.querySelector("a[data-cell='" + col + "'][data-req='" + req + "']");
     if (link) { link.parentNode.classList.add("sel"); }
@@ -146,5 +154,5 @@
   Array.prototype.slice.call(document.querySelectorAll("button[data-copy]")).forEach(function (b) {
     b.hidden = false;
   });
-  if (!fromLocation()) { applyRows(); applyCell(false); }
+  if (!fromLocation()) { read(); applyRows(); applyCell(false); }  // the markup's default rows
 })();

@@ -11,6 +11,8 @@
   var search = form.querySelector("input[type=search]");
   var areaSelect = form.querySelector("select[name=area]");
   var current = { req: "" };
+  // failures first among a requirement's checks (CSS order: the markup keeps the run's order)
+  var RANK = { fail: 1, error: 2, blocked: 3, warn: 4, pass: 5, skip: 6 };
   function boxes(name) { return Array.prototype.slice.call(form.querySelectorAll("input[name=" + name + "]")); }
   function chosen(name) { return boxes(name).filter(function (b) { return b.checked; }).map(function (b) { return b.value; }); }
   function read() {
@@ -46,6 +48,7 @@
     groups.forEach(function (g) { g.hidden = !g.querySelector("[data-item]:not([hidden])"); });
     shown.textContent = "Showing " + checks + " of " + total + " checks.";
     reqBox.hidden = !s.req;
+    document.body.classList.toggle("by-outcome", !!s.req);
     reqName.textContent = s.req;
   }
   function same(a, b) { return a.slice().sort().join(",") === b.slice().sort().join(","); }
@@ -99,7 +102,9 @@
       write(s); commit(s);
       var first = null;
       items.forEach(function (el) {
-        if (el.dataset.item === "check" && !el.hidden) { el.open = true; if (!first) { first = el; } }
+        if (el.dataset.item !== "check" || el.hidden) { return; }
+        el.open = true;
+        if (!first || (RANK[el.dataset.outcome] || 9) < (RANK[first.dataset.outcome] || 9)) { first = el; }
       });
       if (first) { first.scrollIntoView({ block: "start" }); first.querySelector("summary").focus(); }
       return;
