@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from amp_conformance._version import __version__
 from amp_conformance.engine.expectations import unexpected_passes
+from amp_conformance.engine.long_lines import terminal_line
 from amp_conformance.engine.outcomes import BLOCKED, ERROR, FAIL, OUTCOMES, SKIP, WARN
 from amp_conformance.engine.registry import level_of, requirement
 from amp_conformance.engine.report_model import (
@@ -362,7 +363,7 @@ def render_summary(run: Run) -> str:
             lines.append(f"  {result.outcome.upper():<5} {ids} ({result.level}) {_finding_title(result)}")
             lines.append(f"        {_one_line(result.message)}")
             if result.failing_exchange is not None:
-                lines.append(f"        reproduce: {_one_line(result.failing_exchange.curl(), 400)}")
+                lines.append(f"        reproduce: {terminal_line(result.failing_exchange.curl())}")
     if expected_failures:  # known gaps, collapsed: one line each, the evidence is in the reports
         lines += ["", f"expected failures ({len(expected_failures)}, listed in the expectations file):"]
         for result in expected_failures[:EXPECTED_SHOWN]:
@@ -395,7 +396,7 @@ def render_summary(run: Run) -> str:
                 lines.append(f"  WARN  {ids} ({warning.level}) {_one_line(warning.message)}")
                 curl = warning.curl()
                 if curl:
-                    lines.append(f"        reproduce: {_one_line(curl, 400)}")
+                    lines.append(f"        reproduce: {terminal_line(curl)}")
     skipped = [r for r in results if r.outcome == SKIP]
     if skipped:
         lines += ["", "skipped:"]
