@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shlex
 import sys
 import time
 from collections import Counter
@@ -362,6 +363,7 @@ def render_summary(run: Run) -> str:
             ids = ",".join(result.finding_requirements or result.requirements)
             lines.append(f"  {result.outcome.upper():<5} {ids} ({result.level}) {_finding_title(result)}")
             lines.append(f"        {_one_line(result.message)}")
+            lines.append(f"        check: --check {shlex.quote(result.name)}")  # as --check takes it
             if result.failing_exchange is not None:
                 lines.append(f"        reproduce: {terminal_line(result.failing_exchange.curl())}")
     if expected_failures:  # known gaps, collapsed: one line each, the evidence is in the reports
