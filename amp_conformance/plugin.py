@@ -582,10 +582,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             for result in run.results.values():
                 expectations.match(result.nodeid, result.name, result.requirements)
     if run.preflight_problem:
+        # no check ran: the reports still say so (INCOMPLETE, the problem as why the suite sent no
+        # more requests), so that CI keeps its artefacts; pytest's "307 deselected" line is not said
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        protocol_session.close()
-        return
-    protocol_session.clean_up()
+        session.config.option.verbose = min(session.config.option.verbose, -2)
+    else:
+        protocol_session.clean_up()
     resolve_blocked(run)
     run.finished_monotonic = time.monotonic()
     expectations = session.config.stash.get(EXPECTATIONS_KEY, None)
@@ -614,11 +616,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from amp_conformance.reports.ci_outputs import ci_outputs_wanted, write_ci_outputs
 
     if ci_outputs_wanted(options.markdown_path, options.badge_path, options.write_expectations_path):
-        outputs = (options.markdown_path, options.badge_path, options.write_expectations_path)
+        # a run that checked nothing is no baseline: an empty one would hide every known failure
+        baseline = None if run.preflight_problem else options.write_expectations_path
+        outputs = (options.markdown_path, options.badge_path, baseline)
         annotations = session.config.stash.setdefault(ANNOTATIONS_KEY, [])
         for problem in write_ci_outputs(document, *outputs, emit=annotations.append):
             print(f"amp-conformance: {problem}", file=sys.stderr)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+    if run.preflight_problem:
+        protocol_session.close()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

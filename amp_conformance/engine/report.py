@@ -247,7 +247,8 @@ def build_report(run: Run) -> Report:
     blocks = run.active_session.report_blocks()
     total = run.requests_sent or sum(len(r.exchanges) for r in run.results.values())
     server = dict(blocks.get("server") or {})
-    server.setdefault("unavailable", run.broken_reason)
+    # a preflight problem is why the suite sent no check's request (the report of a run it stopped)
+    server["unavailable"] = server.get("unavailable") or run.broken_reason or run.preflight_problem
     if run.options.app:
         server["replay_note"] = replay_note(run.options.app, run.options.base_url)
     render = _Entries(_ExchangeRenderer(run.rendered_exchanges))
