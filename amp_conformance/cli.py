@@ -29,6 +29,7 @@ from amp_conformance.engine.configuration import build_options, check_names_of, 
 from amp_conformance.engine.exits import run_exit_handlers
 from amp_conformance.engine.http import BASE_URL
 from amp_conformance.engine.interrupt import hold_until_the_session
+from amp_conformance.engine.marking import MARK
 from amp_conformance.engine.options import (
     COMMAND_MODE_VARIABLE,
     COMMAND_OPTION_SPECS,
@@ -303,12 +304,37 @@ def list_checks(protocol: str = registry.DEFAULT_PROTOCOL) -> list[dict[str, Any
 def _selected(
     checks: list[dict[str, Any]], values: dict[str, Any], protocol: AnyProtocol
 ) -> list[dict[str, Any]]:
-    """The checks ``--only`` (areas, requirement ids), ``--level``, ``--check`` and ``--rerun-failed``
-    select (as a run would)."""
+    """The checks ``--only`` (areas, requirement ids), ``--level``, ``--check``, ``--rerun-failed``
+    and ``-k`` select (as a run would)."""
     selection = selection_of(values, protocol)
     names = check_names_of(values, protocol)
     fuzz = not values.get(NO_FUZZ.dest)
-    return [c for c in checks if selects(c, selection, names) and (fuzz or c["area"] != "fuzz")]
+    keyword = _keyword_filter(values.get("keyword"))
+    return [
+        c for c in checks if selects(c, selection, names) and (fuzz or c["area"] != "fuzz") and keyword(c)
+    ]
+
+
+def _keyword_filter(expression: object) -> Callable[[dict[str, Any]], bool]:
+    """``-k EXPR`` over ``--list``'s entries, matched as pytest matches it (``KeywordMatcher``: a
+    case-insensitive substring of a name of the item or its parents, or of its marks), from the node
+    id, without collecting: the folder and module names, the check's name, the ``amp`` mark (and
+    ``parametrize`` for a parametrized check). The same private module as :func:`_check_keyword`."""
+    if not expression:
+        return lambda check: True
+    from _pytest.mark import KeywordMatcher
+    from _pytest.mark.expression import Expression
+
+    compiled = Expression.compile(str(expression))
+
+    def wanted(check: dict[str, Any]) -> bool:
+        path, *rest = str(check["id"]).split("::")
+        names = {*path.split("/"), *rest, MARK}
+        if "[" in check["id"]:
+            names.add("parametrize")
+        return compiled.evaluate(KeywordMatcher(frozenset(names)))
+
+    return wanted
 
 
 def _print_list(fmt: str, values: dict[str, Any]) -> None:

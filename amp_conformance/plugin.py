@@ -25,8 +25,10 @@ from amp_conformance.engine.expectations import (
     Expectation,
     Expectations,
     ExpectationsError,
+    baseline_checks,
     load_expectations,
     render_expectations,
+    requirements_met,
     xfail_marker,
 )
 from amp_conformance.engine.marking import MARK, spec_of
@@ -403,7 +405,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             run.selected_requirements.update(spec.requirements)
         if wanted and expectation is not None:
             item.stash[EXPECTATION_KEY] = expectation
-            marker = xfail_marker(expectation, strict=options.strict_expectations)
+            # a requirement entry's pass is judged over all its checks (requirements_met), not each
+            strict = options.strict_expectations and expectation.check is not None
+            marker = xfail_marker(expectation, strict=strict)
             if marker is not None:
                 item.add_marker(marker)
     if fuzz_skipped and len(fuzz_skipped) == sum(1 for i in selected if spec_of(i) is not None):
@@ -463,7 +467,7 @@ def pytest_runtest_makereport(
     )
     expectation = item.stash.get(EXPECTATION_KEY, None)
     if expectation is not None:
-        met = expectation.as_report(verdict.result.outcome)
+        met = expectation.judge(verdict.result.outcome, verdict.result.finding_requirements)
         verdict = dataclasses.replace(verdict, result=dataclasses.replace(verdict.result, expectation=met))
     result = run.record(verdict)
     _translate(report, result, raised)
@@ -587,14 +591,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             for result in run.results.values():
                 expectations.match(result.nodeid, result.name, result.requirements)
     if run.preflight_problem:
+        # no check ran: the reports still say so (INCOMPLETE, the problem as why the suite sent no
+        # more requests), so that CI keeps its artefacts; pytest's "307 deselected" line is not said
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        protocol_session.close()
-        return
-    protocol_session.clean_up()
+        session.config.option.verbose = min(session.config.option.verbose, -2)
+    else:
+        protocol_session.clean_up()
     resolve_blocked(run)
     run.finished_monotonic = time.monotonic()
     expectations = session.config.stash.get(EXPECTATIONS_KEY, None)
     if expectations is not None:
+        for nodeid, entry in requirements_met(expectations, list(run.results.values())).items():
+            met = entry.as_report(Outcome.PASS)
+            run.results[nodeid] = dataclasses.replace(run.results[nodeid], expectation=met)
         run.expectations_report = expectations.report_entry()
     # one report document for every output, so that `amp-conformance report R.json --junit J ...`
     # renders exactly what the live run wrote
@@ -620,11 +629,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from amp_conformance.reports.ci_outputs import ci_outputs_wanted, write_ci_outputs
 
     if ci_outputs_wanted(options.markdown_path, options.badge_path, options.write_expectations_path):
-        outputs = (options.markdown_path, options.badge_path, options.write_expectations_path)
+        # a run that checked nothing is no baseline: an empty one would hide every known failure
+        baseline = None if run.preflight_problem else options.write_expectations_path
+        outputs = (options.markdown_path, options.badge_path, baseline)
         annotations = session.config.stash.setdefault(ANNOTATIONS_KEY, [])
-        for problem in write_ci_outputs(document, *outputs, emit=annotations.append):
+        problems = write_ci_outputs(document, *outputs, emit=annotations.append)
+        for problem in problems:
             print(f"amp-conformance: {problem}", file=sys.stderr)
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        if baseline is not None and not any("--write-expectations" in problem for problem in problems):
+            entries = len(baseline_checks(check.to_json() for check in document.checks))
+            print(f"amp-conformance: --write-expectations: {entries} entries to {baseline}", file=sys.stderr)
+    if run.preflight_problem:
+        protocol_session.close()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

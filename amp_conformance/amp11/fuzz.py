@@ -37,6 +37,7 @@ from amp_conformance.amp11.mcp import McpExchange
 from amp_conformance.amp11.schemas import VERBS, VERBS_FULL, output_problems, verbs_document
 from amp_conformance.amp11.session import Amp11Session
 from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.long_lines import terminal_line
 from amp_conformance.engine.outcomes import ServerUnavailable, ToolError
 from amp_conformance.engine.text import shown
 
@@ -103,7 +104,7 @@ class Finding:
         if frame is not None:
             line += f"\n    frame: {json.dumps(frame)[:400]}"
         elif self.exchange is not None:
-            line += f"\n    reproduce: {self.exchange.curl()[:400]}"
+            line += f"\n    reproduce: {terminal_line(self.exchange.curl())}"
         return line
 
 

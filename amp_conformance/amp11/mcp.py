@@ -431,6 +431,12 @@ class McpSession:
                     exchange.stray.append(text)
                 continue
             self._record("received", text)
+            if line.rstrip(b"\r\n") == (exchange.request_body or b"").rstrip(b"\n"):
+                # `cat`: the suite's own line came back, which is no reply (and no server request)
+                raise McpTransportError(
+                    "the process echoed the request back instead of answering it (no JSON-RPC response)",
+                    kind="protocol",
+                )
             if self._is_reply(message, exchange, wait_for):
                 if not kept:  # the reply is always evidence, after a count of what was not kept
                     exchange.received += [f"... [{exchange.dropped - 1} lines not kept]", text]

@@ -74,9 +74,9 @@ def check_names_of(values: dict[str, Any], protocol: AnyProtocol) -> frozenset[s
     if values.get("amp_check"):  # reading every check module costs a process ~0.2 s: only when asked
         specs = checks_of(protocol.name)
         known = {s.nodeid.rsplit("::", 1)[-1] for s in specs} | {s.nodeid for s in specs}
+        known |= {name.split("[", 1)[0] for name in known}  # a parametrized check's base name: all of it
     for name in values.get("amp_check") or []:
-        base = str(name).split("[", 1)[0]
-        if base not in known and name not in known:
+        if name not in known:
             raise UsageError(f"--check {name}: no check of {protocol.name} has that name (--list shows them)")
         names.add(str(name))
     report = values.get("amp_rerun_failed")
@@ -121,8 +121,8 @@ def selection_of(values: dict[str, Any], protocol: AnyProtocol) -> Selection:
 
 def selects(check: dict[str, Any], selection: Selection, names: frozenset[str] | None) -> bool:
     """Whether a check (an entry of ``--list``'s JSON) is in the selection, as the plugin's collection
-    filter decides, by function: ``names`` (``--check``, ``--rerun-failed``) match its function name
-    or node id, parameters aside."""
+    filter decides (``plugin._named``): ``names`` (``--check``, ``--rerun-failed``) match its name
+    or node id, with its parameters or without them (every parameter of the function)."""
     areas, requirements, levels = selection
     nodeid = str(check["id"])
     base = nodeid.rsplit("::", 1)[-1]
@@ -130,7 +130,7 @@ def selects(check: dict[str, Any], selection: Selection, names: frozenset[str] |
         (areas is None or check["area"] in areas)
         and check["level"] in levels
         and (not requirements or bool(requirements & set(check["requirements"])))
-        and (names is None or any(n.split("[", 1)[0] in (base, nodeid) for n in names))
+        and (names is None or bool({base, base.split("[", 1)[0], nodeid, nodeid.split("[", 1)[0]} & names))
     )
 
 

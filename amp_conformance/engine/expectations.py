@@ -84,6 +84,17 @@ class Expectation:
             return nodeid == check or nodeid.endswith("/" + check) or name == check
         return self.requirement in requirements
 
+    def judge(self, actual: str, finding_requirements: Sequence[str]) -> dict[str, Any] | None:
+        """The check's ``expectation`` field, or None when this entry says nothing about how it
+        ended. A requirement entry is about the requirement: it judges a check whose finding names
+        it (or one with no finding of its own, a skip or an error), not a pass or a finding about
+        another requirement; whether the requirement now passes is :func:`requirements_met`'s."""
+        if self.check is None and (
+            actual == Outcome.PASS or (finding_requirements and self.requirement not in finding_requirements)
+        ):
+            return None
+        return self.as_report(actual)
+
     def as_report(self, actual: str) -> dict[str, Any]:
         """The check's ``expectation`` field in the JSON report."""
         return {
@@ -92,6 +103,38 @@ class Expectation:
             "link": self.link,
             "met": actual == self.outcome,
         }
+
+
+class Cited(Judged, Protocol):
+    """A result with the requirements it cites and those its finding names."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def requirements(self) -> Sequence[str]: ...
+    @property
+    def finding_requirements(self) -> Sequence[str]: ...
+
+
+def requirements_met(expectations: Expectations, results: Iterable[Cited]) -> dict[str, Expectation]:
+    """The unexpected passes of requirement entries, by node id of the checks citing it: a
+    requirement no check's finding names any more, whose citing checks passed (a skip aside) and
+    which no entry of their own covers."""
+    results = list(results)
+    found: dict[str, Expectation] = {}
+    for entry in expectations.entries:
+        if entry.check is not None or entry.outcome == Outcome.SKIP:
+            continue
+        rid = str(entry.requirement)
+        citing = [r for r in results if rid in r.requirements]
+        named = any(rid in r.finding_requirements and r.outcome != Outcome.PASS for r in results)
+        if named or not citing or not all(r.outcome in (Outcome.PASS, Outcome.SKIP) for r in citing):
+            continue
+        for result in citing:
+            own = expectations.match(result.nodeid, result.name, result.requirements)
+            if result.outcome == Outcome.PASS and result.expectation is None and own is entry:
+                found.setdefault(result.nodeid, entry)
+    return found
 
 
 def unexpected_pass(expected: Expectation, actual: str) -> bool:
@@ -211,17 +254,19 @@ def baseline_text(checks: Iterable[Mapping[str, Any]], *, source: str = "") -> s
         "# a real reason and a link to where it is tracked; delete it when the check passes.",
         "",
     ]
-    for check in checks:
-        outcome = check.get("outcome")
-        check_id = check.get("id")
-        if outcome not in BASELINE_OUTCOMES or not isinstance(check_id, str):
-            continue
+    for check in baseline_checks(checks):
+        outcome, check_id = check["outcome"], check["id"]
         ids = ", ".join(r for r in check.get("requirements") or [] if isinstance(r, str))
         message = str(check.get("message") or "").strip().splitlines()
         reason = stable_reason(f"{ids}: {message[0] if message else outcome}")[:300]
         lines += ["[[expect]]", f"check = {toml_string(check_id)}", f'outcome = "{outcome}"']
         lines += [f"reason = {toml_string(reason)}", ""]
     return "\n".join(lines)
+
+
+def baseline_checks(checks: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The checks of a report's ``checks`` a baseline lists: one entry each."""
+    return [c for c in checks if c.get("outcome") in BASELINE_OUTCOMES and isinstance(c.get("id"), str)]
 
 
 def stable_reason(text: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import shlex
 import sys
 import time
 from collections import Counter
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from amp_conformance._version import __version__
 from amp_conformance.engine.expectations import unexpected_passes
+from amp_conformance.engine.long_lines import terminal_line
 from amp_conformance.engine.outcomes import BLOCKED, ERROR, FAIL, OUTCOMES, SKIP, WARN
 from amp_conformance.engine.registry import level_of, requirement
 from amp_conformance.engine.report_model import (
@@ -247,7 +249,8 @@ def build_report(run: Run) -> Report:
     blocks = run.active_session.report_blocks()
     total = run.requests_sent or sum(len(r.exchanges) for r in run.results.values())
     server = dict(blocks.get("server") or {})
-    server.setdefault("unavailable", run.broken_reason)
+    # a preflight problem is why the suite sent no check's request (the report of a run it stopped)
+    server["unavailable"] = server.get("unavailable") or run.broken_reason or run.preflight_problem
     if run.options.app:
         server["replay_note"] = replay_note(run.options.app, run.options.base_url)
     render = _Entries(_ExchangeRenderer(run.rendered_exchanges))
@@ -400,8 +403,9 @@ def render_summary(run: Run) -> str:
             ids = ",".join(result.finding_requirements or result.requirements)
             lines.append(f"  {result.outcome.upper():<5} {ids} ({result.level}) {_finding_title(result)}")
             lines.append(f"        {_one_line(result.message)}")
+            lines.append(f"        check: --check {shlex.quote(result.name)}")  # as --check takes it
             if result.failing_exchange is not None:
-                lines.append(f"        reproduce: {_one_line(result.failing_exchange.curl(), 400)}")
+                lines.append(f"        reproduce: {terminal_line(result.failing_exchange.curl())}")
     if expected_failures:  # known gaps, collapsed: one line each, the evidence is in the reports
         lines += ["", f"expected failures ({len(expected_failures)}, listed in the expectations file):"]
         for result in expected_failures[:EXPECTED_SHOWN]:
@@ -434,7 +438,7 @@ def render_summary(run: Run) -> str:
                 lines.append(f"  WARN  {ids} ({warning.level}) {_one_line(warning.message)}")
                 curl = warning.curl()
                 if curl:
-                    lines.append(f"        reproduce: {_one_line(curl, 400)}")
+                    lines.append(f"        reproduce: {terminal_line(curl)}")
     skipped = [r for r in results if r.outcome == SKIP]
     if skipped:
         lines += ["", "skipped:"]

@@ -135,7 +135,8 @@ def _shell_word(word: str, secrets: dict[str, str]) -> str:
 def printable_command(impl: Implementation, config: MatrixConfig, args: list[str]) -> str:
     """The command a person runs to reproduce this column alone (secrets as shell variables)."""
     secrets = secrets_of(impl)
-    env = " ".join(_shell_word(f"{k}={v}", secrets) for k, v in impl.environment.items())
+    # NAME=value: the name stays a bare word, or the shell runs the quoted pair as a command (rc 127)
+    env = " ".join(f"{k}={_shell_word(v, secrets)}" for k, v in impl.environment.items())
     words = " ".join(_shell_word(arg, secrets) for arg in args)
     prefix = f"{env} " if env else ""
     return f"cd {shlex.quote(str(config.directory))} && {prefix}amp-conformance {words}"

@@ -76,7 +76,8 @@ def test_a_failed_preflight_with_workers_is_still_one_line_and_exit_2(
     server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """With --workers the preflight runs while the workers start (engine.parallel.Briefing): its
-    problem is still the run's one message and exit 2; no worker runs a check, no report is written."""
+    problem is still the run's one message and exit 2; no worker runs a check, the report says
+    INCOMPLETE (issue 38 item 18)."""
     handler = (
         answers("200 OK", "text/html", b"<html><body>a static site</body></html>")
         if server == "no-amp-server"
@@ -103,7 +104,7 @@ def test_a_failed_preflight_with_workers_is_still_one_line_and_exit_2(
     reason = "does not look like an AMP server" if server == "no-amp-server" else "cannot reach"
     assert reason in captured.err and captured.err.count("amp-conformance:") == 1, captured.err
     assert "Traceback" not in captured.err and "FAIL" not in captured.out
-    assert not report.exists()
+    assert '"verdict": "incomplete"' in report.read_text(encoding="utf-8")
 
 
 def test_an_html_gateway_page_is_refused_not_crashed(capsys: pytest.CaptureFixture[str]) -> None:
