@@ -19,6 +19,12 @@ from amp_conformance.engine.vocabulary import LEVELS, Level
 MUST, SHOULD, MAY = Level.MUST, Level.SHOULD, Level.MAY
 
 
+def strongest_level(requirements: Iterable[Requirement | None]) -> Level | None:
+    """The strongest level of the known requirements among ``requirements`` (None: none known)."""
+    found = [r.level for r in requirements if r is not None]
+    return min(found, key=LEVELS.index) if found else None
+
+
 @dataclass(frozen=True)
 class Requirement:
     """One numbered requirement. ``area`` is the id's second part (``AMP-READ-02`` -> ``read``);
@@ -85,8 +91,7 @@ class Catalogue:
     def level_of(self, requirement_ids: Iterable[str], default: str = Level.MAY) -> str:
         """The strongest level among ``requirement_ids`` in this catalogue (``default`` when none is
         known)."""
-        found = [r.level for rid in requirement_ids if (r := self.requirements.get(rid)) is not None]
-        return min(found, key=LEVELS.index) if found else default
+        return strongest_level(self.requirements.get(rid) for rid in requirement_ids) or default
 
     def __contains__(self, requirement_id: object) -> bool:
         return requirement_id in self.requirements

@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from functools import cache
 from importlib.metadata import entry_points
 
-from amp_conformance.engine.catalogue import Catalogue, Requirement
+from amp_conformance.engine.catalogue import Catalogue, Requirement, strongest_level
 from amp_conformance.engine.protocol import AnyProtocol, Protocol
-from amp_conformance.engine.vocabulary import LEVELS, Level
+from amp_conformance.engine.vocabulary import Level
 
 GROUP = "amp_conformance.protocols"
 #: The protocols this distribution ships, by name (used when its entry points cannot be read).
@@ -84,5 +84,4 @@ def requirement(requirement_id: str) -> Requirement | None:
 
 def level_of(requirement_ids: Iterable[str], default: str = Level.MAY) -> str:
     """The strongest catalogue level among ``requirement_ids`` (``default`` when none is known)."""
-    found = [r.level for rid in requirement_ids if (r := requirement(rid)) is not None]
-    return min(found, key=LEVELS.index) if found else default
+    return strongest_level(requirement(rid) for rid in requirement_ids) or default
