@@ -8,7 +8,9 @@ rewrites the same file) and the terminal shows ``bash PATH``, itself a command t
 from __future__ import annotations
 
 import hashlib
+import os
 import shlex
+import stat
 import tempfile
 from pathlib import Path
 
@@ -17,8 +19,14 @@ TERMINAL_CHARS = 400
 
 
 def folder() -> Path:
-    """Where long lines are written: one folder under the system's temporary directory."""
-    return Path(tempfile.gettempdir()) / "amp-conformance-reproduce"
+    """Where long lines are written: this user's own folder under the system's temporary directory
+    (made private; one another user made or can write is refused: the terminal says ``bash PATH``)."""
+    path = Path(tempfile.gettempdir()) / f"amp-conformance-reproduce-{os.getuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    status = path.lstat()
+    if not stat.S_ISDIR(status.st_mode) or status.st_uid != os.getuid() or status.st_mode & 0o022:
+        raise OSError(f"{path} is not this user's private folder")
+    return path
 
 
 def terminal_line(line: str, limit: int = TERMINAL_CHARS) -> str:
@@ -26,10 +34,10 @@ def terminal_line(line: str, limit: int = TERMINAL_CHARS) -> str:
     whole (the cut line, when the file cannot be written, says so rather than being pasted)."""
     if len(line) <= limit and "\n" not in line:
         return line
-    path = folder() / f"{hashlib.sha256(line.encode('utf-8')).hexdigest()[:16]}.sh"
+    name = f"{hashlib.sha256(line.encode('utf-8')).hexdigest()[:16]}.sh"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path = folder() / name
         path.write_text(line + "\n", encoding="utf-8")
     except OSError as exc:
-        return f"(a {len(line)}-character line; it cannot be written to {path}: {exc.strerror})"
+        return f"(a {len(line)}-character line; it cannot be written to a file: {exc.strerror or exc})"
     return f"bash {shlex.quote(str(path))}  # the whole {len(line)}-character line"

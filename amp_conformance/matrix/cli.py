@@ -230,7 +230,7 @@ def run_main(argv: Sequence[str]) -> int:
         matrix = build_matrix(
             config.title,
             results,
-            options if live else saved_options(results),
+            options if not saved_count else saved_options(results),  # each run's own options
             started_at=started_at,
             finished_at=_now(),
             duration_seconds=duration,

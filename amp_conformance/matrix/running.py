@@ -156,6 +156,8 @@ def _read_report(path: Path) -> tuple[Report | None, str | None]:
         text = path.read_text(encoding="utf-8")
     except OSError:
         return None, None
+    except UnicodeDecodeError as exc:  # a run cut off mid-write
+        return None, f"{path.name} is not UTF-8 text ({exc.reason} at byte {exc.start})"
     try:
         return Report.from_json(json.loads(text)), None
     except ValueError as exc:  # ReportError is one

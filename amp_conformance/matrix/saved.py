@@ -139,23 +139,27 @@ def name_columns(results: list[RunResult]) -> list[RunResult]:
 
 
 def saved_options(results: Sequence[RunResult]) -> RunOptions:
-    """What applied to the saved runs, as a live matrix's options would say it: the areas of every
-    run joined in order, the level when every run had the same one, fuzzing when any run fuzzed."""
+    """What applied to the runs (saved, or live beside saved ones), as a live matrix's options would
+    say it: the areas of every run joined in order (none named when one run had no area list), the
+    level when every run had the same one, fuzzing when any run fuzzed."""
     reports = [r.report for r in results if r.report is not None]
     areas: list[str] = []
+    every_area = False  # a run given no --only (or requirement ids) covered more than any area list says
     levels: set[str | None] = set()
     fuzz = False
     for report in reports:
         options = report.run.options
         given = options.get("areas")
-        areas += (
-            [a for a in given if isinstance(a, str) and a not in areas] if isinstance(given, list) else []
-        )
+        if isinstance(given, list) and not options.get("requirements"):
+            areas += [a for a in given if isinstance(a, str) and a not in areas]
+        else:
+            every_area = True
         chosen = options.get("levels")
         levels.add(_level(chosen))
         fuzz = fuzz or bool(options.get("fuzz"))
     level = levels.pop() if len(levels) == 1 else None
-    return RunOptions(only=",".join(areas) or None, level=level, no_fuzz=not fuzz)
+    only = None if every_area else ",".join(areas) or None
+    return RunOptions(only=only, level=level, no_fuzz=not fuzz)
 
 
 def _level(levels: object) -> str | None:

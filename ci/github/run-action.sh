@@ -6,6 +6,7 @@ set -uo pipefail
 
 fail() {
     echo "::error title=amp-conformance::$1"
+    if [ -n "${GITHUB_OUTPUT:-}" ]; then echo "exit-code=2" >>"$GITHUB_OUTPUT"; fi
     exit 2
 }
 

@@ -40,3 +40,26 @@ def test_an_interrupt_held_while_pytest_configures_is_raised_in_the_session() ->
     with pytest.raises(KeyboardInterrupt):
         INTERRUPT_GATE.release()
     assert not INTERRUPT_GATE.defer(2)
+
+
+class HeldWhileConfiguring:
+    """A signal the command's handler held while pytest configured (the gate holding, one deferred)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self) -> None:
+        INTERRUPT_GATE.hold()
+        INTERRUPT_GATE.defer(2)
+
+
+def test_a_held_interrupt_stops_the_run_at_the_sessions_start(capfd: pytest.CaptureFixture[str]) -> None:
+    """The held signal is taken when the session starts: no check runs (the plain hooks beside the
+    wrappers are registered, not ignored by pytest), the run ends INCOMPLETE, and the gate is empty."""
+    values = {"amp_base_url": "http://testserver", "amp_only": "read", "amp_no_fuzz": True}
+    app = create_app(Settings.from_env({"AMP_LIFECYCLE_ENABLED": "false"}))
+    with asgi_client(app, "http://testserver") as http:
+        outcome = run_suite(values, http=http, plugins=[HeldWhileConfiguring()])
+    out, err = capfd.readouterr()
+    assert outcome.exit_code == 2 and outcome.run is not None and outcome.run.interrupted, out[-2000:]
+    assert outcome.run.results == {}, sorted(outcome.run.results)
+    assert "Traceback" not in out + err and "!!!" not in out + err, out + err
+    assert not INTERRUPT_GATE.defer(2)

@@ -31,13 +31,15 @@ class _InterruptGate:
         return self._holding
 
     def hold(self) -> None:
-        self._holding, self._held = True, []
+        """Start holding; a signal already held stays held (an outer holder's, until :meth:`release`)."""
+        self._holding = True
 
     def release(self) -> None:
         """Stop holding; raise the interrupt that came meanwhile, if one did."""
         self._holding = False
-        if self._held:
-            raise KeyboardInterrupt(f"signal {self._held[0]}")
+        held, self._held = self._held, []
+        if held:
+            raise KeyboardInterrupt(f"signal {held[0]}")
 
 
 INTERRUPT_GATE = _InterruptGate()
