@@ -89,6 +89,12 @@ class TransportFailure(ToolError):
     unreachable: bool = False
 
 
+class AmbiguousExchange(TransportFailure):
+    """A request that is not safe to repeat (POST, PATCH, a lifecycle pass) got no complete response:
+    whether the server applied it is unknown. Never sent again blind: the caller reconciles (reads the
+    state back) or the check is re-run once from the start on fresh cells."""
+
+
 class DeadlineExceeded(ToolError):
     """The check used up its time budget."""
 
