@@ -231,6 +231,7 @@ class Connection:
             exchange = Exchange(method, url, dict(headers), body, replay=self.replay)
             if last:
                 exchange.retry_of = last[-1]
+                last[-1].error = f"{last[-1].error}; attempt {len(last)}, sent again"
                 self.network.count_repeated()
             last.append(exchange)
             return self._attempt(exchange, deadline)
@@ -273,12 +274,12 @@ class Connection:
             self.requests += 1
         started = time.monotonic()
         try:
-            self._receive(exchange, timeout)
+            self._receive(exchange, timeout, deadline=deadline)
         except httpx.TransportError as exc:
             if not isinstance(exc, httpx.NetworkError | httpx.TimeoutException | httpx.RemoteProtocolError):
                 exchange.error = _describe_transport_error(exc, timeout)
                 exchange.elapsed = time.monotonic() - started
-                self._fail(exchange, exc)  # not the network's doing (a bad URL scheme, a proxy setting)
+                self._fail(exchange)  # not the network's doing (a bad URL scheme, a proxy setting)
             exchange.broken = _broken_kind(exc, exchange)
             exchange.error = _describe_transport_error(exc, timeout)
             exchange.elapsed = time.monotonic() - started
@@ -306,12 +307,12 @@ class Connection:
         failure.unreachable = isinstance(broken.cause, httpx.ConnectError | httpx.ConnectTimeout)
         raise failure from None
 
-    def _fail(self, exchange: Exchange, exc: httpx.TransportError) -> NoReturn:
+    def _fail(self, exchange: Exchange) -> NoReturn:
         failure = TransportFailure(f"{exchange.method} {exchange.url}: {exchange.error}")
         failure.exchange = exchange
         raise failure from None
 
-    def _receive(self, exchange: Exchange, timeout: float) -> None:
+    def _receive(self, exchange: Exchange, timeout: float, *, deadline: float | None = None) -> None:
         started = time.monotonic()
         request = self._http.build_request(
             exchange.method,

@@ -3,6 +3,7 @@ the evidence and the ``network`` counters say. Faults are seeded in an ``httpx.M
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable, Iterator
 
@@ -13,6 +14,7 @@ from amp_conformance.engine.client import Client, Connection, Reply
 from amp_conformance.engine.exchange import Exchange, exchange_from_wire, exchange_to_wire
 from amp_conformance.engine.network import NetworkLog
 from amp_conformance.engine.outcomes import AmbiguousExchange, ServerUnavailable, TransportFailure
+from tests.suite.badservers import raw_server
 
 Fault = Callable[[httpx.Request], httpx.Response]
 
@@ -69,7 +71,9 @@ def _connection(server: Server, **kwargs: object) -> Connection:
 
 
 @pytest.mark.parametrize(("fault", "kind"), [(reset, "reset"), (cut, "cut"), (stalled, "timeout")])
-def test_a_get_after_a_broken_attempt_is_repeated_and_both_attempts_are_evidence(fault: Fault, kind: str) -> None:
+def test_a_get_after_a_broken_attempt_is_repeated_and_both_attempts_are_evidence(
+    fault: Fault, kind: str
+) -> None:
     server = Server({("/memories", 0): fault})
     connection = _connection(server)
     client = Client(connection)
@@ -225,3 +229,27 @@ def test_network_log_counts_and_merges_a_workers_block() -> None:
     assert block["broken_by_kind"] == {"reset": 2, "cut": 2, "timeout": 1, "refused": 1}
     assert block["exchanges_broken"] == 6 and block["repeated"] == 1 and block["rerun"] == ["AMP-LIST-03"]
     assert block["summary"] == "network: 6 exchanges broken, all recovered"
+
+
+def _answers_and_closes(conn: socket.socket) -> None:
+    """Answers one request with ``Connection: close`` and closes, as a server ending a kept connection."""
+    conn.settimeout(5)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    body = b'{"ok": true}'
+    head = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    conn.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    conn.close()
+
+
+def test_a_server_closing_with_connection_close_never_makes_the_next_post_ambiguous() -> None:
+    with raw_server(_answers_and_closes) as url:
+        connection = Connection(url, timeout=2)
+        client = Client(connection)
+        statuses = [client.post("/memories", {"n": n}).status for n in range(3)]
+    assert statuses == [201, 201, 201] and connection.requests == 3
+    assert connection.network.total_broken == 0
