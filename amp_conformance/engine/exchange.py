@@ -120,7 +120,8 @@ class Exchange:
         if body is not None:
             lines.append(f"> {body}" if body else "> (empty body)")
         if self.error is not None:
-            lines.append(f"< (no response: {self.error})")
+            came = "no response" if self.status is None else f"{self.status}, then no complete response"
+            lines.append(f"< ({came}: {self.error})")
         else:
             lines.append(f"< {self.status}  ({self.elapsed * 1000:.0f} ms)")
             for name in ("content-type", "retry-after", "content-length"):

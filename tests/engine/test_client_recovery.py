@@ -95,6 +95,8 @@ def test_a_broken_attempt_is_never_judged_even_when_part_of_a_response_came() ->
     client.get("/spec")
     broken = client.log[0]
     assert broken.status == 200 and broken.broken == "cut"
+    assert "< (200, then no complete response: the server broke the HTTP exchange" in broken.describe()
+    assert broken.error is not None and broken.error.endswith("; attempt 1, sent again")
     placeholder = Reply(broken)  # a step's replies keep their places; the broken one reads as an error
     for read in (lambda: placeholder.status, lambda: placeholder.headers, placeholder.json):
         with pytest.raises(TransportFailure, match="no response to judge"):
