@@ -222,6 +222,7 @@ class Amp01Session(HttpSession):
             "cleanup_requests": self.cleanup_requests,
             "cleanup": self.cleanup,
             "broken_reason": self.broken_reason,
+            "network": self.connection.network.as_block(),
         }
 
     def merge_worker_summary(self, summary: Mapping[str, Any]) -> None:
@@ -230,6 +231,9 @@ class Amp01Session(HttpSession):
             self.cleanup["attempted"] += int(cleanup.get("attempted", 0))
             self.cleanup["deleted"] += int(cleanup.get("deleted", 0))
             self.cleanup["problems"] += list(cleanup.get("problems", []))
+        network = summary.get("network")
+        if isinstance(network, dict):
+            self.connection.network.merge(network)
         reason = summary.get("broken_reason")
         if reason and self.connection.broken_reason is None:
             self.connection.broken_reason = str(reason)
@@ -246,6 +250,7 @@ class Amp01Session(HttpSession):
             },
             "cleanup": dict(self.cleanup),
             "conventions": self.conventions.as_report() if self.conventions is not None else None,
+            "network": self.connection.network.as_block(),
         }
 
     def summary_lines(self) -> list[str]:

@@ -4,8 +4,10 @@ Each request becomes an :class:`Exchange`: what was sent, what came back, how lo
 check shows its exchanges with secrets masked and a curl line that reproduces the request, so an
 implementer can see the problem without rerunning the suite. Transport trouble never escapes as a
 raw httpx exception: it becomes a :class:`~amp_conformance.engine.outcomes.ToolError` (an *error*
-outcome), and after a few consecutive failures the connection stops sending, so a dead server costs
-one clear error per check instead of a timeout per request.
+outcome). A request safe to repeat is repeated after a broken attempt (bounded, with backoff); one that
+is not is never sent again blind (:class:`~amp_conformance.engine.outcomes.AmbiguousExchange`). After a
+few consecutive failures the connection asks ``/health`` and stops sending only when that fails too, so
+a dead server costs one clear error per check and a flaky network costs nothing.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NoReturn, TypeVar
 
 import httpx
+import tenacity
 
 from amp_conformance.engine.exchange import MAX_RESPONSE_BYTES, Exchange
+from amp_conformance.engine.network import NetworkLog
 from amp_conformance.engine.outcomes import (
+    AmbiguousExchange,
     CheckFailure,
     DeadlineExceeded,
     ServerUnavailable,
@@ -37,6 +42,17 @@ _T = TypeVar("_T")
 #: At most this many requests of one :func:`at_once` call are in flight together.
 AT_ONCE_LIMIT = 12
 
+#: Attempts of a request safe to repeat (the first included).
+ATTEMPTS = 3
+
+#: Methods repeated after a broken attempt (idempotent, RFC 9110 §9.2.2; PUT is not sent by the suite).
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "DELETE", "PUT"})
+
+#: Idle kept-alive connections are dropped after this many seconds: below the idle timeouts of common
+#: servers (uvicorn, Node: 5 s), so the client never sends on a connection the server is closing (the
+#: stale keep-alive race, which would make a POST ambiguous on a healthy network).
+KEEPALIVE_EXPIRY = 2.0
+
 _Held = tuple[list[Exchange], Exchange]
 _held = threading.local()
 """Per thread: the (log, exchange) pairs an :func:`at_once` call holds back, to record in call order."""
@@ -47,10 +63,36 @@ class Reply:
 
     def __init__(self, exchange: Exchange):
         self.exchange = exchange
-        self.status: int = exchange.status or 0
-        self.headers = httpx.Headers(exchange.response_headers)
-        self.content = exchange.response_body
+        self._headers = httpx.Headers(exchange.response_headers)
         self._parsed: Any = _NO_BODY
+
+    def _answered(self) -> None:
+        """Raise the exchange's transport failure when no response came: a missing response is never
+        judged (a status 0 would read as a finding). Such a Reply only holds a place among a step's
+        replies (a broken attempt a repeat recovered)."""
+        if self.exchange.status is None or self.exchange.error is not None:
+            failure = TransportFailure(
+                f"{self.exchange.method} {self.exchange.url}: no response to judge "
+                f"({self.exchange.error or 'never answered'})"
+            )
+            failure.exchange = self.exchange
+            raise failure
+
+    @property
+    def status(self) -> int:
+        self._answered()
+        assert self.exchange.status is not None
+        return self.exchange.status
+
+    @property
+    def headers(self) -> httpx.Headers:
+        self._answered()
+        return self._headers
+
+    @property
+    def content(self) -> bytes:
+        self._answered()
+        return self.exchange.response_body
 
     @property
     def text(self) -> str:
@@ -104,6 +146,8 @@ class Connection:
         http: httpx.Client | None = None,
         max_consecutive_failures: int = 3,
         replay: ReplayContext | None = None,
+        health_path: str = "/health",
+        backoff: float = 0.1,
     ):
         self.api_base = base_url.rstrip("/")
         """Where paths are sent: the protocol's API base (the base URL and its route prefix, if any)."""
@@ -116,14 +160,29 @@ class Connection:
         self.http_override = http
         """The client given instead of sockets (an in-process app), if any."""
         self._http = http or httpx.Client(
-            timeout=timeout, follow_redirects=False, verify=default_tls_context()
+            timeout=timeout,
+            follow_redirects=False,
+            verify=default_tls_context(),
+            limits=httpx.Limits(
+                max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_EXPIRY
+            ),
         )
         self._max_failures = max_consecutive_failures
         self._consecutive_failures = 0
+        self._breaker = threading.Lock()
+        self._probing = False
+        self.health_url = self.url_for(health_path)
+        """What the breaker asks before giving up on the server (as the session's preflight does)."""
+        self.backoff = backoff
+        """The first wait before a repeat, in seconds (doubled each time, with as much jitter)."""
         self.broken_reason: str | None = None
         self.requests = 0
         """How many requests were sent (the JSON report states it)."""
         self._counting = threading.Lock()
+        self.network = NetworkLog()
+        """What the network did (the report's ``network`` block): broken attempts by kind, repeats."""
+        self.sporadic_losses = 0
+        """Runs of consecutive failures after which ``/health`` still answered (the breaker held)."""
         self.observers: list[Callable[[Exchange], None]] = []
         """Called with every exchange that got an answer (the run tracks its cells' states with it)."""
 
@@ -150,74 +209,111 @@ class Connection:
         headers: Mapping[str, str],
         body: bytes | None,
         deadline: float | None = None,
+        repeatable: bool | None = None,
     ) -> Exchange:
-        """Send one request and return its exchange; raise a ToolError when nothing came back."""
-        exchange = Exchange(method, url, dict(headers), body, replay=self.replay)
+        """Send one request and return its exchange; raise a ToolError when nothing came back.
+
+        ``repeatable``: None, by method (:data:`IDEMPOTENT`); True, the caller declares the request a
+        read safe to repeat; False, never repeated. A request safe to repeat is sent again after a
+        broken attempt (up to :data:`ATTEMPTS`, exponential backoff with jitter, within ``deadline``);
+        one that is not raises :class:`AmbiguousExchange`, unless its connection never opened (then
+        nothing was sent, and it is repeated too). Every attempt stays in the evidence."""
+        if repeatable is None:
+            repeatable = method.upper() in IDEMPOTENT
         if self.broken_reason is not None:
-            exchange.error = f"not sent: {self.broken_reason}"
             raise ServerUnavailable(f"request not sent: {self.broken_reason}")
-        with self._counting:
-            self.requests += 1
-        timeout = self.timeout
-        if deadline is not None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise DeadlineExceeded("the check ran out of time before this request")
-            timeout = min(timeout, remaining)
-        started = time.monotonic()
+        if deadline is not None and deadline - time.monotonic() <= 0:
+            raise DeadlineExceeded("the check ran out of time before this request")
+        last: list[Exchange] = []
+        reached = [False]  # a broken attempt that may have reached the server
+
+        def attempt() -> Exchange:
+            exchange = Exchange(method, url, dict(headers), body, replay=self.replay)
+            if last:
+                exchange.retry_of = last[-1]
+                last[-1].error = f"{last[-1].error}; attempt {len(last)}, sent again"
+                self.network.count_repeated()
+            last.append(exchange)
+            return self._attempt(exchange, deadline)
+
+        def worth_repeating(exc: BaseException) -> bool:
+            if not isinstance(exc, _Broken) or self.broken_reason is not None:
+                return False
+            reached[0] = reached[0] or not exc.nothing_sent
+            return repeatable or exc.nothing_sent
+
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_any(tenacity.stop_after_attempt(ATTEMPTS), _StopBefore(deadline)),
+            wait=tenacity.wait_exponential(multiplier=self.backoff, max=8 * self.backoff)
+            + tenacity.wait_random(0, self.backoff),
+            retry=tenacity.retry_if_exception(worth_repeating),
+            reraise=True,
+        )
         try:
-            self._receive(exchange, timeout, started)
-        except httpx.TransportError as exc:
-            if not _reset_before_any_byte(exc, exchange) or timeout - (time.monotonic() - started) <= 0:
-                self._transport_failure(exchange, exc, timeout, started)
-            exchange.elapsed = time.monotonic() - started
-            exchange = self._retried(exchange, exc, timeout)
-            try:
-                self._receive(exchange, timeout - (time.monotonic() - started), time.monotonic())
-            except httpx.TransportError as again:
-                self._transport_failure(exchange, again, timeout, started)
+            exchange = retrying(attempt)
+        except _Broken as broken:
+            self._give_up(broken, repeatable, len(last))
         self._consecutive_failures = 0
         for observe in self.observers:
             observe(exchange)
+        if reached[0] and method.upper() == "DELETE" and exchange.status in (404, 410):
+            failure = AmbiguousExchange(
+                f"{method} {exchange.url}: answered {exchange.status} after a broken first attempt "
+                "(which may have deleted it)"
+            )
+            failure.exchange = exchange
+            raise failure
         return exchange
 
-    def _transport_failure(
-        self, exchange: Exchange, exc: httpx.TransportError, timeout: float, started: float
-    ) -> NoReturn:
-        """Record why nothing came back and raise it as the check's ToolError."""
-        exchange.error = _describe_transport_error(exc, timeout)
-        exchange.elapsed = time.monotonic() - started
-        self._record_failure(exchange.error)
-        failure = TransportFailure(f"{exchange.method} {exchange.url}: {exchange.error}")
-        failure.exchange = exchange
-        failure.unreachable = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-        raise failure from None
-
-    def _retried(self, first: Exchange, exc: httpx.TransportError, timeout: float) -> Exchange:
-        """The exchange that sends ``first``'s request once more, on a fresh connection, after the
-        server closed or reset the one it went out on before any byte of a response came back.
-
-        Why this is safe, and why only this: a server that answered a 500 and then closed a kept-alive
-        connection makes the next request on it fail at once, although the server never read it (the
-        stale keep-alive race). For GET and DELETE a repeat is harmless (idempotent, RFC 9110
-        §9.2.2). For POST and PATCH, RFC 9112 §9.3.1 allows an automatic retry only when the client can
-        tell the request was never applied; a connection closed before any response byte is the sign
-        HTTP clients use for it, and it is not proof (a server may crash after applying a request), so
-        the repeat is never silent: the failed attempt stays as evidence (``Exchange.retry_of``), both
-        attempts show in the check's exchanges, its failure text and the report. A response byte, a
-        timeout or a refused connection is never retried: then the server may have acted, or is gone
-        (the breaker's business). httpx drops a connection that failed, so the retry opens a new one;
-        a second failure is the check's error, as before."""
-        first.error = f"{_describe_transport_error(exc, timeout)}; retried once on a fresh connection"
+    def _attempt(self, exchange: Exchange, deadline: float | None) -> Exchange:
+        """One attempt: :meth:`_receive` once, a transport failure recorded and raised as :class:`_Broken`."""
+        timeout = self.timeout
+        if deadline is not None:
+            timeout = max(0.001, min(timeout, deadline - time.monotonic()))
         with self._counting:
             self.requests += 1
-        again = Exchange(
-            first.method, first.url, first.request_headers, first.request_body, replay=self.replay
-        )
-        again.retry_of = first
-        return again
+        started = time.monotonic()
+        try:
+            self._receive(exchange, timeout, deadline=deadline)
+        except httpx.TransportError as exc:
+            if not isinstance(exc, httpx.NetworkError | httpx.TimeoutException | httpx.RemoteProtocolError):
+                exchange.error = _describe_transport_error(exc, timeout)
+                exchange.elapsed = time.monotonic() - started
+                self._fail(exchange)  # not the network's doing (a bad URL scheme, a proxy setting)
+            exchange.broken = _broken_kind(exc, exchange)
+            exchange.error = _describe_transport_error(exc, timeout)
+            exchange.elapsed = time.monotonic() - started
+            self.network.count_broken(exchange.broken)
+            self._record_failure(exchange.error)
+            raise _Broken(exchange, exc) from None
+        return exchange
 
-    def _receive(self, exchange: Exchange, timeout: float, started: float) -> None:
+    def _give_up(self, broken: _Broken, repeatable: bool, attempts: int) -> NoReturn:
+        """Raise the check's error for a request whose last attempt broke: a request not safe to repeat
+        that may have reached the server is ambiguous, anything else a plain transport failure."""
+        exchange = broken.exchange
+        if not repeatable and not broken.nothing_sent:
+            exchange.error = (
+                f"{exchange.error}; a {exchange.method} is never sent again blind (it may have been applied)"
+            )
+            failure: TransportFailure = AmbiguousExchange(
+                f"{exchange.method} {exchange.url}: {exchange.error}"
+            )
+        else:
+            if attempts > 1:
+                exchange.error = f"{exchange.error} ({attempts} attempts)"
+            failure = TransportFailure(f"{exchange.method} {exchange.url}: {exchange.error}")
+        failure.exchange = exchange
+        failure.unreachable = isinstance(broken.cause, httpx.ConnectError | httpx.ConnectTimeout)
+        raise failure from None
+
+    def _fail(self, exchange: Exchange) -> NoReturn:
+        failure = TransportFailure(f"{exchange.method} {exchange.url}: {exchange.error}")
+        failure.exchange = exchange
+        raise failure from None
+
+    def _receive(self, exchange: Exchange, timeout: float, *, deadline: float | None = None) -> None:
+        started = time.monotonic()
         request = self._http.build_request(
             exchange.method,
             exchange.url,
@@ -245,11 +341,65 @@ class Connection:
         exchange.elapsed = time.monotonic() - started
 
     def _record_failure(self, reason: str) -> None:
-        self._consecutive_failures += 1
-        if self._consecutive_failures >= self._max_failures:
-            self.broken_reason = (
-                f"the server failed {self._consecutive_failures} requests in a row (last: {reason})"
-            )
+        """Count a broken attempt; at :attr:`_max_failures` in a row, ask ``/health`` (one thread does):
+        the breaker trips only when that fails too, else the run was a sporadic loss and the count
+        starts again."""
+        with self._breaker:
+            self._consecutive_failures += 1
+            if self._consecutive_failures < self._max_failures or self._probing:
+                return
+            self._probing = True
+            failures = self._consecutive_failures
+        try:
+            down = self._health_fails()
+        finally:
+            with self._breaker:
+                self._probing = False
+                if down is None:
+                    self._consecutive_failures = 0
+                    self.sporadic_losses += 1
+                elif self.broken_reason is None:
+                    self.broken_reason = (
+                        f"the server failed {failures} requests in a row (last: {reason}) "
+                        f"and GET {self.health_url} {down}"
+                    )
+
+    def _health_fails(self) -> str | None:
+        """Why ``GET`` :attr:`health_url` says the server is down (no response, or a gateway's 502-504:
+        nothing behind it), None when it answered; one attempt with the full timeout."""
+        probe = Exchange("GET", self.health_url, {}, None, replay=self.replay)
+        with self._counting:
+            self.requests += 1
+        try:
+            self._receive(probe, self.timeout)
+        except httpx.TransportError as exc:
+            return f"failed too ({_describe_transport_error(exc, self.timeout)})"
+        if probe.status in (502, 503, 504):
+            return f"answered {probe.status} too"
+        return None
+
+
+class _Broken(Exception):
+    """An attempt that got no complete response (inside :meth:`Connection.send`, where it may be repeated)."""
+
+    def __init__(self, exchange: Exchange, cause: httpx.TransportError):
+        super().__init__(exchange.error)
+        self.exchange = exchange
+        self.cause = cause
+        self.nothing_sent = isinstance(cause, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+        """The connection never opened: the server cannot have seen the request."""
+
+
+class _StopBefore(tenacity.stop.stop_base):
+    """Stop repeating when the wait before the next attempt would end past the check's deadline."""
+
+    def __init__(self, deadline: float | None):
+        self.deadline = deadline
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> bool:
+        if self.deadline is None:
+            return False
+        return time.monotonic() + (retry_state.upcoming_sleep or 0.0) >= self.deadline
 
 
 def at_once(connection: Connection, calls: Sequence[Callable[[], _T]]) -> list[_T]:
@@ -295,11 +445,13 @@ def at_once(connection: Connection, calls: Sequence[Callable[[], _T]]) -> list[_
     return [result for result, _, _ in ended]
 
 
-def _reset_before_any_byte(exc: httpx.TransportError, exchange: Exchange) -> bool:
-    """The connection was closed or reset before the response's first byte (never a timeout)."""
-    if exchange.status is not None or exchange.retry_of is not None:
-        return False
-    return isinstance(exc, httpx.ReadError | httpx.WriteError | httpx.RemoteProtocolError)
+def _broken_kind(exc: httpx.TransportError, exchange: Exchange) -> str:
+    """``refused``, ``timeout``, ``cut`` (the response began, its body broke) or ``reset``."""
+    if isinstance(exc, httpx.ConnectError):
+        return "refused"
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout"
+    return "cut" if exchange.status is not None else "reset"
 
 
 def _describe_transport_error(exc: httpx.TransportError, timeout: float) -> str:
@@ -340,8 +492,12 @@ class Client:
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str | None] | None = None,
         root: bool = False,
+        repeatable: bool | None = None,
     ) -> Reply:
-        """Send ``method path``. ``headers`` values of None remove this client's header of that name."""
+        """Send ``method path``. ``headers`` values of None remove this client's header of that name.
+
+        ``repeatable`` (see :meth:`Connection.send`): True for a POST that only reads (a search), so a
+        broken attempt is sent again instead of raising :class:`AmbiguousExchange`."""
         url = self.connection.url_for(path, root=root)
         if params:
             url = str(httpx.URL(url, params={k: v for k, v in params.items() if v is not None}))
@@ -359,7 +515,9 @@ class Client:
             if value is not None:
                 merged[name] = value
         try:
-            exchange = self.connection.send(method, url, headers=merged, body=body, deadline=self.deadline)
+            exchange = self.connection.send(
+                method, url, headers=merged, body=body, deadline=self.deadline, repeatable=repeatable
+            )
         except TransportFailure as failure:
             if failure.exchange is not None:
                 self._record(failure.exchange)
@@ -368,12 +526,10 @@ class Client:
         return Reply(exchange)
 
     def _record(self, exchange: Exchange) -> None:
-        """Log an exchange, after the attempt it retried (if any), so the evidence shows both; inside
-        :func:`at_once` the pair waits, so the log keeps the calls' order whatever order they ended in."""
+        """Log an exchange after the broken attempts it repeated (if any), so the evidence shows each;
+        inside :func:`at_once` they wait, so the log keeps the calls' order whatever order they ended in."""
         held: list[_Held] | None = getattr(_held, "records", None)
-        for one in (exchange.retry_of, exchange):
-            if one is None:
-                continue
+        for one in exchange.attempts:
             if held is not None:
                 held.append((self.log, one))
             else:

@@ -53,8 +53,21 @@ class Exchange:
     replay: ReplayContext | None = field(default=None, repr=False, compare=False)
     """The run's secrets and body folder; None for an exchange made outside a run."""
     retry_of: Exchange | None = field(default=None, repr=False, compare=False)
-    """The attempt this exchange repeated: its connection was reset before any response byte, so the
-    client sent the request once more on a fresh connection (``engine.client``)."""
+    """The broken attempt this exchange repeated (itself maybe a repeat: :attr:`attempts` is the chain);
+    the client repeats only what is safe to repeat (``engine.client``)."""
+    broken: str | None = None
+    """How this attempt broke, when it did: ``reset``, ``cut``, ``timeout`` or ``refused``
+    (``engine.network.BROKEN_KINDS``)."""
+
+    @property
+    def attempts(self) -> list[Exchange]:
+        """Every attempt of this request, first to last (this one last)."""
+        chain: list[Exchange] = []
+        one: Exchange | None = self
+        while one is not None:
+            chain.append(one)
+            one = one.retry_of
+        return chain[::-1]
 
     @property
     def _secrets(self) -> SecretRegistry | None:
@@ -99,15 +112,16 @@ class Exchange:
     def describe(self) -> str:
         """Human-readable request and response, for failure messages."""
         lines = []
-        if self.retry_of is not None:
-            lines.append(f"! sent twice: the first attempt got no response ({self.retry_of.error})")
+        for number, earlier in enumerate(self.attempts[:-1], 1):
+            lines.append(f"! attempt {number} broke ({earlier.broken or 'no response'}): {earlier.error}")
         lines.append(f"> {self.method} {self._mask(self.url)}")
         lines += [f"> {k}: {v}" for k, v in self.masked_request_headers().items()]
         body = self._request_body_text(MAX_SHOWN_BYTES)
         if body is not None:
             lines.append(f"> {body}" if body else "> (empty body)")
         if self.error is not None:
-            lines.append(f"< (no response: {self.error})")
+            came = "no response" if self.status is None else f"{self.status}, then no complete response"
+            lines.append(f"< ({came}: {self.error})")
         else:
             lines.append(f"< {self.status}  ({self.elapsed * 1000:.0f} ms)")
             for name in ("content-type", "retry-after", "content-length"):

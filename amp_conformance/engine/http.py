@@ -82,7 +82,10 @@ class HttpSession(ProtocolSession):
         return {"base_url": base_url, "unavailable": self.broken_reason}
 
     def report_blocks(self) -> dict[str, Any]:
-        return {"server": self.server_block(), "cleanup": cleanup_block(), "conventions": None}
+        blocks = {"server": self.server_block(), "cleanup": cleanup_block(), "conventions": None}
+        if self.http_connection is not None:
+            blocks["network"] = self.http_connection.network.as_block()
+        return blocks
 
     def mark_unavailable(self, reason: str) -> None:
         if self.http_connection is not None and self.http_connection.broken_reason is None:

@@ -20,6 +20,7 @@ from amp_conformance.amp01.target import normalise_base_url
 from amp_conformance.engine.client import Client, Connection
 from amp_conformance.engine.exchange import MAX_RESPONSE_BYTES, Exchange
 from amp_conformance.engine.outcomes import (
+    AmbiguousExchange,
     CheckFailure,
     DeadlineExceeded,
     ServerUnavailable,
@@ -89,9 +90,9 @@ def test_a_server_that_never_answers_times_out_then_trips_the_breaker() -> None:
         connection = Connection(url, timeout=0.5, max_consecutive_failures=2)
         client = Client(connection)
         started = time.monotonic()
-        for _ in range(2):
-            with pytest.raises(TransportFailure, match="no complete response"):
-                client.get("/health")
+        with pytest.raises(TransportFailure, match="no complete response"):
+            client.get("/health")  # two broken attempts, then /health fails too: the breaker trips
+        assert connection.broken_reason is not None and "/health failed too" in connection.broken_reason
         with pytest.raises(ServerUnavailable):
             client.get("/health")
         assert time.monotonic() - started < 3
@@ -325,28 +326,38 @@ def _500_then_closes_the_kept_connection() -> Any:
     return handle
 
 
-def test_a_connection_reset_before_any_byte_is_retried_once_and_the_retry_is_recorded() -> None:
+def test_a_get_reset_before_any_byte_is_repeated_and_both_attempts_are_recorded() -> None:
     with raw_server(_500_then_closes_the_kept_connection()) as url:
         connection = Connection(url, timeout=2)
         client = Client(connection)
         assert client.get("/health").status == 500
-        reply = client.post("/memories", {"content": {"text": "x"}})
+        reply = client.get("/memories")
     assert reply.status == 200
     assert connection.requests == 3
     assert len(client.log) == 3
-    first, retried = client.log[1], client.log[2]
-    assert retried.retry_of is first and first.status is None
-    assert first.error is not None and "retried once on a fresh connection" in first.error
-    assert retried.describe().startswith("! sent twice: the first attempt got no response")
+    first, repeated = client.log[1], client.log[2]
+    assert repeated.retry_of is first and first.status is None and first.broken == "reset"
+    assert repeated.describe().startswith("! attempt 1 broke (reset)")
     assert first.as_dict()["error"] == first.error  # the failed attempt is in the report's exchanges
 
 
-def test_a_connection_reset_on_the_retry_too_is_one_transport_failure() -> None:
+def test_a_post_reset_before_any_byte_is_ambiguous_and_never_sent_again() -> None:
+    with raw_server(_500_then_closes_the_kept_connection()) as url:
+        connection = Connection(url, timeout=2)
+        client = Client(connection)
+        assert client.get("/health").status == 500
+        with pytest.raises(AmbiguousExchange) as caught:
+            client.post("/memories", {"content": {"text": "x"}})
+    assert connection.requests == 2 and len(client.log) == 2
+    assert caught.value.exchange is client.log[1] and client.log[1].status is None
+
+
+def test_a_connection_reset_on_every_attempt_is_one_transport_failure() -> None:
     with raw_server(resets) as url:
         connection = Connection(url, timeout=2)
         client = Client(connection)
         with pytest.raises(TransportFailure) as caught:
             client.get("/health")
-    assert connection.requests == 2
-    assert caught.value.exchange is not None and caught.value.exchange.retry_of is not None
-    assert len(client.log) == 2
+    assert connection.requests == 4  # three attempts, then the breaker's GET /health
+    assert caught.value.exchange is not None and len(caught.value.exchange.attempts) == 3
+    assert len(client.log) == 3

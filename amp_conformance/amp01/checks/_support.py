@@ -597,7 +597,7 @@ def open_route_reply(amp: Amp01Context, path: str) -> Reply:
     judged by every check that asks: the session's own (the preflight's, ``GET /spec``'s) when it sent
     it, the same request, else sent here."""
     _, replies = shared_replies(amp, f"open-route:{path}", lambda a: _open_route(a, path))
-    return replies[0]
+    return replies[-1]  # the attempt that answered: broken attempts before it are only evidence
 
 
 def _open_route(amp: Amp01Context, path: str) -> None:
