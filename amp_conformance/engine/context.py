@@ -10,6 +10,7 @@ for a check citing the step's requirement a failure, for every other check *bloc
 from __future__ import annotations
 
 import copy
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,6 +61,17 @@ class SharedStepBroken(ToolError):
     def __reduce__(self) -> tuple[object, ...]:
         # a parallel run publishes it with the step (engine.shared_store): keep every member
         return (type(self), (str(self), self.step, self.reporter))
+
+
+#: The step a broken-step error names: its cause's (``the shared step 'X' broke twice``) or a dependent's.
+_STEP_NAMED = re.compile(r"""^(?:blocked by )?the shared step ('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+def broken_step_named(message: str) -> tuple[str, bool] | None:
+    """The shared step a :class:`SharedStepBroken` message names and whether it is a dependent's
+    (``blocked by ...``); None for any other message (``report.render_summary`` groups on it)."""
+    found = _STEP_NAMED.match(message)
+    return (found.group(1), message.startswith("blocked by ")) if found else None
 
 
 def blocked_by_step_message(name: str, maker: str) -> str:
