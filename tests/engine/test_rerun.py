@@ -7,12 +7,14 @@ after the server acted would."""
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from amp_conformance import plugin
 from amp_conformance.engine.client import Connection
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.network import NetworkLog
@@ -129,3 +131,14 @@ def test_a_failure_is_never_rerun(breaker: Callable[[str, int], Breaker]) -> Non
     assert network.rerun == [] and not any(n.startswith("re-run once") for n in result.notes)
     creates = [sent for sent in faulty.sent if sent.startswith("POST ")]
     assert len(creates) == 1, f"the check's create was sent once, not re-run: {faulty.sent}"
+
+
+def test_no_rerun_once_the_run_is_interrupted(
+    breaker: Callable[[str, int], Breaker], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signal the command caught (Ctrl-C, SIGTERM) ends the run: nothing is sent again."""
+    monkeypatch.setattr(plugin, "INTERRUPTED_BY", [signal.SIGINT])
+    fake = breaker(CHECK, 1)
+    results, network = _run(CHECK)
+    assert results[CHECK].outcome == "error" and fake.broken == 1
+    assert network.rerun == [] and network.unrecovered == 1
