@@ -257,7 +257,9 @@ class CheckContext(Generic[SessionT]):
         so a check judges a shared reply exactly as one it sent. A step that broke while making it
         blocks every check sharing it; a finding while making it is the first check's failure (in each
         worker that uses it: the controller keeps the first, as a serial run would) and a broken step
-        (under the requirement it names) for the others.
+        (under the requirement it names) for the others. A transport failure is no property of the
+        step: it is not kept, and the step's next user makes it again, once; broken again, it is one
+        cause (:class:`SharedStepBroken`), the others errored under it (:meth:`_broken_by_transport`).
         """
         made: dict[str, SharedStep] = self.run.cache.setdefault(SHARED_KEY, {})
         entry = made.get(name)

@@ -253,3 +253,15 @@ def test_broken_twice_the_step_keeps_a_pointer_for_its_other_users() -> None:
     with pytest.raises(SharedStepBroken) as dependent:
         _context(run, "user").shared(STEP, lambda _: pytest.fail("made a third time"))
     assert not dependent.value.reporter and str(dependent.value).startswith("blocked by the shared step")
+
+
+def test_a_step_broken_twice_crosses_to_another_worker_as_its_pointer(tmp_path: Path) -> None:
+    maker, other = _worker(tmp_path, "gw0"), _worker(tmp_path, "gw1")
+    make = _broken([2])
+    with pytest.raises(AmbiguousExchange):
+        _context(maker, "maker").shared(STEP, make)
+    with pytest.raises(SharedStepBroken):
+        _context(maker, "maker").shared(STEP, make)
+    with pytest.raises(SharedStepBroken) as adopted:
+        _context(other, "other").shared(STEP, lambda _: pytest.fail("made in another worker too"))
+    assert not adopted.value.reporter and "(see the check 'maker')" in str(adopted.value)
