@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -142,3 +144,21 @@ def test_no_rerun_once_the_run_is_interrupted(
     results, network = _run(CHECK)
     assert results[CHECK].outcome == "error" and fake.broken == 1
     assert network.rerun == [] and network.unrecovered == 1
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [("fresh", True), ("deadline spent", False), ("breaker open", False), ("re-run already", False)],
+)
+def test_a_check_runs_again_only_once_within_its_deadline_and_while_the_server_is_up(
+    case: str, expected: bool
+) -> None:
+    context = SimpleNamespace(deadline=time.monotonic() + (-1 if case == "deadline spent" else 60))
+    item = SimpleNamespace(stash=pytest.Stash(), funcargs={"amp": context})
+    item.stash[plugin.CONTEXT_KEY] = context  # type: ignore[assignment]
+    if case == "re-run already":
+        item.stash[plugin.FIRST_RUN_KEY] = ((), "reset")
+    breaker = "the server failed 3 requests in a row" if case == "breaker open" else None
+    session = SimpleNamespace(broken_reason=breaker)
+    run = SimpleNamespace(interrupted=False, active_session=session)
+    assert plugin._may_run_again(item, run) is expected  # type: ignore[arg-type]
