@@ -18,11 +18,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import jsonschema
 import pytest
 
 from amp_conformance.engine.context import CheckContext, SharedStepBroken, release_held_claims
 from amp_conformance.engine.network import NetworkLog
 from amp_conformance.engine.outcomes import AmbiguousExchange, Evidence
+from amp_conformance.engine.resources import load_contract
 from amp_conformance.engine.shared_store import SharedStore
 from amp_conformance.engine.spec import CheckSpec
 from amp_conformance.engine.vocabulary import Level
@@ -161,6 +163,7 @@ def _run(tmp_path: Path, *, breaks: int, workers: int) -> tuple[dict[str, Any], 
     output = done.stdout + done.stderr
     assert "Traceback" not in output, output
     report = json.loads((out / "report.json").read_text())
+    jsonschema.validate(report, load_contract("report.schema.json"))
     network = NetworkLog()
     for path in out.glob("network-*.json"):
         network.merge(json.loads(path.read_text())["network"])
