@@ -20,7 +20,13 @@ import pytest
 
 from amp_conformance.engine import forkserver, interrupt, registry
 from amp_conformance.engine.configuration import build_options
-from amp_conformance.engine.context import CheckContext, published_states
+from amp_conformance.engine.context import (
+    CheckContext,
+    SharedStepBroken,
+    published_states,
+    release_held_claims,
+)
+from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.expectations import (
     Expectation,
     Expectations,
@@ -32,11 +38,14 @@ from amp_conformance.engine.expectations import (
     xfail_marker,
 )
 from amp_conformance.engine.marking import MARK, spec_of
+from amp_conformance.engine.network import NetworkLog
 from amp_conformance.engine.options import OPTION_SPECS, OptionSpec, OptionValues, UsageError
 from amp_conformance.engine.outcomes import (
     CheckFailure,
     Evidence,
     NotApplicable,
+    ToolError,
+    TransportFailure,
 )
 from amp_conformance.engine.parallel import (
     BRIEFING_PATH_KEY,
@@ -73,6 +82,8 @@ CONTEXT_KEY = pytest.StashKey[CheckContext[Any]]()
 EXPECTATIONS_KEY = pytest.StashKey[Expectations]()
 EXPECTATION_KEY = pytest.StashKey[Expectation]()
 CONTROLLER_KEY = pytest.StashKey[Controller]()
+#: A check a transport failure ended and that ran once more: its first run's exchanges and why it broke.
+FIRST_RUN_KEY = pytest.StashKey[tuple[tuple[Exchange, ...], str]]()
 #: How long a worker that has finished waits for the others before it cleans up (engine.shared_store):
 #: the controller says a worker that went down is done, so only a run that hangs reaches it.
 CLEANUP_BARRIER_TIMEOUT = 3600.0
@@ -441,6 +452,77 @@ def amp(request: pytest.FixtureRequest) -> CheckContext[Any]:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """A check that a transport failure ended (``TransportFailure``, ``AmbiguousExchange`` among them)
+    runs once more from the start on a fresh context (:func:`_run_again`); a failure, a warning, a skip,
+    the breaker's ``ServerUnavailable`` or an interrupt never does. pytest-rerunfailures is not used:
+    it re-runs set-up and teardown and reports every attempt, each of which this plugin would judge,
+    while here only the second run is judged and the first one's exchanges stay in its evidence."""
+    run = active_run(item.config)
+    try:
+        try:
+            return (yield)
+        except TransportFailure as failure:
+            if run is None or not _may_run_again(item, run):
+                raise
+            reason = _one_line(str(failure))
+        _run_again(item, run, reason)
+        return None
+    finally:
+        if run is not None:
+            release_held_claims(run)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _may_run_again(item: pytest.Item, run: Run) -> bool:
+    """Whether the check may run again: once, with time left in its deadline, the run not interrupted
+    and the server not given up on (the breaker: a re-run would not even be sent)."""
+    context = item.stash.get(CONTEXT_KEY, None)
+    if context is None or FIRST_RUN_KEY in item.stash or "amp" not in getattr(item, "funcargs", {}):
+        return False
+    if INTERRUPTED_BY or run.interrupted or run.active_session.broken_reason:
+        return False
+    return time.monotonic() < context.deadline
+
+
+def _run_again(item: pytest.Item, run: Run, reason: str) -> None:
+    """The check once more from the start, on a fresh context (fresh owners and cells: the first run's
+    cells stay the cleanup's), within the same deadline; only this run is judged (the first one's
+    exchanges are kept for the report: ``FIRST_RUN_KEY``)."""
+    first = item.stash[CONTEXT_KEY]
+    fresh: CheckContext[Any] = run.protocol.context(run.active_session, first.check_spec)
+    fresh.deadline = first.deadline
+    fresh.requests_at_start = first.requests_at_start
+    item.stash[FIRST_RUN_KEY] = (tuple(first.evidence.exchanges), reason)
+    item.stash[CONTEXT_KEY] = fresh
+    item.funcargs["amp"] = fresh  # type: ignore[attr-defined]
+    network = network_of(run.active_session)
+    if network is not None:
+        network.count_rerun(plain_nodeid(item.nodeid))
+    item.runtest()
+
+
+def network_of(session: object) -> NetworkLog | None:
+    """The session's network log (its connection's ``network``), None for a protocol without one."""
+    found = getattr(session, "network", None)
+    if found is None:
+        found = getattr(getattr(session, "http_connection", None), "network", None)
+    return found if isinstance(found, NetworkLog) else None
+
+
+def _unrecovered(raised: BaseException | Skipped | None, *, ran_again: bool) -> bool:
+    """Whether the check's ending leaves a broken exchange of its own unrecovered: a transport failure
+    (or the shared step it made broken twice), or a re-run that reached no verdict either. A check
+    errored under another's broken step is not counted again."""
+    if isinstance(raised, SharedStepBroken):
+        return raised.reporter or ran_again
+    return isinstance(raised, TransportFailure) or (ran_again and isinstance(raised, ToolError))
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
@@ -465,6 +547,20 @@ def pytest_runtest_makereport(
         requests=run.active_session.requests - context.requests_at_start if context is not None else None,
         in_call=report.when == "call",
     )
+    first_run = item.stash.get(FIRST_RUN_KEY, None) if report.when == "call" else None
+    if first_run is not None:  # judged on the re-run alone; the attempt that broke stays as evidence
+        exchanges, reason = first_run
+        again = verdict.result
+        notes = (f"re-run once: {reason}", *again.notes)
+        again = dataclasses.replace(again, exchanges=(*exchanges, *again.exchanges), notes=notes)
+        verdict = dataclasses.replace(verdict, result=again)
+    network = network_of(run.active_session)
+    if (
+        report.when == "call"
+        and network is not None
+        and _unrecovered(raised, ran_again=first_run is not None)
+    ):
+        network.count_unrecovered()
     expectation = item.stash.get(EXPECTATION_KEY, None)
     if expectation is not None:
         met = expectation.judge(verdict.result.outcome, verdict.result.finding_requirements)

@@ -10,6 +10,7 @@ for a check citing the step's requirement a failure, for every other check *bloc
 from __future__ import annotations
 
 import copy
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +19,14 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, Self, TypeVar
 import pytest
 
 from amp_conformance.engine.exchange import Exchange, exchange_from_wire, exchange_to_wire
-from amp_conformance.engine.outcomes import CheckFailure, Evidence, PreconditionFailed, ToolError, Warn
+from amp_conformance.engine.outcomes import (
+    CheckFailure,
+    Evidence,
+    PreconditionFailed,
+    ToolError,
+    TransportFailure,
+    Warn,
+)
 from amp_conformance.engine.shared_store import SharedStore, dumps_step, loads_step
 
 if TYPE_CHECKING:
@@ -32,6 +40,44 @@ SessionT = TypeVar("SessionT", bound="ProtocolSession")
 SHARED_KEY = "shared-steps"
 #: ``run.cache`` key of how many shared steps are being made right now (nested makes).
 _MAKING_KEY = "shared-steps-making"
+#: ``run.cache`` key of the steps a transport failure broke once (made again by their next user).
+_BROKEN_ONCE_KEY = "shared-steps-broken-once"
+#: ``run.cache`` key of the steps this worker claimed whose making broke once: still this worker's to make.
+_HELD_KEY = "shared-steps-held"
+
+
+class SharedStepBroken(ToolError):
+    """A shared step's exchange broke again when the step was made a second time: one cause, an
+    *error* (no verdict on the server). ``reporter``: raised by the check whose making broke (its
+    evidence shows the exchange); the other checks built on the step are errored under it with a
+    pointer, so the broken exchange is shown once, never once per dependent. Not a
+    ``TransportFailure``: re-running a check cannot make the step a third time."""
+
+    def __init__(self, message: str, step: str, reporter: bool = False):
+        super().__init__(message)
+        self.step = step
+        self.reporter = reporter
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # a parallel run publishes it with the step (engine.shared_store): keep every member
+        return (type(self), (str(self), self.step, self.reporter))
+
+
+#: The step a broken-step error names: its cause's (``the shared step 'X' broke twice``) or a dependent's.
+_STEP_NAMED = re.compile(r"""^(?:blocked by )?the shared step ('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
+def broken_step_named(message: str) -> tuple[str, bool] | None:
+    """The shared step a :class:`SharedStepBroken` message names and whether it is a dependent's
+    (``blocked by ...``); None for any other message (``report.render_summary`` groups on it)."""
+    found = _STEP_NAMED.match(message)
+    return (found.group(1), message.startswith("blocked by ")) if found else None
+
+
+def blocked_by_step_message(name: str, maker: str) -> str:
+    """A dependent's error under a shared step broken by transport (``report.render_summary`` groups
+    these under their cause by the ``shared step 'NAME'`` they name)."""
+    return f"blocked by the shared step {name!r}'s broken exchange (see the check {maker!r})"
 
 
 def exchange_of(evidence: object) -> Exchange | None:
@@ -58,6 +104,8 @@ class SharedStep:
     """Made by another worker of a parallel run (``engine.shared_store``) and adopted here."""
     reported: bool = False
     """A foreign step's error was raised by this worker's first check using it."""
+    broken: bool = False
+    """A transport failure broke it twice (made, then made again): ``error`` is the dependents'."""
     published: bool = False
     """Made here and published for the other workers (``engine.shared_store``)."""
 
@@ -67,6 +115,18 @@ def published_states(run: Run) -> list[object]:
     be in use in another worker until every worker is done (``engine.shared_store``)."""
     made: dict[str, SharedStep] = run.cache.get(SHARED_KEY, {})
     return [entry.state for entry in made.values() if entry.published]
+
+
+def release_held_claims(run: Run) -> None:
+    """After a check (and its re-run): the steps this worker claimed whose making broke once and that
+    no check made again meanwhile are given up (``SharedStore.publish(name, None)``), so that the
+    workers waiting for them make their own rather than wait for this one's next user."""
+    held: set[str] = run.cache.get(_HELD_KEY, set())
+    store: SharedStore | None = getattr(run, "shared_store", None)
+    for name in sorted(held):
+        if store is not None:
+            store.publish(name, None)
+    held.clear()
 
 
 class CheckContext(Generic[SessionT]):
@@ -197,14 +257,17 @@ class CheckContext(Generic[SessionT]):
         so a check judges a shared reply exactly as one it sent. A step that broke while making it
         blocks every check sharing it; a finding while making it is the first check's failure (in each
         worker that uses it: the controller keeps the first, as a serial run would) and a broken step
-        (under the requirement it names) for the others.
+        (under the requirement it names) for the others. A transport failure is no property of the
+        step: it is not kept, and the step's next user makes it again, once; broken again, it is one
+        cause (:class:`SharedStepBroken`), the others errored under it (:meth:`_broken_by_transport`).
         """
         made: dict[str, SharedStep] = self.run.cache.setdefault(SHARED_KEY, {})
         entry = made.get(name)
         store: SharedStore | None = getattr(self.run, "shared_store", None)
+        held: set[str] = self.run.cache.setdefault(_HELD_KEY, set())
         claimed = False
         if entry is None and store is not None:
-            claimed = store.claim(name)
+            claimed = name in held or store.claim(name)
             if not claimed:
                 # while making another step, only a step made already: two workers each waiting for
                 # the other's would deadlock
@@ -222,10 +285,12 @@ class CheckContext(Generic[SessionT]):
                 value, error = None, exc
             except BaseException:  # a crash or an interrupt: no worker waits for this step
                 if claimed and store is not None:
+                    held.discard(name)
                     store.publish(name, None)
                 raise
             finally:
                 self.run.cache[_MAKING_KEY] -= 1
+            raised, error = self._broken_by_transport(name, error, claimed=claimed)
             entry = SharedStep(
                 value,
                 error,
@@ -233,15 +298,19 @@ class CheckContext(Generic[SessionT]):
                 self._shared_state(mark),
                 self.check_spec.title,
                 self.check_spec.requirements,
+                broken=raised is not error,
             )
             made[name] = entry
             if claimed and store is not None:
+                held.discard(name)
                 data = self._shareable(entry)
                 store.publish(name, data)
                 entry.published = data is not None
-            if error is not None:
-                raise error
+            if raised is not None:
+                raise raised
             return self._copy_shared(entry)  # type: ignore[no-any-return]
+        if entry.broken and entry.error is not None:  # one cause: its exchanges are the maker's to show
+            raise entry.error
         self._adopt_shared_state(name, entry.state, foreign=entry.foreign)
         self.evidence.exchanges.extend(entry.exchanges)
         where = " in another worker" if entry.foreign else ""
@@ -262,6 +331,33 @@ class CheckContext(Generic[SessionT]):
         if error is not None:
             raise error
         return self._copy_shared(entry)  # type: ignore[no-any-return]
+
+    def _broken_by_transport(
+        self, name: str, error: BaseException | None, *, claimed: bool
+    ) -> tuple[BaseException | None, BaseException | None]:
+        """What this check raises and what the step keeps, when making it ended with ``error``.
+
+        A transport failure is no property of the step: the first time, nothing is kept (the failure
+        propagates, so the check is re-run, and the step's next user makes it again; a parallel
+        run's claim stays this worker's). The second time, or when a step it needs broke that way,
+        the step keeps the error its other users are given (a pointer to this check) and this check
+        raises the one cause, with the broken exchange in its evidence."""
+        if isinstance(error, SharedStepBroken) and error.reporter:  # a step this one needs broke twice
+            return error, SharedStepBroken(
+                blocked_by_step_message(error.step, self.check_spec.title), error.step
+            )
+        if not isinstance(error, TransportFailure):
+            return error, error
+        broken_once: dict[str, str] = self.run.cache.setdefault(_BROKEN_ONCE_KEY, {})
+        if name not in broken_once:
+            broken_once[name] = self.check_spec.title
+            if claimed:
+                self.run.cache[_HELD_KEY].add(name)
+            raise error
+        cause = SharedStepBroken(
+            f"the shared step {name!r} broke twice (made, then made again): {error}", name, True
+        )
+        return cause, SharedStepBroken(blocked_by_step_message(name, self.check_spec.title), name)
 
     def _shareable(self, entry: SharedStep) -> bytes | None:
         """The step as another worker can adopt it, or None when its value cannot cross (tried both

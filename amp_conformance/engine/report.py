@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from amp_conformance._version import __version__
+from amp_conformance.engine.context import broken_step_named
 from amp_conformance.engine.expectations import unexpected_passes
 from amp_conformance.engine.long_lines import terminal_line
 from amp_conformance.engine.outcomes import BLOCKED, ERROR, FAIL, OUTCOMES, SKIP, WARN
@@ -387,8 +388,23 @@ def render_summary(run: Run) -> str:
     errors = [r for r in results if r.outcome == ERROR]
     if errors:
         lines += ["", "errors (the tool or the network failed; no verdict on the server):"]
-        for message, count in Counter(_one_line(r.message) for r in errors).most_common():
+        # the checks errored under a shared step's broken exchange are listed under it: one cause
+        named = {id(r): broken_step_named(r.message) for r in errors}
+        broken_steps = {found[0] for found in named.values() if found and not found[1]}
+        under: Counter[tuple[str, str]] = Counter()
+        listed: Counter[str] = Counter()
+        for result in errors:
+            found = named[id(result)]
+            if found and found[1] and found[0] in broken_steps:
+                under[(found[0], _one_line(result.message))] += 1
+            else:
+                listed[_one_line(result.message)] += 1
+        for message, count in listed.most_common():
             lines.append(f"  {count:>4} x {message}")
+            cause = broken_step_named(message)
+            for (step, dependent), many in under.items():
+                if cause and not cause[1] and step == cause[0]:
+                    lines.append(f"         {many} check(s) errored under it: {dependent}")
     expected_failures = [r for r in failures if _expected(r)]
     failures = _root_causes_first(run, [r for r in failures if not _expected(r)])  # new ones first
     surprises = [r for r in results if r in unexpected_passes(results)]

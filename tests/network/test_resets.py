@@ -1,0 +1,44 @@
+"""Resets through ``reference_server.netproxy`` (issue 36): before the request reaches the server (a GET
+of /spec, twice), and after the server applied it (a create among an owner's listed cells, a scoring
+PATCH of a rate check, a lifecycle pass). Each run must PASS with nothing left on the server."""
+
+from __future__ import annotations
+
+import pytest
+
+from reference_server.netproxy import Fault
+from tests.network.harness import assert_recovered, run_through
+
+CREATE = r"^POST /amp/v1/memories$"
+
+
+@pytest.mark.slow
+def test_a_get_reset_twice_before_it_arrives_is_repeated() -> None:
+    """Before: the client repeats once; the second reset left AMP-CAP/-AUTH checks errored (and on
+    other exchanges judged a status 0)."""
+    run = run_through([Fault("reset-before", match=r"^GET /amp/v1/spec", nth=(2, 3))], "--only", "cap,auth")
+    assert_recovered(run, "reset-before")
+
+
+@pytest.mark.slow
+def test_a_create_applied_but_unanswered_is_reconciled_not_sent_twice() -> None:
+    """Before: the POST was repeated blind, the owner had 6 cells, not 5 (AMP-LIST-03/-07/-08 FAIL),
+    and the first cell was never cleaned up."""
+    run = run_through([Fault("reset-after", match=CREATE, nth=(14,))], "--only", "list,srch")
+    assert_recovered(run, "reset-after")
+
+
+@pytest.mark.slow
+def test_a_scoring_patch_applied_but_unanswered_reruns_the_check() -> None:
+    """Before: the repeated PATCH spent the budget twice (AMP-RATE-08 FAIL, the rest blocked)."""
+    run = run_through([Fault("reset-after", match=r"^PATCH /amp/v1/memories/", nth=(3,))], "--only", "rate")
+    assert_recovered(run, "reset-after")
+
+
+@pytest.mark.slow
+def test_a_lifecycle_pass_applied_but_unanswered_reruns_its_checks() -> None:
+    """Before: the repeated pass moved nothing the second time (AMP-ADMIN-05 FAIL twice)."""
+    run = run_through(
+        [Fault("reset-after", match=r"^POST /amp/v1/lifecycle/run", nth=(6,))], "--only", "admin,lc,srch"
+    )
+    assert_recovered(run, "reset-after")
