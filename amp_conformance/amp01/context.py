@@ -356,14 +356,19 @@ class Amp01Context(CheckContext[Amp01Session]):
         self.session.remember(cell_id, self.agent(as_agent))
 
     def archive(self, cell_id: str, *, as_agent: str = "a") -> dict[str, Any]:
-        """Archive a cell (a step: anything but 200 with an object blocks the check under AMP-PATCH-10).
+        """Archive a cell (a step: anything but 200 with an object blocks the check under AMP-PATCH-10);
+        an answer lost in transport is settled as :meth:`send_archive` does."""
+        return self.archived_step(self.send_archive(cell_id, as_agent=as_agent))
 
-        An answer lost in transport is settled by reading the cell back: archived, the step goes on with
-        the cell read; still not archived, the PATCH is sent once more."""
+    def send_archive(self, cell_id: str, *, as_agent: str = "a") -> Reply:
+        """The archive PATCH of a step: its reply, or, when the answer was lost, the cell read back
+        (GET, an access): archived, that read is the step's reply (200 with the cell as stored); still
+        active or stale, the PATCH is sent once more; anything else leaves the failure standing. For an
+        archive whose answer the check judges, send the PATCH itself."""
         client = self.as_agent(as_agent)
         path = f"/memories/{cell_id}"
         try:
-            reply = client.patch(path, {"lifecycle": {"status": "archived"}})
+            return client.patch(path, {"lifecycle": {"status": "archived"}})
         except TransportFailure as lost:
             try:
                 read = client.get(path)
@@ -371,16 +376,15 @@ class Amp01Context(CheckContext[Amp01Session]):
             except (ToolError, CheckFailure):
                 raise lost from None
             status = _at(cell, "lifecycle.status")
-            if status == "archived" and isinstance(cell, dict):
+            if status == "archived":
                 self._network("count_reconciled")
                 self.note(f"archiving {cell_id}: the answer was lost; the cell reads back archived")
-                return cell
+                return read
             if status not in ("active", "stale"):
                 raise
-            self._network("count_repeated")
-            self.note(f"archiving {cell_id}: the answer was lost and the cell reads {status}: sent again")
-            reply = client.patch(path, {"lifecycle": {"status": "archived"}})
-        return self.archived_step(reply)
+        self._network("count_repeated")
+        self.note(f"archiving {cell_id}: the answer was lost and the cell reads {status}: sent once more")
+        return client.patch(path, {"lifecycle": {"status": "archived"}})
 
     def archived_step(self, reply: Reply) -> dict[str, Any]:
         """Judge an archive PATCH (sent here or by a shared step) as a step: 200 with an object."""

@@ -486,16 +486,12 @@ def status_trio(amp: Amp01Context) -> tuple[dict[str, Any], list[Reply]]:
         kept, archived, gone = create(BEES, TRIO_KEPT), create(BEES), create(BEES)
         relevant = create(SET_TEXT, TRIO_RELEVANT)
         client = a.as_agent("a")
-        to_archived = {"lifecycle": {"status": "archived"}}
         made: dict[str, Any] = {"owner": owner, "kept": kept, "archived": archived, "gone": gone}
         made["relevant"] = relevant
         # first (it needs no archive): the cells a ranking is asked about are all active now
         made["ranked"] = marks(client.post("/memories/search", {"query": TRIO_QUERY, "owner_id": owner}))
         # two cells' archives, then (below) the searches and lists: each lot sent at once (amp.at_once)
-        archived_reply, archive = a.at_once(
-            partial(client.patch, f"/memories/{archived}", to_archived),
-            partial(client.patch, f"/memories/{gone}", to_archived),
-        )
+        archived_reply, archive = a.at_once(partial(a.send_archive, archived), partial(a.send_archive, gone))
         made["archive archived"] = marks(archived_reply)
         made |= {"archive": marks(archive), "delete": None, "searches": [], "lists": []}
         if archive.status != 200:
