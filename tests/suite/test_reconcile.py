@@ -14,8 +14,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
+import pytest
 
 from amp_conformance.cli import SuiteOutcome, run_suite
+from amp_conformance.engine.client import Client, Reply
 from amp_conformance.engine.inprocess import ASGITransport, in_process_client
 from amp_conformance.engine.verdict import CheckResult
 from reference_server import Settings, create_app
@@ -193,3 +195,21 @@ def test_a_whole_area_passes_with_a_shared_create_applied_but_unanswered() -> No
     assert all(r.outcome in ("pass", "skip", "warn") for r in results.values()), {
         n: r.message for n, r in results.items() if r.outcome not in ("pass", "skip", "warn")
     }
+
+
+def test_searches_are_sent_as_reads_and_creates_are_not(monkeypatch: pytest.MonkeyPatch) -> None:
+    """POST /memories/search only reads: the client is told it may repeat it (``repeatable=True``)."""
+    sent: list[tuple[str, str, bool | None]] = []
+    request = Client.request
+
+    def recording(self: Client, method: str, path: str, **kwargs: Any) -> Reply:
+        sent.append((method, path, kwargs.get("repeatable")))
+        return request(self, method, path, **kwargs)
+
+    monkeypatch.setattr(Client, "request", recording)
+    results = _run(BreakOnce(lambda *_: False, applied=True), "search")
+    assert all(r.outcome in ("pass", "skip", "warn") for r in results.values())
+    searches = {repeatable for method, path, repeatable in sent if path == "/memories/search"}
+    creates = {repeatable for method, path, repeatable in sent if (method, path) == ("POST", "/memories")}
+    assert searches == {True}
+    assert creates == {None}
