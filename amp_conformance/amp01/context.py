@@ -276,7 +276,7 @@ class Amp01Context(CheckContext[Amp01Session]):
         whose answer the check judges, send the POST itself: there is nothing to reconcile then."""
         client = self.as_agent(as_agent)
         try:
-            return client.post("/memories", body)
+            return self._remembered(client.post("/memories", body), as_agent)
         except TransportFailure as lost:
             try:
                 found = self._find_created(client, body)
@@ -294,7 +294,18 @@ class Amp01Context(CheckContext[Amp01Session]):
                 return found
         self._network("count_repeated")
         self.note("a create's answer was lost and the owner's list shows no such cell: sent once more")
-        return client.post("/memories", body)
+        return self._remembered(client.post("/memories", body), as_agent)
+
+    def _remembered(self, reply: Reply, as_agent: str) -> Reply:
+        """``reply``, its cell remembered at once: a create sent beside it (``at_once``) that must
+        reconcile then knows this cell is not its own."""
+        try:
+            cell = reply.json() if 200 <= reply.status < 300 and reply.text else None
+        except CheckFailure:
+            return reply
+        if isinstance(cell, dict) and isinstance(cell.get("id"), str):
+            self.remember(cell["id"], as_agent=as_agent)
+        return reply
 
     def _find_created(self, client: Client, body: Any) -> Adopted | bool | None:
         """What the owner's list says of ``body``'s create: the cell (:class:`Adopted`), False when
@@ -352,7 +363,8 @@ class Amp01Context(CheckContext[Amp01Session]):
             self.precondition_failed(
                 f"creating a cell answered {shown}", reply, step="creating a cell", requirement="AMP-CRE-01"
             )
-        self.remember(cell["id"], as_agent=as_agent)
+        if self.session.creator_of(cell["id"]) is None:  # not remembered by send_create already
+            self.remember(cell["id"], as_agent=as_agent)
         return cell
 
     def remember(self, cell_id: str, *, as_agent: str = "a") -> None:

@@ -213,3 +213,23 @@ def test_searches_are_sent_as_reads_and_creates_are_not(monkeypatch: pytest.Monk
     creates = {repeatable for method, path, repeatable in sent if (method, path) == ("POST", "/memories")}
     assert searches == {True}
     assert creates == {None}
+
+
+def _access_policy_null_create(request: httpx.Request, body: Any, _: BreakOnce) -> bool:
+    """AMP-ERR-07's create with access_policy null: judged by it, the bytes PATCH probes' target."""
+    return (
+        request.method == "POST"
+        and request.url.path.endswith("/memories")
+        and isinstance(body, dict)
+        and "access_policy" in body
+        and body["access_policy"] is None
+    )
+
+
+def test_probes_that_only_need_a_cell_take_a_fresh_one_when_a_judged_create_lost_its_answer() -> None:
+    transport = BreakOnce(_access_policy_null_create, applied=True)
+    results = _run(transport, "bytes", "patch")
+    assert transport.broken
+    assert results and all(r.outcome in ("pass", "warn") for r in results.values()), {
+        n: r.message for n, r in results.items() if r.outcome not in ("pass", "warn")
+    }

@@ -43,7 +43,6 @@ from amp_conformance.amp01.checks._support import (
     full_body,
     member,
     post_cell,
-    remember_created,
     server_now_near,
     shared_replies,
     shown,
@@ -122,8 +121,7 @@ def _create(amp: Amp01Context, body: dict[str, Any], *, judged: bool = False) ->
     received = datetime.now(UTC)
     if isinstance(made, Adopted):
         return {"body": body, "cell": made.cell, "sent": sent, "received": received}
-    reply = made
-    remember_created(amp, reply, "a")
+    reply = made  # its cell remembered by send_create
     create_step(amp, reply, "creating a shared cell")
     try:
         cell = reply.json()
@@ -699,10 +697,13 @@ def odd_creates(amp: Amp01Context) -> tuple[str, list[tuple[str, Reply]]]:
 
 
 def odd_cell(
-    amp: Amp01Context, odd: tuple[str, list[tuple[str, Reply]]], label: str, text: str | None = None
+    amp: Amp01Context, odd: tuple[str, list[tuple[str, Reply]]] | None, label: str, text: str | None = None
 ) -> dict[str, Any] | None:
     """The cell the odd create ``label`` made, when it answered 2xx with a cell (holding ``text``, when
-    given); else None: the error probes then make their own."""
+    given); else (or with no odd creates: an answer of theirs was lost) None: the error probes then
+    make their own."""
+    if odd is None:
+        return None
     cell = created_cell_of(dict(odd[1])[label])
     if cell is None:
         return None

@@ -211,8 +211,7 @@ def created(
         sent = amp.send_create(body, as_agent=role)
         if isinstance(sent, Adopted):
             return expect_valid_cell(amp, sent.cell, sent.listing, f"the cell {what} made"), sent.listing
-        reply = sent
-        remember_created(amp, reply, role)
+        reply = sent  # its cell remembered by send_create
     create_step(amp, reply, what)
     return expect_valid_cell(amp, reply.json(), reply, f"the cell returned by {what}"), reply
 
