@@ -6,7 +6,7 @@ import copy
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 from amp_conformance.amp01.conventions import Conventions, answer_of, detect_conventions, label
 from amp_conformance.amp01.envelope import envelope_problems, validation_error_problems
@@ -280,7 +280,7 @@ class Amp01Context(CheckContext[Amp01Session]):
         except TransportFailure as lost:
             try:
                 found = self._find_created(client, body)
-            except ToolError:
+            except (ToolError, CheckFailure):  # the list broke too (or is no JSON): it cannot tell
                 raise lost from None
             if found is None:
                 raise
@@ -307,7 +307,7 @@ class Amp01Context(CheckContext[Amp01Session]):
             self.remember(cell["id"], as_agent=as_agent)
         return reply
 
-    def _find_created(self, client: Client, body: Any) -> Adopted | bool | None:
+    def _find_created(self, client: Client, body: Any) -> Adopted | Literal[False] | None:
         """What the owner's list says of ``body``'s create: the cell (:class:`Adopted`), False when
         the owner has no cell the run does not know (the create did not happen), None when it cannot
         tell. Lists by status, each page by page, until a status shows a cell the run does not know."""
