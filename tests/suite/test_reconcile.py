@@ -17,8 +17,9 @@ import httpx
 import pytest
 
 from amp_conformance.cli import SuiteOutcome, run_suite
-from amp_conformance.engine.client import Client, Reply
+from amp_conformance.engine.client import Client, Connection, Reply
 from amp_conformance.engine.inprocess import ASGITransport, in_process_client
+from amp_conformance.engine.network import NetworkLog
 from amp_conformance.engine.verdict import CheckResult
 from reference_server import Settings, create_app
 from tests.suite.inprocess import ADMIN_TOKEN, BASE_URL
@@ -116,9 +117,29 @@ def _listed_after_the_broken_create(result: CheckResult) -> list[str]:
     return methods[first : first + 3]
 
 
-def test_a_create_applied_but_unanswered_is_adopted_from_the_owners_list() -> None:
+@pytest.fixture
+def network(monkeypatch: pytest.MonkeyPatch) -> list[NetworkLog]:
+    """The network log of every connection the test opens (one hung on each, where the client does not
+    hang its own yet)."""
+    logs: list[NetworkLog] = []
+    original = Connection.__init__
+
+    def init(self: Connection, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        log = getattr(self, "network", None)
+        if not isinstance(log, NetworkLog):
+            log = NetworkLog()
+            vars(self)["network"] = log
+        logs.append(log)
+
+    monkeypatch.setattr(Connection, "__init__", init)
+    return logs
+
+
+def test_a_create_applied_but_unanswered_is_adopted_from_the_owners_list(network: list[NetworkLog]) -> None:
     transport = BreakOnce(_create_with_text(DEFAULT_TEXT), applied=True)
     results = _run(transport, "patch", EXPIRY)
+    assert sum(log.reconciled for log in network) == 1
     result = results[EXPIRY]
     assert result.outcome == "pass", result.message
     owner = transport.broken[0]["identity"]["owner_id"]
@@ -130,9 +151,10 @@ def test_a_create_applied_but_unanswered_is_adopted_from_the_owners_list() -> No
     assert cell_id in transport.deleted  # remembered: the run's cleanup removed it
 
 
-def test_a_create_that_never_arrived_is_sent_once_more() -> None:
+def test_a_create_that_never_arrived_is_sent_once_more(network: list[NetworkLog]) -> None:
     transport = BreakOnce(_create_with_text(DEFAULT_TEXT), applied=False)
     results = _run(transport, "patch", EXPIRY)
+    assert sum(log.repeated for log in network) >= 1 and not any(log.reconciled for log in network)
     result = results[EXPIRY]
     assert result.outcome == "pass", result.message
     owner = transport.broken[0]["identity"]["owner_id"]
