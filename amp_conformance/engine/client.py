@@ -343,8 +343,9 @@ class Client:
         repeatable: bool | None = None,
     ) -> Reply:
         """Send ``method path``. ``headers`` values of None remove this client's header of that name.
-        ``repeatable``: whether the request may be repeated after a transport failure (None: by method;
-        True: a POST that only reads); taken here, given its meaning by the client's retry."""
+
+        ``repeatable`` (see :meth:`Connection.send`): True for a POST that only reads (a search), so a
+        broken attempt is sent again instead of raising :class:`AmbiguousExchange`."""
         url = self.connection.url_for(path, root=root)
         if params:
             url = str(httpx.URL(url, params={k: v for k, v in params.items() if v is not None}))
