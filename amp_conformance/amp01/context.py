@@ -5,14 +5,21 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
 
 from amp_conformance.amp01.conventions import Conventions, answer_of, detect_conventions, label
 from amp_conformance.amp01.envelope import envelope_problems, validation_error_problems
 from amp_conformance.amp01.session import Agent, Amp01Session, NotEnoughAgents, as_options_given
 from amp_conformance.engine.client import Client, Reply, at_once
 from amp_conformance.engine.context import CheckContext
-from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed, ToolError
+from amp_conformance.engine.outcomes import (
+    AmbiguousExchange,
+    CheckFailure,
+    PreconditionFailed,
+    ToolError,
+    TransportFailure,
+)
 from amp_conformance.engine.steps import roles_of
 
 if TYPE_CHECKING:
@@ -28,6 +35,64 @@ KEYS_NEEDED = (
 
 
 _T = TypeVar("_T")
+
+#: The POSTs of v0.1 that only read: sent as requests the client may repeat after a broken exchange.
+READ_ONLY_POSTS = ("/memories/search",)
+#: The statuses an owner's list can show a fresh cell with (a scheduled pass may move one on).
+_LISTED = ("active", "stale", "archived")
+#: Pages of an owner's list read while reconciling a create (an owner of the run holds a few cells).
+_RECONCILE_PAGES = 10
+
+
+class _Amp01Client(Client):
+    """The engine's client, sending :data:`READ_ONLY_POSTS` as reads (``repeatable=True``)."""
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Reply:
+        if method == "POST" and path.split("?", 1)[0].endswith(READ_ONLY_POSTS):
+            kwargs.setdefault("repeatable", True)
+        return super().request(method, path, **kwargs)
+
+
+def _reads_searches(client: Client) -> Client:
+    # the session's client as it is (whatever the engine keeps on one), only its class narrowed
+    client.__class__ = _Amp01Client
+    return client
+
+
+@dataclass(frozen=True)
+class Adopted:
+    """The cell a create whose answer was lost made, found in its owner's list: the stored cell, and
+    the list reply that showed it (the step's evidence, in place of the create's answer)."""
+
+    cell: dict[str, Any]
+    listing: Reply
+
+
+def _leaf_values(value: Any, prefix: str = "") -> Iterable[tuple[str, Any]]:
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            yield from _leaf_values(inner, f"{prefix}{key}.")
+    else:
+        yield prefix.rstrip("."), value
+
+
+def _at(cell: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(cell, Mapping):
+            return None
+        cell = cell.get(part)
+    return cell
+
+
+def _made_from(cell: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
+    """Whether ``cell`` can be the one ``body`` created: its type, text, owner type, scoring and access
+    policy as asked (cells of one owner created at once differ in those)."""
+    asked = [("type", body.get("type")), ("content.text", _at(body, "content.text"))]
+    asked.append(("identity.owner_type", _at(body, "identity.owner_type")))
+    for section in ("scoring", "access_policy"):
+        given = body.get(section)
+        asked += [(f"{section}.{k}", v) for k, v in _leaf_values(given if isinstance(given, Mapping) else {})]
+    return all(_at(cell, path) == value for path, value in asked if value is not None)
 
 
 def deep_merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -105,15 +170,18 @@ class Amp01Context(CheckContext[Amp01Session]):
 
     def as_agent(self, role: str = "a") -> Client:
         """A client sending ``role``'s identity (and key in keys mode)."""
-        return self.session.client(self.agent(role), log=self.evidence.exchanges, deadline=self.deadline)
+        client = self.session.client(self.agent(role), log=self.evidence.exchanges, deadline=self.deadline)
+        return _reads_searches(client)
 
     def anonymous(self) -> Client:
         """A client sending no identity and no key."""
-        return self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
+        return _reads_searches(self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline))
 
     def with_headers(self, headers: Mapping[str, str]) -> Client:
         """A client sending exactly ``headers`` (for identity and key probes)."""
-        client = self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
+        client = _reads_searches(
+            self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
+        )
         client.headers = dict(headers)
         return client
 
@@ -192,13 +260,101 @@ class Amp01Context(CheckContext[Amp01Session]):
         self, overrides: Mapping[str, Any] | None = None, *, as_agent: str = "a", **fields: Any
     ) -> dict[str, Any]:
         """Create a cell. A step, not a question: a 2xx with an id will do (AMP-CRE-01 insists on 201
-        itself); anything else blocks the check under AMP-CRE-01."""
+        itself); anything else blocks the check under AMP-CRE-01. An answer lost in transport is
+        reconciled (:meth:`send_create`)."""
         body = self.cell_body(overrides, **fields)
-        return self.created_cell(self.as_agent(as_agent).post("/memories", body), as_agent=as_agent)
+        return self.created_cell(self.send_create(body, as_agent=as_agent), as_agent=as_agent)
 
-    def created_cell(self, reply: Reply, *, as_agent: str = "a") -> dict[str, Any]:
+    def send_create(self, body: Any, *, as_agent: str = "a") -> Reply | Adopted:
+        """``POST /memories`` of ``body`` as a step: its reply, or, when the answer was lost (the server
+        may or may not have stored the cell), the cell it made, found in the owner's list.
+
+        The body's owner is the run's own (:meth:`owner`), so the list tells: the one cell of that owner
+        the run does not know yet and that matches the body is adopted (remembered for the cleanup);
+        no unknown cell at all, the create certainly did not happen and is sent once more; anything else
+        (the list failing, several candidates) leaves the failure standing, never a guess. For creates
+        whose answer the check judges, send the POST itself: there is nothing to reconcile then."""
+        client = self.as_agent(as_agent)
+        try:
+            return self._remembered(client.post("/memories", body), as_agent)
+        except TransportFailure as lost:
+            try:
+                found = self._find_created(client, body)
+            except (ToolError, CheckFailure):  # the list broke too (or is no JSON): it cannot tell
+                raise lost from None
+            if found is None:
+                raise
+            if isinstance(found, Adopted):
+                self.remember(found.cell["id"], as_agent=as_agent)
+                self._network("count_reconciled")
+                self.note(
+                    f"the answer to creating cell {found.cell['id']} was lost ({lost}); the owner's list "
+                    "shows the cell it made, taken as the step's"
+                )
+                return found
+        self._network("count_repeated")
+        self.note("a create's answer was lost and the owner's list shows no such cell: sent once more")
+        return self._remembered(client.post("/memories", body), as_agent)
+
+    def _remembered(self, reply: Reply, as_agent: str) -> Reply:
+        """``reply``, its cell remembered at once: a create sent beside it (``at_once``) that must
+        reconcile then knows this cell is not its own."""
+        try:
+            cell = reply.json() if 200 <= reply.status < 300 and reply.text else None
+        except CheckFailure:
+            return reply
+        if isinstance(cell, dict) and isinstance(cell.get("id"), str):
+            self.remember(cell["id"], as_agent=as_agent)
+        return reply
+
+    def _find_created(self, client: Client, body: Any) -> Adopted | Literal[False] | None:
+        """What the owner's list says of ``body``'s create: the cell (:class:`Adopted`), False when
+        the owner has no cell the run does not know (the create did not happen), None when it cannot
+        tell. Lists by status, each page by page, until a status shows a cell the run does not know."""
+        owner = _at(body, "identity.owner_id") if isinstance(body, Mapping) else None
+        if not isinstance(owner, str):
+            return None
+        for status in _LISTED:
+            unknown: list[tuple[dict[str, Any], Reply]] = []
+            offset = 0
+            for _ in range(_RECONCILE_PAGES):
+                params: dict[str, Any] = {"owner_id": owner, "status": status}
+                if offset:
+                    params["offset"] = offset
+                reply = client.get("/memories", params=params)
+                page = reply.json() if reply.status == 200 else None
+                results = page.get("results") if isinstance(page, dict) else None
+                if not isinstance(results, list):
+                    return None
+                for cell in results:
+                    if (
+                        isinstance(cell, dict)
+                        and isinstance(cell.get("id"), str)
+                        and self.session.creator_of(cell["id"]) is None
+                    ):
+                        unknown.append((cell, reply))
+                if not isinstance(page, dict) or page.get("has_more") is not True or not results:
+                    break
+                offset += len(results)
+            else:
+                return None  # more pages than an owner of the run holds: not the run's to guess
+            if unknown:
+                matching = [(cell, reply) for cell, reply in unknown if _made_from(cell, body)]
+                return Adopted(*matching[0]) if len(matching) == 1 else None
+        return False
+
+    def _network(self, count: str) -> None:
+        """Count on the run's network log (the connection's, once the client keeps one)."""
+        network = getattr(self.session.connection, "network", None)
+        if network is not None:
+            getattr(network, count)()
+
+    def created_cell(self, reply: Reply | Adopted, *, as_agent: str = "a") -> dict[str, Any]:
         """The cell a create answered, judged as :meth:`create_cell` judges its own (for creates sent
-        together, ``at_once``): a 2xx with an id, remembered for the cleanup, or the check is blocked."""
+        together, ``at_once``): a 2xx with an id, remembered for the cleanup, or the check is blocked.
+        A cell :meth:`send_create` adopted is already remembered."""
+        if isinstance(reply, Adopted):
+            return reply.cell
         cell = reply.json() if 200 <= reply.status < 300 and reply.text else None
         if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
             shown = (
@@ -207,7 +363,8 @@ class Amp01Context(CheckContext[Amp01Session]):
             self.precondition_failed(
                 f"creating a cell answered {shown}", reply, step="creating a cell", requirement="AMP-CRE-01"
             )
-        self.remember(cell["id"], as_agent=as_agent)
+        if self.session.creator_of(cell["id"]) is None:  # not remembered by send_create already
+            self.remember(cell["id"], as_agent=as_agent)
         return cell
 
     def remember(self, cell_id: str, *, as_agent: str = "a") -> None:
@@ -215,9 +372,35 @@ class Amp01Context(CheckContext[Amp01Session]):
         self.session.remember(cell_id, self.agent(as_agent))
 
     def archive(self, cell_id: str, *, as_agent: str = "a") -> dict[str, Any]:
-        """Archive a cell (a step: anything but 200 with an object blocks the check under AMP-PATCH-10)."""
-        reply = self.as_agent(as_agent).patch(f"/memories/{cell_id}", {"lifecycle": {"status": "archived"}})
-        return self.archived_step(reply)
+        """Archive a cell (a step: anything but 200 with an object blocks the check under AMP-PATCH-10);
+        an answer lost in transport is settled as :meth:`send_archive` does."""
+        return self.archived_step(self.send_archive(cell_id, as_agent=as_agent))
+
+    def send_archive(self, cell_id: str, *, as_agent: str = "a") -> Reply:
+        """The archive PATCH of a step: its reply, or, when the answer was lost, the cell read back
+        (GET, an access): archived, that read is the step's reply (200 with the cell as stored); still
+        active or stale, the PATCH is sent once more; anything else leaves the failure standing. For an
+        archive whose answer the check judges, send the PATCH itself."""
+        client = self.as_agent(as_agent)
+        path = f"/memories/{cell_id}"
+        try:
+            return client.patch(path, {"lifecycle": {"status": "archived"}})
+        except TransportFailure as lost:
+            try:
+                read = client.get(path)
+                cell = read.json() if read.status == 200 else None
+            except (ToolError, CheckFailure):
+                raise lost from None
+            status = _at(cell, "lifecycle.status")
+            if status == "archived":
+                self._network("count_reconciled")
+                self.note(f"archiving {cell_id}: the answer was lost; the cell reads back archived")
+                return read
+            if status not in ("active", "stale"):
+                raise
+        self._network("count_repeated")
+        self.note(f"archiving {cell_id}: the answer was lost and the cell reads {status}: sent once more")
+        return client.patch(path, {"lifecycle": {"status": "archived"}})
 
     def archived_step(self, reply: Reply) -> dict[str, Any]:
         """Judge an archive PATCH (sent here or by a shared step) as a step: 200 with an object."""
@@ -232,9 +415,33 @@ class Amp01Context(CheckContext[Amp01Session]):
         return body
 
     def delete_cell(self, cell_id: str, *, as_agent: str = "a") -> None:
-        """Archive, then delete (steps: a refusal blocks the check under AMP-PATCH-10 or AMP-DEL-01)."""
+        """Archive, then delete (steps: a refusal blocks the check under AMP-PATCH-10 or AMP-DEL-01).
+        A DELETE repeated after a broken attempt that finds the cell gone is the step done."""
         self.archive(cell_id, as_agent=as_agent)
-        self.deleted_step(self.as_agent(as_agent).delete(f"/memories/{cell_id}"))
+        client = self.as_agent(as_agent)
+        try:
+            reply = client.delete(f"/memories/{cell_id}")
+        except AmbiguousExchange as lost:
+            if not self._gone(client, cell_id, lost):
+                raise
+            self._network("count_reconciled")
+            self.note(f"deleting {cell_id}: the first answer was lost; the repeat finds the cell gone")
+            return
+        self.deleted_step(reply)
+
+    def _gone(self, client: Client, cell_id: str, lost: AmbiguousExchange) -> bool:
+        """Whether an ambiguous DELETE left the cell gone: the repeat answered 404/410, or the cell
+        reads as deleted (either documented answer for a deleted cell)."""
+        exchange = lost.exchange
+        if exchange is not None and exchange.method == "DELETE" and exchange.status in (404, 410):
+            return True
+        try:
+            read = client.get(f"/memories/{cell_id}")
+            if read.status in (404, 410):
+                return True
+            return read.status == 200 and _at(read.json(), "lifecycle.status") == "deleted"
+        except (ToolError, CheckFailure):
+            return False
 
     def deleted_step(self, reply: Reply) -> None:
         """Judge the DELETE of an archived cell (sent here or by a shared step) as a step: 204."""
@@ -335,7 +542,9 @@ class Amp01Context(CheckContext[Amp01Session]):
                     known = client.get(f"/memories/{cell['id']}").status not in (401, 403)
                 else:
                     known = True  # nothing to learn: the create's own checks report it
-            except (ToolError, AssertionError):
+            except ToolError:
+                return True  # the network's doing, not the server's answer: asked again next time
+            except AssertionError:
                 known = True
             self.run.cache["creator_reads_own_cell"] = known
         return bool(known)
@@ -437,6 +646,8 @@ class Amp01Context(CheckContext[Amp01Session]):
             self.skip("needs the admin token: give --admin-token and --allow-global-effects")
         if not options.allow_global_effects:
             self.skip("runs a store-wide lifecycle pass: give --allow-global-effects to allow it")
-        client = self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
+        client = _reads_searches(
+            self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
+        )
         client.headers = {"X-AMP-Admin-Token": options.admin_token}
         return client

@@ -303,9 +303,9 @@ def _owner_lists(amp: Amp01Context, owner: str, statuses: tuple[str, ...]) -> di
     return _checked_lists(amp, statuses, together(amp, _lists(amp.as_agent("a"), owner, statuses)))
 
 
-def _archive_then_delete(client: Client, cell_id: str) -> tuple[Reply, Reply | None]:
-    archived = client.patch(f"/memories/{cell_id}", {"lifecycle": {"status": "archived"}})
-    return archived, client.delete(f"/memories/{cell_id}") if archived.status == 200 else None
+def _archive_then_delete(amp: Amp01Context, cell_id: str) -> tuple[Reply, Reply | None]:
+    archived = amp.send_archive(cell_id)
+    return archived, amp.as_agent("a").delete(f"/memories/{cell_id}") if archived.status == 200 else None
 
 
 def _create(
@@ -343,12 +343,11 @@ def _make_first(amp: Amp01Context) -> dict[str, Any]:
     ids = dict(zip(CELLS, made[: len(CELLS)], strict=True))
     twins = dict(zip(TWINS, made[len(CELLS) : len(CELLS) + len(TWINS)], strict=True))
     ranked = {"owner": ranked_owner, "id": made[-1], "sent": made_at}
-    archived = {"lifecycle": {"status": "archived"}}
     # the server's round trip for the fast cell's rate: the slowest of the creates (sent at once)
     round_trip = max((e.elapsed for e in amp.evidence.exchanges[start:]), default=0.0)
     steps: list[Callable[[], Any]] = [
-        lambda: (client.patch(f"/memories/{ids['archived']}", archived), None),
-        lambda: _archive_then_delete(client, ids["deleted"]),
+        lambda: (amp.send_archive(ids["archived"]), None),
+        lambda: _archive_then_delete(amp, ids["deleted"]),
         partial(_create_fast, amp, fast_owner, round_trip),
     ]
     archive, (before_delete, deleted), fast = together(amp, steps)

@@ -43,6 +43,7 @@ from amp_conformance.amp01.conventions import Conventions
 from amp_conformance.amp01.envelope import CODE_PATTERN, envelope_problems
 from amp_conformance.amp01.session import NotEnoughAgents
 from amp_conformance.engine.client import Reply
+from amp_conformance.engine.outcomes import TransportFailure
 
 MISSING_AGENT_ID = "MISSING_AGENT_ID"
 UNAUTHENTICATED = "UNAUTHENTICATED"
@@ -108,7 +109,10 @@ def _provoke(amp: Amp01Context) -> _Provoked:
     # probes other checks ask too, each sent once per run (before the stranger is taken, so every
     # check sharing them plays the same agents): the odd creates of AMP-ERR-07 (one of them, a plain
     # cell, is this step's active cell), two 422 creates, the create without identity and its listing
-    odd = _odd_creates(amp)
+    try:
+        odd: tuple[str, list[tuple[str, Reply]]] | None = _odd_creates(amp)
+    except TransportFailure:  # an answer lost: AMP-ERR-07's error; the probes make their own cells
+        odd = None
     literal = shared_create(amp, "type-literal", lambda maker: maker.cell_body(type="literal"))
     array = shared_create(amp, "json-array", lambda maker: [])
     _, refused_create, refused_listing = anonymous_create(amp)
@@ -546,7 +550,7 @@ def test_validation_failures_never_use_a_framework_shape(amp: Amp01Context) -> N
 # robustness (AMP-ERR-07) ---------------------------------------------------------------------
 
 
-def _archived_odd_cell(amp: Amp01Context, odd: tuple[str, list[tuple[str, Reply]]]) -> dict[str, Any]:
+def _archived_odd_cell(amp: Amp01Context, odd: tuple[str, list[tuple[str, Reply]]] | None) -> dict[str, Any]:
     """The error probes' archived cell: the scoring-null create's cell once archived (AMP-ERR-07 judges
     only its create answer), or, when that create or its archive did not succeed, a fresh cell archived
     as a step (AMP-PATCH-10)."""

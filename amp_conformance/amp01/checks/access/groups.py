@@ -29,6 +29,7 @@ from amp_conformance.amp01.checks.access.vectors import (
     template_roles,
     write_surfaces,
 )
+from amp_conformance.amp01.context import Adopted
 from amp_conformance.engine.client import Reply
 from amp_conformance.engine.outcomes import CheckFailure, PreconditionFailed
 from amp_conformance.engine.steps import Frozen, Made, Recorder, Step
@@ -450,9 +451,9 @@ def _create_vector_cells(
 ) -> None:
     """The cells of ``entries`` (by vector name) created by agent "a" at once, each judged in order as
     a step: the vector gets its cell, or the failure that stopped its create (raised by its check)."""
-    client = amp.as_agent("a")
+    amp.agent("a")  # the role taken before the creates run beside one another
     bodies = [amp.cell_body(_matrix_body(text, entry)) for entry in entries.values()]
-    sent = amp.at_once(*(partial(client.post, "/memories", body) for body in bodies))
+    sent = amp.at_once(*(partial(amp.send_create, body) for body in bodies))
     for (name, entry), reply in zip(entries.items(), sent, strict=True):
         try:
             vectors[name] = _matrix_entry(amp, rec, reply, entry)
@@ -471,20 +472,21 @@ def _matrix_body(text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _matrix_entry(amp: Amp01Context, rec: Recorder, reply: Reply, entry: Mapping[str, Any]) -> dict[str, Any]:
+def _matrix_entry(
+    amp: Amp01Context, rec: Recorder, reply: Reply | Adopted, entry: Mapping[str, Any]
+) -> dict[str, Any]:
     """The entry with the cell ``reply`` created (a step, as ``amp.create_cell`` judges it) and where
-    its create sits among the group's exchanges."""
+    its create (or the list that showed a cell whose create's answer was lost) sits among the group's
+    exchanges."""
     cell = amp.created_cell(reply)
-    at = rec.position(reply)
+    at = rec.position(reply.listing if isinstance(reply, Adopted) else reply)
     assert at is not None  # the reply's exchange is the check's
     return {"cell": cell, "create": at, **entry}
 
 
 def _matrix_cell(amp: Amp01Context, rec: Recorder, text: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     """A vector's cell, created by agent "a" on its own: :func:`_matrix_entry`."""
-    return _matrix_entry(
-        amp, rec, amp.as_agent("a").post("/memories", amp.cell_body(_matrix_body(text, entry))), entry
-    )
+    return _matrix_entry(amp, rec, amp.send_create(amp.cell_body(_matrix_body(text, entry))), entry)
 
 
 def _role_pages(
