@@ -28,6 +28,7 @@ from amp_conformance.engine.report_model import (
     Catalogue,
     Check,
     Cleanup,
+    DefectGroup,
     Expectation,
     Finding,
     Report,
@@ -35,11 +36,13 @@ from amp_conformance.engine.report_model import (
     RunInfo,
     Summary,
     applied_levels,
+    defect_groups,
     root_causes_first,
 )
 from amp_conformance.engine.report_model import (
     Exchange as ExchangeEntry,
 )
+from amp_conformance.engine.text import printable
 from amp_conformance.engine.verdict import resolve
 from amp_conformance.engine.vocabulary import LEVELS, Level, Outcome
 
@@ -368,9 +371,35 @@ def closing_counts(report: Report) -> str:
 EXPECTED_SHOWN = 10
 
 
-def render_summary(run: Run) -> str:
-    """The terminal summary: conventions, a table by area, findings with evidence, blocked checks under
-    their causes, skip reasons, the verdict."""
+def _grouped(report: Report) -> dict[str, DefectGroup]:
+    """Check id -> its defect group, for the checks that share a defect with others (expected
+    failures are listed apart, so they group only among themselves and are not shown here)."""
+    news = [c for c in report.checks if not c.expected_gap]
+    return {c.id: g for g in defect_groups(news) if len(g.checks) > 1 for c in g.checks}
+
+
+def _group_lines(run: Run, group: DefectGroup) -> list[str]:
+    """One defect's entry: the line, its places, the first check's finding and its reproduce line."""
+    first = run.results.get(group.checks[0].id)
+    word = "FAIL" if group.outcome == Outcome.FAIL else "WARN"
+    lines = [f"  {word:<5} {printable(_one_line(group.line()))}"]
+    lines.append(f"        where: {printable(group.where_line(150))}")
+    if first is not None:
+        lines.append(f"        first: {_one_line(first.message, 150)}")
+        lines.append(f"        check: --check {shlex.quote(first.name)}")
+        exchange = first.failing_exchange
+        curl = exchange.curl() if exchange is not None else None
+        if group.outcome == Outcome.WARN and first.warnings:
+            curl = first.warnings[0].curl()
+        if curl:
+            lines.append(f"        reproduce: {terminal_line(curl)}")
+    return lines
+
+
+def render_summary(run: Run, report: Report | None = None) -> str:
+    """The terminal summary: conventions, a table by area, findings with evidence (one entry per
+    defect: :func:`report_model.defect_groups`), blocked checks under their causes, skip reasons, the
+    network's and the cleanup's lines, the verdict. ``report``: the run's model, when already built."""
     summary = summarise(run)
     results = list(run.results.values())
     session = run.active_session
@@ -397,9 +426,17 @@ def render_summary(run: Run) -> str:
         for result in surprises:
             ids = ",".join(result.requirements)
             lines.append(f"  XPASS {ids} ({result.level}) {result.title}")
+    grouped = _grouped(report if report is not None else build_report(run))
+    shown: set[int] = set()
     if failures:
         lines += ["", "new failures (not in the expectations file):" if expected_failures else "failures:"]
         for result in failures:
+            group = grouped.get(result.nodeid)
+            if group is not None:  # one defect across parametrized checks: one entry for all of them
+                if id(group) not in shown:
+                    shown.add(id(group))
+                    lines += _group_lines(run, group)
+                continue
             ids = ",".join(result.finding_requirements or result.requirements)
             lines.append(f"  {result.outcome.upper():<5} {ids} ({result.level}) {_finding_title(result)}")
             lines.append(f"        {_one_line(result.message)}")
@@ -433,6 +470,12 @@ def render_summary(run: Run) -> str:
     if warned:
         lines += ["", "warnings:"]
         for result in warned:
+            group = grouped.get(result.nodeid)
+            if group is not None:
+                if id(group) not in shown:
+                    shown.add(id(group))
+                    lines += _group_lines(run, group)
+                continue
             for warning in result.warnings[:1]:
                 ids = ",".join(warning.requirements or result.requirements)
                 lines.append(f"  WARN  {ids} ({warning.level}) {_one_line(warning.message)}")
