@@ -31,6 +31,7 @@ from amp_conformance.engine.report_model import (
     DefectGroup,
     Expectation,
     Finding,
+    Network,
     Report,
     Requests,
     RunInfo,
@@ -258,6 +259,7 @@ def build_report(run: Run) -> Report:
         server["replay_note"] = replay_note(run.options.app, run.options.base_url)
     render = _Entries(_ExchangeRenderer(run.rendered_exchanges))
     cleanup = dict(blocks.get("cleanup") or {"attempted": 0, "deleted": 0, "problems": []})
+    network = blocks.get("network")  # the session's NetworkLog.as_block(), when it keeps one
     protocol = run.protocol
     checks = tuple(_check_entry(result, render) for result in run.results.values())
     return Report(
@@ -280,8 +282,9 @@ def build_report(run: Run) -> Report:
         catalogue=applied_levels(Catalogue.from_json(protocol.catalogue.as_report()), checks),
         summary=Summary.from_json(summarise(run)),
         checks=checks,
-        cleanup=Cleanup(cleanup["attempted"], cleanup["deleted"], tuple(cleanup["problems"])),
+        cleanup=Cleanup.from_json(cleanup),
         expectations=run.expectations_report,
+        network=Network.from_json(network) if network is not None else None,
     )
 
 
@@ -426,16 +429,17 @@ def render_summary(run: Run, report: Report | None = None) -> str:
         for result in surprises:
             ids = ",".join(result.requirements)
             lines.append(f"  XPASS {ids} ({result.level}) {result.title}")
-    grouped = _grouped(report if report is not None else build_report(run))
+    model = report if report is not None else build_report(run)
+    grouped = _grouped(model)
     shown: set[int] = set()
     if failures:
         lines += ["", "new failures (not in the expectations file):" if expected_failures else "failures:"]
         for result in failures:
-            group = grouped.get(result.nodeid)
-            if group is not None:  # one defect across parametrized checks: one entry for all of them
-                if id(group) not in shown:
-                    shown.add(id(group))
-                    lines += _group_lines(run, group)
+            defect = grouped.get(result.nodeid)
+            if defect is not None:  # one defect across parametrized checks: one entry for all of them
+                if id(defect) not in shown:
+                    shown.add(id(defect))
+                    lines += _group_lines(run, defect)
                 continue
             ids = ",".join(result.finding_requirements or result.requirements)
             lines.append(f"  {result.outcome.upper():<5} {ids} ({result.level}) {_finding_title(result)}")
@@ -470,11 +474,11 @@ def render_summary(run: Run, report: Report | None = None) -> str:
     if warned:
         lines += ["", "warnings:"]
         for result in warned:
-            group = grouped.get(result.nodeid)
-            if group is not None:
-                if id(group) not in shown:
-                    shown.add(id(group))
-                    lines += _group_lines(run, group)
+            defect = grouped.get(result.nodeid)
+            if defect is not None:
+                if id(defect) not in shown:
+                    shown.add(id(defect))
+                    lines += _group_lines(run, defect)
                 continue
             for warning in result.warnings[:1]:
                 ids = ",".join(warning.requirements or result.requirements)
@@ -492,6 +496,12 @@ def render_summary(run: Run, report: Report | None = None) -> str:
     if problems:
         lines += ["", "cleanup (not counted against the server):"]
         lines += [f"  {problem}" for problem in problems[:10]]
+    left = model.cleanup.left or ()
+    if left:
+        lines += ["", "left on the server (the cleanup could not remove them):"]
+        lines += [f"  {printable(entry.id)}: {printable(_one_line(entry.reason))}" for entry in left[:10]]
+        if len(left) > 10:
+            lines.append(f"  ... and {len(left) - 10} more (the JSON report lists them)")
     if run.broken_reason:
         lines += ["", f"server unavailable: {run.broken_reason}"]
     if run.options.app and any(r.outcome in (FAIL, WARN) for r in results):
@@ -520,6 +530,11 @@ def render_summary(run: Run, report: Report | None = None) -> str:
         if results
         else "INCOMPLETE: no check ran (the selection is empty)",
     }[summary["verdict"]]
+    # what the network and the cleanup did: said apart from the verdict, never counted in it
+    if model.network is not None:
+        lines.append(printable(model.network.summary))
+    if (left_line := model.cleanup.left_line()) is not None:
+        lines.append(left_line)
     lines.append(f"verdict: {verdict_text}")
     if run.options.json_path is not None and str(run.options.json_path) != "-":
         lines.append(f"JSON report: {run.options.json_path}")

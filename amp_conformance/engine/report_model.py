@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 from amp_conformance.engine.vocabulary import LEVELS, OUTCOMES, Level, Outcome
@@ -403,13 +403,96 @@ class Catalogue:
 
 
 @dataclass(frozen=True)
+class Left:
+    """A cell (or other record) the cleanup could not remove, and why."""
+
+    id: str
+    reason: str
+
+    def to_json(self) -> Json:
+        return {"id": self.id, "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class Cleanup:
     attempted: int
     deleted: int
     problems: tuple[str, ...]
+    left: tuple[Left, ...] | None = None
+    """What is still on the server (None: a report from before the member, which is then absent)."""
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Cleanup:
+        left = data.get("left")
+        return cls(
+            data["attempted"],
+            data["deleted"],
+            tuple(data["problems"]),
+            tuple(Left(entry["id"], entry["reason"]) for entry in left) if left is not None else None,
+        )
 
     def to_json(self) -> Json:
-        return {"attempted": self.attempted, "deleted": self.deleted, "problems": list(self.problems)}
+        document: Json = {"attempted": self.attempted, "deleted": self.deleted}
+        document["problems"] = list(self.problems)
+        if self.left is not None:
+            document["left"] = [entry.to_json() for entry in self.left]
+        return document
+
+    def left_line(self) -> str | None:
+        """``cleanup: 3 cells left on the server`` when the cleanup left any, else None."""
+        if not self.left:
+            return None
+        count = len(self.left)
+        return f"cleanup: {count} {'cell' if count == 1 else 'cells'} left on the server"
+
+
+@dataclass(frozen=True)
+class Network:
+    """What the network did during the run (``engine.network.NetworkLog.as_block``): never a finding,
+    never the verdict."""
+
+    exchanges_broken: int
+    broken_by_kind: Mapping[str, int]
+    repeated: int
+    reconciled: int
+    rerun: tuple[str, ...]
+    unrecovered: int
+    summary: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Network:
+        return cls(
+            data["exchanges_broken"],
+            dict(data["broken_by_kind"]),
+            data["repeated"],
+            data["reconciled"],
+            tuple(data["rerun"]),
+            data["unrecovered"],
+            data["summary"],
+        )
+
+    def to_json(self) -> Json:
+        return {
+            "exchanges_broken": self.exchanges_broken,
+            "broken_by_kind": dict(self.broken_by_kind),
+            "repeated": self.repeated,
+            "reconciled": self.reconciled,
+            "rerun": list(self.rerun),
+            "unrecovered": self.unrecovered,
+            "summary": self.summary,
+        }
+
+    def facts(self) -> list[tuple[str, str]]:
+        """(label, value) pairs the pages show under the summary line (the nonzero ones)."""
+        kinds = ", ".join(f"{count} {kind}" for kind, count in self.broken_by_kind.items() if count)
+        facts = [
+            ("broken, by kind", kinds),
+            ("sent again", str(self.repeated) if self.repeated else ""),
+            ("settled by reading back", str(self.reconciled) if self.reconciled else ""),
+            ("checks re-run", ", ".join(self.rerun)),
+            ("not recovered", str(self.unrecovered) if self.unrecovered else ""),
+        ]
+        return [(label, value) for label, value in facts if value]
 
 
 @dataclass(frozen=True)
@@ -429,6 +512,8 @@ class Report:
     checks: tuple[Check, ...]
     cleanup: Cleanup
     expectations: Mapping[str, Any] | None
+    network: Network | None = None
+    """The network block (absent from reports written before it, and from runs that had none)."""
 
     @classmethod
     def from_json(cls, data: object) -> Report:
@@ -456,10 +541,9 @@ class Report:
             catalogue=Catalogue.from_json(data["catalogue"]),
             summary=Summary.from_json(data["summary"]),
             checks=tuple(Check.from_json(c) for c in data["checks"]),
-            cleanup=Cleanup(
-                data["cleanup"]["attempted"], data["cleanup"]["deleted"], tuple(data["cleanup"]["problems"])
-            ),
+            cleanup=Cleanup.from_json(data["cleanup"]),
             expectations=data["expectations"],
+            network=Network.from_json(data["network"]) if data.get("network") is not None else None,
         )
 
     def to_json(self) -> Json:
@@ -479,7 +563,20 @@ class Report:
                 "expectations": self.expectations,
             }
         )
+        _optional(document, "network", self.network.to_json() if self.network is not None else None)
+        _optional(document, "groups", [group.to_json() for group in self.shared_defects] or None)
         return document
+
+    @cached_property
+    def defects(self) -> tuple[DefectGroup, ...]:
+        """The failing and warning checks as defects (:func:`defect_groups`), recomputed from the
+        checks: a saved report's ``groups`` are never read back."""
+        return tuple(defect_groups(self.checks))
+
+    @property
+    def shared_defects(self) -> tuple[DefectGroup, ...]:
+        """The defects several checks share (the JSON report's ``groups``)."""
+        return tuple(group for group in self.defects if len(group.checks) > 1)
 
     # what the renderers ask of a report --------------------------------------------------------
 
