@@ -796,9 +796,10 @@ class DefectGroup:
     def behaviour(self) -> str:
         """``answered 500 text/plain`` (and the error code when the body named one)."""
         key = self.key
-        status = "got no response" if key.status is None else f"answered {key.status}"
+        if key.status is None:  # a finding drawn from no exchange (a missing response is an error)
+            return ""
         media = f" {key.media_type}" if key.media_type else ""
-        return status + media + (f" {key.code}" if key.code else "")
+        return f"answered {key.status}{media}" + (f" {key.code}" if key.code else "")
 
     @property
     def what(self) -> str:
@@ -812,7 +813,8 @@ class DefectGroup:
         families = len(self.families)
         where = f"in {places} place" + ("" if places == 1 else "s")
         checks = f", {families} checks" if families > 1 else ""
-        return f"{', '.join(key.requirements)} ({key.level}): {self.what} {self.behaviour} {where}{checks}"
+        said = " ".join(part for part in (self.what, self.behaviour, where) if part)
+        return f"{', '.join(key.requirements)} ({key.level}): {said}{checks}"
 
     def where_line(self, limit: int = 300) -> str:
         """The places, by check: ``test_a[create, patch]; test_b[search-query, ...]`` (cut at ``limit``)."""

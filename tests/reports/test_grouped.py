@@ -105,6 +105,12 @@ def test_a_different_error_code_or_check_on_plain_json_is_another_defect() -> No
     assert "answered 500 application/json BOOM in 2 places" in groups[0].line()
 
 
+def test_findings_drawn_from_no_exchange_group_by_check_and_claim_no_answer() -> None:
+    checks = [{**_failing(f"test_c[{n}]", _exchange("{}")), "exchanges": [], "curl": None} for n in (1, 2)]
+    groups = defect_groups(Report.from_json(complete({"checks": checks})).checks)
+    assert [g.line() for g in groups] == ["AMP-ERR-03 (MUST): test_c[1] in 2 places"]
+
+
 def test_the_json_keeps_every_check_and_its_groups_follow_from_them() -> None:
     document = _report()
     report = Report.from_json(document)
