@@ -38,6 +38,7 @@ from amp_conformance.engine.report_model import (
     Summary,
     applied_levels,
     defect_groups,
+    left_count_line,
     root_causes_first,
 )
 from amp_conformance.engine.report_model import (
@@ -399,6 +400,20 @@ def _group_lines(run: Run, group: DefectGroup) -> list[str]:
     return lines
 
 
+#: Ids the cleanup's line names before it says how many more (the reports list them all).
+LEFT_NAMED = 5
+
+
+def left_named_line(cleanup: Cleanup) -> str | None:
+    """``cleanup: 3 cells left on the server: mem_1 (DELETE answered 500), ...``, or None."""
+    left = cleanup.left
+    if not left:
+        return None
+    named = ", ".join(f"{entry['id']} ({_one_line(entry['reason'])})" for entry in left[:LEFT_NAMED])
+    more = f", and {len(left) - LEFT_NAMED} more" if len(left) > LEFT_NAMED else ""
+    return f"{left_count_line(cleanup)}: {named}{more}"
+
+
 def render_summary(run: Run, report: Report | None = None) -> str:
     """The terminal summary: conventions, a table by area, findings with evidence (one entry per
     defect: :func:`report_model.defect_groups`), blocked checks under their causes, skip reasons, the
@@ -495,13 +510,11 @@ def render_summary(run: Run, report: Report | None = None) -> str:
     problems = (session.report_blocks().get("cleanup") or {}).get("problems") or []
     if problems:
         lines += ["", "cleanup (not counted against the server):"]
-        lines += [f"  {problem}" for problem in problems[:10]]
-    left = model.cleanup.left or ()
-    if left:
-        lines += ["", "left on the server (the cleanup could not remove them):"]
-        lines += [f"  {printable(entry.id)}: {printable(_one_line(entry.reason))}" for entry in left[:10]]
-        if len(left) > 10:
-            lines.append(f"  ... and {len(left) - 10} more (the JSON report lists them)")
+        lines += [f"  {printable(problem)}" for problem in problems[:10]]  # reasons quote the server
+    named = left_named_line(model.cleanup)
+    if named is not None and named not in problems:  # a session may say it among its problems itself
+        lines += [] if problems else ["", "cleanup (not counted against the server):"]
+        lines.append(f"  {printable(named)}")
     if run.broken_reason:
         lines += ["", f"server unavailable: {run.broken_reason}"]
     if run.options.app and any(r.outcome in (FAIL, WARN) for r in results):
@@ -533,7 +546,7 @@ def render_summary(run: Run, report: Report | None = None) -> str:
     # what the network and the cleanup did: said apart from the verdict, never counted in it
     if model.network is not None:
         lines.append(printable(model.network.summary))
-    if (left_line := model.cleanup.left_line()) is not None:
+    if (left_line := left_count_line(model.cleanup)) is not None:
         lines.append(left_line)
     lines.append(f"verdict: {verdict_text}")
     if run.options.json_path is not None and str(run.options.json_path) != "-":

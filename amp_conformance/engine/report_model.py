@@ -403,96 +403,25 @@ class Catalogue:
 
 
 @dataclass(frozen=True)
-class Left:
-    """A cell (or other record) the cleanup could not remove, and why."""
-
-    id: str
-    reason: str
-
-    def to_json(self) -> Json:
-        return {"id": self.id, "reason": self.reason}
-
-
-@dataclass(frozen=True)
 class Cleanup:
     attempted: int
     deleted: int
     problems: tuple[str, ...]
-    left: tuple[Left, ...] | None = None
-    """What is still on the server (None: a report from before the member, which is then absent)."""
+    left: tuple[Mapping[str, str], ...] = ()
+    """What stays on the server, each ``{"id", "reason"}``."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Cleanup:
-        left = data.get("left")
-        return cls(
-            data["attempted"],
-            data["deleted"],
-            tuple(data["problems"]),
-            tuple(Left(entry["id"], entry["reason"]) for entry in left) if left is not None else None,
-        )
-
-    def to_json(self) -> Json:
-        document: Json = {"attempted": self.attempted, "deleted": self.deleted}
-        document["problems"] = list(self.problems)
-        if self.left is not None:
-            document["left"] = [entry.to_json() for entry in self.left]
-        return document
-
-    def left_line(self) -> str | None:
-        """``cleanup: 3 cells left on the server`` when the cleanup left any, else None."""
-        if not self.left:
-            return None
-        count = len(self.left)
-        return f"cleanup: {count} {'cell' if count == 1 else 'cells'} left on the server"
-
-
-@dataclass(frozen=True)
-class Network:
-    """What the network did during the run (``engine.network.NetworkLog.as_block``): never a finding,
-    never the verdict."""
-
-    exchanges_broken: int
-    broken_by_kind: Mapping[str, int]
-    repeated: int
-    reconciled: int
-    rerun: tuple[str, ...]
-    unrecovered: int
-    summary: str
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Network:
-        return cls(
-            data["exchanges_broken"],
-            dict(data["broken_by_kind"]),
-            data["repeated"],
-            data["reconciled"],
-            tuple(data["rerun"]),
-            data["unrecovered"],
-            data["summary"],
-        )
+        left = tuple(dict(entry) for entry in data.get("left") or ())
+        return cls(data["attempted"], data["deleted"], tuple(data["problems"]), left)
 
     def to_json(self) -> Json:
         return {
-            "exchanges_broken": self.exchanges_broken,
-            "broken_by_kind": dict(self.broken_by_kind),
-            "repeated": self.repeated,
-            "reconciled": self.reconciled,
-            "rerun": list(self.rerun),
-            "unrecovered": self.unrecovered,
-            "summary": self.summary,
+            "attempted": self.attempted,
+            "deleted": self.deleted,
+            "problems": list(self.problems),
+            "left": [dict(entry) for entry in self.left],
         }
-
-    def facts(self) -> list[tuple[str, str]]:
-        """(label, value) pairs the pages show under the summary line (the nonzero ones)."""
-        kinds = ", ".join(f"{count} {kind}" for kind, count in self.broken_by_kind.items() if count)
-        facts = [
-            ("broken, by kind", kinds),
-            ("sent again", str(self.repeated) if self.repeated else ""),
-            ("settled by reading back", str(self.reconciled) if self.reconciled else ""),
-            ("checks re-run", ", ".join(self.rerun)),
-            ("not recovered", str(self.unrecovered) if self.unrecovered else ""),
-        ]
-        return [(label, value) for label, value in facts if value]
 
 
 @dataclass(frozen=True)
@@ -659,6 +588,61 @@ class Report:
         order = self.failure_order({rid for check in listed for rid in check.about})
         position = {rid: index for index, rid in enumerate(order)}
         return sorted(listed, key=lambda c: min((position[r] for r in c.about), default=len(position)))
+
+
+@dataclass(frozen=True)
+class Network:
+    """What the network did during the run (``engine.network.NetworkLog.as_block``): never a finding,
+    never the verdict."""
+
+    exchanges_broken: int
+    broken_by_kind: Mapping[str, int]
+    repeated: int
+    reconciled: int
+    rerun: tuple[str, ...]
+    unrecovered: int
+    summary: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Network:
+        return cls(
+            data["exchanges_broken"],
+            dict(data["broken_by_kind"]),
+            data["repeated"],
+            data["reconciled"],
+            tuple(data["rerun"]),
+            data["unrecovered"],
+            data["summary"],
+        )
+
+    def to_json(self) -> Json:
+        return {
+            "exchanges_broken": self.exchanges_broken,
+            "broken_by_kind": dict(self.broken_by_kind),
+            "repeated": self.repeated,
+            "reconciled": self.reconciled,
+            "rerun": list(self.rerun),
+            "unrecovered": self.unrecovered,
+            "summary": self.summary,
+        }
+
+    def facts(self) -> list[tuple[str, str]]:
+        """(label, value) pairs the pages show under the summary line (the nonzero ones)."""
+        kinds = ", ".join(f"{count} {kind}" for kind, count in self.broken_by_kind.items() if count)
+        facts = [
+            ("broken, by kind", kinds),
+            ("sent again", str(self.repeated) if self.repeated else ""),
+            ("settled by reading back", str(self.reconciled) if self.reconciled else ""),
+            ("checks re-run", ", ".join(self.rerun)),
+            ("not recovered", str(self.unrecovered) if self.unrecovered else ""),
+        ]
+        return [(label, value) for label, value in facts if value]
+
+
+def left_count_line(cleanup: Cleanup) -> str | None:
+    """``cleanup: 3 cells left on the server`` when the cleanup left any (the terminal's closing line)."""
+    count = len(cleanup.left)
+    return f"cleanup: {count} {'cell' if count == 1 else 'cells'} left on the server" if count else None
 
 
 def _registered(protocol: str, member: str) -> str | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from amp_conformance.engine.report_model import Report, as_report, defect_groups
+from amp_conformance.engine.report_model import Report, as_report, defect_groups, left_count_line
 from amp_conformance.engine.vocabulary import Outcome
 from amp_conformance.reports.html_assets import CSS, JS, content_security_policy
 from amp_conformance.reports.html_check import (
@@ -112,7 +112,7 @@ def _facts(report: Report) -> str:
     rows.append(("Workers", str(run.workers)))
     if report.network is not None:
         rows.append(("Network", report.network.summary))
-    if (left := report.cleanup.left_line()) is not None:
+    if (left := left_count_line(report.cleanup)) is not None:
         rows.append(("Cleanup", left))
     for member, label in (
         ("unavailable", "Server unavailable"),
@@ -486,15 +486,19 @@ def _footer(report: Report) -> str:
         f"<p>Cleanup: {esc(cleanup.attempted)} attempted, {esc(cleanup.deleted)} deleted{trouble}.</p>",
         *(f'<pre class="msg">{esc(p)}</pre>' for p in problems[:20]),
     ]
-    left = cleanup.left or ()
+    left = cleanup.left
     if left:  # ids and reasons come from the server's answers: escaped like every other text
-        items = "".join(f"<li><code>{esc(e.id)}</code>: {esc(e.reason)}</li>" for e in left[:LIST_ITEMS])
+        items = "".join(
+            f"<li><code>{esc(e['id'])}</code>: {esc(e['reason'])}</li>" for e in left[:LIST_ITEMS]
+        )
         more = (
             f'<p class="cut">{len(left) - LIST_ITEMS} more in the JSON report</p>'
             if len(left) > LIST_ITEMS
             else ""
         )
-        parts.append(f'<p class="left">{esc(cleanup.left_line())}:</p><ul class="left">{items}</ul>{more}')
+        parts.append(
+            f'<p class="left">{esc(left_count_line(cleanup))}:</p><ul class="left">{items}</ul>{more}'
+        )
     network = report.network
     if network is not None:  # what the network did: never a finding, never the verdict
         facts = "".join(f"<dt>{esc(label)}</dt><dd>{esc(value)}</dd>" for label, value in network.facts())

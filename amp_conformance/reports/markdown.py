@@ -24,6 +24,7 @@ from amp_conformance.engine.report_model import (
     Report,
     as_report,
     defect_groups,
+    left_count_line,
 )
 from amp_conformance.engine.vocabulary import Level, Outcome
 from amp_conformance.reports.output import write_report_file
@@ -154,11 +155,11 @@ def _network_and_cleanup(report: Report) -> list[str]:
             lines += ["| what | count |", "|---|---|"]
             lines += [f"| {md_escape(label)} | {md_escape(value)} |" for label, value in facts]
             lines.append("")
-    left = report.cleanup.left or ()
+    left = report.cleanup.left
     if left:
-        lines += [f"### {md_escape(report.cleanup.left_line() or '', keep='.-:,')}", ""]
+        lines += [f"### {md_escape(left_count_line(report.cleanup), keep='.-:,')}", ""]
         lines += ["| id | reason |", "|---|---|"]
-        lines += [f"| {md_escape(entry.id)} | {md_escape(entry.reason)} |" for entry in left[:MAX_DETAILS]]
+        lines += [f"| {md_escape(e['id'])} | {md_escape(e['reason'])} |" for e in left[:MAX_DETAILS]]
         if len(left) > MAX_DETAILS:
             lines.append(f"... and {len(left) - MAX_DETAILS} more: see the JSON report.")
         lines.append("")

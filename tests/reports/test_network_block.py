@@ -15,7 +15,7 @@ from amp_conformance.amp01.session import Amp01Session
 from amp_conformance.cli import main
 from amp_conformance.engine.network import NetworkLog
 from amp_conformance.engine.report import report_text
-from amp_conformance.engine.report_model import Report, ReportError
+from amp_conformance.engine.report_model import Report, ReportError, left_count_line
 from amp_conformance.reports.html import render_html
 from amp_conformance.reports.markdown import render_markdown_summary
 from tests.reports.builder import complete
@@ -51,10 +51,12 @@ def _new_report() -> dict[str, Any]:
 
 def test_an_old_report_without_the_blocks_stays_valid_and_reads_back_as_it_was() -> None:
     old = complete({"checks": [{"name": "test_a"}]})
+    assert "left" not in old["cleanup"] and "network" not in old
     report = Report.from_json(old)
-    assert report.network is None and report.cleanup.left is None and report.cleanup.left_line() is None
-    assert report.to_json() == old and "network" not in report.to_json()
-    assert "left" not in report.to_json()["cleanup"]
+    assert report.network is None and report.cleanup.left == () and left_count_line(report.cleanup) is None
+    written = report.to_json()
+    assert "network" not in written and written["cleanup"] == {**old["cleanup"], "left": []}
+    assert {**written, "cleanup": old["cleanup"]} == old
 
 
 def test_a_report_with_the_blocks_reads_back_key_for_key_and_byte_for_byte() -> None:
@@ -62,14 +64,14 @@ def test_a_report_with_the_blocks_reads_back_key_for_key_and_byte_for_byte() -> 
     report = Report.from_json(document)
     assert report.network is not None and report.network.exchanges_broken == 4
     assert report.network.summary == "network: 4 exchanges broken, 3 recovered, 1 not (checks errored)"
-    assert report.cleanup.left_line() == "cleanup: 2 cells left on the server"
+    assert left_count_line(report.cleanup) == "cleanup: 2 cells left on the server"
     assert report.to_json() == document
     text = report_text(report)
     assert report_text(Report.from_json(json.loads(text))) == text
     empty = copy.deepcopy(document)
     empty["cleanup"]["left"] = []  # an empty list stays (and says nothing in the summaries)
-    assert Report.from_json(empty).to_json()["cleanup"]["left"] == []
-    assert Report.from_json(empty).cleanup.left_line() is None
+    assert Report.from_json(empty).to_json() == empty
+    assert left_count_line(Report.from_json(empty).cleanup) is None
 
 
 @pytest.mark.parametrize(
@@ -117,17 +119,23 @@ def test_markdown_and_html_show_both_blocks_escaped() -> None:
     assert "Network" not in render_markdown_summary(plain) and "cells left" not in render_html(plain)
 
 
+@pytest.mark.parametrize("among_problems", [False, True], ids=["left-only", "also-a-problem"])
 def test_the_terminal_says_both_apart_from_the_verdict(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, among_problems: bool
 ) -> None:
     """A run whose session reports the blocks (engineers A and E fill them): the terminal's closing
-    lines say them, the JSON carries them, the verdict is the run's own."""
+    lines say them, the JSON carries them, the verdict is the run's own; a session that says the
+    cells left among its problems too has them said once."""
     original = Amp01Session.report_blocks
+    reason = f"DELETE answered 409 {HOSTILE}\x1b[2J"
 
     def with_blocks(self: Amp01Session) -> dict[str, Any]:
         blocks = original(self)
         cleanup = dict(blocks["cleanup"])
-        cleanup["left"] = [{"id": "mem_left", "reason": f"DELETE answered 409 {HOSTILE}\x1b[2J"}]
+        cleanup["left"] = [{"id": "mem_left", "reason": reason}]
+        if among_problems:
+            line = f"cleanup: 1 cell left on the server: mem_left ({reason})"
+            cleanup["problems"] = [line, *cleanup["problems"]]
         return {**blocks, "cleanup": cleanup, "network": _network()}
 
     monkeypatch.setattr(Amp01Session, "report_blocks", with_blocks)
@@ -140,9 +148,9 @@ def test_the_terminal_says_both_apart_from_the_verdict(
         "network: 4 exchanges broken, 3 recovered, 1 not (checks errored)",
         "cleanup: 1 cell left on the server",
     ]
-    listed = next(line for line in lines if line.startswith("  mem_left: "))
-    assert "\x1b" not in listed  # server text made printable
+    named = [line for line in lines if line.startswith("  cleanup: 1 cell left on the server: mem_left (")]
+    assert len(named) == 1 and "\x1b" not in named[0]  # said once, server text made printable
     report = Report.from_json(json.loads(path.read_text(encoding="utf-8")))
     assert report.network is not None and report.network.to_json() == _network()
-    assert report.cleanup.left is not None and report.cleanup.left[0].id == "mem_left"
+    assert [entry["id"] for entry in report.cleanup.left] == ["mem_left"]
     assert report.summary.verdict == "pass" and report.summary.errors == 0
