@@ -529,6 +529,11 @@ def render_summary(run: Run, report: Report | None = None) -> str:
             else ""
         ),
     ]
+    # what the network and the cleanup did: said apart from the verdict, never counted in it
+    if model.network is not None:
+        lines.append(printable(model.network.summary))
+    if (left_line := left_count_line(model.cleanup)) is not None:
+        lines.append(left_line)
     known_gaps = sum(1 for r in results if r.outcome == FAIL and r.level == MUST and _expected(r))
     verdict_text = {
         "pass": f"PASS: every MUST check passed or failed as expected ({known_gaps} expected MUST failure(s))"
@@ -543,11 +548,6 @@ def render_summary(run: Run, report: Report | None = None) -> str:
         if results
         else "INCOMPLETE: no check ran (the selection is empty)",
     }[summary["verdict"]]
-    # what the network and the cleanup did: said apart from the verdict, never counted in it
-    if model.network is not None:
-        lines.append(printable(model.network.summary))
-    if (left_line := left_count_line(model.cleanup)) is not None:
-        lines.append(left_line)
     lines.append(f"verdict: {verdict_text}")
     if run.options.json_path is not None and str(run.options.json_path) != "-":
         lines.append(f"JSON report: {run.options.json_path}")
