@@ -744,8 +744,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     run = active_run(config)
     if run is None or run.preflight_problem or is_worker(config):
         return
-    terminalreporter.write_line(render_summary(run))
     document = config.stash.get(REPORT_KEY, None)
+    terminalreporter.write_line(render_summary(run, document))
     if document is not None:  # the closing line states the model's counts, not pytest's own
         colour = _VERDICT_COLOURS.get(document.summary.verdict, "yellow")
         stats = ([(closing_counts(document), {colour: True})], colour)

@@ -29,18 +29,23 @@ from amp_conformance.engine.report_model import (
     Catalogue,
     Check,
     Cleanup,
+    DefectGroup,
     Expectation,
     Finding,
+    Network,
     Report,
     Requests,
     RunInfo,
     Summary,
     applied_levels,
+    defect_groups,
+    left_count_line,
     root_causes_first,
 )
 from amp_conformance.engine.report_model import (
     Exchange as ExchangeEntry,
 )
+from amp_conformance.engine.text import printable
 from amp_conformance.engine.verdict import resolve
 from amp_conformance.engine.vocabulary import LEVELS, Level, Outcome
 
@@ -256,6 +261,7 @@ def build_report(run: Run) -> Report:
         server["replay_note"] = replay_note(run.options.app, run.options.base_url)
     render = _Entries(_ExchangeRenderer(run.rendered_exchanges))
     cleanup = dict(blocks.get("cleanup") or {"attempted": 0, "deleted": 0, "problems": []})
+    network = blocks.get("network")  # the session's NetworkLog.as_block(), when it keeps one
     protocol = run.protocol
     checks = tuple(_check_entry(result, render) for result in run.results.values())
     return Report(
@@ -278,8 +284,9 @@ def build_report(run: Run) -> Report:
         catalogue=applied_levels(Catalogue.from_json(protocol.catalogue.as_report()), checks),
         summary=Summary.from_json(summarise(run)),
         checks=checks,
-        cleanup=Cleanup(cleanup["attempted"], cleanup["deleted"], tuple(cleanup["problems"])),
+        cleanup=Cleanup.from_json(cleanup),
         expectations=run.expectations_report,
+        network=Network.from_json(network) if network is not None else None,
     )
 
 
@@ -369,9 +376,49 @@ def closing_counts(report: Report) -> str:
 EXPECTED_SHOWN = 10
 
 
-def render_summary(run: Run) -> str:
-    """The terminal summary: conventions, a table by area, findings with evidence, blocked checks under
-    their causes, skip reasons, the verdict."""
+def _grouped(report: Report) -> dict[str, DefectGroup]:
+    """Check id -> its defect group, for the checks that share a defect with others (expected
+    failures are listed apart, so they group only among themselves and are not shown here)."""
+    news = [c for c in report.checks if not c.expected_gap]
+    return {c.id: g for g in defect_groups(news) if len(g.checks) > 1 for c in g.checks}
+
+
+def _group_lines(run: Run, group: DefectGroup) -> list[str]:
+    """One defect's entry: the line, its places, the first check's finding and its reproduce line."""
+    first = run.results.get(group.checks[0].id)
+    word = "FAIL" if group.outcome == Outcome.FAIL else "WARN"
+    lines = [f"  {word:<5} {printable(_one_line(group.line()))}"]
+    lines.append(f"        where: {printable(group.where_line(150))}")
+    if first is not None:
+        lines.append(f"        first: {_one_line(first.message, 150)}")
+        lines.append(f"        check: --check {shlex.quote(first.name)}")
+        exchange = first.failing_exchange
+        curl = exchange.curl() if exchange is not None else None
+        if group.outcome == Outcome.WARN and first.warnings:
+            curl = first.warnings[0].curl()
+        if curl:
+            lines.append(f"        reproduce: {terminal_line(curl)}")
+    return lines
+
+
+#: Ids the cleanup's line names before it says how many more (the reports list them all).
+LEFT_NAMED = 5
+
+
+def left_named_line(cleanup: Cleanup) -> str | None:
+    """``cleanup: 3 cells left on the server: mem_1 (DELETE answered 500), ...``, or None."""
+    left = cleanup.left
+    if not left:
+        return None
+    named = ", ".join(f"{entry['id']} ({_one_line(entry['reason'])})" for entry in left[:LEFT_NAMED])
+    more = f", and {len(left) - LEFT_NAMED} more" if len(left) > LEFT_NAMED else ""
+    return f"{left_count_line(cleanup)}: {named}{more}"
+
+
+def render_summary(run: Run, report: Report | None = None) -> str:
+    """The terminal summary: conventions, a table by area, findings with evidence (one entry per
+    defect: :func:`report_model.defect_groups`), blocked checks under their causes, skip reasons, the
+    network's and the cleanup's lines, the verdict. ``report``: the run's model, when already built."""
     summary = summarise(run)
     results = list(run.results.values())
     session = run.active_session
@@ -413,9 +460,18 @@ def render_summary(run: Run) -> str:
         for result in surprises:
             ids = ",".join(result.requirements)
             lines.append(f"  XPASS {ids} ({result.level}) {result.title}")
+    model = report if report is not None else build_report(run)
+    grouped = _grouped(model)
+    shown: set[int] = set()
     if failures:
         lines += ["", "new failures (not in the expectations file):" if expected_failures else "failures:"]
         for result in failures:
+            defect = grouped.get(result.nodeid)
+            if defect is not None:  # one defect across parametrized checks: one entry for all of them
+                if id(defect) not in shown:
+                    shown.add(id(defect))
+                    lines += _group_lines(run, defect)
+                continue
             ids = ",".join(result.finding_requirements or result.requirements)
             lines.append(f"  {result.outcome.upper():<5} {ids} ({result.level}) {_finding_title(result)}")
             lines.append(f"        {_one_line(result.message)}")
@@ -449,6 +505,12 @@ def render_summary(run: Run) -> str:
     if warned:
         lines += ["", "warnings:"]
         for result in warned:
+            defect = grouped.get(result.nodeid)
+            if defect is not None:
+                if id(defect) not in shown:
+                    shown.add(id(defect))
+                    lines += _group_lines(run, defect)
+                continue
             for warning in result.warnings[:1]:
                 ids = ",".join(warning.requirements or result.requirements)
                 lines.append(f"  WARN  {ids} ({warning.level}) {_one_line(warning.message)}")
@@ -464,7 +526,11 @@ def render_summary(run: Run) -> str:
     problems = (session.report_blocks().get("cleanup") or {}).get("problems") or []
     if problems:
         lines += ["", "cleanup (not counted against the server):"]
-        lines += [f"  {problem}" for problem in problems[:10]]
+        lines += [f"  {printable(problem)}" for problem in problems[:10]]  # reasons quote the server
+    named = left_named_line(model.cleanup)
+    if named is not None and named not in problems:  # a session may say it among its problems itself
+        lines += [] if problems else ["", "cleanup (not counted against the server):"]
+        lines.append(f"  {printable(named)}")
     if run.broken_reason:
         lines += ["", f"server unavailable: {run.broken_reason}"]
     if run.options.app and any(r.outcome in (FAIL, WARN) for r in results):
@@ -479,6 +545,11 @@ def render_summary(run: Run) -> str:
             else ""
         ),
     ]
+    # what the network and the cleanup did: said apart from the verdict, never counted in it
+    if model.network is not None:
+        lines.append(printable(model.network.summary))
+    if (left_line := left_count_line(model.cleanup)) is not None:
+        lines.append(left_line)
     known_gaps = sum(1 for r in results if r.outcome == FAIL and r.level == MUST and _expected(r))
     verdict_text = {
         "pass": f"PASS: every MUST check passed or failed as expected ({known_gaps} expected MUST failure(s))"

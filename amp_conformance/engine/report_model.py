@@ -11,9 +11,11 @@ Blocks whose members are the protocol's own (``server``, ``conventions``, ``run.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 from amp_conformance.engine.vocabulary import LEVELS, OUTCOMES, Level, Outcome
@@ -405,9 +407,21 @@ class Cleanup:
     attempted: int
     deleted: int
     problems: tuple[str, ...]
+    left: tuple[Mapping[str, str], ...] = ()
+    """What stays on the server, each ``{"id", "reason"}``."""
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Cleanup:
+        left = tuple(dict(entry) for entry in data.get("left") or ())
+        return cls(data["attempted"], data["deleted"], tuple(data["problems"]), left)
 
     def to_json(self) -> Json:
-        return {"attempted": self.attempted, "deleted": self.deleted, "problems": list(self.problems)}
+        return {
+            "attempted": self.attempted,
+            "deleted": self.deleted,
+            "problems": list(self.problems),
+            "left": [dict(entry) for entry in self.left],
+        }
 
 
 @dataclass(frozen=True)
@@ -427,6 +441,8 @@ class Report:
     checks: tuple[Check, ...]
     cleanup: Cleanup
     expectations: Mapping[str, Any] | None
+    network: Network | None = None
+    """The network block (absent from reports written before it, and from runs that had none)."""
 
     @classmethod
     def from_json(cls, data: object) -> Report:
@@ -454,10 +470,9 @@ class Report:
             catalogue=Catalogue.from_json(data["catalogue"]),
             summary=Summary.from_json(data["summary"]),
             checks=tuple(Check.from_json(c) for c in data["checks"]),
-            cleanup=Cleanup(
-                data["cleanup"]["attempted"], data["cleanup"]["deleted"], tuple(data["cleanup"]["problems"])
-            ),
+            cleanup=Cleanup.from_json(data["cleanup"]),
             expectations=data["expectations"],
+            network=Network.from_json(data["network"]) if data.get("network") is not None else None,
         )
 
     def to_json(self) -> Json:
@@ -477,7 +492,20 @@ class Report:
                 "expectations": self.expectations,
             }
         )
+        _optional(document, "network", self.network.to_json() if self.network is not None else None)
+        _optional(document, "groups", [group.to_json() for group in self.shared_defects] or None)
         return document
+
+    @cached_property
+    def defects(self) -> tuple[DefectGroup, ...]:
+        """The failing and warning checks as defects (:func:`defect_groups`), recomputed from the
+        checks: a saved report's ``groups`` are never read back."""
+        return tuple(defect_groups(self.checks))
+
+    @property
+    def shared_defects(self) -> tuple[DefectGroup, ...]:
+        """The defects several checks share (the JSON report's ``groups``)."""
+        return tuple(group for group in self.defects if len(group.checks) > 1)
 
     # what the renderers ask of a report --------------------------------------------------------
 
@@ -560,6 +588,61 @@ class Report:
         order = self.failure_order({rid for check in listed for rid in check.about})
         position = {rid: index for index, rid in enumerate(order)}
         return sorted(listed, key=lambda c: min((position[r] for r in c.about), default=len(position)))
+
+
+@dataclass(frozen=True)
+class Network:
+    """What the network did during the run (``engine.network.NetworkLog.as_block``): never a finding,
+    never the verdict."""
+
+    exchanges_broken: int
+    broken_by_kind: Mapping[str, int]
+    repeated: int
+    reconciled: int
+    rerun: tuple[str, ...]
+    unrecovered: int
+    summary: str
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Network:
+        return cls(
+            data["exchanges_broken"],
+            dict(data["broken_by_kind"]),
+            data["repeated"],
+            data["reconciled"],
+            tuple(data["rerun"]),
+            data["unrecovered"],
+            data["summary"],
+        )
+
+    def to_json(self) -> Json:
+        return {
+            "exchanges_broken": self.exchanges_broken,
+            "broken_by_kind": dict(self.broken_by_kind),
+            "repeated": self.repeated,
+            "reconciled": self.reconciled,
+            "rerun": list(self.rerun),
+            "unrecovered": self.unrecovered,
+            "summary": self.summary,
+        }
+
+    def facts(self) -> list[tuple[str, str]]:
+        """(label, value) pairs the pages show under the summary line (the nonzero ones)."""
+        kinds = ", ".join(f"{count} {kind}" for kind, count in self.broken_by_kind.items() if count)
+        facts = [
+            ("broken, by kind", kinds),
+            ("sent again", str(self.repeated) if self.repeated else ""),
+            ("settled by reading back", str(self.reconciled) if self.reconciled else ""),
+            ("checks re-run", ", ".join(self.rerun)),
+            ("not recovered", str(self.unrecovered) if self.unrecovered else ""),
+        ]
+        return [(label, value) for label, value in facts if value]
+
+
+def left_count_line(cleanup: Cleanup) -> str | None:
+    """``cleanup: 3 cells left on the server`` when the cleanup left any (the terminal's closing line)."""
+    count = len(cleanup.left)
+    return f"cleanup: {count} {'cell' if count == 1 else 'cells'} left on the server" if count else None
 
 
 def _registered(protocol: str, member: str) -> str | None:
@@ -648,3 +731,194 @@ def root_causes_first(
 def as_report(report: Report | Mapping[str, Any]) -> Report:
     """``report`` as the model: a :class:`Report` as it is, a parsed JSON document validated once."""
     return report if isinstance(report, Report) else Report.from_json(dict(report))
+
+
+# one line per defect ------------------------------------------------------------------------------
+
+#: A byte the report's text of a body shows as ``\xNN``: the body was not UTF-8 (a JSON text never
+#: holds a backslash before an ``x``).
+_NOT_UTF8 = re.compile(r"\\x[0-9a-fA-F]{2}")
+#: Input shapes that are the same defect wherever they are sent, whichever check sent them.
+SHAPE_NOT_UTF8 = "bodies not UTF-8"
+SHAPE_SURROGATE = "lone surrogates"
+SHAPE_NOT_JSON = "bodies that are not JSON"
+
+
+@dataclass(frozen=True)
+class DefectKey:
+    """What makes findings one defect: the ids they are about, at which level, and the observed
+    behaviour (status, media type, error code, the shape of the input that provoked it)."""
+
+    requirements: tuple[str, ...]
+    level: Level
+    status: int | None
+    media_type: str
+    code: str | None
+    shape: str
+
+
+@dataclass(frozen=True)
+class DefectGroup:
+    """Findings of several checks that are one defect: the summaries show one line for them; each
+    check keeps its own outcome and evidence."""
+
+    key: DefectKey
+    outcome: Outcome
+    checks: tuple[Check, ...]
+
+    @property
+    def places(self) -> tuple[str, ...]:
+        """Where the defect was provoked: each check's parametrization id (its name without one)."""
+        return tuple(dict.fromkeys(_variant(check.name) or check.name for check in self.checks))
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        """The checks (without their parametrization) that provoked it."""
+        return tuple(dict.fromkeys(_family(check.name) for check in self.checks))
+
+    @property
+    def behaviour(self) -> str:
+        """``answered 500 text/plain`` (and the error code when the body named one)."""
+        key = self.key
+        if key.status is None:  # a finding drawn from no exchange (a missing response is an error)
+            return ""
+        media = f" {key.media_type}" if key.media_type else ""
+        return f"answered {key.status}{media}" + (f" {key.code}" if key.code else "")
+
+    @property
+    def what(self) -> str:
+        """The input shape, or for a shape only one check sends, that check's title."""
+        return self.key.shape if self.key.shape in _SHAPES else self.checks[0].title.rstrip(".")
+
+    def line(self) -> str:
+        """``AMP-ERR-03 (MUST): bodies not UTF-8 answered 500 text/plain in 17 places, 2 checks``."""
+        key = self.key
+        places = len(self.places)
+        families = len(self.families)
+        where = f"in {places} place" + ("" if places == 1 else "s")
+        checks = f", {families} checks" if families > 1 else ""
+        said = " ".join(part for part in (self.what, self.behaviour, where) if part)
+        return f"{', '.join(key.requirements)} ({key.level}): {said}{checks}"
+
+    def where_line(self, limit: int = 300) -> str:
+        """The places, by check: ``test_a[create, patch]; test_b[search-query, ...]`` (cut at ``limit``)."""
+        by_family: dict[str, list[str]] = {}
+        for check in self.checks:
+            by_family.setdefault(_family(check.name), []).append(_variant(check.name))
+        text = "; ".join(
+            family + (f"[{', '.join(v for v in variants if v)}]" if any(variants) else "")
+            for family, variants in by_family.items()
+        )
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+
+    def to_json(self) -> Json:
+        return {
+            "requirements": list(self.key.requirements),
+            "level": self.key.level,
+            "outcome": self.outcome,
+            "status": self.key.status,
+            "media_type": self.key.media_type,
+            "code": self.key.code,
+            "shape": self.key.shape,
+            "line": self.line(),
+            "checks": [check.id for check in self.checks],
+        }
+
+
+_SHAPES = frozenset({SHAPE_NOT_UTF8, SHAPE_SURROGATE, SHAPE_NOT_JSON})
+
+
+def _variant(name: str) -> str:
+    return name.partition("[")[2].removesuffix("]")
+
+
+def _family(name: str) -> str:
+    return name.partition("[")[0]
+
+
+def failing_exchange(check: Check) -> Exchange | None:
+    """The exchange a check's finding shows (the one its curl line replays), else its last one."""
+    if check.curl is not None:
+        for exchange in reversed(check.exchanges):
+            if exchange.curl == check.curl:
+                return exchange
+    return check.exchanges[-1] if check.exchanges else None
+
+
+def _header(headers: Mapping[str, str], name: str) -> str:
+    return next((value for key, value in headers.items() if key.lower() == name), "")
+
+
+def _error_code(body: str) -> str | None:
+    """The error code a JSON body names (``{"error": {"code": ...}}``, ``{"code": ...}``)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    error = data.get("error")
+    code = error.get("code") if isinstance(error, dict) else error if isinstance(error, str) else None
+    code = code if code is not None else data.get("code")
+    return code[:60] if isinstance(code, str) and code else None
+
+
+def _has_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        return any("\ud800" <= char <= "\udfff" for char in value)
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_surrogate(item) for item in value)
+    return False
+
+
+def input_shape(check: Check, exchange: Exchange | None) -> str:
+    """The shape of the input that provoked a finding: a malformation that is the same defect wherever
+    it is sent (bytes that are not UTF-8, a lone surrogate, a body that is no JSON), else the check
+    itself (its name without the parametrization: its variants are the places)."""
+    body = exchange.request_body if exchange is not None else None
+    if body:
+        if _NOT_UTF8.search(body):
+            return SHAPE_NOT_UTF8
+        if "... [cut:" not in body and " in all, cut]" not in body:  # a body shown whole
+            try:
+                parsed = json.loads(body)
+            except RecursionError:
+                parsed = None
+            except ValueError:
+                return SHAPE_NOT_JSON
+            if _has_surrogate(parsed):
+                return SHAPE_SURROGATE
+    return _family(check.name)
+
+
+def defect_key(check: Check) -> DefectKey | None:
+    """A failing check's defect (its finding), a warning check's first warning; else None."""
+    if check.outcome == Outcome.FAIL:
+        requirements, level, exchange = check.about, check.level, failing_exchange(check)
+    elif check.outcome == Outcome.WARN and check.warnings:
+        warning = check.warnings[0]
+        requirements, level, exchange = (
+            warning.requirements or check.requirements,
+            warning.level,
+            warning.exchange,
+        )
+    else:
+        return None
+    status = exchange.status if exchange is not None else None
+    media = _header(exchange.response_headers, "content-type") if exchange is not None else ""
+    media = media.split(";", 1)[0].strip().lower()
+    code = _error_code(exchange.response_body) if exchange is not None and exchange.response_body else None
+    return DefectKey(tuple(requirements), level, status, media, code, input_shape(check, exchange))
+
+
+def defect_groups(checks: Iterable[Check]) -> list[DefectGroup]:
+    """The failing and warning checks as defects, in the order of their first check: checks with the
+    same key (:func:`defect_key`) and outcome are one group; a check of its own is a group of one."""
+    groups: dict[tuple[DefectKey, Outcome], list[Check]] = {}
+    for check in checks:
+        key = defect_key(check)
+        if key is not None:
+            groups.setdefault((key, check.outcome), []).append(check)
+    return [DefectGroup(key, outcome, tuple(members)) for (key, outcome), members in groups.items()]

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from amp_conformance.engine.text import printable
 from amp_conformance.engine.vocabulary import LEVELS
 from amp_conformance.matrix.config import REPORT_KIND, ConfigError, Implementation, MatrixConfig, load_config
 from amp_conformance.matrix.report import build_matrix, exit_code, relative_ref
@@ -250,6 +251,9 @@ def run_main(argv: Sequence[str]) -> int:
     print("")
     for result in results:
         print(_line(result))
+        for group in result.report.shared_defects if result.report is not None else ():
+            if not any(check.expected_gap for check in group.checks):  # one line per defect
+                print(f"  {printable(group.line())}")
     code = exit_code(matrix)
     print(f"matrix: {total} implementation(s) in {duration:.1f} s; exit {code}")
     return code

@@ -274,9 +274,26 @@ def _evidence(implementations: list[dict[str, Any]], reports: Mapping[str, Repor
             for key in (check.id, check.name):
                 render.anchors.setdefault(key, f"i{number}-c-{check.index}")
         rendered = "".join(_check(c, render, name) for c in checks)
-        parts.append(f'<div data-impl-group="{number}">{head}{rendered}</div>')
+        parts.append(f'<div data-impl-group="{number}">{head}{_defects(report, render)}{rendered}</div>')
     parts.append("</section>")
     return "".join(parts)
+
+
+def _defects(report: Report, render: _Render) -> str:
+    """The defects several of an implementation's checks share, one line each, linked to the checks."""
+    groups = [g for g in report.shared_defects if not any(c.expected_gap for c in g.checks)]
+    if not groups:
+        return ""
+    items = []
+    for group in groups:
+        links = ", ".join(
+            f'<a href="#{esc(render.anchors.get(c.id, ""))}">{esc(c.name)}</a>' for c in group.checks
+        )
+        items.append(
+            f"<li>{esc(group.line())}<details><summary>{len(group.checks)} checks</summary>"
+            f"<p>{links}</p></details></li>"
+        )
+    return f'<ul class="defects" aria-label="Shared defects">{"".join(items)}</ul>'
 
 
 def _header(matrix: Mapping[str, Any]) -> str:

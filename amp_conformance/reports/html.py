@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from amp_conformance.engine.report_model import Report, as_report
+from amp_conformance.engine.report_model import Report, as_report, defect_groups, left_count_line
 from amp_conformance.engine.vocabulary import Outcome
 from amp_conformance.reports.html_assets import CSS, JS, content_security_policy
 from amp_conformance.reports.html_check import (
@@ -110,6 +110,10 @@ def _facts(report: Report) -> str:
     requests = run.requests.to_json()
     rows.append(("Requests", ", ".join(f"{k} {v}" for k, v in requests.items())))
     rows.append(("Workers", str(run.workers)))
+    if report.network is not None:
+        rows.append(("Network", report.network.summary))
+    if (left := left_count_line(report.cleanup)) is not None:
+        rows.append(("Cleanup", left))
     for member, label in (
         ("unavailable", "Server unavailable"),
         ("spec_error", "/spec problem"),
@@ -311,6 +315,28 @@ def _attention_item(check: Check) -> str:
     )
 
 
+def _attention_items(checks: list[Check]) -> str:
+    """The items of ``checks``, a defect several of them share as one item where its first one stands
+    (``report_model.defect_groups``), its places linked to their checks."""
+    groups = defect_groups(c.entry for c in checks)
+    grouped = {id(entry): group for group in groups if len(group.checks) > 1 for entry in group.checks}
+    by_entry = {id(c.entry): c for c in checks}
+    items = []
+    for check in checks:
+        group = grouped.get(id(check.entry))
+        if group is None:
+            items.append(_attention_item(check))
+        elif group.checks[0] is check.entry:
+            links = "".join(
+                f'<li><a href="#{by_entry[id(e)].anchor}">{esc(e.name)}</a></li>' for e in group.checks
+            )
+            items.append(
+                f'<li class="defect">{_badge(group.outcome)} {esc(group.line())}'
+                f"<details><summary>{len(group.checks)} checks</summary><ul>{links}</ul></details></li>"
+            )
+    return "".join(items)
+
+
 def _known_gap(check: Check) -> bool:
     """A failure (or other outcome) the expectations file foresaw."""
     return check.entry.expected_gap
@@ -334,7 +360,7 @@ def _attention(report: Report, checks: list[Check]) -> str:
         return ""
     known = [c for c in flagged if _known_gap(c)]
     flagged = [c for c in flagged if not _known_gap(c)]
-    serious = "".join(_attention_item(c) for c in flagged if c.outcome != Outcome.WARN and not _unmet(c))
+    serious = _attention_items([c for c in flagged if c.outcome != Outcome.WARN and not _unmet(c)])
     warned = [c for c in flagged if c.outcome == Outcome.WARN and not _unmet(c)]
     parts = ['<section aria-labelledby="h-attention"><h2 id="h-attention">Needs attention</h2>']
     if surprises:  # new failures and unexpected passes first: what an expectations file did not foresee
@@ -345,7 +371,7 @@ def _attention(report: Report, checks: list[Check]) -> str:
     if serious:
         parts.append(f'<ul class="attention">{serious}</ul>')
     if warned:
-        items = "".join(_attention_item(c) for c in warned)
+        items = _attention_items(warned)
         parts.append(
             f"<details><summary>{len(warned)} warning(s) (SHOULD or MAY not met, or worth knowing)</summary>"
             f'<ul class="attention">{items}</ul></details>'
@@ -460,6 +486,25 @@ def _footer(report: Report) -> str:
         f"<p>Cleanup: {esc(cleanup.attempted)} attempted, {esc(cleanup.deleted)} deleted{trouble}.</p>",
         *(f'<pre class="msg">{esc(p)}</pre>' for p in problems[:20]),
     ]
+    left = cleanup.left
+    if left:  # ids and reasons come from the server's answers: escaped like every other text
+        items = "".join(
+            f"<li><code>{esc(e['id'])}</code>: {esc(e['reason'])}</li>" for e in left[:LIST_ITEMS]
+        )
+        more = (
+            f'<p class="cut">{len(left) - LIST_ITEMS} more in the JSON report</p>'
+            if len(left) > LIST_ITEMS
+            else ""
+        )
+        parts.append(
+            f'<p class="left">{esc(left_count_line(cleanup))}:</p><ul class="left">{items}</ul>{more}'
+        )
+    network = report.network
+    if network is not None:  # what the network did: never a finding, never the verdict
+        facts = "".join(f"<dt>{esc(label)}</dt><dd>{esc(value)}</dd>" for label, value in network.facts())
+        parts.append(f'<p class="network">{esc(network.summary)}</p>')
+        if facts:
+            parts.append(f'<dl class="facts network">{facts}</dl>')
     if report.expectations:
         stale = texts(report.expectations.get("stale"))
         parts.append(

@@ -15,7 +15,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from amp_conformance.engine.report_model import BAD, OUTCOME_ORDER, Check, Counts, Report, as_report
+from amp_conformance.engine.report_model import (
+    BAD,
+    OUTCOME_ORDER,
+    Check,
+    Counts,
+    DefectGroup,
+    Report,
+    as_report,
+    defect_groups,
+    left_count_line,
+)
 from amp_conformance.engine.vocabulary import Level, Outcome
 from amp_conformance.reports.output import write_report_file
 
@@ -109,6 +119,53 @@ def _details(check: Check) -> list[str]:
     return [*lines, "", "</details>", ""]
 
 
+def _entries(failures: list[Check]) -> list[Check | DefectGroup]:
+    """The failures as listed: a defect several checks share once, where its first check stands."""
+    grouped = {c.id: g for g in defect_groups(failures) if len(g.checks) > 1 for c in g.checks}
+    entries: list[Check | DefectGroup] = []
+    for check in failures:
+        group = grouped.get(check.id)
+        if group is None:
+            entries.append(check)
+        elif group.checks[0] is check:
+            entries.append(group)
+    return entries
+
+
+def _group_details(group: DefectGroup) -> list[str]:
+    """One defect of several checks: its line, its places, the first check's finding and curl line."""
+    first = group.checks[0]
+    summary = f"{group.outcome.upper()} {group.line()}"
+    lines = [f"<details><summary>{html_escape(' '.join(summary.split()))}</summary>", ""]
+    lines.append(f"**where** {md_escape(group.where_line(2000))}  ")
+    lines.append(f"**first** {md_escape(first.id)}: {md_escape(first.message)}")
+    if first.curl:
+        lines += ["", f"<pre>{html_escape(first.curl)}</pre>"]
+    return [*lines, "", "</details>", ""]
+
+
+def _network_and_cleanup(report: Report) -> list[str]:
+    """What the network did and what the cleanup left: apart from the verdict, never a finding."""
+    lines: list[str] = []
+    network = report.network
+    if network is not None:
+        lines += ["### Network", "", md_escape(network.summary, keep=".-:,"), ""]
+        facts = network.facts()
+        if facts:
+            lines += ["| what | count |", "|---|---|"]
+            lines += [f"| {md_escape(label)} | {md_escape(value)} |" for label, value in facts]
+            lines.append("")
+    left = report.cleanup.left
+    if left:
+        lines += [f"### {md_escape(left_count_line(report.cleanup), keep='.-:,')}", ""]
+        lines += ["| id | reason |", "|---|---|"]
+        lines += [f"| {md_escape(e['id'])} | {md_escape(e['reason'])} |" for e in left[:MAX_DETAILS]]
+        if len(left) > MAX_DETAILS:
+            lines.append(f"... and {len(left) - MAX_DETAILS} more: see the JSON report.")
+        lines.append("")
+    return lines
+
+
 _VERDICTS = {
     "pass": "PASS: every MUST check passed",
     "fail": "FAIL: a MUST check failed",
@@ -145,10 +202,11 @@ def render_markdown_summary(report: Report | Mapping[str, Any]) -> str:
     if failures:
         heading = "New failures and errors" if expected_failures else "Failures and errors"
         lines += [f"### {heading} ({len(failures)})", ""]
-        for check in failures[:MAX_DETAILS]:
-            lines += _details(check)
-        if len(failures) > MAX_DETAILS:
-            lines += [f"... and {len(failures) - MAX_DETAILS} more: see the JSON report.", ""]
+        entries = _entries(failures)
+        for entry in entries[:MAX_DETAILS]:
+            lines += _group_details(entry) if isinstance(entry, DefectGroup) else _details(entry)
+        if len(entries) > MAX_DETAILS:
+            lines += [f"... and {len(entries) - MAX_DETAILS} more: see the JSON report.", ""]
     unmet = [c for c in report.checks if c.unmet_expectation]
     if unmet:
         lines += [f"### Expectations not met ({len(unmet)})", ""]
@@ -168,6 +226,7 @@ def render_markdown_summary(report: Report | Mapping[str, Any]) -> str:
             because = f": {md_escape(reason)}" if reason else ""
             lines.append(f"- {md_escape(', '.join(check.about))} {md_escape(check.title)}{because}")
         lines += ["", "</details>", ""]
+    lines += _network_and_cleanup(report)
     stale = report.stale_expectations
     if stale:
         lines += [f"### Stale expectations ({len(stale)})", ""]
