@@ -16,8 +16,9 @@ Prints per run: the exit code, the verdict line, the report's errors, the ``netw
 (what the suite says the network did), whether a traceback appeared, the cells left on the server
 afterwards (counted from the server's own store in this process, never through the proxy: v0.1 cells
 whose status is not ``deleted``, v1.1 rows not forgotten), what the proxy broke, and the wall time.
-Then the bars per group: no run exits 1, at least 6 of 8 PASS (the others INCOMPLETE naming the
-network), nothing left, no traceback. Figures are printed, never asserted.
+Each group starts with a fault-free run (its requests, and what a clean run leaves). Then the bars
+per group: no run exits 1, at least 6 of 8 PASS (the others INCOMPLETE naming the network), nothing
+left, no traceback. Figures are printed, never asserted.
 
     python benchmarks/flaky_network.py        # 4 kinds x seeds 1,2: serial, --workers 4, v1.1 serial
     python benchmarks/flaky_network.py --kinds stall --seeds 1 --workers 1 --protocols amp-0.1
@@ -52,6 +53,8 @@ from amp_conformance.amp01.selfserve import BundledServer
 from reference_server.netproxy import Fault, FaultProxy
 
 KINDS = ("reset-before", "reset-after", "cut-body", "stall")
+#: The fault-free row each group starts with (``--baseline``): its requests and what a clean run leaves.
+NONE = "none"
 RUN_TIMEOUT = 1800.0
 _FAIL_LINE = re.compile(r"^\s*FAIL\s", re.MULTILINE)
 
@@ -143,11 +146,13 @@ def _line(output: str, prefix: str) -> str | None:
 def measure(
     protocol: str, kind: str, seed: int, workers: int, args: argparse.Namespace, keep: Path | None
 ) -> Row:
-    fault = Fault(kind, rate=args.rate, seconds=args.stall if kind == "stall" else None)
+    faults = (
+        [] if kind == NONE else [Fault(kind, rate=args.rate, seconds=args.stall if kind == "stall" else None)]
+    )
     with (
         tempfile.TemporaryDirectory(prefix="amp-flaky-") as folder,
         target(protocol) as (url, arguments, left),
-        FaultProxy(url, faults=[fault], seed=seed) as proxy,
+        FaultProxy(url, faults=faults, seed=seed) as proxy,
     ):
         report_path = Path(folder) / "report.json"
         command = [sys.executable, "-m", "amp_conformance", "--base-url", proxy.url, *arguments]
@@ -233,6 +238,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--stall", type=float, default=5.0, help="seconds a stall holds (default 5)")
     parser.add_argument("--keep", type=Path, help="keep each run's output and JSON report in this folder")
     parser.add_argument("--blocks", action="store_true", help="print each run's network block too")
+    parser.add_argument(
+        "--no-baseline",
+        dest="baseline",
+        action="store_false",
+        help="leave out the fault-free run each group starts with",
+    )
     args = parser.parse_args(argv)
     kinds = [kind for kind in args.kinds.split(",") if kind]
     if args.keep is not None:
@@ -246,6 +257,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\n{protocol}, workers {workers}", flush=True)
         print(HEADER, flush=True)
         rows = []
+        if args.baseline:
+            baseline = measure(protocol, NONE, 0, workers, args, args.keep)
+            print(format_row(baseline), flush=True)
+            if baseline.left:
+                print(f"    left by a fault-free run: {len(baseline.left)}", flush=True)
         for kind in kinds:
             for seed in args.seeds:
                 row = measure(protocol, kind, seed, workers, args, args.keep)
