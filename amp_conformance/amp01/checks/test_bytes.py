@@ -269,6 +269,7 @@ def _expect_envelope(amp: Amp01Context, reply: Reply, what: str) -> None:
 # the shapes ------------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 @check(*IDS, area=AREA)
 @by_route
 def test_bytes_that_are_not_utf8(amp: Amp01Context, route: Route) -> None:
