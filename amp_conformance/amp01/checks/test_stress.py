@@ -58,7 +58,7 @@ def test_search_finds_every_match_as_the_store_grows(amp: Amp01Context) -> None:
             results = last.json_object().get("results")
             if not isinstance(results, list):
                 amp.fail(f"search of {size} cells, page {number + 1}: results is not an array", last)
-            found |= {c.get("id") for c in results if isinstance(c, dict) and isinstance(c.get("id"), str)}
+            found |= {str(c["id"]) for c in results if isinstance(c, dict) and isinstance(c.get("id"), str)}
             if not last.json_object().get("has_more") or not results:
                 break
         missing = [cell_id for cell_id in made if cell_id not in found]
