@@ -162,6 +162,7 @@ def test_run_endpoint_exists_and_refuses_without_a_token(amp: Amp01Context) -> N
     expect_no_pass(amp, posts, "none", "the tokenless POST", rule)
 
 
+@pytest.mark.smoke
 @check("AMP-ADMIN-02")
 def test_server_without_a_token_answers_admin_disabled(amp: Amp01Context) -> None:
     """A server with no admin token answers 403 ADMIN_DISABLED whatever token is sent, and runs no pass."""

@@ -489,6 +489,7 @@ def _refusals(amp: Amp01Context) -> dict[str, Reply]:
 # ------------------------------------------------------------------------------------- keyless
 
 
+@pytest.mark.smoke
 @check("AMP-AUTH-02")
 def test_keyless_server_trusts_any_agent_id(amp: Amp01Context) -> None:
     """Without API keys any agent-id string works with no credential: create, read and list succeed."""

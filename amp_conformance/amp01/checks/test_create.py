@@ -379,6 +379,7 @@ NOT_OBJECTS = (
 )
 
 
+@pytest.mark.smoke
 @check("AMP-CRE-10")
 def test_a_body_that_is_not_a_json_object_is_422(amp: Amp01Context) -> None:
     """A body that is not JSON, or JSON but not an object, is 422 VALIDATION_ERROR in the envelope."""

@@ -95,6 +95,7 @@ def test_low_score_cells_become_stale_after_one_pass(amp: Amp01Context) -> None:
     expect_at_least(amp, first.transitions, "active_to_stale", len(LOW))
 
 
+@pytest.mark.smoke
 @check("AMP-LC-04", global_effects=True)
 def test_a_score_of_exactly_0_3_is_not_below_the_threshold(amp: Amp01Context) -> None:
     """A score of exactly 0.3 stays active, and brings a stale cell back to active (C-33)."""
@@ -398,6 +399,7 @@ def test_no_automatic_pass_when_the_scheduler_is_off(amp: Amp01Context) -> None:
     _expect_listed(amp, owner, cell_id, "active", "a low-score cell one second later, with the scheduler off")
 
 
+@pytest.mark.smoke
 @check("AMP-LC-12", deadline=60)
 def test_the_scheduler_runs_passes_by_itself(amp: Amp01Context) -> None:
     """With the scheduler on and a short interval, a low-score cell turns stale without a manual pass."""

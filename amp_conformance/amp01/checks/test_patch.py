@@ -418,6 +418,7 @@ def test_identity_cannot_be_patched(amp: Amp01Context) -> None:
     _same(amp, cell, read_back_of(amp, back), "identity", back)
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-08", uses=(IMMUTABLE_PROBES,))
 def test_created_at_cannot_be_patched(amp: Amp01Context) -> None:
     """A client-sent lifecycle.created_at is ignored: 200, created_at unchanged."""
@@ -794,6 +795,7 @@ def _expect_status_in(amp: Amp01Context, got: Reply, wanted: str) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-12", "AMP-ERR-03", uses=(TRANSITION_PROBES,))
 def test_archived_cell_cannot_return(amp: Amp01Context) -> None:
     """archived -> active and archived -> stale are refused with 409 INVALID_TRANSITION."""

@@ -446,6 +446,7 @@ def _expect_no_growth(amp: Amp01Context, previous: int, seconds: int) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-RATE-03")
 def test_retry_after_counts_down(amp: Amp01Context) -> None:
     """Retry-After shrinks between two refusals over a second apart: it is the time left, not a fixed wait."""
@@ -621,6 +622,7 @@ def test_scoring_patches_are_accepted_again_after_the_window(amp: Amp01Context) 
     )
 
 
+@pytest.mark.smoke
 @check("AMP-RATE-11", "AMP-CAP-08")
 def test_no_scoring_patch_is_refused_when_the_limit_is_off(amp: Amp01Context) -> None:
     """With scoring_patch_limit null, three times the default budget of scoring PATCHes all succeed."""

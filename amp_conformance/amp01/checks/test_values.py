@@ -30,6 +30,7 @@ from amp_conformance.amp01.checks._support import (
 )
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-17")
 def test_text_is_stored_exactly_as_sent(amp: Amp01Context) -> None:
     """content.text with compatibility characters and decomposed accents round-trips unchanged."""
@@ -62,6 +63,7 @@ MISTYPED: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
+@pytest.mark.smoke
 @check("AMP-ERR-04")
 def test_values_of_the_wrong_type_are_not_coerced(amp: Amp01Context) -> None:
     """A numeric string for a number, "true" or 1 for a boolean: 422 VALIDATION_ERROR, nothing coerced."""

@@ -188,13 +188,14 @@ def asked_of(
 
 
 #: The vectors of the smoke tier: one per access rule where one probe tells (owner, creator, exact
-#: pattern, wildcard anchoring), the ACL-09/-10/-14 refusals and list and search filtering with them.
+#: pattern, wildcard anchoring, public read), the ACL-09/-10/-14 refusals and list and search filtering.
 SMOKE_VECTORS = frozenset(
     {
         "owner-bypass-is-for-the-owner-only",
         "exact-pattern-shorter-than-the-id",
         "star-pattern-refuses-a-longer-literal",
         "creator-with-the-default-policy",
+        "public-reads-but-never-writes",
     }
 )
 
