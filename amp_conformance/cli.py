@@ -356,8 +356,8 @@ def _print_list(fmt: str, values: dict[str, Any]) -> None:
         return
     for entry in checks:
         name = entry["id"].rsplit("::", 1)[-1]
-        uses = f"   uses: {', '.join(entry['uses'])}" if entry.get("uses") else ""
-        uses += f"   tier: {', '.join(entry['tiers'])}" if entry.get("tiers") else ""
+        tiers = f"   tier: {', '.join(entry['tiers'])}" if entry.get("tiers") else ""
+        uses = tiers + (f"   uses: {', '.join(entry['uses'])}" if entry.get("uses") else "")
         print(f"{entry['level']:<7}{entry['area']:<7}{name}{uses}")
         print(f"{'':<14}{', '.join(entry['requirements'])}: {entry['title']}")
     print(f"{len(checks)} checks")
