@@ -45,7 +45,7 @@ from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.protocol import AnyProtocol, protocol_option_error
 from amp_conformance.engine.report import verdict
 from amp_conformance.engine.run import Run
-from amp_conformance.engine.tiers import DEFAULT_TIER, SMOKE
+from amp_conformance.engine.tiers import SMOKE
 from amp_conformance.engine.vocabulary import Level
 from amp_conformance.fuzz.options import NO_FUZZ
 from amp_conformance.plugin import INTERRUPTED_BY, HttpOverride, active_run, all_option_specs
@@ -307,11 +307,11 @@ def _selected(
     checks: list[dict[str, Any]], values: dict[str, Any], protocol: AnyProtocol
 ) -> list[dict[str, Any]]:
     """The checks ``--only`` (areas, requirement ids), ``--level``, ``--tier``, ``--check``,
-    ``--rerun-failed`` and ``-k`` select (as a run would)."""
+    ``--rerun-failed`` and ``-k`` select (as a run would; without ``--tier``, every tier's)."""
     selection = selection_of(values, protocol)
     names = check_names_of(values, protocol)
     fuzz = not values.get(NO_FUZZ.dest)
-    tier = values.get("amp_tier") or DEFAULT_TIER
+    tier = values.get("amp_tier")  # --list without --tier lists every tier, each check marked
     keyword = _keyword_filter(values.get("keyword"))
     return [
         c

@@ -103,8 +103,10 @@ def test_list_shows_the_tiers_and_the_stress_bound(capsys: pytest.CaptureFixture
     assert main(["--tier", "stress", "--only", "srch", "--list"]) == 0
     out = capsys.readouterr().out
     assert "tier: stress" in out and "≤ 440 requests + 800 cleanup, ≤ 300 s" in out
-    assert main(["--only", "srch", "--list"]) == 0
+    assert main(["--tier", "full", "--only", "srch", "--list"]) == 0
     assert STRESS_CHECK not in capsys.readouterr().out
+    assert main(["--only", "srch", "--list"]) == 0  # without --tier: every tier, each marked
+    assert f"{STRESS_CHECK}   tier: stress" in capsys.readouterr().out
 
 
 @pytest.fixture(scope="module")
