@@ -45,6 +45,7 @@ from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.protocol import AnyProtocol, protocol_option_error
 from amp_conformance.engine.report import verdict
 from amp_conformance.engine.run import Run
+from amp_conformance.engine.tiers import SMOKE
 from amp_conformance.engine.vocabulary import Level
 from amp_conformance.fuzz.options import NO_FUZZ
 from amp_conformance.plugin import INTERRUPTED_BY, HttpOverride, active_run, all_option_specs
@@ -293,6 +294,7 @@ def list_checks(protocol: str = registry.DEFAULT_PROTOCOL) -> list[dict[str, Any
             "id": spec.nodeid,
             "requirements": list(spec.requirements),
             **({"uses": list(spec.uses)} if spec.uses else {}),
+            **({"tiers": list(spec.tiers)} if spec.tiers else {}),
             "level": str(spec.level),
             "area": spec.area,
             "title": spec.title,
@@ -304,14 +306,17 @@ def list_checks(protocol: str = registry.DEFAULT_PROTOCOL) -> list[dict[str, Any
 def _selected(
     checks: list[dict[str, Any]], values: dict[str, Any], protocol: AnyProtocol
 ) -> list[dict[str, Any]]:
-    """The checks ``--only`` (areas, requirement ids), ``--level``, ``--check``, ``--rerun-failed``
-    and ``-k`` select (as a run would)."""
+    """The checks ``--only`` (areas, requirement ids), ``--level``, ``--tier``, ``--check``,
+    ``--rerun-failed`` and ``-k`` select (as a run would; without ``--tier``, every tier's)."""
     selection = selection_of(values, protocol)
     names = check_names_of(values, protocol)
     fuzz = not values.get(NO_FUZZ.dest)
+    tier = values.get("amp_tier")  # --list without --tier lists every tier, each check marked
     keyword = _keyword_filter(values.get("keyword"))
     return [
-        c for c in checks if selects(c, selection, names) and (fuzz or c["area"] != "fuzz") and keyword(c)
+        c
+        for c in checks
+        if selects(c, selection, names, tier) and (fuzz or c["area"] != "fuzz") and keyword(c)
     ]
 
 
@@ -329,7 +334,7 @@ def _keyword_filter(expression: object) -> Callable[[dict[str, Any]], bool]:
 
     def wanted(check: dict[str, Any]) -> bool:
         path, *rest = str(check["id"]).split("::")
-        names = {*path.split("/"), *rest, MARK}
+        names = {*path.split("/"), *rest, MARK, *check.get("tiers", ())}
         if "[" in check["id"]:
             names.add("parametrize")
         return compiled.evaluate(KeywordMatcher(frozenset(names)))
@@ -351,7 +356,8 @@ def _print_list(fmt: str, values: dict[str, Any]) -> None:
         return
     for entry in checks:
         name = entry["id"].rsplit("::", 1)[-1]
-        uses = f"   uses: {', '.join(entry['uses'])}" if entry.get("uses") else ""
+        tiers = f"   tier: {', '.join(entry['tiers'])}" if entry.get("tiers") else ""
+        uses = tiers + (f"   uses: {', '.join(entry['uses'])}" if entry.get("uses") else "")
         print(f"{entry['level']:<7}{entry['area']:<7}{name}{uses}")
         print(f"{'':<14}{', '.join(entry['requirements'])}: {entry['title']}")
     print(f"{len(checks)} checks")
@@ -427,6 +433,7 @@ def _bounded_workers(workers: int | str, values: dict[str, Any], protocol: AnyPr
     narrowed = (
         any(values.get(name) for name in ("amp_only", "amp_check", "amp_rerun_failed"))
         or str(values.get("amp_level") or Level.MAY).upper() != Level.MAY
+        or values.get("amp_tier") == SMOKE
     )
     if not narrowed and asked <= MAX_WORKERS:
         return max(1, asked)

@@ -73,6 +73,8 @@ from amp_conformance.engine.report import (
 )
 from amp_conformance.engine.run import CheckResult, Run
 from amp_conformance.engine.shared_store import SharedStore
+from amp_conformance.engine.tiers import MARKS as TIER_MARKS
+from amp_conformance.engine.tiers import in_tier
 from amp_conformance.engine.verdict import Skipped, judge
 from amp_conformance.engine.vocabulary import Outcome
 from amp_conformance.fuzz.options import FUZZ_OPTIONS
@@ -175,6 +177,8 @@ def active_run(config: pytest.Config) -> Run | None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARK}(requirements, level, area): an AMP conformance check")
+    for name, description in TIER_MARKS.items():
+        config.addinivalue_line("markers", f"{name}: {description}")
     if not _enabled(config):
         return
     if not is_worker(config):  # the summary says INCOMPLETE: pytest's interrupt banner would bury it
@@ -403,6 +407,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         wanted = (
             (options.areas is None or spec.area in options.areas)
             and spec.level in options.levels
+            and in_tier(options.tier, (mark.name for mark in item.iter_markers()))
             and (options.requirements is None or bool(options.requirements & set(spec.requirements)))
             and (options.check_names is None or _named(item, options.check_names))
         )

@@ -8,6 +8,7 @@ import itertools
 import pkgutil
 import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from functools import cache
 from types import ModuleType
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 from amp_conformance.engine import registry
 from amp_conformance.engine.marking import MARK, spec_from_mark, title_of
 from amp_conformance.engine.spec import CheckSpec
+from amp_conformance.engine.tiers import tier_marks
 
 
 def _marks(obj: object) -> list[pytest.Mark]:
@@ -64,7 +66,8 @@ def specs_of_module(module: ModuleType) -> list[CheckSpec]:
         parametrized = [m for m in marks if m.name == "parametrize"]
         if not parametrized:
             if own is not None:
-                found.append(spec_from_mark(own.kwargs, title, name, f"{path}::{name}"))
+                spec = spec_from_mark(own.kwargs, title, name, f"{path}::{name}")
+                found.append(replace(spec, tiers=tier_marks(m.name for m in marks)))
             continue
         # as pytest does: the ids in pytestmark's order, the last parametrization varying fastest
         choices = [list(_parameter_sets(mark)) for mark in parametrized]
@@ -74,7 +77,8 @@ def specs_of_module(module: ModuleType) -> list[CheckSpec]:
             mark = next((m for m in param_marks if m.name == MARK), own)
             if mark is not None:
                 full = f"{name}[{param_id}]"
-                found.append(spec_from_mark(mark.kwargs, title, full, f"{path}::{full}"))
+                spec = spec_from_mark(mark.kwargs, title, full, f"{path}::{full}")
+                found.append(replace(spec, tiers=tier_marks(m.name for m in (*marks, *param_marks))))
     return found
 
 

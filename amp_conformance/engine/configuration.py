@@ -20,6 +20,7 @@ from amp_conformance.engine.options import (
     unwritable,
 )
 from amp_conformance.engine.protocol import AnyProtocol
+from amp_conformance.engine.tiers import DEFAULT_TIER, in_tier
 from amp_conformance.engine.vocabulary import Level, Outcome
 from amp_conformance.fuzz.options import fuzz_settings
 
@@ -119,11 +120,15 @@ def selection_of(values: dict[str, Any], protocol: AnyProtocol) -> Selection:
     return areas, requirements, levels
 
 
-def selects(check: dict[str, Any], selection: Selection, names: frozenset[str] | None) -> bool:
-    """Whether a check (an entry of ``--list``'s JSON) is in the selection, as the plugin's collection
-    filter decides (``plugin._named``): ``names`` (``--check``, ``--rerun-failed``) match its name
-    or node id, with its parameters or without them (every parameter of the function)."""
+def selects(
+    check: dict[str, Any], selection: Selection, names: frozenset[str] | None, tier: object = None
+) -> bool:
+    """Whether a check (an entry of ``--list``'s JSON) is in the selection and the ``--tier``, as the
+    plugin's collection filter decides (``plugin._named``): ``names`` (``--check``, ``--rerun-failed``)
+    match its name or node id, with its parameters or without them (every parameter of the function)."""
     areas, requirements, levels = selection
+    if tier is not None and not in_tier(str(tier), check.get("tiers") or ()):
+        return False
     nodeid = str(check["id"])
     base = nodeid.rsplit("::", 1)[-1]
     return (
@@ -185,6 +190,7 @@ def build_options(values: dict[str, Any], protocol: AnyProtocol) -> SuiteOptions
         requirements=requirements or None,
         check_names=names,
         levels=levels,
+        tier=str(values.get("amp_tier") or DEFAULT_TIER),
         json_path=Path(json_path) if json_path else None,
         junit_path=Path(junit_path) if junit_path else None,
         html_path=Path(values["amp_html"]) if values.get("amp_html") else None,

@@ -116,6 +116,13 @@ OPTION_SPECS: tuple[OptionSpec, ...] = (
         "run checks at this level and stricter: MUST, SHOULD or MAY (default MAY: all)",
         {"default": "MAY", "choices": [*LEVELS, *(lv.lower() for lv in LEVELS)]},
     ),
+    OptionSpec(
+        "tier",
+        "which checks to run: smoke (one probe per requirement, for pull requests), full (the default) "
+        "or stress (full plus the checks that grow the store to hundreds of cells); --list without it "
+        "lists every tier",
+        {"default": None, "choices": ["smoke", "full", "stress"]},
+    ),
     OptionSpec("json", "write the JSON report to this path"),
     OptionSpec("junit", "write a JUnit XML report to this path"),
     OptionSpec("html", "write a self-contained HTML report to this path"),
@@ -207,6 +214,9 @@ class SuiteOptions:
     check_names: frozenset[str] | None = None
     """Run only the checks of these names or node ids (``--check``, ``--rerun-failed``)."""
     levels: frozenset[str] = frozenset(LEVELS)
+    tier: str = "full"
+    """``--tier``: ``smoke`` runs the checks marked ``smoke``, ``full`` all but those marked ``stress``,
+    ``stress`` every check (``engine.tiers``)."""
     json_path: Path | None = None
     junit_path: Path | None = None
     html_path: Path | None = None
@@ -236,6 +246,7 @@ class SuiteOptions:
             "requirements": sorted(self.requirements) if self.requirements is not None else None,
             "checks": sorted(self.check_names) if self.check_names is not None else None,
             "levels": [lv for lv in LEVELS if lv in self.levels],
+            "tier": self.tier,
             "fuzz": self.fuzz,
             "seed": self.seed,
             "openapi": self.openapi,

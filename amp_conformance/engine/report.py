@@ -46,6 +46,7 @@ from amp_conformance.engine.report_model import (
     Exchange as ExchangeEntry,
 )
 from amp_conformance.engine.text import printable
+from amp_conformance.engine.tiers import verdict_suffix
 from amp_conformance.engine.verdict import resolve
 from amp_conformance.engine.vocabulary import LEVELS, Level, Outcome
 
@@ -564,7 +565,8 @@ def render_summary(run: Run, report: Report | None = None) -> str:
         if results
         else "INCOMPLETE: no check ran (the selection is empty)",
     }[summary["verdict"]]
-    lines.append(f"verdict: {verdict_text}")
+    head, _, rest = verdict_text.partition(":")
+    lines.append(f"verdict: {head}{verdict_suffix(run.options.tier)}:{rest}")
     if run.options.json_path is not None and str(run.options.json_path) != "-":
         lines.append(f"JSON report: {run.options.json_path}")
     return "\n".join(lines)

@@ -29,3 +29,5 @@ class CheckSpec:
     """The shared steps (``engine.steps.Step`` names) the check reads, kept in one work unit with it."""
     adopts: tuple[str, ...] = ()
     """Shared steps it reads that another unit's check makes (adopted from another worker)."""
+    tiers: tuple[str, ...] = ()
+    """The tier marks it carries (``smoke``, ``stress``: ``engine.tiers``); the registry reads them."""

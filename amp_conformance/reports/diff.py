@@ -25,6 +25,7 @@ from amp_conformance.engine.report_model import (
     ReportError,
     as_report,
 )
+from amp_conformance.engine.tiers import DEFAULT_TIER
 from amp_conformance.engine.vocabulary import Outcome
 from amp_conformance.reports.markdown import md_cell
 
@@ -97,6 +98,7 @@ def _run_info(report: Report) -> dict[str, Any]:
         "started_at": report.run.started_at or None,
         "base_url": report.base_url or None,
         "verdict": report.verdict or None,
+        "tier": report.run.options.get("tier"),
     }
 
 
@@ -249,6 +251,13 @@ def _headline(diff: Mapping[str, Any]) -> str:
     )
     if diff["regressed"] and not counts["regressions"]:
         line += " (a removed check is a regression; --allow-removed accepts it)"
+    tiers = {side: (diff["runs"][side].get("tier") or DEFAULT_TIER) for side in ("old", "new")}
+    if tiers["old"] != tiers["new"] and counts["removed"]:
+        # a narrower tier leaves checks out: they were not run, which proves nothing about them
+        line += (
+            f"; NEW is a {tiers['new']}-tier run and OLD a {tiers['old']}-tier one: the "
+            f"{counts['removed']} check(s) {tiers['new']} leaves out were not run, not passed"
+        )
     return line
 
 

@@ -261,6 +261,12 @@ _ALL: tuple[Fault, ...] = (
         "AMP-SRCH-01",
         "Search answers from an approximate index that silently loses cells of identical text past 4.",
     ),
+    Fault(
+        "search-index-drops-beyond-n",
+        "AMP-SRCH-01",
+        "Search answers from an index that holds only the first 100 cells of an owner: once the owner "
+        "has more, the later ones are never found (only the stress tier grows a store that far).",
+    ),
     Fault("stale-in-default-search", "AMP-SRCH-05", "Search includes stale cells by default."),
     Fault("include-stale-ignored", "AMP-SRCH-06", "Search ignores include_stale: stale cells stay hidden."),
     Fault("search-ignores-types", "AMP-SRCH-04", "Search ignores the types filter."),

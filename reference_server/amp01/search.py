@@ -141,6 +141,8 @@ def search(
         ranked = rank(shards, query, statuses, types, now, use_decay=not faults.on("ranking-ignores-decay"))
         if faults.on("search-approximate-index"):
             ranked = _approximate(ranked)
+        if faults.on("search-index-drops-beyond-n"):
+            ranked = _index_limited(ranked, shards)
         check_acl = not faults.on("search-ignores-readable-by")
         if faults.on("search-offset-before-acl"):
             ranked = itertools.islice(ranked, offset, None)
@@ -159,6 +161,26 @@ def search(
                 break
             results.append(record.cell)
     return results, has_more
+
+
+INDEX_LIMIT = 100
+"""``search-index-drops-beyond-n``: how many cells of one owner the index holds."""
+
+
+def _index_limited(
+    ranked: Iterable[tuple[float, Record]], shards: list[OwnerShard]
+) -> Iterator[tuple[float, Record]]:
+    """``search-index-drops-beyond-n``: an index built for small stores that stops taking cells once an
+    owner has :data:`INDEX_LIMIT` (a capacity a vector database is configured with): the cells created
+    after them are stored, listed and readable, but search never finds them."""
+    lost = {
+        id(record)
+        for shard in shards
+        if len(shard.records) > INDEX_LIMIT
+        for record in shard.records[INDEX_LIMIT:]
+        if record is not None
+    }
+    return ((score, record) for score, record in ranked if id(record) not in lost)
 
 
 APPROXIMATE_DUPLICATES = 4

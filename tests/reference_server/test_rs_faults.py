@@ -475,6 +475,14 @@ def _(amp):
     return amp.search({"query": "same", "owner_id": owner}).json()["returned"]
 
 
+@scenario("search-index-drops-beyond-n")
+def _(amp):
+    owner = amp.owner()
+    for number in range(101):  # one past the index's 100 cells of an owner
+        amp.create(amp.body(owner, f"cell {number}"))
+    return amp.search({"query": "cell", "owner_id": owner, "limit": 100, "offset": 100}).json()["returned"]
+
+
 @scenario("search-ignores-types")
 def _(amp):
     owner = amp.owner()

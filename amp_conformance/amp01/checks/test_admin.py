@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._lifecycle_passes import LOW, both_passes, first_pass
 from amp_conformance.amp01.checks._shared_probes import (
@@ -160,6 +162,7 @@ def test_run_endpoint_exists_and_refuses_without_a_token(amp: Amp01Context) -> N
     expect_no_pass(amp, posts, "none", "the tokenless POST", rule)
 
 
+@pytest.mark.smoke
 @check("AMP-ADMIN-02")
 def test_server_without_a_token_answers_admin_disabled(amp: Amp01Context) -> None:
     """A server with no admin token answers 403 ADMIN_DISABLED whatever token is sent, and runs no pass."""
@@ -194,6 +197,7 @@ def test_server_without_a_token_answers_admin_disabled(amp: Amp01Context) -> Non
     expect_no_pass(amp, posts, "made-up", "the POST with a made-up token", "AMP-ADMIN-02")
 
 
+@pytest.mark.smoke
 @check("AMP-ADMIN-03")
 def test_a_wrong_token_is_refused_and_runs_no_pass(amp: Amp01Context) -> None:
     """A wrong X-AMP-Admin-Token gets 403 ACCESS_DENIED and changes nothing."""
@@ -228,6 +232,7 @@ def test_the_token_comparison_is_exact(amp: Amp01Context) -> None:
 # ------------------------------------------------------------------- with the token (global effects)
 
 
+@pytest.mark.smoke
 @check("AMP-ADMIN-04", "AMP-ADMIN-06", global_effects=True)
 def test_a_pass_reports_all_three_transition_counts(amp: Amp01Context) -> None:
     """The right token gets 200 {"transitions": {...}} with all three keys as integers >= 0 (never {})."""

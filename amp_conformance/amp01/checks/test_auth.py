@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from ulid import ULID
 
 from amp_conformance import Amp01Context, check
@@ -488,6 +489,7 @@ def _refusals(amp: Amp01Context) -> dict[str, Reply]:
 # ------------------------------------------------------------------------------------- keyless
 
 
+@pytest.mark.smoke
 @check("AMP-AUTH-02")
 def test_keyless_server_trusts_any_agent_id(amp: Amp01Context) -> None:
     """Without API keys any agent-id string works with no credential: create, read and list succeed."""
@@ -529,6 +531,7 @@ def test_keys_the_right_pair_works_on_every_agent_route(amp: Amp01Context) -> No
     amp.deleted_step(got["delete"])
 
 
+@pytest.mark.smoke
 @check("AMP-AUTH-04")
 def test_keys_every_authentication_failure_gets_the_same_401(amp: Amp01Context) -> None:
     """Missing, wrong, another agent's and unknown-agent keys all get one identical 401 UNAUTHENTICATED."""
@@ -550,6 +553,7 @@ def test_keys_every_authentication_failure_gets_the_same_401(amp: Amp01Context) 
         same_401(amp, read_replies, "GET /memories/{id}", ("UNAUTHENTICATED",))
 
 
+@pytest.mark.smoke
 @check("AMP-AUTH-05")
 def test_keys_a_request_without_agent_id_is_401(amp: Amp01Context) -> None:
     """With keys on, a request without X-AMP-Agent-ID is 401 (UNAUTHENTICATED or MISSING_AGENT_ID, C-15)."""
@@ -571,6 +575,7 @@ def test_keys_a_request_without_agent_id_is_401(amp: Amp01Context) -> None:
     amp.note(f"401 code for a missing agent id in keys mode: {', '.join(sorted(seen))} (C-15)")
 
 
+@pytest.mark.smoke
 @check("AMP-AUTH-06")
 def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp01Context) -> None:
     """With keys on, a create with no headers and a body created_by is 401, and no cell is stored."""
@@ -598,6 +603,7 @@ def test_keys_create_does_not_fall_back_to_the_body_created_by(amp: Amp01Context
         amp.expect(not stored, "the refused create stored nothing", listed)
 
 
+@pytest.mark.smoke
 @check("AMP-AUTH-06", "AMP-CRE-07", "AMP-ACL-13")
 def test_keys_body_created_by_cannot_impersonate(amp: Amp01Context) -> None:
     """A keyed caller whose body names another agent as created_by is recorded as itself (C-10)."""
@@ -629,6 +635,7 @@ def test_health_and_spec_stay_open(amp: Amp01Context) -> None:
             amp.warn(f"GET /spec with an unknown agent and key answered {reply.status}, not 200", reply)
 
 
+@pytest.mark.smoke
 @check("AMP-AUTH-03", "AMP-ACL-01")
 def test_keys_a_public_cell_needs_an_authenticated_caller(amp: Amp01Context) -> None:
     """With keys on, a public cell is readable by any authenticated agent, and by no one else (C-35)."""
@@ -685,6 +692,7 @@ def test_keys_authentication_comes_before_anything_else(amp: Amp01Context) -> No
     amp.expect(status == "active", f"the refused requests changed nothing (status {shown(status)})", reply)
 
 
+@pytest.mark.smoke
 @check("AMP-AUTH-09")
 def test_header_names_are_case_insensitive(amp: Amp01Context) -> None:
     """X-AMP-Agent-ID (and X-AMP-API-Key) work in lower and upper case: a create in lower case is

@@ -11,6 +11,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, TypeGuard
 
+import pytest
+
 from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._lifecycle_passes import together
 from amp_conformance.amp01.checks._shared_cells import (
@@ -129,6 +131,7 @@ def _page_size_claim(amp: Amp01Context) -> int:
     return value
 
 
+@pytest.mark.smoke
 @check("AMP-CAP-02")
 def test_spec_capabilities_have_the_documented_members_and_types(amp: Amp01Context) -> None:
     """/spec capabilities carry every documented member with its documented type."""
@@ -145,6 +148,7 @@ def test_spec_capabilities_have_the_documented_members_and_types(amp: Amp01Conte
         amp.fail(f"max_page_size is not an integer > 0: {shown(page)}", reply)
 
 
+@pytest.mark.smoke
 @check("AMP-CAP-05", "AMP-CAP-04")
 def test_api_keys_required_matches_behaviour(amp: Amp01Context) -> None:
     """api_keys_required matches behaviour: false serves agents without a key, true answers 401."""
@@ -170,6 +174,7 @@ def test_api_keys_required_matches_behaviour(amp: Amp01Context) -> None:
         amp.expect_status(reply, 200, what="api_keys_required is false, so a list without a key")
 
 
+@pytest.mark.smoke
 @check("AMP-CAP-06", "AMP-CAP-04", "AMP-SRCH-09", "AMP-LIST-05")
 def test_max_page_size_is_the_exact_ceiling_on_search_and_list(amp: Amp01Context) -> None:
     """limit = max_page_size is accepted and echoed on search and list; max_page_size + 1 is a 422."""
@@ -193,6 +198,7 @@ def test_max_page_size_is_the_exact_ceiling_on_search_and_list(amp: Amp01Context
         expect_refused_as_invalid(amp, over)
 
 
+@pytest.mark.smoke
 @check("AMP-CAP-09")
 def test_retention_days_is_at_least_30(amp: Amp01Context) -> None:
     """retention_days is an integer of at least 30 (the spec's floor)."""
@@ -213,6 +219,7 @@ def _manual_run_path(amp: Amp01Context) -> str:
     return path
 
 
+@pytest.mark.smoke
 @check("AMP-CAP-10", "AMP-ADMIN-01", global_effects=True)
 def test_manual_run_endpoint_exists_and_is_gated(amp: Amp01Context) -> None:
     """The advertised manual_run_endpoint exists (never 404) and refuses callers without the token."""

@@ -15,6 +15,8 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+import pytest
+
 from amp_conformance import SHOULD, Amp01Context, check
 from amp_conformance.amp01.cells import CellIdError, parse_cell_id
 from amp_conformance.amp01.checks._shared_cells import (
@@ -67,6 +69,7 @@ def _valid(amp: Amp01Context, made: dict[str, Any], what: str) -> tuple[dict[str
     return expect_valid_cell(amp, cell, reply, f"the cell returned by {what}"), reply
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-01", "AMP-CELL-02")
 def test_created_and_read_cells_validate(amp: Amp01Context) -> None:
     """Minimal and full cells validate against the schema on create and on read (six required members)."""
@@ -105,6 +108,7 @@ def test_cell_carries_every_optional_sub_field(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-04")
 def test_amp_version_is_0_1_0_on_every_cell(amp: Amp01Context) -> None:
     """amp_version is "0.1.0" on created, read and listed cells."""
@@ -132,6 +136,7 @@ def test_amp_version_is_0_1_0_on_every_cell(amp: Amp01Context) -> None:
         amp.expect(version == "0.1.0", f"listed: amp_version is '0.1.0' (got {shown(version)})", listed)
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-05")
 def test_id_is_a_ulid(amp: Amp01Context) -> None:
     """The id is a ULID, bare or behind 'mem_' (C-03: either form passes; the form is reported)."""
@@ -145,6 +150,7 @@ def test_id_is_a_ulid(amp: Amp01Context) -> None:
     amp.note(f"id form: {form} ({cell_id})")
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-06")
 def test_ids_are_unique(amp: Amp01Context) -> None:
     """The run's shared cells have distinct ids: ten creates, five of them one owner's identical texts
@@ -192,6 +198,7 @@ def test_ids_follow_creation_order(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-08")
 def test_type_is_one_of_the_three_memory_types(amp: Amp01Context) -> None:
     """episodic, semantic and procedural are accepted and echoed; type 'literal' is 422."""
@@ -208,6 +215,7 @@ def test_type_is_one_of_the_three_memory_types(amp: Amp01Context) -> None:
     expect_validation_error(amp, reply, "type 'literal'")
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-09")
 def test_owner_type_is_user_agent_or_organization(amp: Amp01Context) -> None:
     """owner_type user, agent and organization are accepted and echoed; 'team' is 422."""
@@ -266,6 +274,7 @@ def _refused_patches(amp: Amp01Context) -> tuple[dict[str, Any], Reply, dict[str
     return made["cell"], replies[made["reply"]], patches, replies[made["read"]]
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-10")
 def test_status_is_one_of_the_four_lifecycle_states(amp: Amp01Context) -> None:
     """A new cell's status is a lifecycle state, and PATCH lifecycle.status 'expired' is 422."""
@@ -282,6 +291,7 @@ def test_status_is_one_of_the_four_lifecycle_states(amp: Amp01Context) -> None:
     amp.expect(status == "active", f"the refused PATCH left the status 'active' (got {shown(status)})", got)
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-11")
 def test_provenance_enumerations(amp: Amp01Context) -> None:
     """Every documented source_type and extraction_method round-trips; undocumented values are 422."""
@@ -296,6 +306,7 @@ def test_provenance_enumerations(amp: Amp01Context) -> None:
         expect_validation_error(amp, reply, f"provenance.{field} {shown(value)}")
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-12")
 def test_importance_and_confidence_are_in_the_unit_interval(amp: Amp01Context) -> None:
     """importance/confidence 0 and 1 are accepted; 1.5 and -0.1 are 422 on create and on patch.
@@ -327,6 +338,7 @@ def test_importance_and_confidence_are_in_the_unit_interval(amp: Amp01Context) -
     )
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-13")
 def test_decay_rate_is_non_negative_and_unbounded(amp: Amp01Context) -> None:
     """decay_rate 0 and 20000 are accepted and stored; -0.01 is 422."""
@@ -339,6 +351,7 @@ def test_decay_rate_is_non_negative_and_unbounded(amp: Amp01Context) -> None:
     expect_validation_error(amp, reply, "decay_rate -0.01")
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-14")
 def test_access_count_is_a_non_negative_integer(amp: Amp01Context) -> None:
     """scoring.access_count is an integer >= 0 on create and after a read."""
@@ -375,6 +388,7 @@ _DEFAULTS = {
 }
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-15")
 def test_omitted_fields_take_the_documented_defaults(amp: Amp01Context) -> None:
     """A minimal create stores every documented default (importance 0.5, confidence 1.0, ...)."""
@@ -391,6 +405,7 @@ def test_omitted_fields_take_the_documented_defaults(amp: Amp01Context) -> None:
     amp.expect(not wrong, "defaults of a minimal create: " + "; ".join(wrong), reply)
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-16")
 def test_public_never_defaults_to_true(amp: Amp01Context) -> None:
     """Without access_policy, public is false and a stranger's read is refused."""
@@ -420,6 +435,7 @@ def test_text_is_required_and_metadata_round_trips(amp: Amp01Context) -> None:
     expect_validation_error(amp, reply, "content.metadata as an array")
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-17", level=SHOULD, stance="C-23: refusing an empty text is a SHOULD")
 def test_empty_text_is_refused(amp: Amp01Context) -> None:
     """An empty content.text is refused with 422 (C-23: a 201 is a warning)."""
@@ -458,6 +474,7 @@ def _timestamp_walk(amp: Amp01Context) -> tuple[dict[str, Any], Reply, list[Repl
     return made["cell"], replies[made["reply"]], walk, replies[made["expires"]]
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-18")
 def test_every_timestamp_is_utc(amp: Amp01Context) -> None:
     """created_at, last_accessed_at, last_updated_at and expires_at are RFC 3339 UTC timestamps."""
@@ -493,6 +510,7 @@ def test_every_timestamp_is_utc(amp: Amp01Context) -> None:
         )
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-19")
 def test_created_at_is_the_time_of_creation(amp: Amp01Context) -> None:
     """created_at is the server's time of the create (within 120 s of the client clock or Date)."""

@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
+import pytest
+
 from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._shared_cells import (
     CLIENT_COUNT,
@@ -80,6 +82,7 @@ def _keys_required(amp: Amp01Context) -> bool:
     return amp.spec.get("api_keys_required") is True
 
 
+@pytest.mark.smoke
 @check("AMP-CRE-01")
 def test_create_returns_201_with_the_stored_cell(amp: Amp01Context) -> None:
     """A valid create answers 201 with the stored cell: the body equals a later GET but for read counters."""
@@ -101,6 +104,7 @@ def test_create_returns_201_with_the_stored_cell(amp: Amp01Context) -> None:
         )
 
 
+@pytest.mark.smoke
 @check("AMP-CRE-02")
 def test_each_required_field_is_required(amp: Amp01Context) -> None:
     """Dropping type, content.text, identity.owner_id or identity.owner_type gives 422 VALIDATION_ERROR."""
@@ -143,6 +147,7 @@ def _probed(amp: Amp01Context, probe: str) -> tuple[Reply, str, datetime, dateti
     return reply, sent_id, sent, datetime.now(UTC)
 
 
+@pytest.mark.smoke
 @check("AMP-CRE-03")
 def test_the_server_chooses_the_id(amp: Amp01Context) -> None:
     """An id sent in the create body is not used (one well-formed id in the server's own form: the
@@ -153,6 +158,7 @@ def test_the_server_chooses_the_id(amp: Amp01Context) -> None:
     amp.expect(cell["id"] != sent, f"the server chose the id: the client's {shown(sent)} was used", reply)
 
 
+@pytest.mark.smoke
 @check("AMP-CRE-04")
 def test_client_lifecycle_and_version_are_not_applied(amp: Amp01Context) -> None:
     """Client lifecycle/amp_version are ignored: status active, fresh created_at, null last_*, 0.1.0."""
@@ -207,6 +213,7 @@ def test_unknown_create_members_are_ignored(amp: Amp01Context) -> None:
     expect_valid_cell(amp, stored, got, "the stored cell")
 
 
+@pytest.mark.smoke
 @check("AMP-CRE-06")
 def test_supplied_optional_values_are_stored_as_sent(amp: Amp01Context) -> None:
     """The API reference's example body is stored as sent (scoring, policy, provenance, session, metadata)."""
@@ -236,6 +243,7 @@ def test_supplied_optional_values_are_stored_as_sent(amp: Amp01Context) -> None:
         amp.expect(not wrong, f"{label}: supplied values are stored as sent: " + "; ".join(wrong), where)
 
 
+@pytest.mark.smoke
 @check("AMP-CRE-07")
 def test_created_by_is_the_header_agent(amp: Amp01Context) -> None:
     """created_by is the X-AMP-Agent-ID of the create, with or without a body created_by (C-10)."""
@@ -296,6 +304,7 @@ def test_create_without_any_identity_is_401(amp: Amp01Context) -> None:
     amp.expect(not results, f"the refused create stored a cell anyway: the owner has {len(results)}", listed)
 
 
+@pytest.mark.smoke
 @check("AMP-CRE-08")
 def test_a_new_cell_starts_unread_and_unexpired(amp: Amp01Context) -> None:
     """A new cell has access_count 0 and null last_accessed_at, last_updated_at and expires_at."""
@@ -325,6 +334,7 @@ def test_a_new_cell_starts_unread_and_unexpired(amp: Amp01Context) -> None:
         amp.expect(count == 0, f"access_count of a new cell is 0 (got {shown(count)})", reply)
 
 
+@pytest.mark.smoke
 @check("AMP-CRE-09")
 def test_a_new_cell_is_readable_and_listed_at_once(amp: Amp01Context) -> None:
     """Right after the create, the creator reads the cell and the owner's list contains it."""
@@ -369,6 +379,7 @@ NOT_OBJECTS = (
 )
 
 
+@pytest.mark.smoke
 @check("AMP-CRE-10")
 def test_a_body_that_is_not_a_json_object_is_422(amp: Amp01Context) -> None:
     """A body that is not JSON, or JSON but not an object, is 422 VALIDATION_ERROR in the envelope."""
@@ -395,6 +406,7 @@ def test_a_body_that_is_not_a_json_object_is_422(amp: Amp01Context) -> None:
 _MAX_PROBE_BYTES = 4 * 1024 * 1024
 
 
+@pytest.mark.smoke
 @check("AMP-CRE-11")
 def test_an_oversized_create_is_413_and_stores_nothing(amp: Amp01Context) -> None:
     """A create larger than max_cell_size_bytes is 413 CELL_TOO_LARGE and the owner has no cell afterwards."""

@@ -33,6 +33,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from amp_conformance import Amp01Context, check, load_fixture
 from amp_conformance.amp01.checks._lifecycle_passes import (
     both_passes,
@@ -125,6 +127,7 @@ def test_decay_formula_matches_the_worked_examples(amp: Amp01Context) -> None:
     amp.expect(not problems, "decay vectors: " + "; ".join(problems))
 
 
+@pytest.mark.smoke
 @check("AMP-LC-04", "AMP-LC-01")
 def test_the_equality_case_is_not_below_the_threshold(amp: Amp01Context) -> None:
     """Example E: 0.3 x 1.0 x exp(0) is exactly 0.3, not below the threshold: active after a pass."""
@@ -158,6 +161,7 @@ def _active_ids(amp: Amp01Context, owner: str) -> tuple[set[str], Reply]:
     return {str(c.get("id")) for c in results if isinstance(c, dict)}, reply
 
 
+@pytest.mark.smoke
 @check("AMP-LC-06", "AMP-LC-02", "AMP-LC-01", "AMP-LC-10", deadline=30, global_effects=True)
 def test_fast_decay_goes_stale_and_a_read_brings_it_back(amp: Amp01Context) -> None:
     """Fast decay: a cell turns stale at a pass; a by-id read restarts its clock, the next pass revives it.

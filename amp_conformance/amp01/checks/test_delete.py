@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._lifecycle_passes import stale_after_both, stale_probes
 from amp_conformance.amp01.checks._shared_cells import (
@@ -66,6 +68,7 @@ def _ids(amp: Amp01Context, reply: Reply) -> list[Any]:
     return [r.get("id") for r in results if isinstance(r, dict)]
 
 
+@pytest.mark.smoke
 @check("AMP-DEL-01")
 def test_delete_of_an_archived_cell_is_204_with_empty_body(amp: Amp01Context) -> None:
     """DELETE of an archived cell by its creator answers 204 with an empty body."""
@@ -74,6 +77,7 @@ def test_delete_of_an_archived_cell_is_204_with_empty_body(amp: Amp01Context) ->
     amp.expect(len(reply.content) == 0, f"the 204 body is empty (got {len(reply.content)} bytes)", reply)
 
 
+@pytest.mark.smoke
 @check("AMP-DEL-04")
 def test_delete_needs_write_access(amp: Amp01Context) -> None:
     """A stranger's DELETE is 403 on an active cell (not 409) and on an archived one; nothing changes."""
@@ -152,6 +156,7 @@ def test_delete_of_a_stale_cell_is_refused(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-DEL-05")
 def test_deleted_cell_never_appears_in_list_or_search(amp: Amp01Context) -> None:
     """A deleted cell is absent from list and search whatever status filters are sent (the
@@ -185,6 +190,7 @@ def test_deleted_cell_never_appears_in_list_or_search(amp: Amp01Context) -> None
         )
 
 
+@pytest.mark.smoke
 @check("AMP-DEL-06", "AMP-DEL-02")
 def test_deleted_cell_reads_as_deleted_or_unknown(amp: Amp01Context) -> None:
     """GET of a deleted cell answers 200 with status 'deleted' or the unknown-id answer, per convention."""
@@ -194,6 +200,7 @@ def test_deleted_cell_reads_as_deleted_or_unknown(amp: Amp01Context) -> None:
     amp.note(f"deleted cells: {amp.conventions.deleted_read or 'convention not detected'} (C-05)")
 
 
+@pytest.mark.smoke
 @check("AMP-DEL-07")
 def test_deleted_is_terminal(amp: Amp01Context) -> None:
     """A second DELETE is refused, PATCHes back to archived or active are refused, the cell stays deleted."""

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from amp_conformance import SHOULD, Amp01Context, check
 from amp_conformance.amp01.checks._shared_cells import (
     EMPTY_METADATA,
@@ -311,12 +313,14 @@ def test_create_without_identity_is_401(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-READ-09", "AMP-AUTH-01")
 def test_read_without_identity_is_401(amp: Amp01Context) -> None:
     """GET /memories/{id} of an existing cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""
     _expect_missing_identity(amp, _case(amp, "GET /memories/{id} without identity"), "GET /memories/{id}")
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-18", "AMP-AUTH-01")
 def test_patch_without_identity_is_401(amp: Amp01Context) -> None:
     """PATCH with a valid body but no X-AMP-Agent-ID is 401 MISSING_AGENT_ID and changes nothing."""
@@ -333,6 +337,7 @@ def test_patch_without_identity_is_401(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-DEL-08", "AMP-AUTH-01")
 def test_delete_without_identity_is_401(amp: Amp01Context) -> None:
     """DELETE of an archived cell without X-AMP-Agent-ID is 401 MISSING_AGENT_ID; the cell stays archived."""
@@ -344,6 +349,7 @@ def test_delete_without_identity_is_401(amp: Amp01Context) -> None:
     amp.expect(status == "archived", f"the cell is still archived (got {shown(status)})", back)
 
 
+@pytest.mark.smoke
 @check("AMP-LIST-11", "AMP-AUTH-01")
 def test_list_without_identity_is_401(amp: Amp01Context) -> None:
     """GET /memories and GET /memories/query without X-AMP-Agent-ID are 401 MISSING_AGENT_ID."""
@@ -353,6 +359,7 @@ def test_list_without_identity_is_401(amp: Amp01Context) -> None:
         _expect_missing_identity(amp, reply, f"GET {path}")
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-16", "AMP-AUTH-01")
 def test_search_without_identity_is_401(amp: Amp01Context) -> None:
     """POST /memories/search with a complete body but no X-AMP-Agent-ID is 401 MISSING_AGENT_ID."""

@@ -4,10 +4,13 @@ The checks judge one anonymous GET of ``/health`` and one of ``/spec``, sent onc
 
 from __future__ import annotations
 
+import pytest
+
 from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._support import open_route_reply, shown
 
 
+@pytest.mark.smoke
 @check("AMP-HEALTH-01")
 def test_health_reports_ok_and_the_protocol_version(amp: Amp01Context) -> None:
     """GET /health answers 200 {"status": "ok", "amp_version": "0.1.0"}."""
@@ -22,6 +25,7 @@ def test_health_reports_ok_and_the_protocol_version(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-HEALTH-02", "AMP-AUTH-07")
 def test_health_needs_no_identity_and_answers_json(amp: Amp01Context) -> None:
     """GET /health needs neither agent id nor key, and answers JSON."""
@@ -36,6 +40,7 @@ def test_health_needs_no_identity_and_answers_json(amp: Amp01Context) -> None:
     reply.json_object()
 
 
+@pytest.mark.smoke
 @check("AMP-CAP-01")
 def test_spec_reports_version_and_capabilities(amp: Amp01Context) -> None:
     """GET /spec answers 200 with amp_version "0.1.0" and a capabilities object, without identity."""
@@ -50,6 +55,7 @@ def test_spec_reports_version_and_capabilities(amp: Amp01Context) -> None:
     amp.expect(isinstance(body.get("capabilities"), dict), "capabilities is an object", reply)
 
 
+@pytest.mark.smoke
 @check("AMP-CAP-03")
 def test_spec_and_health_agree_on_the_version(amp: Amp01Context) -> None:
     """/spec and /health report the same amp_version."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+import pytest
+
 from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._support import error_of, expect_error, list_owner, member, shown
 from amp_conformance.amp01.checks.access.steps import POLICY_CELL
@@ -35,6 +37,7 @@ def _ids(results: list[Any]) -> set[Any]:
     return {r.get("id") for r in results if isinstance(r, dict)}
 
 
+@pytest.mark.smoke
 @check("AMP-LIST-03", "AMP-SRCH-03")
 def test_owner_filters_match_the_owner_id_exactly(amp: Amp01Context) -> None:
     """List and search by a case-flipped or decomposed variant of an owner id do not return its cells."""
@@ -109,6 +112,7 @@ def _refused(reply: Reply) -> bool:
     return reply.status in (401, 403, 404)
 
 
+@pytest.mark.smoke
 @check("AMP-ACL-09", uses=(POLICY_CELL, CREATORS_CELL))
 def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp01Context) -> None:
     """An agent whose id differs from the owner's or the creator's only in letter case has no access.
@@ -148,6 +152,7 @@ def test_a_case_variant_of_the_owner_or_creator_is_a_stranger(amp: Amp01Context)
             )
 
 
+@pytest.mark.smoke
 @check("AMP-ACL-08", uses=(POLICY_CELL, CREATORS_CELL))
 def test_the_creator_keeps_its_rights_after_replacing_the_policy(amp: Amp01Context) -> None:
     """After the creator replaces readable_by and writable_by with other agents, it still reads and writes."""
@@ -177,6 +182,7 @@ def test_the_creator_keeps_its_rights_after_replacing_the_policy(amp: Amp01Conte
         amp.expect(text == "still the creator's to write", f"content.text is {shown(text)}", write)
 
 
+@pytest.mark.smoke
 @check("AMP-ADMIN-03", global_effects=True)
 def test_a_prefix_of_the_admin_token_is_refused(amp: Amp01Context) -> None:
     """The admin token is compared whole: its strict prefix gets 403 ACCESS_DENIED, not a pass."""

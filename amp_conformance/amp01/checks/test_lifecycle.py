@@ -18,6 +18,8 @@ from __future__ import annotations
 import time
 from functools import partial
 
+import pytest
+
 from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._lifecycle_passes import (
     CELLS,
@@ -68,6 +70,7 @@ def _expect_listed(
     )
 
 
+@pytest.mark.smoke
 @check("AMP-LC-03", "AMP-ADMIN-05", global_effects=True)
 def test_low_score_cells_become_stale_after_one_pass(amp: Amp01Context) -> None:
     """Cells with importance x confidence < 0.3 are stale after one pass; counts include them."""
@@ -92,6 +95,7 @@ def test_low_score_cells_become_stale_after_one_pass(amp: Amp01Context) -> None:
     expect_at_least(amp, first.transitions, "active_to_stale", len(LOW))
 
 
+@pytest.mark.smoke
 @check("AMP-LC-04", global_effects=True)
 def test_a_score_of_exactly_0_3_is_not_below_the_threshold(amp: Amp01Context) -> None:
     """A score of exactly 0.3 stays active, and brings a stale cell back to active (C-33)."""
@@ -116,6 +120,7 @@ def test_a_score_of_exactly_0_3_is_not_below_the_threshold(amp: Amp01Context) ->
     )
 
 
+@pytest.mark.smoke
 @check("AMP-LC-05", "AMP-ADMIN-05", global_effects=True)
 def test_a_stale_cell_whose_score_recovers_becomes_active(amp: Amp01Context) -> None:
     """A stale cell whose score is back at or above 0.3 becomes active at the next pass."""
@@ -135,6 +140,7 @@ def test_a_stale_cell_whose_score_recovers_becomes_active(amp: Amp01Context) -> 
     expect_at_least(amp, second.transitions, "stale_to_active", len(recovered))
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-16", area="lc", global_effects=True)
 def test_a_scoring_patch_does_not_flip_the_status_by_itself(amp: Amp01Context) -> None:
     """A scoring PATCH that lifts a stale cell's score leaves it stale until the next pass (C-34)."""
@@ -160,6 +166,7 @@ def test_a_scoring_patch_does_not_flip_the_status_by_itself(amp: Amp01Context) -
     passes.step_recovered(amp, "y")
 
 
+@pytest.mark.smoke
 @check("AMP-LC-07", "AMP-LC-11", global_effects=True)
 def test_a_freshly_stale_cell_is_not_archived(amp: Amp01Context) -> None:
     """A pass moves a cell one step: a freshly stale cell is not archived, nor by the next pass."""
@@ -175,6 +182,7 @@ def test_a_freshly_stale_cell_is_not_archived(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-LC-08", "AMP-PATCH-12", global_effects=True)
 def test_archived_cells_stay_archived(amp: Amp01Context) -> None:
     """An archived cell with a high score is left archived by a pass and cannot be PATCHed back (409)."""
@@ -197,6 +205,7 @@ def test_archived_cells_stay_archived(amp: Amp01Context) -> None:
     _expect_listed(amp, passes.owner, cell_id, "archived", "after the refused PATCH", "AMP-PATCH-12")
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-12", "AMP-DEL-03", area="lc", global_effects=True)
 def test_a_stale_cell_cannot_be_patched_or_deleted_to_deleted(amp: Amp01Context) -> None:
     """A stale cell: PATCH to deleted is 409 INVALID_TRANSITION, DELETE is 409; it stays stale."""
@@ -217,6 +226,7 @@ def test_a_stale_cell_cannot_be_patched_or_deleted_to_deleted(amp: Amp01Context)
         )
 
 
+@pytest.mark.smoke
 @check("AMP-READ-07", area="lc", global_effects=True)
 def test_a_stale_cell_can_still_be_read_by_id(amp: Amp01Context) -> None:
     """A stale cell is still readable by id: 200 with status stale."""
@@ -308,6 +318,7 @@ def _expect_search_complete(
     )
 
 
+@pytest.mark.smoke
 @check("AMP-LC-09", "AMP-RET-01", global_effects=True)
 def test_a_pass_leaves_deleted_cells_deleted_and_kept(amp: Amp01Context) -> None:
     """A deleted cell (high score) is neither changed nor purged by a pass (where deleted cells read back)."""
@@ -329,6 +340,7 @@ def test_a_pass_leaves_deleted_cells_deleted_and_kept(amp: Amp01Context) -> None
     )
 
 
+@pytest.mark.smoke
 @check("AMP-RET-02")
 def test_no_rest_route_purges_a_deleted_cell(amp: Amp01Context) -> None:
     """Physical purge is no REST operation: purge-looking requests never succeed on a deleted cell."""
@@ -387,6 +399,7 @@ def test_no_automatic_pass_when_the_scheduler_is_off(amp: Amp01Context) -> None:
     _expect_listed(amp, owner, cell_id, "active", "a low-score cell one second later, with the scheduler off")
 
 
+@pytest.mark.smoke
 @check("AMP-LC-12", deadline=60)
 def test_the_scheduler_runs_passes_by_itself(amp: Amp01Context) -> None:
     """With the scheduler on and a short interval, a low-score cell turns stale without a manual pass."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from amp_conformance import SHOULD, Amp01Context, check
 from amp_conformance.amp01.checks._shared_cells import (
     TRIO_LISTS,
@@ -91,6 +93,7 @@ def _fresh_owner_page(amp: Amp01Context) -> Reply:
     return fresh_owner_list(amp)
 
 
+@pytest.mark.smoke
 @check("AMP-LIST-01")
 def test_list_returns_a_page_of_valid_cells(amp: Amp01Context) -> None:
     """GET /memories answers 200 {results, returned, has_more, offset, limit} with valid cells."""
@@ -102,6 +105,7 @@ def test_list_returns_a_page_of_valid_cells(amp: Amp01Context) -> None:
         expect_valid_cell(amp, item, reply, f"results[{index}]")
 
 
+@pytest.mark.smoke
 @check("AMP-LIST-02")
 def test_query_alias_answers_like_the_list(amp: Amp01Context) -> None:
     """GET /memories/query takes the same parameters and returns the same page as GET /memories.
@@ -178,6 +182,7 @@ def test_owner_and_type_filters_are_exact(amp: Amp01Context) -> None:
         )
 
 
+@pytest.mark.smoke
 @check("AMP-LIST-03", "AMP-LIST-04", level=SHOULD, stance="C-12: the status filter is a SHOULD")
 def test_status_filter_and_active_default(amp: Amp01Context) -> None:
     """Without status only active cells are listed; status=archived lists the archived one (C-12)."""
@@ -236,6 +241,7 @@ def test_limit_bounds_are_enforced_not_clamped(amp: Amp01Context) -> None:
     amp.expect(page["limit"] == maximum, f"limit={maximum} is echoed (got {shown(page['limit'])})", reply)
 
 
+@pytest.mark.smoke
 @check("AMP-LIST-05", level=SHOULD, stance="Level line: SHOULD for the default 20")
 def test_limit_defaults_to_20(amp: Amp01Context) -> None:
     """Without limit the page uses (and echoes) limit 20."""
@@ -246,6 +252,7 @@ def test_limit_defaults_to_20(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-LIST-06")
 def test_offset_must_not_be_negative(amp: Amp01Context) -> None:
     """offset -1 (or not an integer) is 422 VALIDATION_ERROR; without offset, offset 0 is echoed."""
@@ -289,6 +296,7 @@ def test_pages_hold_only_readable_cells_and_count_them(amp: Amp01Context) -> Non
     )
 
 
+@pytest.mark.smoke
 @check("AMP-LIST-08")
 def test_paging_members_tell_the_truth(amp: Amp01Context) -> None:
     """returned = len(results) <= limit, has_more exactly when a next page holds something, window echoed."""
@@ -375,6 +383,7 @@ def test_pages_partition_the_readable_cells(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-LIST-10", "AMP-ERR-04")
 def test_invalid_type_or_status_is_a_validation_error(amp: Amp01Context) -> None:
     """type=literal and status=expired are 422 VALIDATION_ERROR."""

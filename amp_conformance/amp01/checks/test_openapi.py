@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from amp_conformance import SHOULD, Amp01Context, check
 from amp_conformance.amp01.checks._support import shared_replies, shown
 from amp_conformance.engine.client import Reply
@@ -43,6 +45,7 @@ def served_document(amp: Amp01Context) -> tuple[dict[str, Any], Reply]:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-OAS-01")
 def test_the_openapi_document_is_served(amp: Amp01Context) -> None:
     """A running server serves its OpenAPI document at /openapi.json."""

@@ -21,6 +21,8 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+import pytest
+
 from amp_conformance import SHOULD, Amp01Context, check
 from amp_conformance.amp01.cells import TimestampError, parse_utc_timestamp
 from amp_conformance.amp01.checks._lifecycle_passes import BOTH_PASSES, Passes, both_passes
@@ -190,6 +192,7 @@ def test_patch_returns_the_complete_updated_cell(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-02", uses=(MERGE_RULES,))
 def test_sections_not_sent_are_left_as_stored(amp: Amp01Context) -> None:
     """PATCH of content only leaves scoring, access_policy, provenance and identity untouched."""
@@ -234,6 +237,7 @@ def test_access_policy_keys_not_sent_keep_their_values(amp: Amp01Context) -> Non
         _same(amp, before, updated, f"access_policy.{key}", reply)
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-03", "AMP-PATCH-04", uses=(MERGE_RULES,))
 def test_provenance_keys_not_sent_keep_their_values(amp: Amp01Context) -> None:
     """PATCH provenance.source_ref replaces it and keeps source_type and extraction_method as stored."""
@@ -275,6 +279,7 @@ def test_sent_arrays_replace_the_stored_ones(amp: Amp01Context) -> None:
     amp.expect(value == [f"{owner}-b"], f"a GET shows readable_by [{owner}-b] (got {shown(value)})", back)
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-05", uses=(MERGE_RULES,))
 def test_content_text_and_metadata_are_updated(amp: Amp01Context) -> None:
     """PATCH content with text and metadata applies both (metadata merge or replace is reported)."""
@@ -306,6 +311,7 @@ def test_content_text_and_metadata_are_updated(amp: Amp01Context) -> None:
     amp.note(f"a metadata-only PATCH (content without text) answered {probe.status} (C-20)")
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-06", uses=(MERGE_RULES,))
 def test_every_patch_stamps_last_updated_at(amp: Amp01Context) -> None:
     """Each PATCH sets last_updated_at to the server's time: non-null, >= created_at, increasing."""
@@ -399,6 +405,7 @@ def test_client_sent_last_updated_at_is_replaced_by_server_time(amp: Amp01Contex
     )
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-08", uses=(IMMUTABLE_PROBES,))
 def test_identity_cannot_be_patched(amp: Amp01Context) -> None:
     """identity members sent in a PATCH are ignored: 200, identity unchanged."""
@@ -411,6 +418,7 @@ def test_identity_cannot_be_patched(amp: Amp01Context) -> None:
     _same(amp, cell, read_back_of(amp, back), "identity", back)
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-08", uses=(IMMUTABLE_PROBES,))
 def test_created_at_cannot_be_patched(amp: Amp01Context) -> None:
     """A client-sent lifecycle.created_at is ignored: 200, created_at unchanged."""
@@ -540,6 +548,7 @@ def test_client_cannot_write_access_fields(amp: Amp01Context) -> None:
             )
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-09", uses=(MEMBER_PROBES,))
 def test_unknown_patch_members_are_ignored(amp: Amp01Context) -> None:
     """Unknown members in a PATCH body are ignored: 200, not stored, not echoed."""
@@ -576,6 +585,7 @@ def test_unknown_status_is_a_validation_error(amp: Amp01Context) -> None:
     _expect_status_in(amp, got["read after the refusals"], "active")
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-17", "AMP-ERR-04", uses=(MEMBER_PROBES, TRANSITION_PROBES))
 def test_out_of_range_or_mistyped_values_are_refused(amp: Amp01Context) -> None:
     """Out-of-range or wrongly typed values are 422 VALIDATION_ERROR and change nothing."""
@@ -645,6 +655,7 @@ def test_expires_at_can_be_set(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check(
     "AMP-PATCH-14",
     level=SHOULD,
@@ -734,6 +745,7 @@ def _transitions(amp: Amp01Context) -> tuple[dict[str, Any], dict[str, Reply]]:
     return _replies(TRANSITION_PROBES(amp))
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-10", uses=(MEMBER_PROBES, TRANSITION_PROBES))
 def test_status_only_body_archives_the_cell(amp: Amp01Context) -> None:
     """{"lifecycle":{"status":"archived"}} archives an active (or stale) cell; nothing else changes."""
@@ -783,6 +795,7 @@ def _expect_status_in(amp: Amp01Context, got: Reply, wanted: str) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-12", "AMP-ERR-03", uses=(TRANSITION_PROBES,))
 def test_archived_cell_cannot_return(amp: Amp01Context) -> None:
     """archived -> active and archived -> stale are refused with 409 INVALID_TRANSITION."""
@@ -834,6 +847,7 @@ def test_refused_patch_applies_nothing(amp: Amp01Context) -> None:
     _same(amp, read_back_of(amp, before), read_back_of(amp, back), "content.text", back)
 
 
+@pytest.mark.smoke
 @check("AMP-ACL-02", uses=(TRANSITION_PROBES,))
 def test_a_strangers_refused_patch_writes_nothing(amp: Amp01Context) -> None:
     """A stranger's PATCH refused with 403 writes nothing: the write is refused, not only the answer."""
@@ -926,6 +940,7 @@ def test_scoring_patch_does_not_flip_the_status(amp: Amp01Context) -> None:
 # PATCH-19, PATCH-20: the members cell, archived and then deleted -----------------------------
 
 
+@pytest.mark.smoke
 @check("AMP-PATCH-19", uses=(MEMBER_PROBES,))
 def test_deleted_cell_cannot_be_patched(amp: Amp01Context) -> None:
     """PATCH of a deleted cell is refused (unknown-id answer, or 409 where deleted cells stay readable)."""

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._support import (
     about,
@@ -399,6 +401,7 @@ def _spent(
     return budget, window, made, replies
 
 
+@pytest.mark.smoke
 @check("AMP-RATE-01", "AMP-CAP-08", "AMP-CAP-04")
 def test_exactly_max_patches_scoring_patches_are_accepted(amp: Amp01Context) -> None:
     """Exactly max_patches scoring PATCHes of one cell are accepted; the next is 429 RATE_LIMITED."""
@@ -406,6 +409,7 @@ def test_exactly_max_patches_scoring_patches_are_accepted(amp: Amp01Context) -> 
     _exhausted(amp, replies[made.refused or 0], budget)
 
 
+@pytest.mark.smoke
 @check("AMP-RATE-02", "AMP-ERR-06")
 def test_429_carries_a_matching_retry_after(amp: Amp01Context) -> None:
     """A 429 has Retry-After in 1..window_seconds, equal to error.details.retry_after_seconds."""
@@ -442,6 +446,7 @@ def _expect_no_growth(amp: Amp01Context, previous: int, seconds: int) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-RATE-03")
 def test_retry_after_counts_down(amp: Amp01Context) -> None:
     """Retry-After shrinks between two refusals over a second apart: it is the time left, not a fixed wait."""
@@ -466,6 +471,7 @@ def test_retry_after_counts_down(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-RATE-04", deadline=SHORT_WINDOW + 30)
 def test_refused_attempts_are_not_recorded(amp: Amp01Context) -> None:
     """Retrying after a 429 never pushes the deadline back; on a short window the announced wait suffices."""
@@ -523,6 +529,7 @@ def test_refused_attempts_are_not_recorded(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-RATE-05")
 def test_non_scoring_patches_cost_nothing(amp: Amp01Context) -> None:
     """PATCHes without scoring use no budget and succeed on a cell whose budget is spent."""
@@ -536,6 +543,7 @@ def test_non_scoring_patches_cost_nothing(amp: Amp01Context) -> None:
     amp.expect_status(reply, 200, what=f"{what} on a cell whose scoring budget is spent")
 
 
+@pytest.mark.smoke
 @check("AMP-RATE-06")
 def test_scoring_null_costs_nothing(amp: Amp01Context) -> None:
     """{"scoring": null} uses no budget and succeeds on a cell whose budget is spent."""
@@ -547,6 +555,7 @@ def test_scoring_null_costs_nothing(amp: Amp01Context) -> None:
     amp.expect_status(reply, 200, what='{"scoring": null} on a cell whose scoring budget is spent')
 
 
+@pytest.mark.smoke
 @check("AMP-RATE-07")
 def test_budget_belongs_to_one_cell(amp: Amp01Context) -> None:
     """Spending one cell's budget leaves another cell's budget whole."""
@@ -568,6 +577,7 @@ def test_budget_belongs_to_one_cell(amp: Amp01Context) -> None:
         )
 
 
+@pytest.mark.smoke
 @check("AMP-RATE-08", "AMP-PATCH-20")
 def test_access_is_checked_before_the_budget(amp: Amp01Context) -> None:
     """A caller without write access gets 403 (never 429) and its attempts use no budget."""
@@ -593,6 +603,7 @@ def test_authorised_agents_share_one_budget(amp: Amp01Context) -> None:
     expect_error(amp, replies[made.writer], 429, "RATE_LIMITED")
 
 
+@pytest.mark.smoke
 @check("AMP-RATE-10", "AMP-CAP-08", deadline=SHORT_WINDOW + 30)
 def test_scoring_patches_are_accepted_again_after_the_window(amp: Amp01Context) -> None:
     """Once the announced Retry-After has passed, scoring PATCHes are accepted again (short windows only)."""
@@ -611,6 +622,7 @@ def test_scoring_patches_are_accepted_again_after_the_window(amp: Amp01Context) 
     )
 
 
+@pytest.mark.smoke
 @check("AMP-RATE-11", "AMP-CAP-08")
 def test_no_scoring_patch_is_refused_when_the_limit_is_off(amp: Amp01Context) -> None:
     """With scoring_patch_limit null, three times the default budget of scoring PATCHes all succeed."""
@@ -623,6 +635,7 @@ def test_no_scoring_patch_is_refused_when_the_limit_is_off(amp: Amp01Context) ->
     _spend(amp, amp.as_agent("a"), cell["id"], 3 * DEFAULT_BUDGET)
 
 
+@pytest.mark.smoke
 @check("AMP-RATE-12")
 def test_a_429_changes_nothing(amp: Amp01Context) -> None:
     """A 429 applies nothing, not even the non-scoring members of the same body."""

@@ -13,6 +13,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._shared_cells import (
     created_reply,
@@ -51,6 +53,7 @@ def _other_id_form(cell_id: str) -> str:
     return cell_id[len("mem_") :] if cell_id.startswith("mem_") else f"mem_{cell_id}"
 
 
+@pytest.mark.smoke
 @check("AMP-READ-01")
 def test_an_allowed_reader_gets_the_full_cell(amp: Amp01Context) -> None:
     """The creator and an agent in readable_by get 200 and the full, valid cell."""
@@ -102,6 +105,7 @@ def _three_reads(amp: Amp01Context) -> dict[str, Any]:
     return made
 
 
+@pytest.mark.smoke
 @check("AMP-READ-02")
 def test_each_read_adds_one_to_access_count(amp: Amp01Context) -> None:
     """Every successful read adds exactly 1 to access_count, and the reply already shows it."""
@@ -131,6 +135,7 @@ def test_each_read_adds_one_to_access_count(amp: Amp01Context) -> None:
         )
 
 
+@pytest.mark.smoke
 @check("AMP-READ-03")
 def test_each_read_sets_last_accessed_at_to_now(amp: Amp01Context) -> None:
     """Every read sets last_accessed_at to the server's current time (after created_at, moving forward)."""
@@ -287,6 +292,7 @@ def test_an_archived_cell_is_readable(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-READ-10")
 def test_unknown_and_forbidden_ids(amp: Amp01Context) -> None:
     """An unknown id gets the documented unknown-id answer; a forbidden cell 403 (C-01, C-02)."""

@@ -17,6 +17,8 @@ import time
 from functools import partial
 from typing import Any
 
+import pytest
+
 from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._lifecycle_passes import RANKED_RATE, first_pass, ranked_cells, together
 from amp_conformance.amp01.checks._shared_cells import (
@@ -184,6 +186,7 @@ def _owner_set_complete(amp: Amp01Context) -> tuple[dict[str, Any], Reply]:
 # shape and validation ----------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-01")
 def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp01Context) -> None:
     """A search answers {results, returned, has_more, offset, limit, query}; every result is a valid cell."""
@@ -210,6 +213,7 @@ def test_search_answers_the_documented_shape_with_valid_cells(amp: Amp01Context)
     )
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-02")
 def test_search_without_query_is_422(amp: Amp01Context) -> None:
     """A search without query is refused with 422 VALIDATION_ERROR."""
@@ -220,6 +224,7 @@ def test_search_without_query_is_422(amp: Amp01Context) -> None:
 # filters -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-03")
 def test_owner_filter_returns_only_that_owners_cells(amp: Amp01Context) -> None:
     """With owner_id, every result belongs to that owner (two owners, identical texts; the other owner's id
@@ -241,6 +246,7 @@ def test_owner_filter_returns_only_that_owners_cells(amp: Amp01Context) -> None:
     amp.note(f"search without owner_id answered {missing.status} (C-11: 422 and 200 are both documented)")
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-04")
 def test_types_filter_restricts_results(amp: Amp01Context) -> None:
     """types restricts results to the listed types; omitted or null means all; unknown values are 422."""
@@ -263,6 +269,7 @@ def test_types_filter_restricts_results(amp: Amp01Context) -> None:
     expect_refused_as_invalid(amp, _search(client, owner, types=["literal"]))
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-05", "AMP-LC-14", global_effects=True)
 def test_default_search_leaves_stale_cells_out(amp: Amp01Context) -> None:
     """Without status or include_stale, search returns active cells only (a stale twin is left out)."""
@@ -270,6 +277,7 @@ def test_default_search_leaves_stale_cells_out(amp: Amp01Context) -> None:
     _expect_ids(amp, _search(amp.as_agent("a"), owner), [active], "default search", requirement="AMP-SRCH-05")
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-06", "AMP-LC-14", global_effects=True)
 def test_include_stale_adds_stale_cells(amp: Amp01Context) -> None:
     """include_stale: true adds stale to the statuses searched (default and explicit ["active"])."""
@@ -292,6 +300,7 @@ def test_include_stale_adds_stale_cells(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-07", global_effects=True)
 def test_explicit_status_filter_is_honoured(amp: Amp01Context) -> None:
     """An explicit status list is honoured: ["stale"] returns only the stale cell."""
@@ -319,6 +328,7 @@ def test_explicit_status_filter_is_honoured(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-08")
 def test_deleted_cells_are_never_returned(amp: Amp01Context) -> None:
     """Deleted cells never come back from search, whatever status or include_stale says (or 422)."""
@@ -357,6 +367,7 @@ def test_deleted_cells_are_never_returned(amp: Amp01Context) -> None:
 # paging and limits -------------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-09")
 def test_search_limit_bounds(amp: Amp01Context) -> None:
     """limit defaults to 10 and must be 1..max_page_size: 0, -1 and max_page_size + 1 are 422."""
@@ -385,6 +396,7 @@ def test_search_limit_bounds(amp: Amp01Context) -> None:
         expect_refused_as_invalid(amp, reply)
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-10")
 def test_offset_counts_only_results_the_caller_may_read(amp: Amp01Context) -> None:
     """offset skips results the caller can read, in ranked order; a negative offset is 422."""
@@ -497,6 +509,7 @@ def _unicode_search(amp: Amp01Context) -> Reply:
     return Reply(amp.shared("search:fresh-owner-unicode", send))
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-11")
 def test_query_is_echoed_verbatim(amp: Amp01Context) -> None:
     """The query string comes back verbatim, including non-ASCII characters and inner spacing."""
@@ -510,6 +523,7 @@ def test_query_is_echoed_verbatim(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-17")
 def test_no_matches_is_an_empty_page(amp: Amp01Context) -> None:
     """A search that matches nothing answers 200 with results [], returned 0 and has_more false."""
@@ -525,6 +539,7 @@ def test_no_matches_is_an_empty_page(amp: Amp01Context) -> None:
 # ranking -----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 @check("AMP-SRCH-12")
 def test_higher_decay_score_ranks_first_among_equal_texts(amp: Amp01Context) -> None:
     """Among cells with identical text, the higher decay score ranks first (importance, then confidence)."""

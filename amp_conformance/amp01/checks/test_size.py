@@ -16,6 +16,8 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+import pytest
+
 from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._size_cells import (
     cell_size,
@@ -96,6 +98,7 @@ def _ids_of(reply: Reply, owner: str) -> list[str]:
     return [str(c.get("id")) for c in cells if c.get("identity", {}).get("owner_id") == owner]
 
 
+@pytest.mark.smoke
 @check("AMP-SIZE-03", "AMP-CAP-07", "AMP-CAP-04")
 def test_cell_of_exactly_the_advertised_size_is_accepted(amp: Amp01Context) -> None:
     """A create whose stored cell is exactly max_cell_size_bytes bytes is accepted (201)."""
@@ -121,6 +124,7 @@ def test_cell_of_exactly_the_advertised_size_is_accepted(amp: Amp01Context) -> N
     )
 
 
+@pytest.mark.smoke
 @check("AMP-SIZE-01", "AMP-CAP-07")
 def test_create_one_byte_over_the_limit_is_refused_with_413(amp: Amp01Context) -> None:
     """A create whose cell would be max_cell_size_bytes + 1 bytes is refused: 413 CELL_TOO_LARGE."""
@@ -130,6 +134,7 @@ def test_create_one_byte_over_the_limit_is_refused_with_413(amp: Amp01Context) -
         expect_error(amp, reply, 413, "CELL_TOO_LARGE")
 
 
+@pytest.mark.smoke
 @check("AMP-SIZE-02")
 def test_refused_create_writes_nothing(amp: Amp01Context) -> None:
     """After a 413 on create, nothing of the refused cell is stored (the owner has no cells)."""
@@ -145,6 +150,7 @@ def test_refused_create_writes_nothing(amp: Amp01Context) -> None:
     )
 
 
+@pytest.mark.smoke
 @check("AMP-SIZE-04", "AMP-CAP-07")
 def test_patch_is_held_to_the_same_limit(amp: Amp01Context) -> None:
     """A PATCH to exactly the limit is accepted; one byte more is 413 CELL_TOO_LARGE and changes nothing."""

@@ -14,6 +14,8 @@ import json
 from functools import partial
 from typing import Any
 
+import pytest
+
 from amp_conformance import Amp01Context, check
 from amp_conformance.amp01.checks._shared_cells import SCORING_NULL, UNNORMALISED, odd_cell, odd_creates
 from amp_conformance.amp01.checks._support import (
@@ -28,6 +30,7 @@ from amp_conformance.amp01.checks._support import (
 )
 
 
+@pytest.mark.smoke
 @check("AMP-CELL-17")
 def test_text_is_stored_exactly_as_sent(amp: Amp01Context) -> None:
     """content.text with compatibility characters and decomposed accents round-trips unchanged."""
@@ -60,6 +63,7 @@ MISTYPED: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
+@pytest.mark.smoke
 @check("AMP-ERR-04")
 def test_values_of_the_wrong_type_are_not_coerced(amp: Amp01Context) -> None:
     """A numeric string for a number, "true" or 1 for a boolean: 422 VALIDATION_ERROR, nothing coerced."""
@@ -94,6 +98,7 @@ def test_values_of_the_wrong_type_are_not_coerced(amp: Amp01Context) -> None:
 CHARSET = "application/json; charset=utf-8"
 
 
+@pytest.mark.smoke
 @check("AMP-CRE-01", "AMP-PATCH-01", "AMP-SRCH-01")
 def test_json_with_a_charset_parameter_is_json(amp: Amp01Context) -> None:
     """A valid create, PATCH and search labelled application/json; charset=utf-8 are served (201, 200)."""

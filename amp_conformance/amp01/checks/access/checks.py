@@ -187,7 +187,26 @@ def asked_of(
     return asked
 
 
-@pytest.mark.parametrize("vector", [pytest.param(v, id=v["name"], marks=_marks(v)) for v in VECTORS])
+#: The vectors of the smoke tier: one per access rule where one probe tells (owner, creator, exact
+#: pattern, wildcard anchoring, public read), the ACL-09/-10/-14 refusals and list and search filtering.
+SMOKE_VECTORS = frozenset(
+    {
+        "owner-bypass-is-for-the-owner-only",
+        "exact-pattern-shorter-than-the-id",
+        "star-pattern-refuses-a-longer-literal",
+        "creator-with-the-default-policy",
+        "public-reads-but-never-writes",
+    }
+)
+
+
+def _tiers(vector: Mapping[str, Any]) -> list[Any]:
+    return [pytest.mark.smoke] if vector["name"] in SMOKE_VECTORS else []
+
+
+@pytest.mark.parametrize(
+    "vector", [pytest.param(v, id=v["name"], marks=[_marks(v), *_tiers(v)]) for v in VECTORS]
+)
 def test_access_matrix(amp: Amp01Context, vector: dict[str, Any]) -> None:
     """Access matrix: the caller gets the vector's decision on GET, search, list, PATCH and DELETE alike."""
     key = group_key(amp, vector)
@@ -399,6 +418,7 @@ def test_refusal_does_not_reveal_whether_the_cell_exists(amp: Amp01Context) -> N
     )
 
 
+@pytest.mark.smoke
 @check("AMP-ACL-12", "AMP-ACL-14", uses=(POLICY_CELL,))
 def test_policy_changes_take_effect_at_once(amp: Amp01Context) -> None:
     """After the owner names agent b in readable_by, b reads and lists the cell; after removal it cannot."""
