@@ -256,7 +256,9 @@ class Connection:
         self._consecutive_failures = 0
         for observe in self.observers:
             observe(exchange)
-        if reached[0] and method.upper() == "DELETE" and exchange.status in (404, 410):
+        if reached[0] and method.upper() == "DELETE" and not 200 <= (exchange.status or 0) < 300:
+            # idempotent is the same effect, not the same answer: a repeat of a DELETE the first attempt
+            # applied may be told 404, 410 or 409 (a server keeping deleted cells readable)
             failure = AmbiguousExchange(
                 f"{method} {exchange.url}: answered {exchange.status} after a broken first attempt "
                 "(which may have deleted it)"

@@ -528,10 +528,10 @@ def render_summary(run: Run, report: Report | None = None) -> str:
     if problems:
         lines += ["", "cleanup (not counted against the server):"]
         lines += [f"  {printable(problem)}" for problem in problems[:10]]  # reasons quote the server
-    named = left_named_line(model.cleanup)
-    if named is not None and named not in problems:  # a session may say it among its problems itself
+    left_line = left_named_line(model.cleanup)
+    if left_line is not None and left_line not in problems:  # a session may say it among its problems
         lines += [] if problems else ["", "cleanup (not counted against the server):"]
-        lines.append(f"  {printable(named)}")
+        lines.append(f"  {printable(left_line)}")
     if run.broken_reason:
         lines += ["", f"server unavailable: {run.broken_reason}"]
     if run.options.app and any(r.outcome in (FAIL, WARN) for r in results):

@@ -270,7 +270,8 @@ def unread_cell(amp: Amp01Context) -> tuple[dict[str, Any], list[Reply]]:
         query = {"query": body["content"]["text"], "owner_id": owner}
         searches = [marks(client.post("/memories/search", query)) for _ in range(2)]
         lists = [marks(client.get("/memories", params={"owner_id": owner})) for _ in range(2)]
-        read = marks(client.get(f"/memories/{cell['id']}"))
+        # a read by id counts (AMP-READ-02, -06): never repeated blind, a lost one re-runs the check
+        read = marks(client.get(f"/memories/{cell['id']}", repeatable=False))
         return {"body": body, "cell": cell, "searches": searches, "lists": lists, "read": read}
 
     return shared_replies(amp, "read:unread-cell", make)

@@ -97,11 +97,12 @@ def _three_reads(amp: Amp01Context) -> dict[str, Any]:
     replies: list[Reply] = []
     for _ in range(3):
         sent = datetime.now(UTC)
-        replies.append(client.get(f"/memories/{cell['id']}"))
+        # each read counts (AMP-READ-02): a repeat after a lost answer would count twice
+        replies.append(client.get(f"/memories/{cell['id']}", repeatable=False))
         made["reads"].append({"at": marks(replies[-1]), "sent": sent, "received": datetime.now(UTC)})
     if _raw_accessed(replies[0]) == _raw_accessed(replies[1]):
         time.sleep(1.1)
-        made["later"] = marks(client.get(f"/memories/{cell['id']}"))
+        made["later"] = marks(client.get(f"/memories/{cell['id']}", repeatable=False))
     return made
 
 
