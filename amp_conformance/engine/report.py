@@ -277,7 +277,7 @@ def build_report(run: Run) -> Report:
         catalogue=applied_levels(Catalogue.from_json(protocol.catalogue.as_report()), checks),
         summary=Summary.from_json(summarise(run)),
         checks=checks,
-        cleanup=Cleanup(cleanup["attempted"], cleanup["deleted"], tuple(cleanup["problems"])),
+        cleanup=Cleanup.from_json(cleanup),
         expectations=run.expectations_report,
     )
 

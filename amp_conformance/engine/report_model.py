@@ -405,9 +405,21 @@ class Cleanup:
     attempted: int
     deleted: int
     problems: tuple[str, ...]
+    left: tuple[Mapping[str, str], ...] = ()
+    """What stays on the server, each ``{"id", "reason"}``."""
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Cleanup:
+        left = tuple(dict(entry) for entry in data.get("left") or ())
+        return cls(data["attempted"], data["deleted"], tuple(data["problems"]), left)
 
     def to_json(self) -> Json:
-        return {"attempted": self.attempted, "deleted": self.deleted, "problems": list(self.problems)}
+        return {
+            "attempted": self.attempted,
+            "deleted": self.deleted,
+            "problems": list(self.problems),
+            "left": [dict(entry) for entry in self.left],
+        }
 
 
 @dataclass(frozen=True)
@@ -454,9 +466,7 @@ class Report:
             catalogue=Catalogue.from_json(data["catalogue"]),
             summary=Summary.from_json(data["summary"]),
             checks=tuple(Check.from_json(c) for c in data["checks"]),
-            cleanup=Cleanup(
-                data["cleanup"]["attempted"], data["cleanup"]["deleted"], tuple(data["cleanup"]["problems"])
-            ),
+            cleanup=Cleanup.from_json(data["cleanup"]),
             expectations=data["expectations"],
         )
 
