@@ -340,8 +340,10 @@ class Client:
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str | None] | None = None,
         root: bool = False,
+        repeatable: bool | None = None,
     ) -> Reply:
-        """Send ``method path``. ``headers`` values of None remove this client's header of that name."""
+        """Send ``method path``. ``headers`` values of None remove this client's header of that name.
+        ``repeatable``: whether a transport failure may send it again (None: by method)."""
         url = self.connection.url_for(path, root=root)
         if params:
             url = str(httpx.URL(url, params={k: v for k, v in params.items() if v is not None}))

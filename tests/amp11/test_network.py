@@ -1,0 +1,123 @@
+"""AMP v1.1 on a flaky network (issue 36 items 4, 5): the REST channel's reads may be sent again, its
+writes never are; a scope a lost encode may have stored into is swept at the end; an MCP server that
+dies mid-run ends the run INCOMPLETE (never FAIL), the later MCP checks errored under one cause, and
+what REST can forget is forgotten."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from amp_conformance.amp11.session import Amp11Target
+from amp_conformance.engine.client import Client
+from amp_conformance.engine.inprocess import ASGITransport, in_process_client
+from amp_conformance.engine.report import render_summary, verdict
+from tests.amp11.harness import free_port, run_checks
+
+DYING_MCP = Path(__file__).with_name("dying_mcp.py")
+
+Forward = Callable[[httpx.Request], httpx.Response]
+Fault = Callable[[httpx.Request, Forward], httpx.Response]
+
+
+class FaultyTransport(httpx.BaseTransport):
+    """The REST reference app in-process, each request's fate decided by ``fault``."""
+
+    def __init__(self, app: Any, fault: Fault) -> None:
+        self.inner = ASGITransport(app)
+        self.fault = fault
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self.fault(request, self.inner.handle_request)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@contextmanager
+def faulty_rest(fault: Fault) -> Iterator[tuple[Amp11Target, Any]]:
+    """A REST-only target through ``fault``, and the server's store (to count what is left)."""
+    from reference_server.amp11 import Faults, Store, create_rest_app
+
+    store = Store()
+    http = in_process_client(FaultyTransport(create_rest_app(store, Faults.parse("")), fault))
+    try:
+        yield Amp11Target(base_url="http://amp11.test", http=http, timeout=5.0), store
+    finally:
+        http.close()
+
+
+def _is_encode(request: httpx.Request) -> bool:
+    return request.method == "POST" and request.url.path == "/v1/memories"
+
+
+def test_a_scope_left_by_a_lost_encode_is_swept() -> None:
+    """The server stores the second and the fifth encode, then the connection times out: the run never
+    learns those ids; the sweep of their scopes forgets them, and the store ends empty."""
+    encodes = 0
+
+    def fault(request: httpx.Request, forward: Forward) -> httpx.Response:
+        nonlocal encodes
+        response = forward(request)
+        if _is_encode(request):
+            encodes += 1
+            if encodes in (2, 5):
+                raise httpx.ReadTimeout("the response was lost", request=request)
+        return response
+
+    with faulty_rest(fault) as (target, store):
+        collector = run_checks(target, "recall")
+    assert encodes >= 5
+    assert collector.session is not None
+    assert len(store) == 0, [m.id for _, m in store.rows()]
+    info = collector.session.cleanup_info()
+    assert info["left"] == [] and info["deleted"] == info["attempted"] > 0
+
+
+def test_reads_may_be_sent_again_writes_never(monkeypatch: pytest.MonkeyPatch) -> None:
+    """recall and export (read-only POSTs) go out ``repeatable=True``, stats (a GET) repeatable by
+    its method or explicitly; encode never is."""
+    seen: dict[str, set[bool | None]] = {}
+    original = Client.request
+
+    def request(self: Client, method: str, path: str, **kwargs: Any) -> Any:
+        seen.setdefault(f"{method} {path}", set()).add(kwargs.get("repeatable"))
+        return original(self, method, path, **kwargs)
+
+    monkeypatch.setattr(Client, "request", request)
+    with faulty_rest(lambda request, forward: forward(request)) as (target, _):
+        run_checks(target, "recall or export or stats")
+    assert seen["POST /v1/memories/recall"] == {True}
+    assert seen["POST /v1/memories/export"] == {True}
+    assert seen["GET /v1/memories/stats"] <= {True, None}
+    assert seen["POST /v1/memories"] == {None}
+
+
+def test_an_mcp_server_dying_mid_run_ends_incomplete_and_rest_cleans_up(tmp_path: Path) -> None:
+    """The MCP channel dies after 30 answered frames; REST (the same store) stays up. No check fails,
+    the run is INCOMPLETE, the MCP checks after the death errored under the one cause, and every
+    memory is forgotten (over REST for those MCP stored)."""
+    port = free_port()
+    count = tmp_path / "left.txt"
+    command = [sys.executable, str(DYING_MCP), "30", str(port), str(count)]
+    target = Amp11Target(mcp_command=command, base_url=f"http://127.0.0.1:{port}", timeout=5.0, deadline=30.0)
+    collector = run_checks(target, "encode or recall")
+    outcomes = [r.outcome for r in collector.results.values()]
+    assert "failed" not in outcomes, [
+        (r.name, r.message) for r in collector.results.values() if r.outcome == "failed"
+    ]
+    assert verdict(collector.run) == "incomplete"
+    errored = [r.message for r in collector.results.values() if r.outcome == "error"]
+    not_sent = [m for m in errored if m.startswith("request not sent: ")]
+    assert len(not_sent) >= 2 and len(set(not_sent)) == 1, errored
+    assert "passed" in outcomes  # the REST checks ran on
+    assert count.read_text() == "0"
+    assert collector.session is not None
+    assert collector.session.cleanup_info()["left"] == []
+    assert "INCOMPLETE" in render_summary(collector.run)
