@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from amp_conformance.amp11.context import Amp11Context
 from amp_conformance.amp11.session import Amp11Target
 from amp_conformance.engine.client import Client
 from amp_conformance.engine.inprocess import ASGITransport, in_process_client
@@ -57,27 +58,57 @@ def _is_encode(request: httpx.Request) -> bool:
     return request.method == "POST" and request.url.path == "/v1/memories"
 
 
-def test_a_scope_left_by_a_lost_encode_is_swept() -> None:
-    """The server stores the second and the fifth encode, then the connection times out: the run never
-    learns those ids; the sweep of their scopes forgets them, and the store ends empty."""
-    encodes = 0
+def _losing(*which: int) -> tuple[Fault, list[int]]:
+    """A fault storing every encode but answering none of the ``which``-th (the connection times out),
+    and the count of encodes seen."""
+    encodes = [0]
 
     def fault(request: httpx.Request, forward: Forward) -> httpx.Response:
-        nonlocal encodes
         response = forward(request)
         if _is_encode(request):
-            encodes += 1
-            if encodes in (2, 5):
+            encodes[0] += 1
+            if encodes[0] in which:
                 raise httpx.ReadTimeout("the response was lost", request=request)
         return response
 
+    return fault, encodes
+
+
+def test_a_scope_left_by_a_lost_encode_is_swept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server stores the second and the fifth encode, then the connection times out, and no recall
+    settles them: the run never learns those ids; the sweep of their scopes forgets them, and the store
+    ends empty."""
+
+    def unreconciled(self: Any, scope: Any, content: Any, on: Any, lost: Exception) -> Any:
+        raise lost
+
+    monkeypatch.setattr(Amp11Context, "_reconciled_encode", unreconciled)
+    fault, counted = _losing(2, 5)
     with faulty_rest(fault) as (target, store):
         collector = run_checks(target, "recall")
-    assert encodes >= 5
+    assert counted[0] >= 5
     assert collector.session is not None
     assert len(store) == 0, [m.id for _, m in store.rows()]
     info = collector.session.cleanup_info()
     assert info["left"] == [] and info["deleted"] == info["attempted"] > 0
+    assert "error" in {r.outcome for r in collector.results.values()}  # (the engine re-runs those)
+
+
+def test_a_lost_encode_found_by_a_recall_in_its_scope_is_adopted() -> None:
+    """The same lost answers, settled: a recall of the content in the check's own fresh scope finds
+    the one memory it stored, the check goes on (no error, nothing sent twice), and it is cleaned up."""
+    fault, counted = _losing(2, 5)
+    with faulty_rest(fault) as (target, store):
+        collector = run_checks(target, "recall")
+    clean, fault_free = _losing()
+    with faulty_rest(clean) as (target, _):
+        run_checks(target, "recall")
+    assert counted == fault_free  # no encode sent twice
+    errors = {r.name: r.message for r in collector.results.values() if r.outcome == "error"}
+    assert errors == {}
+    notes = [n for r in collector.results.values() for n in r.notes if "a recall found the memory" in n]
+    assert len(notes) == 2, notes
+    assert len(store) == 0
 
 
 def test_reads_may_be_sent_again_writes_never(monkeypatch: pytest.MonkeyPatch) -> None:
