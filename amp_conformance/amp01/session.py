@@ -523,8 +523,8 @@ class Amp01Session(HttpSession):
             agents = list(self._owner_agents.get(owner, {}).values())
             try:
                 ids = {cell_id: agent for agent in agents for cell_id in self._listed(owner, agent)}
-            except ToolError as exc:
-                self.cleanup["problems"].append(f"sweep of owner {owner}: {exc}")
+            except (ToolError, ValueError) as exc:  # ValueError: an owner id no URL can carry
+                self.cleanup["problems"].append(f"sweep of owner {owner!r}: {exc}")
                 continue
             if not ids.keys() & spared:
                 swept.add(owner)

@@ -286,6 +286,8 @@ class RestChannel:
         except TransportFailure:
             _tell_broken(self.on_broken, REST, verb, arguments)
             raise
+        if reply.exchange.retry_of is not None:  # a repeated attempt: the first may have stored too
+            _tell_broken(self.on_broken, REST, verb, arguments)
         if verb == "amp.export" and 200 <= reply.status < 300:
             return self._export_result(reply)
         return parse_rest_reply(verb, reply)

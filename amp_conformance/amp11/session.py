@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 import httpx
 from ulid import ULID
 
-from amp_conformance.amp11.channels import MCP, REST, McpChannel, NotOnChannel, RestChannel, VerbResult
+from amp_conformance.amp11.channels import (
+    MCP,
+    REST,
+    ROUTE_SCOPE_KEYS,
+    McpChannel,
+    NotOnChannel,
+    RestChannel,
+    VerbResult,
+)
 from amp_conformance.amp11.mcp import McpExchange, McpSession
 from amp_conformance.engine.client import Client, Connection, Reply
 from amp_conformance.engine.exchange import Exchange
@@ -336,12 +344,16 @@ class Amp11Session(HttpSession):
         """``amp.forget`` over ``channel``, else the other channel: None once the memory is gone, else
         why it is not. ``dead``: channel -> why it can no longer be used (filled as they fail)."""
         reason = "no channel can carry its amp.forget"
-        for name in self._channels_for(channel):
+        attempts = [(name, arguments) for name in self._channels_for(channel)]
+        narrowed = _narrowed(arguments)
+        if narrowed is not None and REST in self.target.channels():
+            attempts.append((REST, narrowed))  # last: the scope keys the REST route lists
+        for name, sent in attempts:
             if name in dead:
                 reason = dead[name]
                 continue
             try:
-                result = self.channel(name, [], None).call("amp.forget", arguments)
+                result = self.channel(name, [], None).call("amp.forget", sent)
             except NotOnChannel as exc:
                 reason = str(exc)  # e.g. a scope key the pinned REST route does not list
                 continue
@@ -414,6 +426,20 @@ class Amp11Session(HttpSession):
         if self._mcp is not None:
             self._mcp.close()
         super().close()
+
+
+def _narrowed(arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """``amp.forget``'s arguments with only the scope keys its REST route lists (the pinned OpenAPI
+    has no ``session_id`` nor ``org_id`` there), or None when nothing would change or nothing be left.
+    Scopes match by strict AND (§2), and the run's scopes all hold its unique ``agent_id``: fewer keys
+    still name that one memory."""
+    scope = arguments.get("scope")
+    if not isinstance(scope, dict):
+        return None
+    listed = {key: value for key, value in scope.items() if key in ROUTE_SCOPE_KEYS["amp.forget"]}
+    if not listed or len(listed) == len(scope):
+        return None
+    return {**arguments, "scope": listed}
 
 
 def _not_v11(reply: Reply) -> str | None:

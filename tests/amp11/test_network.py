@@ -152,3 +152,14 @@ def test_an_mcp_server_dying_mid_run_ends_incomplete_and_rest_cleans_up(tmp_path
     assert collector.session is not None
     assert collector.session.cleanup_info()["left"] == []
     assert "INCOMPLETE" in render_summary(collector.run)
+
+
+def test_a_rest_only_run_forgets_the_memories_of_scopes_its_delete_route_cannot_name() -> None:
+    """A scope with ``session_id`` cannot travel on REST's DELETE (the pinned OpenAPI lists no such
+    parameter): the cleanup forgets by the keys the route lists (strict AND still names the memory),
+    so a fault-free REST-only run leaves the store empty."""
+    with faulty_rest(lambda request, forward: forward(request)) as (target, store):
+        collector = run_checks(target)
+    assert collector.session is not None
+    assert collector.session.cleanup_info()["left"] == []
+    assert len(store) == 0, [m.scope for _, m in store.rows()]
