@@ -18,7 +18,7 @@ from amp_conformance.amp11.mcp import McpSession
 from amp_conformance.amp11.schemas import declared_schema_problems
 from amp_conformance.engine.client import Client, Reply
 from amp_conformance.engine.exchange import Exchange
-from amp_conformance.engine.outcomes import TransportFailure
+from amp_conformance.engine.outcomes import ToolError, TransportFailure
 from amp_conformance.engine.text import shown
 
 MCP = "mcp"
@@ -50,9 +50,10 @@ ROUTES = {
 }
 NEXT_CURSOR_HEADER = "x-amp-next-cursor"
 #: The verbs that may store a memory: one whose answer was lost may have left a memory nobody knows.
+#: (``amp.forget`` is told too: a forget that failed leaves its memory for the cleanup.)
 STORING_VERBS = frozenset({"amp.encode", "amp.import", "amp.consolidate"})
 
-#: Told ``(channel, verb, arguments)`` of a storing verb whose answer never came.
+#: Told ``(channel, verb, arguments)`` of a storing verb whose answer never came, or a failed forget.
 BrokenWrite = Callable[[str, str, dict[str, Any]], None]
 
 
@@ -131,8 +132,8 @@ class McpChannel:
     def call(self, verb: str, arguments: dict[str, Any]) -> VerbResult:
         try:
             exchange = self.session.call_tool(verb, arguments, log=self.log, deadline=self.deadline)
-        except TransportFailure:
-            _tell_broken(self.on_broken, MCP, verb, arguments)
+        except ToolError as failure:
+            _tell_broken(self.on_broken, MCP, verb, arguments, failure)
             raise
         version = (self.session.initialize_result or {}).get("protocolVersion")
         return parse_tool_reply(
@@ -283,11 +284,11 @@ class RestChannel:
         named is swept at the end."""
         try:
             reply = self._send(verb, arguments)
-        except TransportFailure:
-            _tell_broken(self.on_broken, REST, verb, arguments)
+        except ToolError as failure:
+            _tell_broken(self.on_broken, REST, verb, arguments, failure)
             raise
-        if reply.exchange.retry_of is not None:  # a repeated attempt: the first may have stored too
-            _tell_broken(self.on_broken, REST, verb, arguments)
+        if reply.exchange.retry_of is not None and verb in STORING_VERBS:  # the first may have stored
+            _tell_broken(self.on_broken, REST, verb, arguments, None)
         if verb == "amp.export" and 200 <= reply.status < 300:
             return self._export_result(reply)
         return parse_rest_reply(verb, reply)
@@ -349,8 +350,16 @@ class RestChannel:
         return result
 
 
-def _tell_broken(tell: BrokenWrite | None, channel: str, verb: str, arguments: dict[str, Any]) -> None:
-    if tell is not None and verb in STORING_VERBS:
+def _tell_broken(
+    tell: BrokenWrite | None, channel: str, verb: str, arguments: dict[str, Any], failure: ToolError | None
+) -> None:
+    """Tell the session of a storing verb that may have stored unseen (its answer lost: a transport
+    failure, or a repeat), or of a forget that did not certainly happen (any tool error)."""
+    if tell is None:
+        return
+    if verb == "amp.forget" or (
+        verb in STORING_VERBS and (failure is None or isinstance(failure, TransportFailure))
+    ):
         tell(channel, verb, arguments)
 
 

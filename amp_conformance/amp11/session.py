@@ -271,7 +271,13 @@ class Amp11Session(HttpSession):
         return channel
 
     def note_broken_write(self, channel: str, verb: str, arguments: dict[str, Any]) -> None:
-        """A storing verb's answer never came: its scope may hold a memory the run does not know."""
+        """A storing verb's answer never came: its scope may hold a memory the run does not know. A
+        forget that failed: its memory is the cleanup's (the cleanup's own forget says if it is gone)."""
+        if verb == "amp.forget":
+            if isinstance(arguments.get("id"), str) and arguments["id"]:
+                with self._lock:
+                    self.created.append(Created(channel, dict(arguments)))
+            return
         scope = arguments.get("scope")
         if isinstance(scope, dict):
             where: dict[str, Any] = {"scope": dict(scope)}
@@ -322,10 +328,12 @@ class Amp11Session(HttpSession):
         their answer (:meth:`_sweep`). What cannot be forgotten is ``cleanup.left``."""
         if not self.target.cleanup:
             return
-        self.cleanup_attempted += len(self.created)
+        with self._lock:
+            created, self.created = self.created, []
+        self.cleanup_attempted += len(created)
         forgotten: set[str] = set()
         dead: dict[str, str] = {}
-        for item in self.created:
+        for item in created:
             memory_id = item.arguments.get("id")
             reason = self._forget(item.channel, item.arguments, dead)
             if reason is None:
@@ -334,8 +342,14 @@ class Amp11Session(HttpSession):
             else:
                 self.cleanup_problems.append(f"forget {memory_id}: {reason}")
                 self.cleanup_left.append({"id": str(memory_id), "reason": reason})
-        self.created.clear()
         self._sweep(forgotten | {entry["id"] for entry in self.cleanup_left}, dead)
+
+    def _quiet_channel(self, name: str) -> McpChannel | RestChannel:
+        """A channel for the cleanup's own calls: a failure there is the cleanup's ``left``, not a
+        memory noted for a cleanup that already runs."""
+        channel = self.channel(name, [], None)
+        channel.on_broken = None
+        return channel
 
     def _channels_for(self, first: str) -> list[str]:
         return [first, *(c for c in self.target.channels() if c != first)]
@@ -353,7 +367,7 @@ class Amp11Session(HttpSession):
                 reason = dead[name]
                 continue
             try:
-                result = self.channel(name, [], None).call("amp.forget", sent)
+                result = self._quiet_channel(name).call("amp.forget", sent)
             except NotOnChannel as exc:
                 reason = str(exc)  # e.g. a scope key the pinned REST route does not list
                 continue
@@ -398,7 +412,7 @@ class Amp11Session(HttpSession):
     def _listed(self, channel: str, where: dict[str, Any], content: str | None) -> list[str]:
         """The ids ``where`` holds: its export (paged, bounded), or a recall of ``content`` when the
         server exports nothing (a Core server)."""
-        call = self.channel(channel, [], None).call
+        call = self._quiet_channel(channel).call
         ids: list[str] = []
         cursor: str | None = None
         for _ in range(SWEEP_PAGES):

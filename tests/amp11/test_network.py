@@ -163,3 +163,22 @@ def test_a_rest_only_run_forgets_the_memories_of_scopes_its_delete_route_cannot_
     assert collector.session is not None
     assert collector.session.cleanup_info()["left"] == []
     assert len(store) == 0, [m.scope for _, m in store.rows()]
+
+
+def test_a_memory_whose_forget_was_lost_in_its_check_is_forgotten_by_the_cleanup() -> None:
+    """A check forgets its own memory (not left to the cleanup); that DELETE never reaches the server:
+    the memory is the cleanup's, and the store ends empty."""
+    dropped: list[str] = []
+
+    def fault(request: httpx.Request, forward: Forward) -> httpx.Response:
+        if request.method == "DELETE" and len(dropped) < 2:
+            dropped.append(request.url.path)
+            raise httpx.ReadTimeout("the connection dropped", request=request)
+        return forward(request)
+
+    with faulty_rest(fault) as (target, store):
+        collector = run_checks(target, "forget")
+    assert len(dropped) == 2
+    assert collector.session is not None
+    assert len(store) == 0, [m.id for _, m in store.rows()]
+    assert collector.session.cleanup_info()["left"] == []
