@@ -128,6 +128,8 @@ class McpChannel:
         self.deadline = deadline
         self.output_schemas = output_schemas or {}  # each tool's declared outputSchema (tools/list)
         self.on_broken: BrokenWrite | None = None
+        self.on_forgotten: Callable[[str], None] | None = None
+        """Told the id of each memory a forget over this channel removed."""
 
     def call(self, verb: str, arguments: dict[str, Any]) -> VerbResult:
         try:
@@ -136,13 +138,17 @@ class McpChannel:
             _tell_broken(self.on_broken, MCP, verb, arguments, failure)
             raise
         version = (self.session.initialize_result or {}).get("protocolVersion")
-        return parse_tool_reply(
+        result = parse_tool_reply(
             verb,
             exchange.message or {},
             exchange,
             version=version if isinstance(version, str) else None,
             output_schema=self.output_schemas.get(verb),
         )
+        memory_id = arguments.get("id")
+        if verb == "amp.forget" and result.ok and isinstance(memory_id, str) and self.on_forgotten:
+            self.on_forgotten(memory_id)
+        return result
 
 
 #: The first MCP revision with ``structuredContent`` and ``outputSchema`` (tools/call results).

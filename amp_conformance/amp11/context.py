@@ -219,6 +219,8 @@ class Amp11Context(CheckContext[Amp11Session]):
         self._encoded.add(memory_id)
         if remember:
             self.session.remember(on, {"scope": scope, "id": memory_id})
+        else:
+            self.session.remember_own(on, {"scope": scope, "id": memory_id})
         return memory_id
 
     def _reconciled_encode(

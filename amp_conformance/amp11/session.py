@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import httpx
 from ulid import ULID
@@ -87,6 +88,9 @@ class Amp11Session(HttpSession):
         """What the cleanup could not forget, ``{"id", "reason"}`` (the report's ``cleanup.left``)."""
         self.cleanup_deleted = 0
         self.cleanup_attempted = 0
+        self._own: dict[str, Created] = {}
+        """Memories a check stored to forget itself (``remember=False``), until it did: one its check
+        never got to forget is the cleanup's."""
         self._suspects: list[tuple[str, dict[str, Any], str | None]] = []
         """(channel, scope arguments, content) of each storing verb whose answer never came: the
         cleanup sweeps those scopes for memories the run does not know."""
@@ -254,6 +258,7 @@ class Amp11Session(HttpSession):
             self.http_connection = Connection(
                 self.target.base_url, timeout=self.target.timeout, http=self.target.http
             )
+            self.http_connection.observers.append(self._observe)
         return self.http_connection
 
     # -- channels ------------------------------------------------------------------------------------
@@ -268,6 +273,8 @@ class Amp11Session(HttpSession):
         else:
             raise ValueError(f"unknown channel {name!r}")
         channel.on_broken = self.note_broken_write
+        if isinstance(channel, McpChannel):
+            channel.on_forgotten = self.forgotten
         return channel
 
     def note_broken_write(self, channel: str, verb: str, arguments: dict[str, Any]) -> None:
@@ -291,6 +298,23 @@ class Amp11Session(HttpSession):
 
     def remember(self, channel: str, arguments: dict[str, Any]) -> None:
         self.created.append(Created(channel, arguments))
+
+    def remember_own(self, channel: str, arguments: dict[str, Any]) -> None:
+        """A memory its check means to forget itself: the cleanup's only if that never happens."""
+        with self._lock:
+            self._own[str(arguments.get("id"))] = Created(channel, arguments)
+
+    def forgotten(self, memory_id: str) -> None:
+        """A forget of ``memory_id`` succeeded (whoever sent it)."""
+        with self._lock:
+            self._own.pop(memory_id, None)
+
+    def _observe(self, exchange: Exchange) -> None:
+        """A REST ``DELETE /v1/memories/{id}`` answered 2xx: that memory is forgotten."""
+        if exchange.method == "DELETE" and exchange.status is not None and 200 <= exchange.status < 300:
+            path = httpx.URL(exchange.url).path
+            if path.startswith("/v1/memories/") and path.count("/") == 3:
+                self.forgotten(unquote(path.rsplit("/", 1)[1]))
 
     # -- end of run ----------------------------------------------------------------------------------
 
@@ -329,7 +353,12 @@ class Amp11Session(HttpSession):
         if not self.target.cleanup:
             return
         with self._lock:
-            created, self.created = self.created, []
+            pending = [*self.created, *self._own.values()]
+            self.created, self._own = [], {}
+        # one forget per memory and scope (an import may keep an id in another scope)
+        created = list(
+            {json.dumps(item.arguments, sort_keys=True, default=str): item for item in pending}.values()
+        )
         self.cleanup_attempted += len(created)
         forgotten: set[str] = set()
         dead: dict[str, str] = {}
