@@ -182,3 +182,21 @@ def test_a_memory_whose_forget_was_lost_in_its_check_is_forgotten_by_the_cleanup
     assert collector.session is not None
     assert len(store) == 0, [m.id for _, m in store.rows()]
     assert collector.session.cleanup_info()["left"] == []
+
+
+def test_a_memory_its_check_never_got_to_forget_is_forgotten_by_the_cleanup() -> None:
+    """A check stores a memory it means to forget itself, then errors first (its stats read is lost):
+    that memory is the cleanup's, and the store ends empty."""
+    stats: list[str] = []
+
+    def fault(request: httpx.Request, forward: Forward) -> httpx.Response:
+        if request.url.path == "/v1/memories/stats":
+            stats.append(str(request.url))
+            if 2 <= len(stats) <= 4:  # the check's, each attempt (the first is the preflight's)
+                raise httpx.ReadTimeout("the response was lost", request=request)
+        return forward(request)
+
+    with faulty_rest(fault) as (target, store):
+        collector = run_checks(target, "stats_follows_encode_and_forget")
+    assert [r.outcome for r in collector.results.values()] == ["error"]
+    assert len(store) == 0, [m.id for _, m in store.rows()]
