@@ -173,8 +173,6 @@ class Amp01Session(HttpSession):
         """Owner id -> the agents (by id) whose creates named it: who can list and remove its cells."""
         self._suspect_owners: set[str] = set()
         """Owners a create named whose response was lost: they may hold cells the run does not know."""
-        self._sweep_all = False
-        """A lost create named no owner the suite could read: every owner is swept."""
         self._noting = threading.Lock()
         self.cleanup: dict[str, Any] = cleanup_block()
         self.cleanup_requests = 0
@@ -462,14 +460,14 @@ class Amp01Session(HttpSession):
     def note_create(self, agent: Agent | None, owner: str | None, *, broken: bool) -> None:
         """A create went out as ``agent`` naming ``owner``; ``broken``: its response was lost (or the
         client repeated it), so the server may hold a cell of that owner the run does not know."""
+        if owner is None:
+            return  # a create naming no owner makes no cell a listing of the run's owners could find
         with self._noting:
-            if owner is not None and agent is not None:
-                self._owner_agents.setdefault(owner, {}).setdefault(agent.id, agent)
+            agents = self._owner_agents.setdefault(owner, {})
+            if agent is not None:
+                agents.setdefault(agent.id, agent)
             if broken:
-                if owner is None or agent is None:
-                    self._sweep_all = True
-                else:
-                    self._suspect_owners.add(owner)
+                self._suspect_owners.add(owner)
 
     def clean_up(self, *, sparing: Sequence[Any] = ()) -> None:
         """Archive and delete what the run created and is not deleted yet (several at a time), then
@@ -515,12 +513,14 @@ class Amp01Session(HttpSession):
         if self.options.keep_cells or self.connection.broken_reason:
             return
         with self._noting:
-            owners = set(self._owner_agents) if self._sweep_all else set(self._suspect_owners)
+            owners = set(self._suspect_owners)
         known = {cell.id for cell in self.created} | {entry["id"] for entry in self.cleanup["left"]}
         found: dict[str, CreatedCell] = {}
         swept: set[str] = set()
         for owner in sorted(owners):
             agents = list(self._owner_agents.get(owner, {}).values())
+            if not agents and not self.keys_mode:
+                agents = [Agent("sweep", owner)]  # keyless, the owner reads and writes its own cells
             try:
                 ids = {cell_id: agent for agent in agents for cell_id in self._listed(owner, agent)}
             except (ToolError, ValueError) as exc:  # ValueError: an owner id no URL can carry
@@ -533,8 +533,6 @@ class Amp01Session(HttpSession):
                     found.setdefault(cell_id, CreatedCell(cell_id, agent))
         with self._noting:
             self._suspect_owners -= swept
-            if swept == owners:
-                self._sweep_all = False
         self.cleanup["attempted"] += len(found)
         self._remove_all(list(found.values()))
 
