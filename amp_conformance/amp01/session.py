@@ -131,7 +131,11 @@ class _TrackingClient(Client):
             raise
         # an attempt the client repeated may have made a cell of its own
         broken = reply.exchange.retry_of is not None
-        self._session.note_create(self._sender(kwargs), _owner_of(kwargs), broken=broken)
+        sender = self._sender(kwargs)
+        self._session.note_create(sender, _owner_of(kwargs), broken=broken)
+        cell_id = _created_id(reply)
+        if cell_id is not None and sender is not None:
+            self._session.note_created(cell_id, sender)
         return reply
 
     def _sender(self, kwargs: Mapping[str, Any]) -> Agent | None:
@@ -173,6 +177,10 @@ class Amp01Session(HttpSession):
         """Owner id -> the agents (by id) whose creates named it: who can list and remove its cells."""
         self._suspect_owners: set[str] = set()
         """Owners a create named whose response was lost: they may hold cells the run does not know."""
+        self._seen: dict[str, Agent] = {}
+        """Every cell id a create of this run answered with, and as whom (:meth:`_orphans`)."""
+        self._orphaned: set[str] = set()
+        """Orphans a cleanup call already took on."""
         self._noting = threading.Lock()
         self.cleanup: dict[str, Any] = cleanup_block()
         self.cleanup_requests = 0
@@ -449,7 +457,7 @@ class Amp01Session(HttpSession):
         """Note a created cell archived (PATCH answered 200 with status archived) or deleted (DELETE
         answered 204), whoever asked."""
         match = _CELL_URL.search(exchange.url)
-        if match is None or match.group(1) not in self._creators:
+        if match is None or (match.group(1) not in self._creators and match.group(1) not in self._seen):
             return
         cell_id = match.group(1)
         if exchange.method == "DELETE" and exchange.status == 204:
@@ -469,13 +477,31 @@ class Amp01Session(HttpSession):
             if broken:
                 self._suspect_owners.add(owner)
 
+    def note_created(self, cell_id: str, agent: Agent) -> None:
+        """A create answered with ``cell_id``: if no check remembers it (its step broke on another
+        request first), the cleanup removes it all the same."""
+        with self._noting:
+            self._seen.setdefault(cell_id, agent)
+
+    def _orphans(self) -> list[CreatedCell]:
+        """Cells a create of this run answered that nobody remembered and no DELETE removed."""
+        with self._noting:
+            seen = dict(self._seen)
+        return [
+            CreatedCell(cell_id, agent)
+            for cell_id, agent in seen.items()
+            if cell_id not in self._creators and self._states.get(cell_id) != "deleted"
+        ]
+
     def clean_up(self, *, sparing: Sequence[Any] = ()) -> None:
         """Archive and delete what the run created and is not deleted yet (several at a time), then
         sweep the owners whose creates lost their response (:meth:`_sweep`); what stays on the server
         is ``cleanup.left``, never a failure. ``sparing``: the protocol states of shared steps whose
         cells another worker may still use, left for a later call."""
         spared = {cell_id for state in sparing for cell_id, _ in dict(state or {}).get("cells") or ()}
-        now = [cell for cell in self.created if cell.id not in spared]
+        created = [*self.created, *(cell for cell in self._orphans() if cell.id not in self._orphaned)]
+        now = [cell for cell in created if cell.id not in spared]
+        self._orphaned.update(cell.id for cell in now)
         self.created = [cell for cell in self.created if cell.id in spared]
         before = self.connection.requests
         try:
@@ -623,6 +649,18 @@ def _body_of(kwargs: Mapping[str, Any]) -> Any:
         return json.loads(content) if content is not None else None
     except (ValueError, RecursionError):
         return None
+
+
+def _created_id(reply: Reply) -> str | None:
+    """The id a create's 2xx answer names, if any."""
+    if not 200 <= reply.status < 300:
+        return None
+    try:
+        body = json.loads(reply.content)
+    except (ValueError, RecursionError):
+        return None
+    cell_id = body.get("id") if isinstance(body, dict) else None
+    return cell_id if isinstance(cell_id, str) else None
 
 
 def _owner_of(kwargs: Mapping[str, Any]) -> str | None:

@@ -179,3 +179,22 @@ def test_a_fault_free_run_lists_nothing(monkeypatch: pytest.MonkeyPatch) -> None
 
     _, state = _run(monkeypatch, make)
     assert listed == [] and _live(state) == []
+
+
+def test_a_cell_a_create_answered_but_no_step_remembered_is_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Creates sent together (``at_once``) whose first failure is raised before the others' cells are
+    remembered leave answered cells nobody knows; simulated by forgetting to remember the first cell:
+    the cleanup removes it all the same (every create's answer is noted)."""
+    dropped: list[str] = []
+    remember = Amp01Session.remember
+
+    def forgetful(self: Amp01Session, cell_id: str, agent: Any) -> None:
+        if not dropped:
+            dropped.append(cell_id)
+            return
+        remember(self, cell_id, agent)
+
+    monkeypatch.setattr(Amp01Session, "remember", forgetful)
+    _, state = _run(monkeypatch, lambda transport: lambda request, forward: forward(request))
+    assert dropped
+    assert _live(state) == []
