@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import httpx
 
 from amp_conformance.amp01.target import normalise_base_url
-from amp_conformance.engine.client import Client, Connection, at_once
+from amp_conformance.engine.client import Client, Connection, Reply, at_once
 from amp_conformance.engine.exchange import Exchange
-from amp_conformance.engine.http import HttpSession, cleanup_block
+from amp_conformance.engine.http import HttpSession, cleanup_block, closed_cleanup_block
 from amp_conformance.engine.options import in_command_mode
-from amp_conformance.engine.outcomes import NotApplicable, ToolError, TransportFailure
+from amp_conformance.engine.outcomes import AmbiguousExchange, NotApplicable, ToolError, TransportFailure
 from amp_conformance.engine.replay import ReplayContext
 
 if TYPE_CHECKING:
@@ -104,6 +104,53 @@ _CELL_URL = re.compile(r"/memories/([^/?#]+)$")
 #: Cleanup requests in flight at once (one connection each); a server sees at most this many from a
 #: serial run (a parallel run: from each worker).
 CLEANUP_CONCURRENCY = 16
+#: The lifecycle states a swept owner's cells are listed in (a deleted cell is gone already).
+SWEPT_STATES = ("active", "stale", "archived")
+#: The page size the sweep asks for (the largest AMP v0.1 allows) and the pages it reads at most per
+#: listing: a server whose paging never ends costs a bounded number of requests.
+SWEEP_PAGE = 100
+SWEEP_PAGES = 20
+
+
+class _TrackingClient(Client):
+    """A client that tells its session which owner each create named and as whom, and whether the
+    create's response was lost: the cleanup sweeps those owners (a cell made by a create whose answer
+    never came is known to nobody but the server)."""
+
+    def __init__(self, session: Amp01Session, connection: Connection, **kwargs: Any) -> None:
+        super().__init__(connection, **kwargs)
+        self._session = session
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Reply:
+        if method != "POST" or not path.split("?")[0].rstrip("/").endswith("/memories"):
+            return super().request(method, path, **kwargs)
+        try:
+            reply = super().request(method, path, **kwargs)
+        except TransportFailure:
+            self._session.note_create(self._sender(kwargs), _owner_of(kwargs), broken=True)
+            raise
+        # an attempt the client repeated may have made a cell of its own
+        broken = reply.exchange.retry_of is not None
+        sender = self._sender(kwargs)
+        self._session.note_create(sender, _owner_of(kwargs), broken=broken)
+        cell_id = _created_id(reply)
+        if cell_id is not None and sender is not None:
+            self._session.note_created(cell_id, sender)
+        return reply
+
+    def _sender(self, kwargs: Mapping[str, Any]) -> Agent | None:
+        """The identity the create went out with (its headers, else the body's ``created_by``)."""
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        for name, value in dict(kwargs.get("headers") or {}).items():
+            headers.pop(name.lower(), None)
+            if value is not None:
+                headers[name.lower()] = value
+        agent_id = headers.get("x-amp-agent-id")
+        if agent_id is None:
+            body = _body_of(kwargs)
+            creator = body.get("created_by") if isinstance(body, dict) else None
+            agent_id = creator if isinstance(creator, str) else None
+        return Agent("sweep", agent_id, headers.get("x-amp-api-key")) if agent_id else None
 
 
 class Amp01Session(HttpSession):
@@ -126,6 +173,15 @@ class Amp01Session(HttpSession):
         """Created cell id -> ``archived`` or ``deleted`` as the server last confirmed it: cleanup skips
         what a check already did."""
         self.connection.observers.append(self._track)
+        self._owner_agents: dict[str, dict[str, Agent]] = {}
+        """Owner id -> the agents (by id) whose creates named it: who can list and remove its cells."""
+        self._suspect_owners: set[str] = set()
+        """Owners a create named whose response was lost: they may hold cells the run does not know."""
+        self._seen: dict[str, Agent] = {}
+        """Every cell id a create of this run answered with, and as whom (:meth:`_orphans`)."""
+        self._orphaned: set[str] = set()
+        """Orphans a cleanup call already took on."""
+        self._noting = threading.Lock()
         self.cleanup: dict[str, Any] = cleanup_block()
         self.cleanup_requests = 0
         self.side_log: list[Exchange] = []
@@ -231,6 +287,7 @@ class Amp01Session(HttpSession):
             self.cleanup["attempted"] += int(cleanup.get("attempted", 0))
             self.cleanup["deleted"] += int(cleanup.get("deleted", 0))
             self.cleanup["problems"] += list(cleanup.get("problems", []))
+            self.cleanup["left"] += [dict(entry) for entry in cleanup.get("left", [])]
         network = summary.get("network")
         if isinstance(network, dict):
             self.connection.network.merge(network)
@@ -248,7 +305,7 @@ class Amp01Session(HttpSession):
                 "unavailable": self.connection.broken_reason,
                 **({"keys_note": self.keys_note} if self.keys_note else {}),
             },
-            "cleanup": dict(self.cleanup),
+            "cleanup": closed_cleanup_block(self.cleanup),
             "conventions": self.conventions.as_report() if self.conventions is not None else None,
             "network": self.connection.network.as_block(),
         }
@@ -324,7 +381,8 @@ class Amp01Session(HttpSession):
     def client(
         self, agent: Agent | None, *, log: list[Exchange] | None = None, deadline: float | None = None
     ) -> Client:
-        return Client(
+        return _TrackingClient(
+            self,
             self.connection,
             headers=agent.headers() if agent else {},
             log=log if log is not None else self.side_log,
@@ -404,7 +462,7 @@ class Amp01Session(HttpSession):
         """Note a created cell archived (PATCH answered 200 with status archived) or deleted (DELETE
         answered 204), whoever asked."""
         match = _CELL_URL.search(exchange.url)
-        if match is None or match.group(1) not in self._creators:
+        if match is None or (match.group(1) not in self._creators and match.group(1) not in self._seen):
             return
         cell_id = match.group(1)
         if exchange.method == "DELETE" and exchange.status == 204:
@@ -412,16 +470,48 @@ class Amp01Session(HttpSession):
         elif exchange.method == "PATCH" and exchange.status == 200 and _archived(exchange.response_body):
             self._states.setdefault(cell_id, "archived")
 
+    def note_create(self, agent: Agent | None, owner: str | None, *, broken: bool) -> None:
+        """A create went out as ``agent`` naming ``owner``; ``broken``: its response was lost (or the
+        client repeated it), so the server may hold a cell of that owner the run does not know."""
+        if owner is None:
+            return  # a create naming no owner makes no cell a listing of the run's owners could find
+        with self._noting:
+            agents = self._owner_agents.setdefault(owner, {})
+            if agent is not None:
+                agents.setdefault(agent.id, agent)
+            if broken:
+                self._suspect_owners.add(owner)
+
+    def note_created(self, cell_id: str, agent: Agent) -> None:
+        """A create answered with ``cell_id``: if no check remembers it (its step broke on another
+        request first), the cleanup removes it all the same."""
+        with self._noting:
+            self._seen.setdefault(cell_id, agent)
+
+    def _orphans(self) -> list[CreatedCell]:
+        """Cells a create of this run answered that nobody remembered and no DELETE removed."""
+        with self._noting:
+            seen = dict(self._seen)
+        return [
+            CreatedCell(cell_id, agent)
+            for cell_id, agent in seen.items()
+            if cell_id not in self._creators and self._states.get(cell_id) != "deleted"
+        ]
+
     def clean_up(self, *, sparing: Sequence[Any] = ()) -> None:
-        """Archive and delete what the run created and is not deleted yet (several at a time);
-        problems are reported, never counted as failures. ``sparing``: the protocol states of shared
-        steps whose cells another worker may still use, left for a later call."""
+        """Archive and delete what the run created and is not deleted yet (several at a time), then
+        sweep the owners whose creates lost their response (:meth:`_sweep`); what stays on the server
+        is ``cleanup.left``, never a failure. ``sparing``: the protocol states of shared steps whose
+        cells another worker may still use, left for a later call."""
         spared = {cell_id for state in sparing for cell_id, _ in dict(state or {}).get("cells") or ()}
-        now = [cell for cell in self.created if cell.id not in spared]
+        created = [*self.created, *(cell for cell in self._orphans() if cell.id not in self._orphaned)]
+        now = [cell for cell in created if cell.id not in spared]
+        self._orphaned.update(cell.id for cell in now)
         self.created = [cell for cell in self.created if cell.id in spared]
         before = self.connection.requests
         try:
             self._clean_up(now)
+            self._sweep(spared)
         finally:
             self.cleanup_requests += self.connection.requests - before
 
@@ -430,51 +520,120 @@ class Amp01Session(HttpSession):
             if created:
                 self.cleanup["problems"].append(f"skipped: --keep-cells left {len(created)} cells")
             return
-        if self.connection.broken_reason:
-            if created:
-                self.cleanup["problems"].append(
-                    f"skipped: {len(created)} cells left ({self.connection.broken_reason})"
-                )
-            return
         pending: dict[str, CreatedCell] = {}
         for cell in created:
             pending.setdefault(cell.id, cell)
         self.cleanup["attempted"] += len(pending)
         left = [cell for cell in pending.values() if self._states.get(cell.id) != "deleted"]
         self.cleanup["deleted"] += len(pending) - len(left)
+        self._remove_all(left)
+
+    def _remove_all(self, cells: list[CreatedCell]) -> None:
         lock = threading.Lock()
-        if self.connection.http_override is not None or len(left) < 2:
-            for cell in left:
-                if not self._remove(cell, lock):
-                    break
+        if self.connection.http_override is not None or len(cells) < 2:
+            for cell in cells:
+                self._remove(cell, lock)
             return
         with ThreadPoolExecutor(max_workers=CLEANUP_CONCURRENCY, thread_name_prefix="amp-cleanup") as pool:
-            list(pool.map(lambda cell: self._remove(cell, lock), left))
+            list(pool.map(lambda cell: self._remove(cell, lock), cells))
 
-    def _remove(self, cell: CreatedCell, lock: threading.Lock) -> bool:
-        """Archive (unless already archived) and delete one cell; False once the server is gone."""
-        if self.connection.broken_reason:
-            return False
-        client = self.run_client(cell.agent)
-        problem: str | None = None
-        deleted = False
-        try:
-            if self._states.get(cell.id) != "archived":
-                archived = client.patch(f"/memories/{cell.id}", {"lifecycle": {"status": "archived"}})
-                if archived.status != 200:
-                    return True  # already deleted or gone: nothing left to do
-            reply = client.delete(f"/memories/{cell.id}")
-            deleted = reply.status == 204
-            if not deleted:
-                problem = f"DELETE {cell.id} answered {reply.status}"
-        except ToolError as exc:
-            problem = f"{cell.id}: {exc}"
+    def _sweep(self, spared: set[str]) -> None:
+        """List the cells of every owner a lost create named (as the agents that created for it, in
+        each state a cell can be removed from) and remove those the run did not know: a fault-free
+        run lists nothing. An owner holding a spared cell is swept again by the later call."""
+        if self.options.keep_cells or self.connection.broken_reason:
+            return
+        with self._noting:
+            owners = set(self._suspect_owners)
+        known = {cell.id for cell in self.created} | {entry["id"] for entry in self.cleanup["left"]}
+        found: dict[str, CreatedCell] = {}
+        swept: set[str] = set()
+        for owner in sorted(owners):
+            agents = list(self._owner_agents.get(owner, {}).values())
+            if not agents and not self.keys_mode:
+                agents = [Agent("sweep", owner)]  # keyless, the owner reads and writes its own cells
+            try:
+                ids = {cell_id: agent for agent in agents for cell_id in self._listed(owner, agent)}
+            except (ToolError, ValueError) as exc:  # ValueError: an owner id no URL can carry
+                self.cleanup["problems"].append(f"sweep of owner {owner!r}: {exc}")
+                continue
+            if not ids.keys() & spared:
+                swept.add(owner)
+            for cell_id, agent in ids.items():
+                if cell_id not in spared and cell_id not in known and self._states.get(cell_id) != "deleted":
+                    found.setdefault(cell_id, CreatedCell(cell_id, agent))
+        with self._noting:
+            self._suspect_owners -= swept
+        self.cleanup["attempted"] += len(found)
+        self._remove_all(list(found.values()))
+
+    def _listed(self, owner: str, agent: Agent) -> list[str]:
+        """The ids of ``owner``'s cells ``agent`` can read, in every state a cell can be removed from,
+        paging with the server's cursor or offset (bounded)."""
+        client = self.run_client(agent)
+        ids: list[str] = []
+        for status in SWEPT_STATES:
+            offset, cursor = 0, None
+            for _ in range(SWEEP_PAGES):
+                params: dict[str, Any] = {"owner_id": owner, "status": status, "limit": SWEEP_PAGE}
+                params.update({"cursor": cursor} if cursor else {"offset": offset})
+                reply = client.get("/memories", params=params)
+                if reply.status != 200:
+                    break  # a state the server does not list: the others still are
+                try:
+                    page = reply.json_object()
+                except AssertionError:
+                    break
+                results = [r for r in page.get("results") or () if isinstance(r, dict)]
+                ids += [r["id"] for r in results if isinstance(r.get("id"), str)]
+                cursor = page.get("next_cursor") if isinstance(page.get("next_cursor"), str) else None
+                offset += len(results)
+                if not results or not (page.get("has_more") or cursor):
+                    break
+        return ids
+
+    def _remove(self, cell: CreatedCell, lock: threading.Lock) -> None:
+        """Archive (unless already archived) and delete one cell; what cannot be removed is
+        ``cleanup.left`` with the reason."""
+        reason = self.connection.broken_reason
+        if reason is None:
+            try:
+                reason = self._archive_and_delete(self.run_client(cell.agent), cell.id)
+            except ToolError as exc:
+                reason = str(exc)
         with lock:
-            if deleted:
+            if reason is None:
                 self.cleanup["deleted"] += 1
-            if problem:
-                self.cleanup["problems"].append(problem)
-        return not self.connection.broken_reason
+            else:
+                self.cleanup["left"].append({"id": cell.id, "reason": reason})
+
+    def _archive_and_delete(self, client: Client, cell_id: str) -> str | None:
+        """None once ``cell_id`` is gone, else why it is still there. A lost archive PATCH is settled
+        by the DELETE itself (a 409 means it did not land: archive again, delete again); a repeated
+        DELETE that finds the cell gone (``AmbiguousExchange``) or a 404/410 is gone."""
+        path = f"/memories/{cell_id}"
+        if self._states.get(cell_id) != "archived" and self._archive(client, path) is None:
+            return None
+        for attempt in range(2):
+            try:
+                reply = client.delete(path)
+            except AmbiguousExchange:
+                return None  # the broken first attempt deleted it
+            if 200 <= reply.status < 300 or reply.status in (404, 410):
+                return None
+            if reply.status != 409 or attempt:
+                return f"DELETE answered {reply.status}"
+            if self._archive(client, path) is None:
+                return None
+        return None  # (unreachable: the loop returns)
+
+    def _archive(self, client: Client, path: str) -> int | None:
+        """PATCH the cell archived: its status (0 when the answer was lost), None when it is gone."""
+        try:
+            reply = client.patch(path, {"lifecycle": {"status": "archived"}})
+        except TransportFailure:  # ambiguous, whatever the client called it: the DELETE after it tells
+            return 0
+        return None if reply.status in (404, 410) else reply.status
 
 
 def _archived(body: bytes) -> bool:
@@ -484,3 +643,34 @@ def _archived(body: bytes) -> bool:
         return False
     lifecycle = document.get("lifecycle") if isinstance(document, dict) else None
     return isinstance(lifecycle, dict) and lifecycle.get("status") == "archived"
+
+
+def _body_of(kwargs: Mapping[str, Any]) -> Any:
+    """The JSON a request's keyword arguments carry (``json_body``, or ``content`` that parses)."""
+    if "json_body" in kwargs:
+        return kwargs["json_body"]
+    content = kwargs.get("content")
+    try:
+        return json.loads(content) if content is not None else None
+    except (ValueError, RecursionError):
+        return None
+
+
+def _created_id(reply: Reply) -> str | None:
+    """The id a create's 2xx answer names, if any."""
+    if not 200 <= reply.status < 300:
+        return None
+    try:
+        body = json.loads(reply.content)
+    except (ValueError, RecursionError):
+        return None
+    cell_id = body.get("id") if isinstance(body, dict) else None
+    return cell_id if isinstance(cell_id, str) else None
+
+
+def _owner_of(kwargs: Mapping[str, Any]) -> str | None:
+    """The ``identity.owner_id`` of a create's body, if it names one."""
+    body = _body_of(kwargs)
+    identity = body.get("identity") if isinstance(body, dict) else None
+    owner = identity.get("owner_id") if isinstance(identity, dict) else None
+    return owner if isinstance(owner, str) else None

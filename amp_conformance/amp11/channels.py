@@ -9,6 +9,7 @@ it came from, so whatever a check concludes is shown with the frames or the HTTP
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -17,6 +18,7 @@ from amp_conformance.amp11.mcp import McpSession
 from amp_conformance.amp11.schemas import declared_schema_problems
 from amp_conformance.engine.client import Client, Reply
 from amp_conformance.engine.exchange import Exchange
+from amp_conformance.engine.outcomes import ToolError, TransportFailure
 from amp_conformance.engine.text import shown
 
 MCP = "mcp"
@@ -47,6 +49,12 @@ ROUTES = {
     "amp.import": "POST /v1/memories/import",
 }
 NEXT_CURSOR_HEADER = "x-amp-next-cursor"
+#: The verbs that may store a memory: one whose answer was lost may have left a memory nobody knows.
+#: (``amp.forget`` is told too: a forget that failed leaves its memory for the cleanup.)
+STORING_VERBS = frozenset({"amp.encode", "amp.import", "amp.consolidate"})
+
+#: Told ``(channel, verb, arguments)`` of a storing verb whose answer never came, or a failed forget.
+BrokenWrite = Callable[[str, str, dict[str, Any]], None]
 
 
 class Value(dict[str, Any]):
@@ -119,17 +127,28 @@ class McpChannel:
         self.log = log
         self.deadline = deadline
         self.output_schemas = output_schemas or {}  # each tool's declared outputSchema (tools/list)
+        self.on_broken: BrokenWrite | None = None
+        self.on_forgotten: Callable[[str], None] | None = None
+        """Told the id of each memory a forget over this channel removed."""
 
     def call(self, verb: str, arguments: dict[str, Any]) -> VerbResult:
-        exchange = self.session.call_tool(verb, arguments, log=self.log, deadline=self.deadline)
+        try:
+            exchange = self.session.call_tool(verb, arguments, log=self.log, deadline=self.deadline)
+        except ToolError as failure:
+            _tell_broken(self.on_broken, MCP, verb, arguments, failure)
+            raise
         version = (self.session.initialize_result or {}).get("protocolVersion")
-        return parse_tool_reply(
+        result = parse_tool_reply(
             verb,
             exchange.message or {},
             exchange,
             version=version if isinstance(version, str) else None,
             output_schema=self.output_schemas.get(verb),
         )
+        memory_id = arguments.get("id")
+        if verb == "amp.forget" and result.ok and isinstance(memory_id, str) and self.on_forgotten:
+            self.on_forgotten(memory_id)
+        return result
 
 
 #: The first MCP revision with ``structuredContent`` and ``outputSchema`` (tools/call results).
@@ -263,9 +282,19 @@ class RestChannel:
 
     def __init__(self, client: Client):
         self.client = client
+        self.on_broken: BrokenWrite | None = None
 
     def call(self, verb: str, arguments: dict[str, Any]) -> VerbResult:
-        reply = self._send(verb, arguments)
+        """The verb over its route. A read is sent again after a transport failure (``repeatable``);
+        a write never is: its ``AmbiguousExchange`` goes up (the check is re-run), and the scope it
+        named is swept at the end."""
+        try:
+            reply = self._send(verb, arguments)
+        except ToolError as failure:
+            _tell_broken(self.on_broken, REST, verb, arguments, failure)
+            raise
+        if reply.exchange.retry_of is not None and verb in STORING_VERBS:  # the first may have stored
+            _tell_broken(self.on_broken, REST, verb, arguments, None)
         if verb == "amp.export" and 200 <= reply.status < 300:
             return self._export_result(reply)
         return parse_rest_reply(verb, reply)
@@ -275,16 +304,17 @@ class RestChannel:
         if verb == "amp.encode":
             return client.post("/v1/memories", arguments, root=True)
         if verb == "amp.recall":
-            return client.post("/v1/memories/recall", arguments, root=True)
+            return client.post("/v1/memories/recall", arguments, root=True, repeatable=True)
         if verb == "amp.consolidate":
             return client.post("/v1/memories/consolidate", arguments, root=True)
         if verb == "amp.export":
-            return client.post("/v1/memories/export", arguments, root=True)
+            return client.post("/v1/memories/export", arguments, root=True, repeatable=True)
         if verb == "amp.forget":
             path = f"/v1/memories/{_path_id(arguments)}"
             return client.delete(path, params=flat_scope(arguments, verb), root=True)
         if verb == "amp.stats":
-            return client.get("/v1/memories/stats", params=flat_scope(arguments, verb), root=True)
+            scope = flat_scope(arguments, verb)
+            return client.get("/v1/memories/stats", params=scope, root=True, repeatable=True)
         if verb == "amp.pin":
             path = f"/v1/memories/{_path_id(arguments)}/pin"
             return client.request("PUT", path, json_body=flat_scope(arguments, verb), root=True)
@@ -324,6 +354,19 @@ class RestChannel:
             result.problems.append(f"export answered Content-Type {shown}, not application/x-ndjson")
         result.value = value
         return result
+
+
+def _tell_broken(
+    tell: BrokenWrite | None, channel: str, verb: str, arguments: dict[str, Any], failure: ToolError | None
+) -> None:
+    """Tell the session of a storing verb that may have stored unseen (its answer lost: a transport
+    failure, or a repeat), or of a forget that did not certainly happen (any tool error)."""
+    if tell is None:
+        return
+    if verb == "amp.forget" or (
+        verb in STORING_VERBS and (failure is None or isinstance(failure, TransportFailure))
+    ):
+        tell(channel, verb, arguments)
 
 
 def parse_rest_reply(verb: str, reply: Reply) -> VerbResult:

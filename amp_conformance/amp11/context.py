@@ -13,7 +13,7 @@ from amp_conformance.amp11.schemas import VERBS_FULL, output_problems
 from amp_conformance.amp11.session import Amp11Session
 from amp_conformance.engine.context import CheckContext
 from amp_conformance.engine.exchange import Exchange
-from amp_conformance.engine.outcomes import CheckFailure
+from amp_conformance.engine.outcomes import CheckFailure, ToolError, TransportFailure
 from amp_conformance.engine.text import shown
 
 if TYPE_CHECKING:
@@ -45,6 +45,8 @@ class Amp11Context(CheckContext[Amp11Session]):
     def __init__(self, run: Run, spec: CheckSpec, session: Amp11Session):
         super().__init__(run, spec, session)
         self.deadline = time.monotonic() + (spec.deadline or session.target.deadline)
+        self._encoded: set[str] = set()
+        """Ids this check's encodes returned: a reconciled encode never adopts one of them."""
 
     # -- channels ------------------------------------------------------------------------------------
 
@@ -207,13 +209,47 @@ class Amp11Context(CheckContext[Amp11Session]):
     ) -> str:
         """Store a memory with ``force: true`` (a precondition) and return its id."""
         arguments = {"scope": scope, "content": content, "force": True, **fields}
-        value = self.ok("amp.encode", arguments, on=on, what="storing a memory (precondition)")
+        try:
+            value = self.ok("amp.encode", arguments, on=on, what="storing a memory (precondition)")
+        except TransportFailure as lost:
+            value = self._reconciled_encode(scope, content, on, lost)
         memory_id = value.get("id")
         if value.get("status") not in ("stored", "duplicate", "queued") or not isinstance(memory_id, str):
             self.step_failed("amp.encode", f"storing a memory answered {json.dumps(value)[:200]}", None)
+        self._encoded.add(memory_id)
         if remember:
             self.session.remember(on, {"scope": scope, "id": memory_id})
+        else:
+            self.session.remember_own(on, {"scope": scope, "id": memory_id})
         return memory_id
+
+    def _reconciled_encode(
+        self, scope: dict[str, Any], content: str, on: str, lost: TransportFailure
+    ) -> Value:
+        """An encode whose answer never came, settled by a recall of its content in its own fresh
+        scope: exactly one memory of that content this check did not already get is the one it stored
+        (adopted, never sent again). Otherwise ``lost`` goes up (the engine re-runs the check; the
+        cleanup sweeps the scope)."""
+        try:
+            result = self.call_or_raise("amp.recall", {"scope": scope, "query": content, "top_k": 50}, on=on)
+        except (ToolError, NotOnChannel):
+            raise lost from None
+        results = (result.value or {}).get("results")
+        known = self._encoded | {str(item.arguments.get("id")) for item in self.session.created}
+        found = [
+            r["id"]
+            for r in results or ()
+            if isinstance(r, dict) and r.get("content") == content and isinstance(r.get("id"), str)
+        ]
+        fresh = [memory_id for memory_id in found if memory_id not in known]
+        if len(fresh) != 1:
+            raise lost
+        connection = self.session.http_connection if on == REST else None
+        network = getattr(connection, "network", None)
+        if network is not None:
+            network.count_reconciled()
+        self.note(f"amp.encode over {on} got no answer; a recall found the memory it stored ({fresh[0]})")
+        return Value({"id": fresh[0], "status": "stored"}, result.exchange)
 
     def recall(self, scope: dict[str, Any], query: str, *, on: str, **fields: Any) -> Rows:
         """Recall (a precondition): the results list, each result carrying the recall's exchange."""

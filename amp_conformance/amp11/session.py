@@ -8,23 +8,37 @@ reason, never a hang. Memories the checks store are forgotten at the end of the 
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import httpx
 from ulid import ULID
 
-from amp_conformance.amp11.channels import MCP, REST, McpChannel, NotOnChannel, RestChannel, VerbResult
+from amp_conformance.amp11.channels import (
+    MCP,
+    REST,
+    ROUTE_SCOPE_KEYS,
+    McpChannel,
+    NotOnChannel,
+    RestChannel,
+    VerbResult,
+)
 from amp_conformance.amp11.mcp import McpExchange, McpSession
 from amp_conformance.engine.client import Client, Connection, Reply
 from amp_conformance.engine.exchange import Exchange
-from amp_conformance.engine.http import HttpSession
+from amp_conformance.engine.http import HttpSession, closed_cleanup_block
 from amp_conformance.engine.outcomes import ServerUnavailable, ToolError, TransportFailure
 
 if TYPE_CHECKING:
     from amp_conformance.engine.run import Run
+
+
+#: Export pages the sweep reads at most per scope (a server whose cursor never ends costs a bound).
+SWEEP_PAGES = 20
 
 
 @dataclass(eq=False)  # hashable: pytest registers an instance as a plugin
@@ -70,8 +84,16 @@ class Amp11Session(HttpSession):
         #: (``Amp11Context.blocked_if_scope_form_refused``)
         self.scope_form_controls: dict[str, VerbResult] = {}
         self.cleanup_problems: list[str] = []
+        self.cleanup_left: list[dict[str, str]] = []
+        """What the cleanup could not forget, ``{"id", "reason"}`` (the report's ``cleanup.left``)."""
         self.cleanup_deleted = 0
         self.cleanup_attempted = 0
+        self._own: dict[str, Created] = {}
+        """Memories a check stored to forget itself (``remember=False``), until it did: one its check
+        never got to forget is the cleanup's."""
+        self._suspects: list[tuple[str, dict[str, Any], str | None]] = []
+        """(channel, scope arguments, content) of each storing verb whose answer never came: the
+        cleanup sweeps those scopes for memories the run does not know."""
         self._counter = itertools.count(1)
         self._lock = threading.Lock()
         self._mcp: McpSession | None = None
@@ -114,7 +136,9 @@ class Amp11Session(HttpSession):
             # judge; neither answering as AMP v1.1 means nothing here speaks it
             probes: list[Callable[[], Reply]] = [
                 lambda: client.get("/v1/memories/stats", params={"agent_id": agent}),
-                lambda: client.post("/v1/memories/recall", {"query": "preflight", "agent_id": agent}),
+                lambda: client.post(
+                    "/v1/memories/recall", {"query": "preflight", "agent_id": agent}, repeatable=True
+                ),
             ]
             for probe in probes:
                 try:
@@ -234,20 +258,63 @@ class Amp11Session(HttpSession):
             self.http_connection = Connection(
                 self.target.base_url, timeout=self.target.timeout, http=self.target.http
             )
+            self.http_connection.observers.append(self._observe)
         return self.http_connection
 
     # -- channels ------------------------------------------------------------------------------------
 
     def channel(self, name: str, log: list[Exchange], deadline: float | None) -> McpChannel | RestChannel:
+        channel: McpChannel | RestChannel
         if name == MCP:
             schemas = {name: tool.get("outputSchema") for name, tool in self.tools().items()}
-            return McpChannel(self.mcp(), log, deadline, schemas)
-        if name == REST:
-            return RestChannel(Client(self.connection(), log=log, deadline=deadline))
-        raise ValueError(f"unknown channel {name!r}")
+            channel = McpChannel(self.mcp(), log, deadline, schemas)
+        elif name == REST:
+            channel = RestChannel(Client(self.connection(), log=log, deadline=deadline))
+        else:
+            raise ValueError(f"unknown channel {name!r}")
+        channel.on_broken = self.note_broken_write
+        if isinstance(channel, McpChannel):
+            channel.on_forgotten = self.forgotten
+        return channel
+
+    def note_broken_write(self, channel: str, verb: str, arguments: dict[str, Any]) -> None:
+        """A storing verb's answer never came: its scope may hold a memory the run does not know. A
+        forget that failed: its memory is the cleanup's (the cleanup's own forget says if it is gone)."""
+        if verb == "amp.forget":
+            if isinstance(arguments.get("id"), str) and arguments["id"]:
+                with self._lock:
+                    self.created.append(Created(channel, dict(arguments)))
+            return
+        scope = arguments.get("scope")
+        if isinstance(scope, dict):
+            where: dict[str, Any] = {"scope": dict(scope)}
+        elif isinstance(arguments.get("agent_id"), str):
+            where = {"agent_id": arguments["agent_id"]}
+        else:
+            return  # (an import's rows name their own scopes: the re-run's fresh scope is what counts)
+        content = arguments.get("content") if verb == "amp.encode" else None
+        with self._lock:
+            self._suspects.append((channel, where, content if isinstance(content, str) else None))
 
     def remember(self, channel: str, arguments: dict[str, Any]) -> None:
         self.created.append(Created(channel, arguments))
+
+    def remember_own(self, channel: str, arguments: dict[str, Any]) -> None:
+        """A memory its check means to forget itself: the cleanup's only if that never happens."""
+        with self._lock:
+            self._own[str(arguments.get("id"))] = Created(channel, arguments)
+
+    def forgotten(self, memory_id: str) -> None:
+        """A forget of ``memory_id`` succeeded (whoever sent it)."""
+        with self._lock:
+            self._own.pop(memory_id, None)
+
+    def _observe(self, exchange: Exchange) -> None:
+        """A REST ``DELETE /v1/memories/{id}`` answered 2xx: that memory is forgotten."""
+        if exchange.method == "DELETE" and exchange.status is not None and 200 <= exchange.status < 300:
+            path = httpx.URL(exchange.url).path
+            if path.startswith("/v1/memories/") and path.count("/") == 3:
+                self.forgotten(unquote(path.rsplit("/", 1)[1]))
 
     # -- end of run ----------------------------------------------------------------------------------
 
@@ -269,43 +336,153 @@ class Amp11Session(HttpSession):
         return info
 
     def cleanup_info(self) -> dict[str, Any]:
-        """The report's ``cleanup`` block: memories forgotten at the end, and what went wrong."""
-        return {
-            "attempted": self.cleanup_attempted,
-            "deleted": self.cleanup_deleted,
-            "problems": list(self.cleanup_problems),
-        }
+        """The report's ``cleanup`` block: memories forgotten at the end, what is left, what went wrong."""
+        return closed_cleanup_block(
+            {
+                "attempted": self.cleanup_attempted,
+                "deleted": self.cleanup_deleted,
+                "problems": list(self.cleanup_problems),
+                "left": [dict(entry) for entry in self.cleanup_left],
+            }
+        )
 
     def cleanup(self) -> None:
-        """Forget what the checks stored (best effort, through the channel that stored it)."""
+        """Forget what the checks stored, through the channel that stored it or else the other one (an
+        MCP process that died leaves REST to do it), then sweep the scopes whose storing verbs lost
+        their answer (:meth:`_sweep`). What cannot be forgotten is ``cleanup.left``."""
         if not self.target.cleanup:
             return
-        self.cleanup_attempted += len(self.created)
-        for item in self.created:
-            log: list[Exchange] = []
-            channel = item.channel
-            try:
-                try:
-                    result = self.channel(channel, log, None).call("amp.forget", item.arguments)
-                except NotOnChannel:
-                    # a scope key the REST route does not list (pinned OpenAPI): the other channel, if any
-                    if channel != REST or MCP not in self.target.channels():
-                        raise
-                    result = self.channel(MCP, log, None).call("amp.forget", item.arguments)
-            except (ToolError, NotOnChannel) as exc:
-                self.cleanup_problems.append(f"forget {item.arguments.get('id')}: {exc}")
-                if isinstance(exc, ServerUnavailable):
-                    break
-                continue
-            status = (result.value or {}).get("status")
-            if status == "forgotten":
+        with self._lock:
+            pending = [*self.created, *self._own.values()]
+            self.created, self._own = [], {}
+        # one forget per memory and scope (an import may keep an id in another scope)
+        created = list(
+            {json.dumps(item.arguments, sort_keys=True, default=str): item for item in pending}.values()
+        )
+        self.cleanup_attempted += len(created)
+        forgotten: set[str] = set()
+        dead: dict[str, str] = {}
+        for item in created:
+            memory_id = item.arguments.get("id")
+            reason = self._forget(item.channel, item.arguments, dead)
+            if reason is None:
                 self.cleanup_deleted += 1
-        self.created.clear()
+                forgotten.add(str(memory_id))
+            else:
+                self.cleanup_problems.append(f"forget {memory_id}: {reason}")
+                self.cleanup_left.append({"id": str(memory_id), "reason": reason})
+        self._sweep(forgotten | {entry["id"] for entry in self.cleanup_left}, dead)
+
+    def _quiet_channel(self, name: str) -> McpChannel | RestChannel:
+        """A channel for the cleanup's own calls: a failure there is the cleanup's ``left``, not a
+        memory noted for a cleanup that already runs."""
+        channel = self.channel(name, [], None)
+        channel.on_broken = None
+        return channel
+
+    def _channels_for(self, first: str) -> list[str]:
+        return [first, *(c for c in self.target.channels() if c != first)]
+
+    def _forget(self, channel: str, arguments: dict[str, Any], dead: dict[str, str]) -> str | None:
+        """``amp.forget`` over ``channel``, else the other channel: None once the memory is gone, else
+        why it is not. ``dead``: channel -> why it can no longer be used (filled as they fail)."""
+        reason = "no channel can carry its amp.forget"
+        attempts = [(name, arguments) for name in self._channels_for(channel)]
+        narrowed = _narrowed(arguments)
+        if narrowed is not None and REST in self.target.channels():
+            attempts.append((REST, narrowed))  # last: the scope keys the REST route lists
+        for name, sent in attempts:
+            if name in dead:
+                reason = dead[name]
+                continue
+            try:
+                result = self._quiet_channel(name).call("amp.forget", sent)
+            except NotOnChannel as exc:
+                reason = str(exc)  # e.g. a scope key the pinned REST route does not list
+                continue
+            except ToolError as exc:
+                reason = str(exc)
+                if isinstance(exc, ServerUnavailable) or getattr(exc, "unreachable", False):
+                    dead[name] = reason
+                continue
+            if result.ok or result.error_code == "not_found":
+                return None
+            return f"amp.forget answered {result.describe()}"
+        return reason
+
+    def _sweep(self, known: set[str], dead: dict[str, str]) -> None:
+        """Find the memories a lost encode or import may have stored (an export of the scope, else a
+        recall of the encode's content) and forget those the run did not know. A fault-free run has
+        no such scope: it sends nothing here."""
+        with self._lock:
+            suspects, self._suspects = self._suspects, []
+        seen: set[str] = set(known)
+        for channel, where, content in suspects:
+            for name in self._channels_for(channel):
+                if name in dead:
+                    continue
+                try:
+                    found = self._listed(name, where, content)
+                except (ToolError, NotOnChannel) as exc:
+                    self.cleanup_problems.append(f"sweep of scope {json.dumps(where)} over {name}: {exc}")
+                    if isinstance(exc, ServerUnavailable) or getattr(exc, "unreachable", False):
+                        dead[name] = str(exc)
+                    continue
+                for memory_id in [m for m in found if m not in seen]:
+                    seen.add(memory_id)
+                    self.cleanup_attempted += 1
+                    reason = self._forget(name, {**where, "id": memory_id}, dead)
+                    if reason is None:
+                        self.cleanup_deleted += 1
+                    else:
+                        self.cleanup_left.append({"id": memory_id, "reason": reason})
+                break
+
+    def _listed(self, channel: str, where: dict[str, Any], content: str | None) -> list[str]:
+        """The ids ``where`` holds: its export (paged, bounded), or a recall of ``content`` when the
+        server exports nothing (a Core server)."""
+        call = self._quiet_channel(channel).call
+        ids: list[str] = []
+        cursor: str | None = None
+        for _ in range(SWEEP_PAGES):
+            result = call("amp.export", {**where, **({"cursor": cursor} if cursor else {})})
+            if not result.ok:
+                break
+            value = result.value or {}
+            for line in str(value.get("ndjson") or "").splitlines():
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(row, dict) and isinstance(row.get("id"), str):
+                    ids.append(row["id"])
+            cursor = value.get("next_cursor") if isinstance(value.get("next_cursor"), str) else None
+            if cursor is None:
+                return ids
+        if content is not None:
+            recalled = call("amp.recall", {**where, "query": content, "top_k": 50})
+            results = (recalled.value or {}).get("results")
+            ids += [r["id"] for r in results or () if isinstance(r, dict) and isinstance(r.get("id"), str)]
+        return ids
 
     def close(self) -> None:
         if self._mcp is not None:
             self._mcp.close()
         super().close()
+
+
+def _narrowed(arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """``amp.forget``'s arguments with only the scope keys its REST route lists (the pinned OpenAPI
+    has no ``session_id`` nor ``org_id`` there), or None when nothing would change or nothing be left.
+    Scopes match by strict AND (§2), and the run's scopes all hold its unique ``agent_id``: fewer keys
+    still name that one memory."""
+    scope = arguments.get("scope")
+    if not isinstance(scope, dict):
+        return None
+    listed = {key: value for key, value in scope.items() if key in ROUTE_SCOPE_KEYS["amp.forget"]}
+    if not listed or len(listed) == len(scope):
+        return None
+    return {**arguments, "scope": listed}
 
 
 def _not_v11(reply: Reply) -> str | None:

@@ -27,9 +27,45 @@ if TYPE_CHECKING:
 BASE_URL = OptionSpec("base-url", "URL of the server under test (enables the suite)")
 
 
-def cleanup_block(attempted: int = 0, deleted: int = 0, problems: list[str] | None = None) -> dict[str, Any]:
-    """The report's ``cleanup`` block."""
-    return {"attempted": attempted, "deleted": deleted, "problems": list(problems or [])}
+def cleanup_block(
+    attempted: int = 0,
+    deleted: int = 0,
+    problems: list[str] | None = None,
+    left: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    """The report's ``cleanup`` block: ``left`` lists what stays on the server, ``{"id", "reason"}``."""
+    return {
+        "attempted": attempted,
+        "deleted": deleted,
+        "problems": list(problems or []),
+        "left": [dict(entry) for entry in left or ()],
+    }
+
+
+#: Ids the closing line names before it says how many more (the report lists them all).
+LEFT_NAMED = 5
+
+
+def left_line(left: list[dict[str, str]]) -> str | None:
+    """``cleanup: 3 cells left on the server: mem_1 (DELETE answered 500), ...``, or None."""
+    if not left:
+        return None
+    named = ", ".join(f"{entry['id']} ({entry['reason']})" for entry in left[:LEFT_NAMED])
+    more = f", and {len(left) - LEFT_NAMED} more" if len(left) > LEFT_NAMED else ""
+    noun = "cell" if len(left) == 1 else "cells"
+    return f"cleanup: {len(left)} {noun} left on the server: {named}{more}"
+
+
+def closed_cleanup_block(block: dict[str, Any]) -> dict[str, Any]:
+    """``block`` as the report shows it at the end: a run that left cells says so first among its
+    ``problems`` (the terminal's last lines show them)."""
+    line = left_line(list(block.get("left") or ()))
+    problems = list(block.get("problems") or ())
+    return {
+        **block,
+        "problems": [line, *problems] if line else problems,
+        "left": list(block.get("left") or ()),
+    }
 
 
 class HttpSession(ProtocolSession):

@@ -56,7 +56,9 @@ def test_encode_route(amp: Amp11Context) -> None:
 @check("AMP11-REST-02")
 def test_recall_route(amp: Amp11Context) -> None:
     """amp.recall is POST /v1/memories/recall, answered 200 with a RecallResponse."""
-    reply = _client(amp).post("/v1/memories/recall", {"scope": amp.scope(), "query": "route"}, root=True)
+    reply = _client(amp).post(
+        "/v1/memories/recall", {"scope": amp.scope(), "query": "route"}, root=True, repeatable=True
+    )
     body = _served(amp, reply, "POST /v1/memories/recall")
     amp.expect(isinstance(body.get("results"), list), f"recall body {body}", reply.exchange)
 
@@ -109,7 +111,9 @@ def test_export_route_streams_ndjson_with_a_cursor_header(amp: Amp11Context) -> 
     scope = amp.scope()
     for number in range(3):
         amp.encode(scope, f"export route {number} {amp.token()}", on=REST)
-    reply = _client(amp).post("/v1/memories/export", {"scope": scope, "page_size": 2}, root=True)
+    reply = _client(amp).post(
+        "/v1/memories/export", {"scope": scope, "page_size": 2}, root=True, repeatable=True
+    )
     if reply.status != 200:
         amp.full_verb_answer(parse_rest_reply("amp.export", reply))
     amp.expect(reply.status == 200, f"export answered HTTP {reply.status}", reply.exchange)
@@ -150,7 +154,7 @@ def test_json_responses_say_so(amp: Amp11Context) -> None:
         client.post(
             "/v1/memories", {"scope": scope, "content": f"typed {amp.token()}", "force": True}, root=True
         ),
-        client.post("/v1/memories/recall", {"scope": scope, "query": "typed"}, root=True),
+        client.post("/v1/memories/recall", {"scope": scope, "query": "typed"}, root=True, repeatable=True),
         client.get("/v1/memories/stats", params=scope, root=True),
         client.post("/v1/memories", {"scope": scope}, root=True),  # an error
     ]
