@@ -36,27 +36,10 @@ KEYS_NEEDED = (
 
 _T = TypeVar("_T")
 
-#: The POSTs of v0.1 that only read: sent as requests the client may repeat after a broken exchange.
-READ_ONLY_POSTS = ("/memories/search",)
 #: The statuses an owner's list can show a fresh cell with (a scheduled pass may move one on).
 _LISTED = ("active", "stale", "archived")
 #: Pages of an owner's list read while reconciling a create (an owner of the run holds a few cells).
 _RECONCILE_PAGES = 10
-
-
-class _Amp01Client(Client):
-    """The engine's client, sending :data:`READ_ONLY_POSTS` as reads (``repeatable=True``)."""
-
-    def request(self, method: str, path: str, **kwargs: Any) -> Reply:
-        if method == "POST" and path.split("?", 1)[0].endswith(READ_ONLY_POSTS):
-            kwargs.setdefault("repeatable", True)
-        return super().request(method, path, **kwargs)
-
-
-def _reads_searches(client: Client) -> Client:
-    # the session's client as it is (whatever the engine keeps on one), only its class narrowed
-    client.__class__ = _Amp01Client
-    return client
 
 
 @dataclass(frozen=True)
@@ -170,18 +153,15 @@ class Amp01Context(CheckContext[Amp01Session]):
 
     def as_agent(self, role: str = "a") -> Client:
         """A client sending ``role``'s identity (and key in keys mode)."""
-        client = self.session.client(self.agent(role), log=self.evidence.exchanges, deadline=self.deadline)
-        return _reads_searches(client)
+        return self.session.client(self.agent(role), log=self.evidence.exchanges, deadline=self.deadline)
 
     def anonymous(self) -> Client:
         """A client sending no identity and no key."""
-        return _reads_searches(self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline))
+        return self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
 
     def with_headers(self, headers: Mapping[str, str]) -> Client:
         """A client sending exactly ``headers`` (for identity and key probes)."""
-        client = _reads_searches(
-            self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
-        )
+        client = self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
         client.headers = dict(headers)
         return client
 
@@ -646,8 +626,6 @@ class Amp01Context(CheckContext[Amp01Session]):
             self.skip("needs the admin token: give --admin-token and --allow-global-effects")
         if not options.allow_global_effects:
             self.skip("runs a store-wide lifecycle pass: give --allow-global-effects to allow it")
-        client = _reads_searches(
-            self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
-        )
+        client = self.session.client(None, log=self.evidence.exchanges, deadline=self.deadline)
         client.headers = {"X-AMP-Admin-Token": options.admin_token}
         return client

@@ -112,16 +112,23 @@ SWEEP_PAGE = 100
 SWEEP_PAGES = 20
 
 
+#: The POSTs of v0.1 that only read: sent as requests the client may repeat after a broken exchange.
+READ_ONLY_POSTS = ("/memories/search",)
+
+
 class _TrackingClient(Client):
-    """A client that tells its session which owner each create named and as whom, and whether the
-    create's response was lost: the cleanup sweeps those owners (a cell made by a create whose answer
-    never came is known to nobody but the server)."""
+    """The session's client. It sends :data:`READ_ONLY_POSTS` as reads (``repeatable=True``), and it
+    tells its session which owner each create named and as whom, and whether the create's response
+    was lost: the cleanup sweeps those owners (a cell made by a create whose answer never came is known
+    to nobody but the server)."""
 
     def __init__(self, session: Amp01Session, connection: Connection, **kwargs: Any) -> None:
         super().__init__(connection, **kwargs)
         self._session = session
 
     def request(self, method: str, path: str, **kwargs: Any) -> Reply:
+        if method == "POST" and path.split("?", 1)[0].endswith(READ_ONLY_POSTS):
+            kwargs.setdefault("repeatable", True)
         if method != "POST" or not path.split("?")[0].rstrip("/").endswith("/memories"):
             return super().request(method, path, **kwargs)
         try:
@@ -492,10 +499,11 @@ class Amp01Session(HttpSession):
         """Cells a create of this run answered that nobody remembered and no DELETE removed."""
         with self._noting:
             seen = dict(self._seen)
+        remembered = {cell.id for cell in self.created}
         return [
             CreatedCell(cell_id, agent)
             for cell_id, agent in seen.items()
-            if cell_id not in self._creators and self._states.get(cell_id) != "deleted"
+            if cell_id not in remembered and self._states.get(cell_id) != "deleted"
         ]
 
     def clean_up(self, *, sparing: Sequence[Any] = ()) -> None:

@@ -42,30 +42,10 @@ def cleanup_block(
     }
 
 
-#: Ids the closing line names before it says how many more (the report lists them all).
-LEFT_NAMED = 5
-
-
-def left_line(left: list[dict[str, str]]) -> str | None:
-    """``cleanup: 3 cells left on the server: mem_1 (DELETE answered 500), ...``, or None."""
-    if not left:
-        return None
-    named = ", ".join(f"{entry['id']} ({entry['reason']})" for entry in left[:LEFT_NAMED])
-    more = f", and {len(left) - LEFT_NAMED} more" if len(left) > LEFT_NAMED else ""
-    noun = "cell" if len(left) == 1 else "cells"
-    return f"cleanup: {len(left)} {noun} left on the server: {named}{more}"
-
-
 def closed_cleanup_block(block: dict[str, Any]) -> dict[str, Any]:
-    """``block`` as the report shows it at the end: a run that left cells says so first among its
-    ``problems`` (the terminal's last lines show them)."""
-    line = left_line(list(block.get("left") or ()))
-    problems = list(block.get("problems") or ())
-    return {
-        **block,
-        "problems": [line, *problems] if line else problems,
-        "left": list(block.get("left") or ()),
-    }
+    """``block`` as the report shows it at the end (``left`` always a list; the reports name the cells
+    left, ``engine.report.left_named_line``)."""
+    return {**block, "problems": list(block.get("problems") or ()), "left": list(block.get("left") or ())}
 
 
 class HttpSession(ProtocolSession):
