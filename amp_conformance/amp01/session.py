@@ -280,13 +280,7 @@ class Amp01Session(HttpSession):
             self.conventions = Conventions.from_wire(conventions)
 
     def worker_summary(self) -> dict[str, Any]:
-        return {
-            "requests": self.requests,
-            "cleanup_requests": self.cleanup_requests,
-            "cleanup": self.cleanup,
-            "broken_reason": self.broken_reason,
-            "network": self.connection.network.as_block(),
-        }
+        return {**super().worker_summary(), "cleanup": self.cleanup, "broken_reason": self.broken_reason}
 
     def merge_worker_summary(self, summary: Mapping[str, Any]) -> None:
         cleanup = summary.get("cleanup")
@@ -295,9 +289,7 @@ class Amp01Session(HttpSession):
             self.cleanup["deleted"] += int(cleanup.get("deleted", 0))
             self.cleanup["problems"] += list(cleanup.get("problems", []))
             self.cleanup["left"] += [dict(entry) for entry in cleanup.get("left", [])]
-        network = summary.get("network")
-        if isinstance(network, dict):
-            self.connection.network.merge(network)
+        super().merge_worker_summary(summary)
         reason = summary.get("broken_reason")
         if reason and self.connection.broken_reason is None:
             self.connection.broken_reason = str(reason)
@@ -314,7 +306,7 @@ class Amp01Session(HttpSession):
             },
             "cleanup": closed_cleanup_block(self.cleanup),
             "conventions": self.conventions.as_report() if self.conventions is not None else None,
-            "network": self.connection.network.as_block(),
+            "network": self.network_block(),
         }
 
     def summary_lines(self) -> list[str]:

@@ -182,7 +182,11 @@ class Amp11Session(HttpSession):
             channel: (self.target.base_url if channel == REST else server.get("mcp_command"))
             for channel in self.target.channels()
         }
-        return {"server": server, "cleanup": self.cleanup_info(), "conventions": None}
+        blocks = {"server": server, "cleanup": self.cleanup_info(), "conventions": None}
+        network = self.network_block()
+        if network is not None:
+            blocks["network"] = network
+        return blocks
 
     # -- identities ---------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ default blocks. A protocol over another transport subclasses the bare
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from amp_conformance.engine.client import Client, Connection
@@ -97,10 +98,23 @@ class HttpSession(ProtocolSession):
         base_url = self.http_connection.api_base if self.http_connection is not None else None
         return {"base_url": base_url, "unavailable": self.broken_reason}
 
+    def network_block(self) -> dict[str, Any] | None:
+        """The report's ``network`` block (what the network did; never a finding), None without HTTP."""
+        return self.http_connection.network.as_block() if self.http_connection is not None else None
+
+    def worker_summary(self) -> dict[str, Any]:
+        return {**super().worker_summary(), "network": self.network_block()}
+
+    def merge_worker_summary(self, summary: Mapping[str, Any]) -> None:
+        network = summary.get("network")
+        if isinstance(network, dict) and self.http_connection is not None:
+            self.http_connection.network.merge(network)
+
     def report_blocks(self) -> dict[str, Any]:
         blocks = {"server": self.server_block(), "cleanup": cleanup_block(), "conventions": None}
-        if self.http_connection is not None:
-            blocks["network"] = self.http_connection.network.as_block()
+        network = self.network_block()
+        if network is not None:
+            blocks["network"] = network
         return blocks
 
     def mark_unavailable(self, reason: str) -> None:
