@@ -494,12 +494,13 @@ def _may_run_again(item: pytest.Item, run: Run) -> bool:
 
 
 def _run_again(item: pytest.Item, run: Run, reason: str) -> None:
-    """The check once more from the start, on a fresh context (fresh owners and cells: the first run's
-    cells stay the cleanup's), within the same deadline; only this run is judged (the first one's
+    """The check once more from the start, on a fresh context (fresh owners and cells, its shared steps
+    made again for it alone: the first run's cells stay the cleanup's), within the same deadline; only this run is judged (the first one's
     exchanges are kept for the report: ``FIRST_RUN_KEY``)."""
     first = item.stash[CONTEXT_KEY]
     fresh: CheckContext[Any] = run.protocol.context(run.active_session, first.check_spec)
     fresh.deadline = first.deadline
+    fresh.fresh_steps = True  # the first run may have changed the shared steps' cells (a DELETE)
     fresh.requests_at_start = first.requests_at_start
     item.stash[FIRST_RUN_KEY] = (tuple(first.evidence.exchanges), reason)
     item.stash[CONTEXT_KEY] = fresh

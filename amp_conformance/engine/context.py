@@ -139,6 +139,11 @@ class CheckContext(Generic[SessionT]):
     then refused (ToolError, passing or not), since its finding would show whatever was sent last."""
     _unnamed: Any = object()  # expect's evidence when a call names none (None is named)
 
+    fresh_steps: bool = False
+    """A re-run's context (``plugin._run_again``): every shared step made already is made again, for
+    this check alone, so the re-run starts on fresh cells (the first run may have changed the shared
+    ones); a step the network broke is made again as :meth:`shared` says."""
+
     def __init__(self, run: Run, spec: CheckSpec, session: SessionT):
         self.run = run
         self.check_spec = spec
@@ -263,6 +268,8 @@ class CheckContext(Generic[SessionT]):
         """
         made: dict[str, SharedStep] = self.run.cache.setdefault(SHARED_KEY, {})
         entry = made.get(name)
+        if self.fresh_steps and entry is not None and entry.error is None:
+            return make(self)  # a re-run: the step's cells as made may be what the first run changed
         store: SharedStore | None = getattr(self.run, "shared_store", None)
         held: set[str] = self.run.cache.setdefault(_HELD_KEY, set())
         claimed = False

@@ -122,7 +122,7 @@ def pytest_sessionfinish(session):
 
 def _run(tmp_path: Path, *, breaks: int, workers: int) -> tuple[dict[str, Any], NetworkLog, str]:
     """The three checks against the toy server, serially or on ``workers``: the JSON report's checks
-    by name, the network logs summed over the processes, the terminal output."""
+    by name, the report's network block (workers merged by the controller), the terminal output."""
     site = tmp_path / f"site-{breaks}-{workers}"
     shutil.copytree(TOY, site, ignore=shutil.ignore_patterns("__pycache__"))
     (site / "test_shared.py").write_text(textwrap.dedent(CHECKS))
@@ -165,8 +165,7 @@ def _run(tmp_path: Path, *, breaks: int, workers: int) -> tuple[dict[str, Any], 
     report = json.loads((out / "report.json").read_text())
     jsonschema.validate(report, load_contract("report.schema.json"))
     network = NetworkLog()
-    for path in out.glob("network-*.json"):
-        network.merge(json.loads(path.read_text())["network"])
+    network.merge(report["network"])  # the controller's block: its workers' counts merged in
     return {check["name"]: check for check in report["checks"]}, network, done.stdout
 
 
