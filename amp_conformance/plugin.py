@@ -52,6 +52,7 @@ from amp_conformance.engine.parallel import (
     worker_input,
     worker_output,
 )
+from amp_conformance.engine.parallel.budget import join_budget
 from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.protocol import AnyProtocol, protocol_option_error
 from amp_conformance.engine.report import (
@@ -203,6 +204,7 @@ def pytest_configure(config: pytest.Config) -> None:
         briefing = worker_input(config)
         run = Run(options, protocol, run_id=briefing.get("amp_run_id"), worker=str(briefing.get("workerid")))
         run.session = protocol.open_session(run, http=http, plugins=plugins)
+        join_budget(run.session, briefing)  # the controller's budget of requests in flight
         path = briefing.get(BRIEFING_PATH_KEY)
         if isinstance(path, str):  # posted once the controller's preflight is done: read before work
             config.stash[PENDING_BRIEFING_KEY] = path

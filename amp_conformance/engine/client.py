@@ -22,6 +22,7 @@ from typing import Any, NoReturn, TypeVar
 import httpx
 
 from amp_conformance.engine.exchange import MAX_RESPONSE_BYTES, Exchange
+from amp_conformance.engine.limiter import AdaptiveLimiter
 from amp_conformance.engine.outcomes import (
     CheckFailure,
     DeadlineExceeded,
@@ -104,6 +105,7 @@ class Connection:
         http: httpx.Client | None = None,
         max_consecutive_failures: int = 3,
         replay: ReplayContext | None = None,
+        limiter: AdaptiveLimiter | None = None,
     ):
         self.api_base = base_url.rstrip("/")
         """Where paths are sent: the protocol's API base (the base URL and its route prefix, if any)."""
@@ -126,6 +128,9 @@ class Connection:
         self._counting = threading.Lock()
         self.observers: list[Callable[[Exchange], None]] = []
         """Called with every exchange that got an answer (the run tracks its cells' states with it)."""
+        self.limiter = limiter if limiter is not None or http is not None else AdaptiveLimiter()
+        """The budget of requests in flight every attempt waits for (``engine.limiter``; a parallel run
+        shares one between its processes); None: no limit (an in-process app is asked one at a time)."""
 
     def close(self) -> None:
         self._http.close()
@@ -166,14 +171,14 @@ class Connection:
             timeout = min(timeout, remaining)
         started = time.monotonic()
         try:
-            self._receive(exchange, timeout, started)
+            self._receive(exchange, timeout, deadline=deadline)
         except httpx.TransportError as exc:
             if not _reset_before_any_byte(exc, exchange) or timeout - (time.monotonic() - started) <= 0:
                 self._transport_failure(exchange, exc, timeout, started)
             exchange.elapsed = time.monotonic() - started
             exchange = self._retried(exchange, exc, timeout)
             try:
-                self._receive(exchange, timeout - (time.monotonic() - started), time.monotonic())
+                self._receive(exchange, timeout - (time.monotonic() - started), deadline=deadline)
             except httpx.TransportError as again:
                 self._transport_failure(exchange, again, timeout, started)
         self._consecutive_failures = 0
@@ -217,7 +222,32 @@ class Connection:
         again.retry_of = first
         return again
 
-    def _receive(self, exchange: Exchange, timeout: float, started: float) -> None:
+    def _receive(self, exchange: Exchange, timeout: float, *, deadline: float | None = None) -> None:
+        """One attempt: wait for a slot of the limiter, then send and read the answer within
+        ``timeout`` seconds counted from then (a request queued behind the suite's own is never timed
+        out for the queue; the check's ``deadline`` still ends the wait). The answer's latency, or its
+        timeout, adapts the limit."""
+        slot = self.limiter.acquire(deadline) if self.limiter is not None else None
+        started = time.monotonic()
+        if deadline is not None and slot is not None:
+            timeout = min(timeout, deadline - started)
+            if timeout <= 0:
+                slot.done(answered=False)
+                raise DeadlineExceeded("the check ran out of time waiting for its turn to send")
+        try:
+            self._send_and_read(exchange, timeout, started)
+        except httpx.TimeoutException:
+            if slot is not None:  # a timeout the check's deadline shortened says nothing of the server
+                slot.done(answered=False, timed_out=timeout >= self.timeout)
+            raise
+        except BaseException:
+            if slot is not None:
+                slot.done(answered=False)
+            raise
+        if slot is not None:
+            slot.done()
+
+    def _send_and_read(self, exchange: Exchange, timeout: float, started: float) -> None:
         request = self._http.build_request(
             exchange.method,
             exchange.url,
@@ -254,7 +284,9 @@ class Connection:
 
 def at_once(connection: Connection, calls: Sequence[Callable[[], _T]]) -> list[_T]:
     """Each call's result, in order, the calls made at the same time (at most :data:`AT_ONCE_LIMIT`
-    in flight) when ``connection`` goes over sockets; an in-process app is asked one at a time.
+    at once, each request waiting for a slot of the connection's limiter: the server sees no more
+    than the limit allows) when ``connection`` goes over sockets; an in-process app is asked one at a
+    time.
 
     For requests that do not depend on one another (refused probes, reads of a settled state): a
     distant server then costs one round trip for the lot instead of one each. The evidence is the

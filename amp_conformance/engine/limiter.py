@@ -7,19 +7,19 @@ holds one: a request queued behind the suite's own is never timed out for the qu
 
 The limit is AIMD, as TCP's congestion window and Netflix's ``concurrency-limits`` (AIMD, Gradient):
 
-- it starts at :data:`INITIAL` and, in *slow start*, grows by one per answered request whose latency
-  stayed flat (under :data:`CONCURRENT` times the floor plus :data:`SLACK`: it doubles per round trip), then, after the first cut, by ``1/limit`` per answer (one
-  per round trip). It grows only when the budget was in use (at least half the limit in flight), as a
-  TCP window grows only when it limits the sender: a run sending one request at a time says nothing
-  about the server at twelve.
+- it starts at :data:`INITIAL` and, in *slow start*, grows by one per answer whose latency stayed
+  flat (under :data:`CONCURRENT` x the floor + :data:`SLACK`): it doubles per round trip; after the
+  first cut, by ``1/limit`` per answer (one per round trip). It grows only when the budget was in use
+  (at least half the limit in flight), as a TCP window grows only when it limits the sender: a run
+  sending one request at a time says nothing about the server at twelve.
 - it halves on a timeout or a latency jump: an answer slower than :data:`JUMP` times the fastest seen
   (the *floor*) plus :data:`SLACK` seconds (so local jitter of a few ms never counts). One cut per
   round trip: answers to requests sent before the last cut do not cut again (TCP's recovery).
-- a server that serialises is recognised by its latency growing with the requests in flight (about
+- a server that serialises is recognised by its latency growing with the requests ahead of it (about
   ``in_flight x floor``) while its answers come one service time apart (a stall that answers all at
-  once is a jump, not a serialising server): after :data:`SERIAL_AFTER` such answers more than answers that look
-  concurrent, the limit is pinned at one. Every :data:`PROBE_AFTER` answers it lets two go at once; if
-  they are served concurrently the pin is lifted, else it stays.
+  once is a jump, not a serialising server): :data:`SERIAL_AFTER` such answers, net of answers that
+  look concurrent, pin the limit at one. Every :data:`PROBE_AFTER` answers it lets two go at once:
+  served concurrently, the pin goes; else it stays.
 
 ``--max-in-flight N`` caps the limit (default :data:`DEFAULT_CAP`). The limit lives in this process
 (threads of one run), or in a small file shared by every process of a parallel run
