@@ -450,7 +450,10 @@ class Amp01Session(HttpSession):
                 if not self._remove(cell, lock):
                     break
             return
-        with ThreadPoolExecutor(max_workers=CLEANUP_CONCURRENCY, thread_name_prefix="amp-cleanup") as pool:
+        # no more threads than the limiter lets send: a cell's deadline starts when its thread takes it
+        limiter = self.connection.limiter
+        threads = min(CLEANUP_CONCURRENCY, limiter.limit if limiter is not None else CLEANUP_CONCURRENCY)
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="amp-cleanup") as pool:
             list(pool.map(lambda cell: self._remove(cell, lock), left))
 
     def _remove(self, cell: CreatedCell, lock: threading.Lock) -> bool:

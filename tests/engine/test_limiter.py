@@ -4,6 +4,7 @@ waiting, and a budget shared between processes."""
 from __future__ import annotations
 
 import heapq
+import itertools
 import multiprocessing
 import os
 import threading
@@ -148,7 +149,7 @@ def test_a_pinned_limit_probes_two_and_stays_pinned_on_a_serial_server() -> None
     limiter = AdaptiveLimiter(clock=clock)
     limits, _ = simulate(limiter, clock, senders=4, requests=20 + 3 * PROBE_AFTER, serial=0.3)
     pinned = limits[limits.index(1) :]
-    probes = sum(1 for before, after in zip(pinned, pinned[1:], strict=False) if (before, after) == (1, 2))
+    probes = sum(1 for pair in itertools.pairwise(pinned) if pair == (1, 2))
     assert 1 <= probes <= 3  # two let go at once now and then, pinned again each time
     assert set(pinned) == {1, 2}
     assert limiter.snapshot().serial
