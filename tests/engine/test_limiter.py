@@ -261,3 +261,41 @@ def test_a_shared_acquire_costs_microseconds(tmp_path: Path) -> None:
         limiter.acquire().done()
     per_request = (time.perf_counter() - started) / 2000
     assert per_request < 0.001  # well under a millisecond (a few tens of microseconds here)
+
+
+class _Counting(AdaptiveLimiter):
+    """A limiter that counts the slots taken and the most held at once."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.taken = 0
+        self.peak = 0
+
+    def acquire(self, deadline: float | None = None) -> Slot:
+        slot = super().acquire(deadline)
+        self.taken += 1
+        self.peak = max(self.peak, self.snapshot().in_flight)
+        return slot
+
+
+def test_the_fuzzers_requests_wait_for_slots_of_the_runs_limiter() -> None:
+    from amp_conformance.amp01.fuzz_profile import PROFILE
+    from amp_conformance.amp01.selfserve import BundledServer
+    from amp_conformance.fuzz import FuzzConfig, run_fuzz
+
+    limiter = _Counting(cap=2)
+    with BundledServer() as server:
+        config = FuzzConfig(
+            base_url=server.url.removesuffix("/amp/v1"),
+            headers={"X-AMP-Agent-ID": "amp-ct-fuzz"},
+            profile=PROFILE,
+            max_examples=2,
+            seconds=10.0,
+            seed=1,
+            limiter=limiter,
+        )
+        result = run_fuzz(config)
+    assert result.examples > 0 and result.errors == [], result.errors
+    assert limiter.taken >= result.examples  # every request (the engine's, the probes') took a slot
+    assert limiter.peak <= 2
+    assert limiter.snapshot().in_flight == 0  # every slot given back
