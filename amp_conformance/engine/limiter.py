@@ -60,8 +60,9 @@ CONCURRENT = 1.5
 SERIAL_AFTER = 3
 #: Answers at a pinned limit of one before two are let go at once again, to see if that still holds.
 PROBE_AFTER = 50
-#: Seconds between a waiting request's looks at a shared budget (other processes release there).
-POLL = 0.005
+#: Seconds between a waiting request's looks at a shared budget (other processes release there): the
+#: first pause, doubled up to the last (a waiter costs a lock and a read of 100 bytes a look).
+POLL = (0.002, 0.01)
 #: Seconds a request waits before it checks whether a process holding slots of a shared budget died.
 RECLAIM_AFTER = 1.0
 
@@ -254,6 +255,7 @@ class AdaptiveLimiter:
         self._forked()
         waited_since = time.monotonic()
         reclaimed = False
+        poll = POLL[0]
         with self._lock:
             while True:
                 slot = self._take()
@@ -268,7 +270,8 @@ class AdaptiveLimiter:
                         self._reclaim(state)
                     continue
                 # a shared budget is freed by other processes too: look again soon
-                pause = POLL if self.path is not None else None
+                pause = poll if self.path is not None else None
+                poll = min(poll * 2, POLL[1])
                 if deadline is not None:
                     pause = min(pause or math.inf, max(deadline - now, 0.0))
                 self._freed.wait(pause)
