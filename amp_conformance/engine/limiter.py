@@ -24,6 +24,9 @@ The limit is AIMD, as TCP's congestion window and Netflix's ``concurrency-limits
 ``--max-in-flight N`` caps the limit (default :data:`DEFAULT_CAP`). The limit lives in this process
 (threads of one run), or in a small file shared by every process of a parallel run
 (:meth:`AdaptiveLimiter.shared`, ``fcntl.flock``-guarded), so a parallel run has one budget per target.
+Requests that must wait take a ticket and are served first come, first served: a new request never
+overtakes them (a worker sending one request after another would otherwise keep the slots from
+another process's waiters, which look every few ms).
 The clock is injectable: the arithmetic is tested without waiting. Limits: the floor is the fastest
 answer of any route, so a server whose writes are much slower than its reads looks congested on
 writes and gets a low limit (slower, never wrong).
@@ -65,6 +68,9 @@ PROBE_AFTER = 50
 POLL = (0.002, 0.01)
 #: Seconds a request waits before it checks whether a process holding slots of a shared budget died.
 RECLAIM_AFTER = 1.0
+#: Seconds after which a waiter takes any free slot, its turn or not (a waiter that died without
+#: leaving the queue cannot hold it for longer).
+LATE_AFTER = 5.0
 
 
 @dataclasses.dataclass
@@ -88,13 +94,18 @@ class _State:
     cap: int = DEFAULT_CAP
     last_answer: float = 0.0
     """When the last answer came (the clock's time)."""
+    tickets: int = 0
+    """Tickets handed to requests that had to wait (a queue: a process sending one request after
+    another would otherwise keep the slots from another process's waiters, which look every few ms)."""
+    served: int = 0
+    """Tickets that left the queue (with a slot, or out of time): ``tickets - served`` wait."""
 
     @property
     def allowed(self) -> int:
         return max(1, min(self.cap, int(self.limit)))
 
 
-_LAYOUT = struct.Struct("<dqd??qqqqqd")
+_LAYOUT = struct.Struct("<dqd??qqqqqdqq")
 _FIELDS = [field.name for field in dataclasses.fields(_State)]
 #: Entries of the shared file's table of slots held per process (to take back a dead process's).
 _HOLDERS = 256
@@ -221,6 +232,7 @@ class AdaptiveLimiter:
             if pid and pid != self._pid and not _alive(pid):
                 state.in_flight = max(0, state.in_flight - held)
                 _HOLDER.pack_into(self._map, offset, 0, 0)
+                state.served = state.tickets  # its waiters' tickets too: the queue starts afresh
 
     def snapshot(self) -> _State:
         """A copy of the budget as it is now (for tests and the report)."""
@@ -236,45 +248,80 @@ class AdaptiveLimiter:
     # -- slots -------------------------------------------------------------------------------------
 
     def try_acquire(self) -> Slot | None:
-        """A slot if one is free now, else None."""
+        """A slot if one is free now (and no request waits for one), else None."""
         self._forked()
         with self._lock:
-            return self._take()
+            taken = self._enter(join=False)
+            return taken if isinstance(taken, Slot) else None
 
-    def _take(self) -> Slot | None:
+    def _enter(self, *, join: bool) -> Slot | int | None:
+        """A slot when one is free and no request waits; else (``join``) a ticket in the queue."""
         with self._transaction() as state:
-            if state.in_flight >= state.allowed:
+            if state.in_flight < state.allowed and state.tickets == state.served:
+                return self._hand_out(state)
+            if not join:
                 return None
-            state.in_flight += 1
-            state.seq += 1
-            return Slot(self, state.seq, state.in_flight, self.clock())
+            state.tickets += 1
+            return state.tickets - 1
+
+    def _turn(self, ticket: int, *, late: bool) -> Slot | None:
+        """A slot for the waiter holding ``ticket`` once as many are free as there are waiters ahead
+        of it (tickets leave in any order: ``served`` counts them, so this is first come, first served
+        up to a little slack); ``late`` (it waited long): any free slot, so that the ticket of a waiter
+        whose process died cannot hold the queue."""
+        with self._transaction() as state:
+            free = state.allowed - state.in_flight
+            if free <= 0 or (ticket - state.served >= free and not late):
+                return None
+            state.served += 1
+            return self._hand_out(state)
+
+    def _hand_out(self, state: _State) -> Slot:
+        state.in_flight += 1
+        state.seq += 1
+        return Slot(self, state.seq, state.in_flight, self.clock())
 
     def acquire(self, deadline: float | None = None) -> Slot:
-        """A slot, once one is free; :class:`DeadlineExceeded` if ``deadline`` (a ``time.monotonic``
-        instant, the check's own) passes first. No other bound: a queued request waits its turn."""
+        """A slot, once one is free (after the requests already waiting); :class:`DeadlineExceeded`
+        if ``deadline`` (a ``time.monotonic`` instant, the check's own) passes first. No other bound:
+        a queued request waits its turn."""
         self._forked()
         waited_since = time.monotonic()
-        reclaimed = False
-        poll = POLL[0]
         with self._lock:
-            while True:
-                slot = self._take()
-                if slot is not None:
-                    return slot
-                now = time.monotonic()
-                if deadline is not None and now >= deadline:
-                    raise DeadlineExceeded("the check ran out of time waiting for its turn to send")
-                if self.path is not None and not reclaimed and now - waited_since > RECLAIM_AFTER:
-                    reclaimed = True
-                    with self._transaction() as state:
-                        self._reclaim(state)
-                    continue
-                # a shared budget is freed by other processes too: look again soon
-                pause = poll if self.path is not None else None
-                poll = min(poll * 2, POLL[1])
-                if deadline is not None:
-                    pause = min(pause or math.inf, max(deadline - now, 0.0))
-                self._freed.wait(pause)
+            taken = self._enter(join=True)
+            if isinstance(taken, Slot):
+                return taken
+            assert taken is not None
+            try:
+                return self._wait(taken, deadline, waited_since)
+            except BaseException:  # out of time, or interrupted: its ticket leaves the queue
+                with self._transaction() as state:
+                    state.served = min(state.tickets, state.served + 1)
+                self._freed.notify_all()  # a waiter behind it may have its turn now
+                raise
+
+    def _wait(self, ticket: int, deadline: float | None, waited_since: float) -> Slot:
+        """Wait (holding ``_lock``, released while asleep) for the turn of ``ticket``."""
+        poll = POLL[0]
+        reclaimed = False
+        while True:
+            now = time.monotonic()
+            slot = self._turn(ticket, late=now - waited_since > LATE_AFTER)
+            if slot is not None:
+                return slot
+            if deadline is not None and now >= deadline:
+                raise DeadlineExceeded("the check ran out of time waiting for its turn to send")
+            if self.path is not None and not reclaimed and now - waited_since > RECLAIM_AFTER:
+                reclaimed = True
+                with self._transaction() as state:
+                    self._reclaim(state)
+                continue
+            # a shared budget is freed by other processes too: look again soon
+            pause = poll if self.path is not None else None
+            poll = min(poll * 2, POLL[1])
+            if deadline is not None:
+                pause = min(pause or math.inf, max(deadline - now, 0.0))
+            self._freed.wait(pause)
 
     def _release(self, slot: Slot, *, answered: bool, timed_out: bool) -> None:
         latency = self.clock() - slot.started

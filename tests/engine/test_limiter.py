@@ -234,6 +234,37 @@ def test_processes_sharing_a_budget_never_exceed_it_together(tmp_path: Path) -> 
     assert threads_limiter.snapshot().in_flight == 0
 
 
+def _hammer(path: str, seconds: float) -> None:
+    """A process sending one request after another, each right after the last one's answer."""
+    limiter = AdaptiveLimiter.join(path)
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        slot = limiter.acquire()
+        time.sleep(0.005)
+        slot.done(answered=False)
+
+
+def test_a_process_sending_back_to_back_does_not_starve_another_processs_waiter(tmp_path: Path) -> None:
+    """One slot; a worker re-takes it the moment it gives it back, another process's request waits
+    (it looks every few ms): it queues ahead of the worker's next request, so it gets its turn."""
+    path = str(tmp_path / "budget")
+    AdaptiveLimiter.shared(path, cap=1)
+    worker = multiprocessing.get_context("spawn").Process(target=_hammer, args=(path, 4.0))
+    worker.start()
+    limiter = AdaptiveLimiter.join(path)
+    try:
+        while limiter.snapshot().seq < 5:  # the worker is sending
+            time.sleep(0.01)
+        for _ in range(5):
+            slot = limiter.acquire(deadline=time.monotonic() + 0.5)
+            slot.done(answered=False)
+    finally:
+        worker.join(10)
+    assert worker.exitcode == 0
+    state = limiter.snapshot()
+    assert state.tickets == state.served  # nobody left waiting
+
+
 def test_the_slots_of_a_process_that_died_holding_them_are_taken_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
