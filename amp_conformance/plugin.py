@@ -61,6 +61,7 @@ from amp_conformance.engine.parallel import (
     worker_input,
     worker_output,
 )
+from amp_conformance.engine.parallel.budget import join_budget
 from amp_conformance.engine.progress import Progress
 from amp_conformance.engine.protocol import AnyProtocol, protocol_option_error
 from amp_conformance.engine.report import (
@@ -218,6 +219,7 @@ def pytest_configure(config: pytest.Config) -> None:
         briefing = worker_input(config)
         run = Run(options, protocol, run_id=briefing.get("amp_run_id"), worker=str(briefing.get("workerid")))
         run.session = protocol.open_session(run, http=http, plugins=plugins)
+        join_budget(run.session, briefing)  # the controller's budget of requests in flight
         path = briefing.get(BRIEFING_PATH_KEY)
         if isinstance(path, str):  # posted once the controller's preflight is done: read before work
             config.stash[PENDING_BRIEFING_KEY] = path
@@ -495,8 +497,8 @@ def _may_run_again(item: pytest.Item, run: Run) -> bool:
 
 def _run_again(item: pytest.Item, run: Run, reason: str) -> None:
     """The check once more from the start, on a fresh context (fresh owners and cells, its shared steps
-    made again for it alone: the first run's cells stay the cleanup's), within the same deadline; only this run is judged (the first one's
-    exchanges are kept for the report: ``FIRST_RUN_KEY``)."""
+    made again for it alone: the first run's cells stay the cleanup's), within the same deadline; only
+    this run is judged (the first one's exchanges are kept for the report: ``FIRST_RUN_KEY``)."""
     first = item.stash[CONTEXT_KEY]
     fresh: CheckContext[Any] = run.protocol.context(run.active_session, first.check_spec)
     fresh.deadline = first.deadline

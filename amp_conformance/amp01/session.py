@@ -22,7 +22,7 @@ import httpx
 from amp_conformance.amp01.target import normalise_base_url
 from amp_conformance.engine.client import Client, Connection, Reply, at_once
 from amp_conformance.engine.exchange import Exchange
-from amp_conformance.engine.http import HttpSession, cleanup_block, closed_cleanup_block
+from amp_conformance.engine.http import HttpSession, cleanup_block, closed_cleanup_block, limiter_for
 from amp_conformance.engine.options import in_command_mode
 from amp_conformance.engine.outcomes import AmbiguousExchange, NotApplicable, ToolError, TransportFailure
 from amp_conformance.engine.replay import ReplayContext
@@ -101,8 +101,8 @@ _U = TypeVar("_U")
 
 #: ``/memories/{id}`` at the end of a URL (no query): the exchanges that can change a created cell's state.
 _CELL_URL = re.compile(r"/memories/([^/?#]+)$")
-#: Cleanup requests in flight at once (one connection each); a server sees at most this many from a
-#: serial run (a parallel run: from each worker).
+#: Cleanup threads (one connection each); every request waits for a slot of the run's limiter, so a
+#: server sees no more than the limit (``engine.limiter``) from the run, its workers together.
 CLEANUP_CONCURRENCY = 16
 #: The lifecycle states a swept owner's cells are listed in (a deleted cell is gone already).
 SWEPT_STATES = ("active", "stale", "archived")
@@ -169,7 +169,14 @@ class Amp01Session(HttpSession):
         suite = run.options
         replay = ReplayContext.for_run(options.admin_token, options.api_keys, suite.json_path)
         api_base, root = normalise_base_url(suite.base_url or "http://127.0.0.1:9")
-        self.connection = Connection(api_base, root=root, timeout=suite.timeout, http=http, replay=replay)
+        self.connection = Connection(
+            api_base,
+            root=root,
+            timeout=suite.timeout,
+            http=http,
+            replay=replay,
+            limiter=limiter_for(suite, http),
+        )
         super().__init__(run, self.connection)
         self._owners = itertools.count(1)
         self._agents: dict[str, Agent] = {}
@@ -534,7 +541,10 @@ class Amp01Session(HttpSession):
             for cell in cells:
                 self._remove(cell, lock)
             return
-        with ThreadPoolExecutor(max_workers=CLEANUP_CONCURRENCY, thread_name_prefix="amp-cleanup") as pool:
+        # no more threads than the limiter lets send: a cell's deadline starts when its thread takes it
+        limiter = self.connection.limiter
+        threads = min(CLEANUP_CONCURRENCY, limiter.limit if limiter is not None else CLEANUP_CONCURRENCY)
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="amp-cleanup") as pool:
             list(pool.map(lambda cell: self._remove(cell, lock), cells))
 
     def _sweep(self, spared: set[str]) -> None:

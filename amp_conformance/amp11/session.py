@@ -31,6 +31,7 @@ from amp_conformance.amp11.mcp import McpExchange, McpSession
 from amp_conformance.engine.client import Client, Connection, Reply
 from amp_conformance.engine.exchange import Exchange
 from amp_conformance.engine.http import HttpSession, closed_cleanup_block
+from amp_conformance.engine.limiter import AdaptiveLimiter
 from amp_conformance.engine.outcomes import ServerUnavailable, ToolError, TransportFailure
 
 if TYPE_CHECKING:
@@ -259,8 +260,13 @@ class Amp11Session(HttpSession):
         if not self.target.base_url:
             raise NotOnChannel("no REST base URL was given")
         if self.http_connection is None:
+            run = getattr(self, "run", None)  # (a test may drive a session without a run)
+            cap = run.options.max_in_flight if run is not None else None
             self.http_connection = Connection(
-                self.target.base_url, timeout=self.target.timeout, http=self.target.http
+                self.target.base_url,
+                timeout=self.target.timeout,
+                http=self.target.http,
+                limiter=None if self.target.http is not None else AdaptiveLimiter(cap=cap),
             )
             self.http_connection.observers.append(self._observe)
         return self.http_connection

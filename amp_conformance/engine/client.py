@@ -25,6 +25,7 @@ import httpx
 import tenacity
 
 from amp_conformance.engine.exchange import MAX_RESPONSE_BYTES, Exchange
+from amp_conformance.engine.limiter import AdaptiveLimiter
 from amp_conformance.engine.network import NetworkLog
 from amp_conformance.engine.outcomes import (
     AmbiguousExchange,
@@ -148,6 +149,7 @@ class Connection:
         replay: ReplayContext | None = None,
         health_path: str = "/health",
         backoff: float = 0.1,
+        limiter: AdaptiveLimiter | None = None,
     ):
         self.api_base = base_url.rstrip("/")
         """Where paths are sent: the protocol's API base (the base URL and its route prefix, if any)."""
@@ -185,6 +187,9 @@ class Connection:
         """Runs of consecutive failures after which ``/health`` still answered (the breaker held)."""
         self.observers: list[Callable[[Exchange], None]] = []
         """Called with every exchange that got an answer (the run tracks its cells' states with it)."""
+        self.limiter = limiter if limiter is not None or http is not None else AdaptiveLimiter()
+        """The budget of requests in flight every attempt waits for (``engine.limiter``; a parallel run
+        shares one between its processes); None: no limit (an in-process app is asked one at a time)."""
 
     def close(self) -> None:
         self._http.close()
@@ -315,7 +320,31 @@ class Connection:
         raise failure from None
 
     def _receive(self, exchange: Exchange, timeout: float, *, deadline: float | None = None) -> None:
+        """One attempt: wait for a slot of the limiter, then send and read the answer within
+        ``timeout`` seconds counted from then (a request queued behind the suite's own is never timed
+        out for the queue; the check's ``deadline`` still ends the wait). The answer's latency, or its
+        timeout, adapts the limit."""
+        slot = self.limiter.acquire(deadline) if self.limiter is not None else None
         started = time.monotonic()
+        if deadline is not None and slot is not None:
+            timeout = min(timeout, deadline - started)
+            if timeout <= 0:
+                slot.done(answered=False)
+                raise DeadlineExceeded("the check ran out of time waiting for its turn to send")
+        try:
+            self._send_and_read(exchange, timeout, started)
+        except httpx.TimeoutException:
+            if slot is not None:  # a timeout the check's deadline shortened says nothing of the server
+                slot.done(answered=False, timed_out=timeout >= self.timeout)
+            raise
+        except BaseException:
+            if slot is not None:
+                slot.done(answered=False)
+            raise
+        if slot is not None:
+            slot.done()
+
+    def _send_and_read(self, exchange: Exchange, timeout: float, started: float) -> None:
         request = self._http.build_request(
             exchange.method,
             exchange.url,
@@ -406,7 +435,9 @@ class _StopBefore(tenacity.stop.stop_base):
 
 def at_once(connection: Connection, calls: Sequence[Callable[[], _T]]) -> list[_T]:
     """Each call's result, in order, the calls made at the same time (at most :data:`AT_ONCE_LIMIT`
-    in flight) when ``connection`` goes over sockets; an in-process app is asked one at a time.
+    at once, each request waiting for a slot of the connection's limiter: the server sees no more
+    than the limit allows) when ``connection`` goes over sockets; an in-process app is asked one at a
+    time.
 
     For requests that do not depend on one another (refused probes, reads of a settled state): a
     distant server then costs one round trip for the lot instead of one each. The evidence is the

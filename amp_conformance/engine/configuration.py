@@ -17,6 +17,7 @@ from amp_conformance.engine.options import (
     SuiteOptions,
     UsageError,
     _path,
+    parse_max_in_flight,
     unwritable,
 )
 from amp_conformance.engine.protocol import AnyProtocol
@@ -206,6 +207,7 @@ def build_options(values: dict[str, Any], protocol: AnyProtocol) -> SuiteOptions
         write_expectations_path=_path(values.get("amp_write_expectations")),
         protocol_options=protocol.parse_options(named),
         app=str(values["amp_app"]) if values.get("amp_app") else None,
+        max_in_flight=parse_max_in_flight(values.get("amp_max_in_flight")),
     )
     protocol.validate(options)
     return options

@@ -16,16 +16,32 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from amp_conformance.engine.client import Client, Connection
 from amp_conformance.engine.configuration import check_url
+from amp_conformance.engine.limiter import DEFAULT_CAP, AdaptiveLimiter
 from amp_conformance.engine.options import OptionSpec, OptionValues, SuiteOptions, UsageError
 from amp_conformance.engine.outcomes import ToolError, TransportFailure
 from amp_conformance.engine.protocol import ContextT, OptionsT, Protocol, ProtocolSession
 
 if TYPE_CHECKING:
+    import httpx
+
     from amp_conformance.engine.replay import ReplayContext
     from amp_conformance.engine.run import Run
 
 #: ``--base-url``: an HTTP protocol's target (a protocol may declare its own wording of it).
 BASE_URL = OptionSpec("base-url", "URL of the server under test (enables the suite)")
+#: ``--max-in-flight``: the cap of the adaptive limit of requests in flight to the target.
+MAX_IN_FLIGHT = OptionSpec(
+    "max-in-flight",
+    f"at most N requests in flight to the server at once, all workers together (default: adapts to "
+    f"the server's latency, from 4 up to {DEFAULT_CAP}; 1: one at a time)",
+    {"metavar": "N"},
+)
+
+
+def limiter_for(options: SuiteOptions, http: httpx.Client | None) -> AdaptiveLimiter | None:
+    """The run's budget of requests in flight to its target (``engine.limiter``): none for an
+    in-process app (asked one request at a time)."""
+    return None if http is not None else AdaptiveLimiter(cap=options.max_in_flight)
 
 
 def cleanup_block(
@@ -139,7 +155,7 @@ class HttpProtocol(Protocol[OptionsT, HttpSessionT, ContextT]):
 
     @property
     def transport_options(self) -> tuple[OptionSpec, ...]:
-        return (self.base_url_option,)
+        return (self.base_url_option, MAX_IN_FLIGHT)
 
     def target_url(self, values: OptionValues) -> str | None:
         return values.text(self.base_url_option.name)

@@ -197,6 +197,16 @@ def parse_workers(value: object) -> int | str:
     return int(text)
 
 
+def parse_max_in_flight(value: object) -> int | None:
+    """``--max-in-flight``: a whole number of at least 1, or None when not given."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"--max-in-flight takes a whole number of at least 1, not {value!r}")
+    return int(text)
+
+
 @dataclass(frozen=True)
 class SuiteOptions:
     """Validated options of one run. ``protocol_options`` is what the protocol made of its own
@@ -234,6 +244,8 @@ class SuiteOptions:
     app: str | None = None
     """``--app module:attribute``: the checks reach that ASGI app in-process (curl lines then name
     the in-process origin; the report says how to replay them)."""
+    max_in_flight: int | None = None
+    """``--max-in-flight N``: the cap of the adaptive limit of requests in flight (``engine.limiter``)."""
 
     def public_view(self) -> dict[str, Any]:
         """The options as the report shows them: secrets reduced to whether they were given."""
@@ -253,6 +265,7 @@ class SuiteOptions:
             "fuzz_examples": self.fuzz_examples,
             "fuzz_seconds": self.fuzz_seconds,
             "app": self.app,
+            "max_in_flight": self.max_in_flight,
         }
         public = getattr(self.protocol_options, "public_view", None)
         if callable(public):

@@ -313,7 +313,7 @@ def run_fuzz(config: FuzzConfig) -> FuzzResult:
     # The promise is 2 * seconds of wall time; keep a little for assembling the result.
     hard_deadline = started + 2 * config.seconds - min(1.0, 0.1 * config.seconds)
     # One run at a time: the checks are registered process-wide for the duration of a run.
-    isolation = _Isolation(config.profile, config.owner_id)
+    isolation = _Isolation(config.profile, config.owner_id, config.limiter)
     acquired = _RUN_LOCK.acquire(timeout=max(hard_deadline - time.monotonic() - config.seconds, 0.1))
     if not acquired:
         collector.error("another fuzz run is still in progress in this process")
@@ -345,17 +345,36 @@ class _Isolation:
     """schemathesis hooks applying the profile's isolation (the run's own owner or scope in every
     request) before each call, and noting what each call created, for the run's cleanup."""
 
-    def __init__(self, profile: FuzzProfile, owner_id: str | None) -> None:
+    def __init__(self, profile: FuzzProfile, owner_id: str | None, limiter: Any = None) -> None:
         self.profile = profile
         self.owner_id = owner_id
         self.created: list[str] = []
         self._lock = threading.Lock()
+        self.limiter = limiter
+        """The run's limiter: each call holds one of its slots from ``before_call`` to its answer."""
+        self._slots: dict[int, Any] = {}
+        """Thread id -> the slot its call holds."""
 
     def before_call(self, context: Any, case: Any, kwargs: dict[str, Any]) -> None:
         if self.owner_id is not None and self.profile.isolate is not None:
             self.profile.isolate(case, self.owner_id)
+        if self.limiter is not None:
+            self._give_back(answered=False)  # a call of this thread that raised before any answer
+            slot = self.limiter.acquire()
+            with self._lock:
+                self._slots[threading.get_ident()] = slot
+
+    def _give_back(self, *, answered: bool) -> None:
+        with self._lock:
+            slot = self._slots.pop(threading.get_ident(), None)
+        if slot is not None:
+            slot.done(answered=answered)
+
+    def after_network_error(self, context: Any, case: Any, request: Any) -> None:
+        self._give_back(answered=False)
 
     def after_call(self, context: Any, case: Any, response: Any) -> None:
+        self._give_back(answered=True)
         if self.profile.created_id is None:
             return
         created = self.profile.created_id(case, response)
@@ -369,11 +388,17 @@ class _Isolation:
 
         GLOBAL_HOOK_DISPATCHER.register_hook_with_name(self.before_call, "before_call")
         GLOBAL_HOOK_DISPATCHER.register_hook_with_name(self.after_call, "after_call")
+        GLOBAL_HOOK_DISPATCHER.register_hook_with_name(self.after_network_error, "after_network_error")
         try:
             yield
         finally:
             GLOBAL_HOOK_DISPATCHER.unregister(self.before_call)
             GLOBAL_HOOK_DISPATCHER.unregister(self.after_call)
+            GLOBAL_HOOK_DISPATCHER.unregister(self.after_network_error)
+            with self._lock:  # the slots of calls that raised past both hooks
+                left, self._slots = list(self._slots.values()), {}
+            for slot in left:
+                slot.done(answered=False)
 
 
 def _run(

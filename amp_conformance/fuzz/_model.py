@@ -147,6 +147,9 @@ class FuzzConfig:
     on_requests: Callable[[int], None] | None = None
     """Called with the requests each step sent, as the run goes (``Run.note_fuzz_requests``: the
     progress line shows them while the fuzz area runs)."""
+    limiter: Any = None
+    """The run's :class:`~amp_conformance.engine.limiter.AdaptiveLimiter`: every fuzz request waits for
+    one of its slots, as the checks' do (one budget per target); None: no limit."""
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ def fuzz_result(amp: Amp01Context) -> FuzzResult:
             allow_global_effects=amp.session.options.allow_global_effects,
             owner_id=amp.owner(),
             on_requests=amp.run.note_fuzz_requests,
+            limiter=amp.session.connection.limiter,
         )
         cached = run_fuzz(config)
         # schemathesis sends through its own client: count its requests where the run's count comes from

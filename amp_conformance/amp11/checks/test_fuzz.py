@@ -211,6 +211,7 @@ def openapi_fuzz(amp: Amp11Context) -> FuzzResult:
             transport=transport,
             owner_id=owner,
             on_requests=amp.run.note_fuzz_requests,
+            limiter=amp.session.connection().limiter,
         )
         cached = run_fuzz(config)
         # schemathesis sends through its own client: its requests count where the run's count comes from

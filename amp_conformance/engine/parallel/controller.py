@@ -12,6 +12,7 @@ import pytest
 from amp_conformance.engine import forkserver
 from amp_conformance.engine.forkserver import ForkServer, package_modules
 from amp_conformance.engine.parallel.briefing import Briefing
+from amp_conformance.engine.parallel.budget import SharedBudget
 from amp_conformance.engine.parallel.results import (
     fold_root_steps,
     in_collection_order,
@@ -56,6 +57,9 @@ class Controller:
         """Worker processes started so far (their start-up tiers, :func:`start_niceness`)."""
         self.fork_server: ForkServer | None = None
         """Where the workers are forked from, when they are (:meth:`fork_workers`)."""
+        self.budget = SharedBudget()
+        """The run's one budget of requests in flight, shared with every worker (``engine.limiter``)."""
+        self.budget.open(run.active_session, run.options.max_in_flight)
 
     def fork_workers(self, config: pytest.Config) -> None:
         """Start the workers of a plain ``-n N`` run from a fork server that imports the engine and the
@@ -76,6 +80,7 @@ class Controller:
     def close(self) -> None:
         """Once the run is over: the briefing's folder, the workers let go, the fork server."""
         self.deferred.close()
+        self.budget.close()
         self.join_released()
         if self.fork_server is not None:
             self.fork_server.close()
@@ -109,6 +114,7 @@ class Controller:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput.update(self.briefing)
+        self.budget.brief(node.workerinput)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
