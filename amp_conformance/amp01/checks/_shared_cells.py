@@ -50,7 +50,7 @@ from amp_conformance.amp01.checks._support import (
 )
 from amp_conformance.amp01.context import Adopted
 from amp_conformance.engine.client import Reply
-from amp_conformance.engine.outcomes import CheckFailure, ToolError
+from amp_conformance.engine.outcomes import CheckFailure, TransportFailure
 
 #: The text of the owner set's cells (identical, so search order is decided by the decay score).
 SET_TEXT = "The user prefers Python for backend development"
@@ -151,7 +151,9 @@ def created_reply(amp: Amp01Context, cell_id: str) -> Reply:
             continue
         if isinstance(body, dict) and body.get("id") == cell_id:
             return Reply(exchange)
-    raise ToolError(
+    # the network's doing, not the check's: a transport failure, so the engine re-runs the check on
+    # fresh cells (its shared steps made again for it, the create's answer then in its evidence)
+    raise TransportFailure(
         f"the answer that created the shared cell {cell_id} is not in the check's evidence (lost in "
         "transport, the cell found in its owner's list)"
     )
