@@ -42,3 +42,18 @@ def test_a_lifecycle_pass_applied_but_unanswered_reruns_its_checks() -> None:
         [Fault("reset-after", match=r"^POST /amp/v1/lifecycle/run", nth=(6,))], "--only", "admin,lc,srch"
     )
     assert_recovered(run, "reset-after")
+
+
+@pytest.mark.slow
+def test_a_refused_delete_repeated_after_a_lost_answer_is_settled_by_one_read() -> None:
+    """The 4th DELETE of the check is its probe (a DELETE of an active cell, refused with 409); its answer
+    is lost and the repeat answers 409 too. Before: ambiguous (the first attempt might have deleted it),
+    so the whole check re-ran. Now one read shows the cell still active: the repeat's 409 is the answer."""
+    run = run_through(
+        [Fault("reset-after", match=r"^DELETE /amp/v1/memories/", nth=(4,))],
+        "--check",
+        "test_delete_of_an_active_cell_is_refused",
+    )
+    assert_recovered(run, "reset-after")
+    assert run.network is not None
+    assert run.network["reconciled"] >= 1 and run.network["rerun"] == [], run.network
