@@ -657,11 +657,31 @@ class Amp01Session(HttpSession):
                 return None  # the broken first attempt deleted it
             if 200 <= reply.status < 300 or reply.status in (404, 410):
                 return None
-            if reply.status != 409 or attempt:
+            if reply.status != 409:
                 return f"DELETE answered {reply.status}"
+            state = self._state_of(client, path)  # a 409 for a cell a lost answer deleted already
+            if state is None:
+                return None
+            if attempt:
+                return f"DELETE answered 409 (the cell reads as {state})"
             if self._archive(client, path) is None:
                 return None
         return None  # (unreachable: the loop returns)
+
+    def _state_of(self, client: Client, path: str) -> str | None:
+        """The cell's lifecycle status as a read shows it, None when it is gone (404, 410, deleted)."""
+        try:
+            reply = client.get(path)
+            body = reply.json() if reply.status == 200 else None
+        except (ToolError, AssertionError):
+            return "unknown (the read failed)"
+        if reply.status in (404, 410):
+            return None
+        lifecycle = body.get("lifecycle") if isinstance(body, dict) else None
+        status = lifecycle.get("status") if isinstance(lifecycle, dict) else None
+        if status == "deleted":
+            return None
+        return str(status) if status is not None else f"unknown (GET answered {reply.status})"
 
     def _archive(self, client: Client, path: str) -> int | None:
         """PATCH the cell archived: its status (0 when the answer was lost), None when it is gone."""
