@@ -198,3 +198,33 @@ def test_a_cell_a_create_answered_but_no_step_remembered_is_removed(monkeypatch:
     _, state = _run(monkeypatch, lambda transport: lambda request, forward: forward(request))
     assert dropped
     assert _live(state) == []
+
+
+def test_a_cell_too_big_to_archive_is_shrunk_then_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A size check cut short by the network leaves its cell at the size limit, where the archive PATCH
+    itself is 413 (the cell grows by the status): the cleanup shrinks the text, archives, deletes."""
+    refused: list[str] = []
+    shrunk: set[str] = set()
+    big: list[str] = []  # the first cell the cleanup archives stands for the one at the limit
+
+    def make(transport: FaultyTransport) -> Fault:
+        def fault(
+            request: httpx.Request, forward: Callable[[httpx.Request], httpx.Response]
+        ) -> httpx.Response:
+            path = request.url.path
+            if transport.cleaning and request.method == "PATCH":
+                if b'"content"' in request.content:
+                    shrunk.add(path)
+                elif b'"archived"' in request.content and (big or [path])[0] == path:
+                    big[:] = [path]
+                    if path not in shrunk:
+                        refused.append(path)
+                        return httpx.Response(
+                            413, json={"error": {"code": "PAYLOAD_TOO_LARGE"}}, request=request
+                        )
+            return forward(request)
+
+        return fault
+
+    _, state = _run(monkeypatch, make)
+    assert refused and _live(state) == []
