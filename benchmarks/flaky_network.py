@@ -34,11 +34,9 @@ import dataclasses
 import json
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -50,6 +48,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from amp_conformance.amp01.selfserve import BundledServer
+from reference_server.amp11.threaded import ThreadedRestServer
 from reference_server.netproxy import Fault, FaultProxy
 
 KINDS = ("reset-before", "reset-after", "cut-body", "stall")
@@ -82,50 +81,12 @@ class Row:
         return self.verdict_line.removeprefix("verdict:").strip().split(":")[0] or "?"
 
 
-class Amp11Rest:
-    """The v1.1 reference server's REST channel on a free port, in this process (its store readable)."""
-
-    def __init__(self) -> None:
-        import uvicorn
-
-        from reference_server.amp11.rest import create_rest_app
-        from reference_server.amp11.store import Store
-
-        self.store = Store()
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._socket.getsockname()[1]}"
-        config = uvicorn.Config(create_rest_app(self.store), log_level="warning", access_log=False)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, name="amp11-rest", daemon=True
-        )
-
-    def __enter__(self) -> Amp11Rest:
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the v1.1 reference server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=5)
-        self._socket.close()
-
-    def left(self) -> list[str]:
-        return sorted(memory.id for _, memory in self.store.rows())
-
-
 @contextmanager
 def target(protocol: str) -> Iterator[tuple[str, list[str], Any]]:
     """The server's URL, the command's target arguments, and a function counting the cells left."""
     if protocol == "amp-1.1":
-        with Amp11Rest() as rest:
-            yield rest.url, ["--protocol", "amp-1.1"], rest.left
+        with ThreadedRestServer() as rest:
+            yield rest.url, ["--protocol", "amp-1.1"], rest.rows_left
         return
     with BundledServer(keys=True) as server:
         arguments = [f"--api-key={agent}={key}" for agent, key in server.api_keys.items()]

@@ -14,13 +14,13 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from amp_conformance.amp01.selfserve import BundledServer
+from reference_server.amp11.threaded import ThreadedRestServer
 from reference_server.netproxy import Fault, FaultProxy, ProxyExchange
 
 RUN_TIMEOUT = 240.0
@@ -104,54 +104,13 @@ def run_through(
         )
 
 
-class Amp11RestServer:
-    """The v1.1 reference server's REST channel served in this process on a free port (its store
-    readable: ``rows_left``)."""
-
-    def __init__(self) -> None:
-        import socket
-
-        import uvicorn
-
-        from reference_server.amp11.rest import create_rest_app
-        from reference_server.amp11.store import Store
-
-        self.store = Store()
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._socket.getsockname()[1]}"
-        config = uvicorn.Config(create_rest_app(self.store), log_level="warning", access_log=False)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, name="amp11-rest", daemon=True
-        )
-
-    def __enter__(self) -> Amp11RestServer:
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the v1.1 reference server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=5)
-        self._socket.close()
-
-    def rows_left(self) -> list[str]:
-        return sorted(memory.id for _, memory in self.store.rows())
-
-
 def run_amp11_through(
     faults: Sequence[Fault] = (), *arguments: str, seed: int = 0, timeout: float = 3.0
 ) -> NetworkRun:
     """The same for AMP v1.1 over REST (``--protocol amp-1.1 --base-url``; no MCP channel)."""
     with (
         tempfile.TemporaryDirectory(prefix="amp-network-") as folder,
-        Amp11RestServer() as server,
+        ThreadedRestServer() as server,
         FaultProxy(server.url, faults=faults, seed=seed) as proxy,
     ):
         report_path = Path(folder) / "report.json"
